@@ -1,0 +1,42 @@
+# The two commands of the README: `make run` and `make test`. Each installs what it lacks first
+# (Debian packages; Python test tools into .venv), so both work on a fresh Debian 12 with Swift.
+
+SWIFT        ?= swift
+VENV         ?= .venv
+DEB_PACKAGES := libmicrohttpd-dev libssl-dev pkg-config python3-venv
+SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: run test build deps venv contract-test clean
+
+## Build in release mode and run the broker on its embedded defaults (127.0.0.1:8080).
+run: deps
+	$(SWIFT) build -c release --product token-broker
+	.build/release/token-broker serve $(ARGS)
+
+## Build everything and run every test: Swift unit and integration tests, then the contract tests.
+test: deps venv
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+	$(VENV)/bin/python -m pytest -q Tests/contract
+
+build: deps
+	$(SWIFT) build
+
+## Installs the Debian packages that are missing (apt-get update only when something is).
+deps:
+	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "Installing Debian packages:" $$missing; \
+		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+## The Python tools of the contract tests, in a local virtual environment.
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: Tests/contract/requirements.txt
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q -r Tests/contract/requirements.txt
+	touch $@
+
+clean:
+	rm -rf .build $(VENV)

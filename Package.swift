@@ -1,0 +1,77 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+// Layers, bottom to top:
+//   CMicroHTTPD, CLibCrypto  system libraries (Debian libmicrohttpd-dev, libssl-dev)
+//   MHDShim                  the only code that includes microhttpd.h
+//   CryptoShim               the only code that includes OpenSSL headers
+//   BrokerCrypto             Swift wrapper over CryptoShim
+//   HTTPServer               request, response, router, server; alone knows MHDShim
+//   BrokerCore               configuration, operations, logging, metrics; imports no C
+//   token-broker             the executable: command line, signals, start and stop
+let package = Package(
+    name: "TokenBroker",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "token-broker", targets: ["token-broker"])
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CMicroHTTPD",
+            pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]
+        ),
+        .systemLibrary(
+            name: "CLibCrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
+        .target(name: "MHDShim", dependencies: ["CMicroHTTPD"]),
+        .target(name: "CryptoShim", dependencies: ["CLibCrypto"]),
+        .target(name: "BrokerCrypto", dependencies: ["CryptoShim"]),
+        .target(
+            name: "HTTPServer",
+            dependencies: [
+                "MHDShim",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "BrokerCore",
+            dependencies: [
+                "HTTPServer",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Yams", package: "Yams"),
+            ]
+        ),
+        .executableTarget(
+            name: "token-broker",
+            dependencies: [
+                "BrokerCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(name: "BrokerCryptoTests", dependencies: ["BrokerCrypto"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
+        .testTarget(name: "BrokerCoreTests", dependencies: ["BrokerCore", "HTTPServer"]),
+        .testTarget(name: "IntegrationTests"),
+    ]
+)
+
+// Strict settings for every Swift target, in one place.
+for target in package.targets where target.type != .system {
+    var settings = target.swiftSettings ?? []
+    settings.append(.enableUpcomingFeature("ExistentialAny"))
+    settings.append(.enableUpcomingFeature("MemberImportVisibility"))
+    settings.append(.enableUpcomingFeature("InternalImportsByDefault"))
+    settings.append(.unsafeFlags(["-require-explicit-sendable"]))
+    target.swiftSettings = settings
+}

@@ -1,0 +1,27 @@
+/// A thin client registered with the broker: one entry of the `apps` section.
+public struct AppConfig: Sendable, Equatable {
+    /// The app's id, the key under `apps`.
+    public let id: String
+    /// The redirect URIs the app may use, in the order written.
+    public let redirectURIs: [RedirectURI]
+    /// The providers the app may use; `nil` means every configured provider.
+    public let providers: [String]?
+
+    /// Creates an app. The loader validates its input; this initializer does not.
+    public init(id: String, redirectURIs: [RedirectURI], providers: [String]? = nil) {
+        self.id = id
+        self.redirectURIs = redirectURIs
+        self.providers = providers
+    }
+
+    /// Whether the app may use the provider with id `provider`.
+    public func allows(provider: String) -> Bool {
+        providers?.contains(provider) ?? true
+    }
+
+    /// The registered redirect URI that `candidate` matches, if any: an exact string match, or
+    /// for a loopback URI the same URI on any port (RFC 8252 §7.3).
+    public func matchRegistered(_ candidate: String) -> RedirectURI? {
+        redirectURIs.first { $0.matches(candidate) }
+    }
+}

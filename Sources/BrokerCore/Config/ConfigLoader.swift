@@ -1,0 +1,82 @@
+import Foundation
+import Yams
+
+/// Loads the broker's configuration: embedded defaults, then the YAML file, then the
+/// environment overrides in ``environmentOverrides``. Every problem found on the way is
+/// reported together in one ``ConfigError``.
+public enum ConfigLoader: Sendable {
+    /// Loads the configuration.
+    ///
+    /// - Parameters:
+    ///   - path: the YAML file; `nil` means the embedded defaults. Relative `client_secret_file`
+    ///     paths are resolved from the file's directory.
+    ///   - environment: the process environment, for overrides and `client_secret_env`.
+    /// - Throws: a ``ConfigError`` listing every problem.
+    public static func load(path: String?, environment: [String: String]) throws(ConfigError) -> BrokerConfig {
+        guard let path else {
+            return try load(yaml: "", fileName: "<defaults>", baseDirectory: nil, environment: environment)
+        }
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            var isDirectory: ObjCBool = false
+            let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
+            let reason = !exists ? "it does not exist" : isDirectory.boolValue ? "it is a directory"
+                : "it is not readable UTF-8 text"
+            throw ConfigError(key: "", message: "cannot read the configuration file: \(reason)", file: path)
+        }
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        return try load(yaml: text, fileName: path, baseDirectory: directory, environment: environment)
+    }
+
+    /// Loads the configuration from YAML text; `fileName` is used in messages only. Relative
+    /// `client_secret_file` paths are resolved from the working directory.
+    public static func load(yaml: String, fileName: String, environment: [String: String]) throws(ConfigError)
+        -> BrokerConfig {
+        try load(yaml: yaml, fileName: fileName, baseDirectory: nil, environment: environment)
+    }
+
+    static func load(yaml: String, fileName: String, baseDirectory: String?,
+                     environment: [String: String]) throws(ConfigError) -> BrokerConfig {
+        var problems = ConfigProblemList(file: fileName)
+        var draft = ConfigDraft()
+        do {
+            if let root = try Yams.compose(yaml: yaml) {
+                ConfigDocumentDecoder(environment: environment, baseDirectory: baseDirectory)
+                    .decode(root, into: &draft, problems: &problems)
+            }
+        } catch {
+            let problem = syntaxProblem(error, yaml: yaml)
+            problems.add("", problem.message, line: problem.line)
+        }
+        problems.file = nil
+        applyEnvironment(environment, to: &draft, problems: &problems)
+        // File problems in line order (a mapping's unknown keys are found before its values are
+        // read), then environment problems; the sort is stable.
+        let all = (problems.problems + draft.crossCheck(file: fileName)).sorted {
+            ($0.file == nil ? 1 : 0, $0.line ?? 0) < ($1.file == nil ? 1 : 0, $1.line ?? 0)
+        }
+        guard all.isEmpty else { throw ConfigError(problems: all) }
+        return draft.finish()
+    }
+
+    /// One problem for a YAML syntax error, with its line and without quoting the document.
+    static func syntaxProblem(_ error: any Error, yaml: String) -> (message: String, line: Int?) {
+        guard let error = error as? YamlError else { return ("invalid YAML", nil) }
+        switch error {
+        case .scanner(let context, let problem, let mark, _),
+             .parser(let context, let problem, let mark, _),
+             .composer(let context, let problem, let mark, _):
+            let detail = context.map { " (\($0.text))" } ?? ""
+            return ("invalid YAML: \(problem)\(detail)", mark.line)
+        case .reader(let problem, let offset, _, _):
+            let line = offset.map { offset in yaml.utf8.prefix(offset).reduce(1) { $1 == 10 ? $0 + 1 : $0 } }
+            return ("invalid YAML: \(problem)", line)
+        case .duplicatedKeysInMapping(let duplicates, let context):
+            return ("duplicate key \(duplicates.joined(separator: ", ")) in a mapping", context.mark.line)
+        default:
+            return ("invalid YAML", nil)
+        }
+    }
+}

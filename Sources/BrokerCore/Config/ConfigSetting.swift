@@ -1,0 +1,77 @@
+/// A scalar setting of the `server` and `log` sections: its key, its environment override and how
+/// its text is parsed. YAML values and environment values go through the same `apply`, so both
+/// accept the same spellings and give the same messages.
+struct ConfigSetting: Sendable {
+    /// Dotted key in the file, such as `server.limits.max_body_bytes`.
+    let key: String
+    /// The environment variable that overrides it.
+    let variable: String
+    /// One line for `--help` and the README.
+    let description: String
+    /// What a value should be, for type errors: "an integer", "true or false".
+    let expected: String
+    /// Parses `text` and stores the value in the draft.
+    let apply: @Sendable (inout ConfigDraft, String) -> Result<Void, ConfigValueError>
+
+    /// Every scalar setting, in the order the README lists them.
+    static let all: [ConfigSetting] = [
+        ConfigSetting(key: "server.listen", variable: "BROKER_LISTEN",
+                      description: "address and port to listen on, HOST:PORT ([::1]:8080 for IPv6; port 0 = any free port)",
+                      expected: "HOST:PORT") { draft, text in
+            ListenAddress.parse(text).map { draft.listen = $0 }
+        },
+        ConfigSetting(key: "server.public_url", variable: "BROKER_PUBLIC_URL",
+                      description: "the broker's external base URL (default http://<listen>); the provider callback is <public_url>/callback",
+                      expected: "a URL") { draft, text in
+            ConfigURLRules.parse(text, allowInsecureHTTP: true, allowQuery: false).map { draft.publicURL = $0 }
+        },
+        ConfigSetting(key: "server.threads", variable: "BROKER_THREADS",
+                      description: "request threads (0 = one per core)", expected: "an integer") { draft, text in
+            ConfigValueParsing.integer(text, in: ServerConfig.threadsRange).map { draft.threads = $0 }
+        },
+        ConfigSetting(key: "server.shutdown_grace_seconds", variable: "BROKER_SHUTDOWN_GRACE_SECONDS",
+                      description: "on SIGTERM, seconds pending requests get to finish", expected: "a number") { draft, text in
+            ConfigValueParsing.number(text, in: ServerConfig.shutdownGraceSecondsRange).map { draft.shutdownGraceSeconds = $0 }
+        },
+        limit("max_body_bytes", "BROKER_MAX_BODY_BYTES", "largest request body, in bytes",
+              Limits.maxBodyBytesRange, { $0.maxBodyBytes = $1 }),
+        limit("max_header_bytes", "BROKER_MAX_HEADER_BYTES", "largest total size of request headers, in bytes",
+              Limits.maxHeaderBytesRange, { $0.maxHeaderBytes = $1 }),
+        limit("max_url_bytes", "BROKER_MAX_URL_BYTES", "longest request target (path and query), in bytes",
+              Limits.maxURLBytesRange, { $0.maxURLBytes = $1 }),
+        limit("max_connections", "BROKER_MAX_CONNECTIONS", "most connections open at once",
+              Limits.maxConnectionsRange, { $0.maxConnections = $1 }),
+        limit("max_connections_per_ip", "BROKER_MAX_CONNECTIONS_PER_IP", "most connections open at once from one IP address",
+              Limits.maxConnectionsPerIPRange, { $0.maxConnectionsPerIP = $1 }),
+        limit("idle_timeout_seconds", "BROKER_IDLE_TIMEOUT_SECONDS", "seconds an idle connection is kept open",
+              Limits.idleTimeoutSecondsRange, { $0.idleTimeoutSeconds = $1 }),
+        ConfigSetting(key: "log.level", variable: "BROKER_LOG_LEVEL",
+                      description: "lowest log level written: trace, debug, info, notice, warning, error, critical",
+                      expected: "a log level") { draft, text in
+            ConfigValueParsing.choice(text, as: LogLevel.self).map { draft.log.level = $0 }
+        },
+        ConfigSetting(key: "log.format", variable: "BROKER_LOG_FORMAT",
+                      description: "log format: auto (JSON lines unless stdout is a terminal), json or text",
+                      expected: "a log format") { draft, text in
+            ConfigValueParsing.choice(text, as: LogFormat.self).map { draft.log.format = $0 }
+        },
+        ConfigSetting(key: "log.access", variable: "BROKER_LOG_ACCESS",
+                      description: "one access-log line per request: true or false", expected: "true or false") { draft, text in
+            ConfigValueParsing.boolean(text).map { draft.log.access = $0 }
+        },
+    ]
+
+    /// The setting stored under `key`.
+    static func named(_ key: String) -> ConfigSetting? {
+        all.first { $0.key == key }
+    }
+
+    private static func limit(_ name: String, _ variable: String, _ description: String,
+                              _ range: ClosedRange<Int>, _ store: @escaping @Sendable (inout Limits, Int) -> Void) -> ConfigSetting {
+        ConfigSetting(key: "server.limits.\(name)", variable: variable,
+                      description: "\(description) (\(range.lowerBound)...\(range.upperBound))",
+                      expected: "an integer") { draft, text in
+            ConfigValueParsing.integer(text, in: range).map { store(&draft.limits, $0) }
+        }
+    }
+}

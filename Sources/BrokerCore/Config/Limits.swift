@@ -1,0 +1,39 @@
+/// Bounds on what one request or one client may use: the `server.limits` section.
+public struct Limits: Sendable, Equatable {
+    /// Largest request body accepted, in bytes (413 above it).
+    public var maxBodyBytes: Int
+    /// Largest total size of the request headers, in bytes (431 above it).
+    public var maxHeaderBytes: Int
+    /// Longest request target (path and query), in bytes (414 above it).
+    public var maxURLBytes: Int
+    /// Most connections open at once.
+    public var maxConnections: Int
+    /// Most connections open at once from one client IP address.
+    public var maxConnectionsPerIP: Int
+    /// Seconds an idle connection is kept open.
+    public var idleTimeoutSeconds: Int
+
+    /// Creates limits; the defaults are those of the embedded configuration.
+    public init(maxBodyBytes: Int = 65_536, maxHeaderBytes: Int = 16_384, maxURLBytes: Int = 8_192,
+                maxConnections: Int = 1_024, maxConnectionsPerIP: Int = 128, idleTimeoutSeconds: Int = 30) {
+        self.maxBodyBytes = maxBodyBytes
+        self.maxHeaderBytes = maxHeaderBytes
+        self.maxURLBytes = maxURLBytes
+        self.maxConnections = maxConnections
+        self.maxConnectionsPerIP = maxConnectionsPerIP
+        self.idleTimeoutSeconds = idleTimeoutSeconds
+    }
+
+    /// Accepted range of `max_body_bytes`: 1 KiB to 64 MiB.
+    static let maxBodyBytesRange = 1_024...67_108_864
+    /// Accepted range of `max_header_bytes`: 1 KiB to 1 MiB.
+    static let maxHeaderBytesRange = 1_024...1_048_576
+    /// Accepted range of `max_url_bytes`: 256 bytes to 1 MiB.
+    static let maxURLBytesRange = 256...1_048_576
+    /// Accepted range of `max_connections`.
+    static let maxConnectionsRange = 1...1_000_000
+    /// Accepted range of `max_connections_per_ip` (also at most `max_connections`).
+    static let maxConnectionsPerIPRange = 1...1_000_000
+    /// Accepted range of `idle_timeout_seconds`: one second to one day.
+    static let idleTimeoutSecondsRange = 1...86_400
+}

@@ -1,0 +1,150 @@
+import Foundation
+import Yams
+
+/// Decodes one entry of the `providers` section.
+struct ProviderDecoder {
+    let id: String
+    let path: ConfigKeyPath
+    /// The line of the provider's id.
+    let line: Int?
+    let environment: [String: String]
+    let baseDirectory: String?
+
+    static let endpointKeys = ["authorization_endpoint", "token_endpoint", "revocation_endpoint",
+                               "userinfo_endpoint", "jwks_uri"]
+    static let knownKeys = ["issuer"] + endpointKeys + [
+        "client_id", "client_secret_env", "client_secret_file", "scopes",
+        "token_endpoint_auth_method", "authorization_params", "allow_insecure_http",
+    ]
+
+    /// The provider, or `nil` when anything about it is wrong (every problem is recorded).
+    func decode(_ node: Node, problems: inout ConfigProblemList) -> ProviderConfig? {
+        let before = problems.problems.count
+        guard let reader = YAMLMappingReader(node, at: path, known: Self.knownKeys,
+                                         forbidden: ["client_secret": SecretReference.inlineRefusal],
+                                         problems: &problems) else { return nil }
+        let insecure = reader.parsed("allow_insecure_http", expected: "true or false", problems: &problems,
+                                     ConfigValueParsing.boolean) ?? false
+        let endpoints = decodeEndpoints(reader, allowInsecureHTTP: insecure, problems: &problems)
+        let clientID = reader.string("client_id", problems: &problems)
+        if !reader.has("client_id") {
+            problems.add(path.child("client_id"), "required key is missing", line: line)
+        }
+        let secret = decodeSecret(reader, problems: &problems)
+        let scopes = decodeScopes(reader, problems: &problems) ?? (endpoints?.issuer != nil ? ["openid"] : [])
+        let method = reader.parsed("token_endpoint_auth_method", expected: "a method", problems: &problems) {
+            ConfigValueParsing.choice($0, as: TokenEndpointAuthMethod.self)
+        } ?? .clientSecretBasic
+        let parameters = decodeParameters(reader, problems: &problems)
+        guard problems.problems.count == before, let endpoints, let clientID, let secret else { return nil }
+        return ProviderConfig(id: id, endpoints: endpoints, clientID: clientID, clientSecret: secret,
+                              scopes: scopes, authorizationParameters: parameters,
+                              tokenEndpointAuthMethod: method, allowInsecureHTTP: insecure)
+    }
+
+    private func url(_ reader: YAMLMappingReader, _ key: String, allowInsecureHTTP: Bool, allowQuery: Bool = true,
+                     problems: inout ConfigProblemList) -> URL? {
+        reader.parsed(key, expected: "a URL", problems: &problems) {
+            ConfigURLRules.parse($0, allowInsecureHTTP: allowInsecureHTTP, allowQuery: allowQuery)
+        }
+    }
+
+    private func decodeEndpoints(_ reader: YAMLMappingReader, allowInsecureHTTP: Bool,
+                                 problems: inout ConfigProblemList) -> ProviderEndpoints? {
+        let explicitKeys = Self.endpointKeys.filter(reader.has)
+        if reader.has("issuer") {
+            guard explicitKeys.isEmpty else {
+                problems.add(path.child(explicitKeys[0]), "use either issuer (OIDC discovery) or explicit "
+                    + "endpoints (authorization_endpoint, token_endpoint, ...), not both", line: reader.line(of: explicitKeys[0]))
+                return nil
+            }
+            return url(reader, "issuer", allowInsecureHTTP: allowInsecureHTTP, allowQuery: false, problems: &problems)
+                .map { .discovery(issuer: $0) }
+        }
+        guard !explicitKeys.isEmpty else {
+            problems.add(path, "missing endpoints: set issuer (OIDC discovery) or authorization_endpoint "
+                + "and token_endpoint", line: line)
+            return nil
+        }
+        for key in ["authorization_endpoint", "token_endpoint"] where !reader.has(key) {
+            problems.add(path.child(key), "required key is missing (explicit endpoints need "
+                + "authorization_endpoint and token_endpoint; or use issuer for OIDC discovery)", line: line)
+        }
+        var found: [String: URL] = [:]
+        for key in explicitKeys {
+            found[key] = url(reader, key, allowInsecureHTTP: allowInsecureHTTP, problems: &problems)
+        }
+        guard let authorization = found["authorization_endpoint"], let token = found["token_endpoint"] else { return nil }
+        return .explicit(ExplicitEndpoints(authorization: authorization, token: token,
+                                           revocation: found["revocation_endpoint"],
+                                           userinfo: found["userinfo_endpoint"], jwks: found["jwks_uri"]))
+    }
+
+    private func decodeSecret(_ reader: YAMLMappingReader, problems: inout ConfigProblemList) -> Secret? {
+        let hasEnv = reader.has("client_secret_env")
+        let hasFile = reader.has("client_secret_file")
+        if hasEnv && hasFile {
+            problems.add(path.child("client_secret_file"), "set only one of client_secret_env and "
+                + "client_secret_file", line: reader.line(of: "client_secret_file"))
+            return nil
+        }
+        if !hasEnv && !hasFile {
+            if reader.refusedKeys.isEmpty {
+                problems.add(path.child("client_secret_env"), "required key is missing: set client_secret_env "
+                    + "(an environment variable's name) or client_secret_file (a file's path)", line: line)
+            }
+            return nil
+        }
+        let key = hasEnv ? "client_secret_env" : "client_secret_file"
+        guard let text = reader.string(key, problems: &problems) else { return nil }
+        let reference: SecretReference
+        if hasEnv {
+            guard SecretReference.isValidVariableName(text) else {
+                problems.add(path.child(key), "is not a valid environment variable name (letters, digits "
+                    + "and _, not starting with a digit)", line: reader.line(of: key))
+                return nil
+            }
+            reference = .environment(text)
+        } else {
+            reference = .file(text)
+        }
+        let resolved = reference.resolve(environment: environment, baseDirectory: baseDirectory)
+        return problems.check(resolved, at: path.child(key), line: reader.line(of: key))
+    }
+
+    private func decodeScopes(_ reader: YAMLMappingReader, problems: inout ConfigProblemList) -> [String]? {
+        guard let items = reader.stringList("scopes", problems: &problems) else { return nil }
+        var scopes: [String] = []
+        for item in items {
+            // RFC 6749 §3.3: scope-token = 1*( %x21 / %x23-5B / %x5D-7E )
+            let valid = !item.text.isEmpty && item.text.unicodeScalars.allSatisfy {
+                $0.value == 0x21 || (0x23...0x5B).contains($0.value) || (0x5D...0x7E).contains($0.value)
+            }
+            if !valid {
+                problems.add(item.path, "invalid scope \(ConfigValueParsing.quoted(item.text)): a scope has no spaces, "
+                    + "quotes or backslashes (RFC 6749 §3.3); list each scope separately", line: item.line)
+            } else if scopes.contains(item.text) {
+                problems.add(item.path, "duplicate scope \(ConfigValueParsing.quoted(item.text))", line: item.line)
+            } else {
+                scopes.append(item.text)
+            }
+        }
+        return scopes
+    }
+
+    private func decodeParameters(_ reader: YAMLMappingReader, problems: inout ConfigProblemList) -> [String: String] {
+        guard let node = reader.node("authorization_params"),
+              let params = YAMLMappingReader(node, at: path.child("authorization_params"), known: nil, problems: &problems)
+        else { return [:] }
+        var result: [String: String] = [:]
+        for name in params.keys {
+            if ProviderConfig.reservedAuthorizationParameters.contains(name) {
+                problems.add(params.path.child(name), "is set by the broker and cannot be overridden",
+                             line: params.line(of: name))
+            } else if let value = params.scalar(name, expected: "a string", problems: &problems) {
+                result[name] = value
+            }
+        }
+        return result
+    }
+}

@@ -1,0 +1,63 @@
+import Foundation
+
+/// Where a provider's client secret is to be found: `client_secret_env` or `client_secret_file`.
+enum SecretReference: Sendable, Equatable {
+    case environment(String)
+    case file(String)
+
+    /// The message for a `client_secret` key written inline.
+    static let inlineRefusal = "inline secrets are not allowed; use client_secret_env (the name of "
+        + "an environment variable holding the secret) or client_secret_file (the path of a file "
+        + "holding it)"
+
+    /// Whether `name` is a portable environment variable name.
+    static func isValidVariableName(_ name: String) -> Bool {
+        guard let first = name.unicodeScalars.first, first == "_" || (first.isASCII && first.properties.isAlphabetic)
+        else { return false }
+        return name.unicodeScalars.allSatisfy { $0 == "_" || ($0.isASCII && $0.properties.isAlphabetic)
+            || ("0"..."9").contains($0) }
+    }
+
+    /// Reads the secret now. A file loses one trailing newline (`\n` or `\r\n`). Problems name
+    /// the variable or path, never the value.
+    ///
+    /// - Parameter baseDirectory: where a relative file path is resolved from.
+    func resolve(environment: [String: String], baseDirectory: String?) -> Result<Secret, ConfigValueError> {
+        switch self {
+        case .environment(let name):
+            guard let value = environment[name] else {
+                return .failure(ConfigValueError("environment variable \(name) is not set"))
+            }
+            guard !value.isEmpty else {
+                return .failure(ConfigValueError("environment variable \(name) is empty"))
+            }
+            return .success(Secret(value, source: "env \(name)"))
+        case .file(let path):
+            let fullPath = Self.absolutePath(path, baseDirectory: baseDirectory)
+            let data: Data
+            do {
+                data = try Data(contentsOf: URL(fileURLWithPath: fullPath))
+            } catch {
+                let reason = FileManager.default.fileExists(atPath: fullPath) ? "is not a readable file" : "does not exist"
+                return .failure(ConfigValueError("cannot read secret file \(fullPath): it \(reason)"))
+            }
+            guard var value = String(data: data, encoding: .utf8) else {
+                return .failure(ConfigValueError("secret file \(fullPath) is not UTF-8 text"))
+            }
+            // "\r\n" is a single Character in Swift, so one removeLast strips either ending.
+            if value.last == "\n" || value.last == "\r\n" {
+                value.removeLast()
+            }
+            guard !value.isEmpty else {
+                return .failure(ConfigValueError("secret file \(fullPath) is empty"))
+            }
+            return .success(Secret(value, source: "file \(fullPath)"))
+        }
+    }
+
+    /// `path` itself when absolute, else joined to `baseDirectory` (or the working directory).
+    static func absolutePath(_ path: String, baseDirectory: String?) -> String {
+        guard !path.hasPrefix("/"), let baseDirectory, !baseDirectory.isEmpty else { return path }
+        return URL(fileURLWithPath: baseDirectory).appendingPathComponent(path).path
+    }
+}

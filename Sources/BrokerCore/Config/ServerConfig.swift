@@ -1,0 +1,48 @@
+public import Foundation
+
+/// HTTP server settings: the `server` section.
+public struct ServerConfig: Sendable, Equatable {
+    /// Address and port to listen on.
+    public var listen: ListenAddress
+    /// The broker's external base URL; the provider callback is ``callbackURL``. Defaults to
+    /// `http://<listen>` (see ``publicURLIsDerived``).
+    public var publicURL: URL
+    /// Whether ``publicURL`` was derived from ``listen`` rather than configured. With port 0 the
+    /// HTTP layer should then rebuild it from the port actually bound.
+    public var publicURLIsDerived: Bool
+    /// Number of request threads, already resolved: a configured 0 becomes the number of cores.
+    public var threads: Int
+    /// On SIGTERM, how long pending requests get to finish, in seconds.
+    public var shutdownGraceSeconds: Double
+    /// Request and connection limits.
+    public var limits: Limits
+
+    /// Creates server settings. `publicURL` defaults to `http://<listen>`; `threads` 0 means one
+    /// per core and is resolved here.
+    public init(listen: ListenAddress, publicURL: URL? = nil,
+                threads: Int = 0, shutdownGraceSeconds: Double = 10, limits: Limits = Limits()) {
+        self.listen = listen
+        self.publicURL = publicURL ?? listen.derivedPublicURL
+        self.publicURLIsDerived = publicURL == nil
+        self.threads = threads > 0 ? threads : ProcessInfo.processInfo.activeProcessorCount
+        self.shutdownGraceSeconds = shutdownGraceSeconds
+        self.limits = limits
+    }
+
+    /// Where providers send the browser back: ``publicURL`` + `/callback`.
+    public var callbackURL: URL { publicURL.appendingPathComponent("callback") }
+
+    /// Accepted range of `threads` (0 = one per core).
+    static let threadsRange = 0...1_024
+    /// Accepted range of `shutdown_grace_seconds`: up to one hour.
+    static let shutdownGraceSecondsRange = 0.0...3_600.0
+}
+
+extension ListenAddress {
+    /// `http://<listen>`, the public URL used when none is configured.
+    var derivedPublicURL: URL {
+        // The host is an IP literal or localhost and the port is numeric, so the URL always
+        // parses; the fallback only keeps the type non-optional.
+        URL(string: "http://\(self)") ?? URL(fileURLWithPath: "/")
+    }
+}

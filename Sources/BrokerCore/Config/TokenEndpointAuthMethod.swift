@@ -1,0 +1,7 @@
+/// How the broker authenticates to a provider's token endpoint (RFC 6749 §2.3.1).
+public enum TokenEndpointAuthMethod: String, Sendable, Hashable, CaseIterable {
+    /// HTTP Basic authentication with the client id and secret.
+    case clientSecretBasic = "client_secret_basic"
+    /// `client_id` and `client_secret` in the form body.
+    case clientSecretPost = "client_secret_post"
+}

@@ -1,0 +1,49 @@
+public import Prometheus
+
+/// The broker's Prometheus metrics, in one registry that `/metrics` renders.
+public final class BrokerMetrics: Sendable {
+    public let registry = PrometheusCollectorRegistry()
+    private let inFlight: Gauge
+
+    /// Latency buckets from 0.5 ms (an answer from memory) to 10 s (a slow provider).
+    private static let latencyBuckets: [Duration] = [
+        .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10),
+        .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
+        .seconds(1), .seconds(2.5), .seconds(5), .seconds(10),
+    ]
+
+    public init() {
+        inFlight = registry.makeGauge(descriptor: MetricNameDescriptor(
+            namespace: "broker", metricName: "http_requests_in_flight", unitName: "",
+            helpText: "Requests received and not yet answered."
+        ))
+    }
+
+    func requestStarted() {
+        inFlight.increment()
+    }
+
+    func requestFinished(route: String, method: String, status: Int, seconds: Double) {
+        inFlight.decrement()
+        registry.makeCounter(
+            descriptor: MetricNameDescriptor(
+                namespace: "broker", metricName: "http_requests", unitName: "total",
+                helpText: "Requests answered, by route, method and status."
+            ),
+            labels: [("route", route), ("method", method), ("status", String(status))]
+        ).increment()
+        registry.makeDurationHistogram(
+            descriptor: MetricNameDescriptor(
+                namespace: "broker", metricName: "http_request_duration", unitName: "seconds",
+                helpText: "Time from the request line to the answer, by route."
+            ),
+            labels: [("route", route)],
+            buckets: Self.latencyBuckets
+        ).recordNanoseconds(Int64(seconds * 1e9))
+    }
+
+    /// The Prometheus text exposition of every metric.
+    public func render() -> [UInt8] {
+        registry.emitToBuffer()
+    }
+}

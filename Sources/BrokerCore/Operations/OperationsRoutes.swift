@@ -1,0 +1,23 @@
+import HTTPServer
+
+/// `/healthz`, `/readyz` and `/metrics`: for orchestrators and Prometheus.
+struct OperationsRoutes: Sendable {
+    let readiness: Readiness
+    let metrics: BrokerMetrics
+
+    func register(in router: inout Router) {
+        router.add("GET", "/healthz") { _ in
+            .now(.json(.object([("status", .string("ok"))])))
+        }
+        router.add("GET", "/readyz") { [readiness] _ in
+            readiness.reply()
+        }
+        router.add("GET", "/metrics") { [metrics] _ in
+            .now(Response(
+                status: 200,
+                headers: [HTTPHeader("Content-Type", "text/plain; version=0.0.4")],
+                body: metrics.render()
+            ))
+        }
+    }
+}

@@ -1,0 +1,102 @@
+public import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Synchronization
+
+/// A provider's OpenID Connect discovery document (OpenID Connect Discovery 1.0 §3), reduced to
+/// what the broker uses.
+public struct DiscoveryDocument: Sendable, Equatable {
+    public let issuer: URL
+    public let authorizationEndpoint: URL
+    public let tokenEndpoint: URL
+    public let userinfoEndpoint: URL?
+    public let jwksURI: URL?
+    public let revocationEndpoint: URL?
+}
+
+/// Why discovery failed; safe to show to operators.
+public struct DiscoveryError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+}
+
+/// Fetches discovery documents and keeps each one after the first success.
+public final class DiscoveryCache: Sendable {
+    private let client: UpstreamClient
+    private let documents = Mutex<[URL: DiscoveryDocument]>([:])
+
+    public init(client: UpstreamClient) {
+        self.client = client
+    }
+
+    /// The cached document for `issuer`, without a network call.
+    public func cached(_ issuer: URL) -> DiscoveryDocument? {
+        documents.withLock { $0[issuer] }
+    }
+
+    /// The document for `issuer`, fetched on first use.
+    public func document(for issuer: URL) async throws(DiscoveryError) -> DiscoveryDocument {
+        if let known = cached(issuer) { return known }
+        let location = Self.discoveryURL(for: issuer)
+        var request = URLRequest(url: location)
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        let response: UpstreamClient.Response
+        do {
+            response = try await client.send(request)
+        } catch {
+            throw DiscoveryError(description: "discovery failed: \(error)")
+        }
+        guard response.status == 200 else {
+            throw DiscoveryError(description: "discovery at \(issuer.host ?? "?") answered HTTP \(response.status)")
+        }
+        let document = try Self.parse(response.body, expectedIssuer: issuer)
+        documents.withLock { $0[issuer] = document }
+        return document
+    }
+
+    /// `issuer` + `/.well-known/openid-configuration`, keeping any path the issuer has.
+    static func discoveryURL(for issuer: URL) -> URL {
+        var text = issuer.absoluteString
+        while text.hasSuffix("/") { text.removeLast() }
+        return URL(string: text + "/.well-known/openid-configuration") ?? issuer
+    }
+
+    /// Parses a discovery document; its `issuer` must equal the configured one exactly (§4.3),
+    /// which stops a document from one issuer being passed off as another's.
+    static func parse(_ body: [UInt8], expectedIssuer: URL) throws(DiscoveryError) -> DiscoveryDocument {
+        struct Wire: Decodable {
+            let issuer: String
+            let authorization_endpoint: String
+            let token_endpoint: String
+            let userinfo_endpoint: String?
+            let jwks_uri: String?
+            let revocation_endpoint: String?
+        }
+        guard let wire = try? JSONDecoder().decode(Wire.self, from: Data(body)) else {
+            throw DiscoveryError(description: "the discovery document of \(expectedIssuer.absoluteString) is not valid JSON with the required fields")
+        }
+        guard wire.issuer == expectedIssuer.absoluteString else {
+            throw DiscoveryError(description: "the discovery document names issuer \(wire.issuer), not the configured \(expectedIssuer.absoluteString)")
+        }
+        func url(_ text: String?, _ field: String) throws(DiscoveryError) -> URL? {
+            guard let text else { return nil }
+            guard let url = URL(string: text), url.scheme != nil, url.host != nil else {
+                throw DiscoveryError(description: "the discovery document's \(field) is not an absolute URL")
+            }
+            return url
+        }
+        guard let authorization = try url(wire.authorization_endpoint, "authorization_endpoint"),
+              let token = try url(wire.token_endpoint, "token_endpoint")
+        else {
+            throw DiscoveryError(description: "the discovery document lacks its endpoints")
+        }
+        return DiscoveryDocument(
+            issuer: expectedIssuer,
+            authorizationEndpoint: authorization,
+            tokenEndpoint: token,
+            userinfoEndpoint: try url(wire.userinfo_endpoint, "userinfo_endpoint"),
+            jwksURI: try url(wire.jwks_uri, "jwks_uri"),
+            revocationEndpoint: try url(wire.revocation_endpoint, "revocation_endpoint")
+        )
+    }
+}

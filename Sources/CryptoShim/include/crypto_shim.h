@@ -1,0 +1,56 @@
+// CryptoShim: the few libcrypto (OpenSSL 3.0) operations BrokerCrypto needs, as plain C
+// functions with fixed argument lists that Swift can call directly.
+//
+// This header deliberately includes no OpenSSL header: Swift sees only these functions, and
+// libcrypto's macros and types stay inside crypto_shim.c. Every symbol starts with tb_crypto_.
+// Every int-returning function returns 1 on success and 0 on failure; on failure the OpenSSL
+// error queue of the calling thread has been cleared.
+// Pointers marked _Nullable may be NULL only when their length is 0.
+
+#ifndef TB_CRYPTO_SHIM_H
+#define TB_CRYPTO_SHIM_H
+
+#include <stddef.h>
+
+#define TB_CRYPTO_SHA256_BYTES 32
+#define TB_CRYPTO_AES256_KEY_BYTES 32
+#define TB_CRYPTO_GCM_NONCE_BYTES 12
+#define TB_CRYPTO_GCM_TAG_BYTES 16
+
+#pragma clang assume_nonnull begin
+
+// RAND_bytes takes an int count; this accepts any size_t and fills `out` from the CSPRNG.
+int tb_crypto_random_bytes(void *out, size_t count);
+
+// SHA-256 on the hot path: EVP_Digest with a digest fetched once (implicit fetches cost ~3x).
+int tb_crypto_sha256(const void *_Nullable data, size_t count,
+                     void *out /* TB_CRYPTO_SHA256_BYTES */);
+
+// HMAC-SHA256 through EVP_Q_mac, so Swift needs neither EVP_MAC objects nor OSSL_PARAM arrays.
+int tb_crypto_hmac_sha256(const void *_Nullable key, size_t key_count,
+                          const void *_Nullable data, size_t data_count,
+                          void *out /* TB_CRYPTO_SHA256_BYTES */);
+
+// AES-256-GCM encryption in one call: the EVP sequence and its GCM ctrl macros stay in C.
+// `ciphertext` receives exactly `count` bytes.
+int tb_crypto_aes256gcm_seal(const void *key /* 32 */, const void *nonce /* 12 */,
+                             const void *_Nullable aad, size_t aad_count,
+                             const void *_Nullable plaintext, size_t count,
+                             void *_Nullable ciphertext, void *tag /* 16 */);
+
+// AES-256-GCM decryption in one call; fails (and zeroes `plaintext`) when the tag does not
+// verify. `plaintext` receives exactly `count` bytes.
+int tb_crypto_aes256gcm_open(const void *key /* 32 */, const void *nonce /* 12 */,
+                             const void *_Nullable aad, size_t aad_count,
+                             const void *_Nullable ciphertext, size_t count,
+                             const void *tag /* 16 */, void *_Nullable plaintext);
+
+// CRYPTO_memcmp returns 0 for "equal"; this returns 1 for equal so it reads as a Bool in Swift.
+int tb_crypto_equal(const void *_Nullable a, const void *_Nullable b, size_t count);
+
+// OPENSSL_cleanse: zeroes key material in a way the compiler may not optimise away.
+void tb_crypto_cleanse(void *_Nullable data, size_t count);
+
+#pragma clang assume_nonnull end
+
+#endif

@@ -1,0 +1,103 @@
+/// Parameters from a query string or an `application/x-www-form-urlencoded` body.
+///
+/// Parsing follows the URL Standard's urlencoded parser with two deliberate refusals, because
+/// OAuth parameters are security decisions: a repeated name is an error (RFC 6749 §3.1: "request
+/// and response parameters MUST NOT be included more than once"), and so is a malformed
+/// percent-escape or a value that is not UTF-8. Error messages name the parameter, never echo
+/// a value (values may be codes or tokens).
+public struct FormFields: Sendable, Equatable {
+    private var values: [String: String]
+
+    /// Names in the order they appeared.
+    public private(set) var names: [String]
+
+    public init(_ pairs: [(String, String)] = []) {
+        values = [:]
+        names = []
+        for (name, value) in pairs where values.updateValue(value, forKey: name) == nil {
+            names.append(name)
+        }
+    }
+
+    /// Parses `a=1&b=x+y%21`. `+` decodes to a space, as both query strings built by HTML forms
+    /// and form bodies use it.
+    public init(parsing encoded: some StringProtocol) throws(HTTPError) {
+        self.init()
+        for segment in Substring(encoded).utf8.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
+            let equals = segment.firstIndex(of: UInt8(ascii: "="))
+            let rawName = segment[..<(equals ?? segment.endIndex)]
+            let rawValue = equals.map { segment[segment.index(after: $0)...] } ?? segment[segment.endIndex...]
+            let name = try Self.decode(rawName, describing: "a parameter name")
+            guard !name.isEmpty else {
+                throw .badRequest("A parameter has an empty name.")
+            }
+            let value = try Self.decode(rawValue, describing: "parameter \(Self.printable(name))")
+            guard values.updateValue(value, forKey: name) == nil else {
+                throw .badRequest("Parameter \(Self.printable(name)) appears more than once.")
+            }
+            names.append(name)
+        }
+    }
+
+    public subscript(name: String) -> String? { values[name] }
+
+    /// The value of `name`, which must be present and non-empty.
+    public func required(_ name: String) throws(HTTPError) -> String {
+        guard let value = values[name], !value.isEmpty else {
+            throw .badRequest("Missing required parameter \(name).")
+        }
+        return value
+    }
+
+    /// The value of `name`, or nil when absent; present but empty is an error.
+    public func optional(_ name: String) throws(HTTPError) -> String? {
+        guard let value = values[name] else { return nil }
+        guard !value.isEmpty else { throw .badRequest("Parameter \(name) is empty.") }
+        return value
+    }
+
+    /// Percent-decodes `bytes` (and `+` as space) into UTF-8 text.
+    static func decode(_ bytes: Substring.UTF8View, describing what: String) throws(HTTPError) -> String {
+        var output: [UInt8] = []
+        output.reserveCapacity(bytes.count)
+        var index = bytes.startIndex
+        while index < bytes.endIndex {
+            let byte = bytes[index]
+            switch byte {
+            case UInt8(ascii: "+"):
+                output.append(UInt8(ascii: " "))
+            case UInt8(ascii: "%"):
+                let first = bytes.index(after: index)
+                guard first < bytes.endIndex, bytes.index(after: first) < bytes.endIndex,
+                      let high = hexValue(bytes[first]), let low = hexValue(bytes[bytes.index(after: first)])
+                else {
+                    throw .badRequest("Malformed percent-encoding in \(what).")
+                }
+                output.append(high << 4 | low)
+                index = bytes.index(after: first)
+            default:
+                output.append(byte)
+            }
+            index = bytes.index(after: index)
+        }
+        guard !output.contains(0), let text = String(validating: output, as: UTF8.self) else {
+            throw .badRequest("\(what.prefix(1).uppercased() + what.dropFirst()) is not valid UTF-8 text.")
+        }
+        return text
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+
+    /// A parameter name safe to quote in an error: short, printable ASCII.
+    static func printable(_ name: String) -> String {
+        let safe = name.unicodeScalars.allSatisfy { $0.isASCII && $0.value >= 0x21 && $0.value < 0x7F }
+        return safe && name.count <= 40 ? name : "(unprintable name)"
+    }
+}

@@ -1,0 +1,111 @@
+internal import Foundation
+internal import MHDShim
+
+/// One HTTP request, as a handler sees it.
+///
+/// A request is only valid during the synchronous part of its handler: a handler that answers
+/// later reads what it needs first and captures those values, not the request (which is
+/// deliberately not `Sendable`).
+public struct Request {
+    public let method: String
+    /// The path, without the query string, exactly as sent (not percent-decoded).
+    public let path: Substring
+    /// The raw query string (after `?`), if any.
+    public let rawQuery: Substring?
+    /// The request id: the client's `X-Request-Id` when it is safe, or one the server made.
+    public let id: String
+    /// The client's IP address, as text.
+    public let clientIP: String
+    public let body: [UInt8]
+    private let headers: HeaderSource
+
+    enum HeaderSource {
+        case shim(ShimRequest)
+        case fixed([String: String])
+    }
+
+    init(method: String, target: String, id: String, clientIP: String, body: [UInt8], headers: HeaderSource) {
+        self.method = method
+        let split = target.firstIndex(of: "?")
+        path = target[..<(split ?? target.endIndex)]
+        rawQuery = split.map { target[target.index(after: $0)...] }
+        self.id = id
+        self.clientIP = clientIP
+        self.body = body
+        self.headers = headers
+    }
+
+    /// A request built in memory, for testing handlers without a socket.
+    public init(
+        method: String,
+        target: String,
+        headers: [String: String] = [:],
+        body: [UInt8] = [],
+        clientIP: String = "127.0.0.1",
+        id: String = "test"
+    ) {
+        let lowercased = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { $1 })
+        self.init(method: method, target: target, id: id, clientIP: clientIP, body: body, headers: .fixed(lowercased))
+    }
+
+    /// A request header, by case-insensitive name.
+    public func header(_ name: String) -> String? {
+        switch headers {
+        case .shim(let shim):
+            return name.withCString { tb_request_header(shim.pointer, $0) }.map { String(cString: $0) }
+        case .fixed(let values):
+            return values[name.lowercased()]
+        }
+    }
+
+    /// The query string's parameters.
+    public func query() throws(HTTPError) -> FormFields {
+        guard let rawQuery else { return FormFields() }
+        return try FormFields(parsing: rawQuery)
+    }
+
+    /// The body's parameters: an `application/x-www-form-urlencoded` body, or a JSON object whose
+    /// values are strings (accepted for clients that find JSON easier).
+    public func form() throws(HTTPError) -> FormFields {
+        let mediaType = header("Content-Type")?
+            .split(separator: ";", maxSplits: 1).first?
+            .trimmingCharacters(in: .whitespaces).lowercased()
+        switch mediaType {
+        case "application/x-www-form-urlencoded":
+            guard let text = String(validating: body, as: UTF8.self) else {
+                throw .badRequest("The form body is not UTF-8 text.")
+            }
+            return try FormFields(parsing: text)
+        case "application/json":
+            return try jsonForm()
+        case nil where body.isEmpty:
+            return FormFields()
+        default:
+            throw .unsupportedMediaType("Send the parameters as application/x-www-form-urlencoded (or a JSON object of strings).")
+        }
+    }
+
+    private func jsonForm() throws(HTTPError) -> FormFields {
+        guard let document = try? JSONValue.parse(body), case .object(let members) = document else {
+            throw .badRequest("The body is not a JSON object.")
+        }
+        var pairs: [(String, String)] = []
+        for (name, value) in members {
+            guard case .string(let text) = value else {
+                throw .badRequest("Parameter \(FormFields.printable(name)) must be a string.")
+            }
+            pairs.append((name, text))
+        }
+        return FormFields(pairs)
+    }
+}
+
+@available(*, unavailable, message: "A request is only valid inside its handler; capture the values it carries.")
+extension Request: Sendable {}
+
+/// The shim's handle of a request. libmicrohttpd keeps the request alive until both it and the
+/// server have released it, and the only call made from other threads (tb_request_complete)
+/// is thread-safe, so the handle may cross threads.
+struct ShimRequest: @unchecked Sendable {
+    let pointer: OpaquePointer
+}

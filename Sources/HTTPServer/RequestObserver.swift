@@ -1,0 +1,26 @@
+/// What the server reports about each request, for metrics and the access log.
+///
+/// Methods are called on server threads (or, for deferred requests, the thread that finished
+/// them), so implementations must be thread-safe and fast.
+public protocol RequestObserver: Sendable {
+    /// A request arrived (before routing).
+    func requestStarted()
+    /// A request was answered.
+    func requestFinished(_ record: RequestRecord)
+    /// libmicrohttpd reported something.
+    func serverMessage(_ message: String)
+}
+
+/// The facts about one answered request. It never holds the query string or the body: those
+/// may carry codes and tokens.
+public struct RequestRecord: Sendable {
+    public var method: String
+    /// The route (a registered path) or `unmatched`.
+    public var route: String
+    public var path: String
+    public var status: Int
+    public var seconds: Double
+    public var requestID: String
+    public var clientIP: String
+    public var responseBytes: Int
+}

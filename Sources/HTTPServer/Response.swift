@@ -1,0 +1,44 @@
+/// One HTTP header line of a response.
+public struct HTTPHeader: Sendable, Equatable {
+    public var name: String
+    public var value: String
+
+    public init(_ name: String, _ value: String) {
+        self.name = name
+        self.value = value
+    }
+}
+
+/// An HTTP response as the application builds it. The server adds, when it sends it,
+/// `X-Request-Id`, `X-Content-Type-Options: nosniff` and, unless the response sets its own,
+/// `Cache-Control: no-store` (answers of the broker carry tokens or describe sessions, so none
+/// may be cached by default).
+public struct Response: Sendable {
+    public var status: Int
+    public var headers: [HTTPHeader]
+    public var body: [UInt8]
+    /// Ask the server to close the connection after this response.
+    public var closeConnection: Bool
+
+    public init(status: Int, headers: [HTTPHeader] = [], body: [UInt8] = [], closeConnection: Bool = false) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.closeConnection = closeConnection
+    }
+
+    /// A JSON response.
+    public static func json(_ value: JSONValue, status: Int = 200, headers: [HTTPHeader] = []) -> Response {
+        Response(status: status, headers: [HTTPHeader("Content-Type", "application/json")] + headers, body: value.serialized())
+    }
+
+    /// A redirect that never leaks the full URL as a referrer.
+    public static func redirect(to location: String) -> Response {
+        Response(status: 302, headers: [HTTPHeader("Location", location), HTTPHeader("Referrer-Policy", "no-referrer")])
+    }
+
+    /// The first value of a header, case-insensitively.
+    public func header(_ name: String) -> String? {
+        headers.first { $0.name.lowercased() == name.lowercased() }?.value
+    }
+}

@@ -1,0 +1,55 @@
+/// What the HTTP server needs to know: where to listen and its limits.
+public struct ServerConfiguration: Sendable {
+    /// An IPv4 or IPv6 literal.
+    public var host: String
+    /// 0 picks a free port (see `HTTPServer.port`).
+    public var port: UInt16
+    public var threads: Int
+    /// Bodies larger than this get 413.
+    public var maxBodyBytes: Int
+    /// Request headers (names and values) larger than this get 431.
+    public var maxHeaderBytes: Int
+    /// Request targets (path and query) longer than this get 414.
+    public var maxURLBytes: Int
+    /// Connections beyond this get 503 and are closed.
+    public var maxConnections: Int
+    /// Connections from one client IP beyond this get 503 and are closed.
+    public var maxConnectionsPerIP: Int
+    /// Idle connections are closed after this many seconds (slow clients included).
+    public var idleTimeoutSeconds: Int
+
+    public init(
+        host: String = "127.0.0.1",
+        port: UInt16 = 8080,
+        threads: Int = 1,
+        maxBodyBytes: Int = 64 * 1024,
+        maxHeaderBytes: Int = 16 * 1024,
+        maxURLBytes: Int = 8 * 1024,
+        maxConnections: Int = 1024,
+        maxConnectionsPerIP: Int = 128,
+        idleTimeoutSeconds: Int = 30
+    ) {
+        self.host = host
+        self.port = port
+        self.threads = threads
+        self.maxBodyBytes = maxBodyBytes
+        self.maxHeaderBytes = maxHeaderBytes
+        self.maxURLBytes = maxURLBytes
+        self.maxConnections = maxConnections
+        self.maxConnectionsPerIP = maxConnectionsPerIP
+        self.idleTimeoutSeconds = idleTimeoutSeconds
+    }
+
+    /// libmicrohttpd's own per-connection memory. It is set well above the header and URL limits
+    /// so that the server, not libmicrohttpd, answers an oversized request, in JSON;
+    /// libmicrohttpd's plain 414/431 remains the backstop for grossly oversized ones.
+    var connectionMemoryBytes: Int {
+        2 * (maxHeaderBytes + maxURLBytes) + 32 * 1024
+    }
+
+    /// libmicrohttpd's hard cap, past which it closes sockets without a word: above the limit
+    /// the server enforces, so that clients over it get a 503 first.
+    var hardConnectionLimit: Int {
+        maxConnections + max(64, maxConnections / 8)
+    }
+}

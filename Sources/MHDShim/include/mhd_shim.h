@@ -1,0 +1,113 @@
+// The whole boundary between Swift and libmicrohttpd.
+//
+// Swift cannot call MHD_start_daemon (variadic) and should not juggle MHD's request life cycle
+// (the access handler runs several times per request; a connection may be suspended and resumed
+// from another thread). This shim owns both and offers Swift a plain model instead:
+//
+//   1. The server calls `on_request` once per request, on a server thread, when the request is
+//      complete (headers and body) or as soon as a limit is exceeded.
+//   2. Inside that call Swift either answers with tb_request_respond(), or calls
+//      tb_request_defer() and answers later, from any thread, with tb_request_complete().
+//   3. The shim frees the request when both libmicrohttpd and Swift are done with it.
+//
+// Every symbol starts with `tb_`. No libmicrohttpd type appears here.
+#ifndef TB_MHD_SHIM_H
+#define TB_MHD_SHIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct tb_server tb_server;
+typedef struct tb_request tb_request;
+typedef struct tb_response tb_response;
+
+/// Why the shim hands a request to Swift before it is complete.
+typedef enum {
+    TB_LIMIT_NONE = 0,
+    /// Content-Length or the received body exceeds `max_body_bytes`.
+    TB_LIMIT_BODY = 1,
+    /// The connection was not admitted by `on_connection_open` (total or per-client limit).
+    TB_LIMIT_CONNECTIONS = 2,
+} tb_limit;
+
+typedef struct {
+    /// Called once per request; see the model above.
+    void (*on_request)(void *context, tb_request *request);
+    /// A connection opened from `client_ip` (text form). Return 1 to admit it, 0 to answer its
+    /// requests with `TB_LIMIT_CONNECTIONS`.
+    int (*on_connection_open)(void *context, const char *client_ip);
+    /// An admitted connection closed.
+    void (*on_connection_close)(void *context, const char *client_ip);
+    /// A message from libmicrohttpd itself (already formatted).
+    void (*on_log)(void *context, const char *message);
+} tb_callbacks;
+
+typedef struct {
+    /// An IPv4 or IPv6 literal, without brackets.
+    const char *host;
+    /// 0 picks a free port; read it back with tb_server_port().
+    uint16_t port;
+    /// Worker threads; 1 runs a single polling thread.
+    unsigned int threads;
+    /// Hard cap libmicrohttpd enforces by closing sockets (set above the admitted limit so that
+    /// Swift can answer 503 first).
+    unsigned int hard_connection_limit;
+    /// Seconds a connection may stay idle before it is closed.
+    unsigned int idle_timeout_seconds;
+    /// Per-connection memory for the request line, headers and read buffer; libmicrohttpd answers
+    /// 414 or 431 itself beyond it.
+    size_t connection_memory_bytes;
+    /// Largest request body accepted; larger ones are reported as TB_LIMIT_BODY.
+    size_t max_body_bytes;
+} tb_server_options;
+
+/// Starts listening. On failure returns NULL and writes a message into `error`.
+tb_server *tb_server_start(const tb_server_options *options, tb_callbacks callbacks,
+                           void *context, char *error, size_t error_size);
+/// The bound port (useful after asking for port 0).
+uint16_t tb_server_port(const tb_server *server);
+/// Requests received and not yet completed (answered and sent, or abandoned).
+int tb_server_active_requests(tb_server *server);
+/// Stops accepting new connections; existing ones go on.
+void tb_server_quiesce(tb_server *server);
+/// Closes every connection and frees the server. No request may still be deferred.
+void tb_server_stop(tb_server *server);
+
+/// "GET", "POST", … (valid while the request lives).
+const char *tb_request_method(const tb_request *request);
+/// The request target exactly as received, query string included.
+const char *tb_request_target(const tb_request *request);
+/// A request header (case-insensitive name), or NULL.
+const char *tb_request_header(const tb_request *request, const char *name);
+/// The body received so far (all of it unless a limit was hit).
+const uint8_t *tb_request_body(const tb_request *request, size_t *length);
+/// Bytes of all request header names and values.
+size_t tb_request_header_bytes(const tb_request *request);
+/// Which limit, if any, made the shim call early.
+tb_limit tb_request_limit(const tb_request *request);
+/// The client's address as text into `buffer`; returns 0 when unknown.
+int tb_request_client_ip(const tb_request *request, char *buffer, size_t size);
+/// CLOCK_MONOTONIC nanoseconds when the request line arrived.
+uint64_t tb_request_start_ns(const tb_request *request);
+
+/// A response with a copy of `body`.
+tb_response *tb_response_create(unsigned int status, const void *body, size_t length);
+/// Adds a header; returns 0 when libmicrohttpd refuses it (e.g. a newline in the value).
+int tb_response_add_header(tb_response *response, const char *name, const char *value);
+/// Asks libmicrohttpd to close the connection after this response.
+void tb_response_close_connection(tb_response *response);
+/// Frees a response that was never queued.
+void tb_response_free(tb_response *response);
+
+/// Answers now; only inside `on_request`. Takes ownership of `response`. Returns 0 on failure.
+int tb_request_respond(tb_request *request, tb_response *response);
+/// Inside `on_request`: the answer will come later through tb_request_complete().
+void tb_request_defer(tb_request *request);
+/// Answers a deferred request, from any thread. Takes ownership of `response`; NULL closes the
+/// connection without an answer.
+void tb_request_complete(tb_request *request, tb_response *response);
+
+/// CLOCK_MONOTONIC in nanoseconds.
+uint64_t tb_monotonic_ns(void);
+
+#endif

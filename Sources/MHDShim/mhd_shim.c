@@ -1,0 +1,418 @@
+// libmicrohttpd glue: the request life cycle described in include/mhd_shim.h.
+#include "mhd_shim.h"
+
+#include <microhttpd.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+struct tb_server {
+    struct MHD_Daemon *daemon;
+    tb_callbacks callbacks;
+    void *context;
+    size_t max_body_bytes;
+    uint16_t port;
+    int active_requests; // atomic: requests between arrival and completion
+};
+
+struct tb_response {
+    struct MHD_Response *mhd;
+    unsigned int status;
+};
+
+struct tb_request {
+    struct MHD_Connection *connection;
+    char *target;
+    const char *method;
+    uint8_t *body;
+    size_t body_length;
+    size_t body_capacity;
+    size_t header_bytes;
+    uint64_t start_ns;
+    tb_limit limit;
+    int started;    // the access handler has seen this request
+    int dispatched; // on_request has been called
+    int responded;  // a response is queued or pending
+    // Guarded by `lock`: the deferred path crosses threads.
+    pthread_mutex_t lock;
+    int references; // libmicrohttpd's, plus Swift's while deferred
+    int deferred;
+    int suspended;
+    int completed; // tb_request_complete() has run
+    tb_response *pending;
+};
+
+// Marks, in a connection's socket context, a connection that Swift did not admit.
+static int tb_connection_denied_mark;
+// Marks an admitted connection (so that its close is reported).
+static int tb_connection_admitted_mark;
+
+uint64_t tb_monotonic_ns(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+}
+
+static void tb_request_release(tb_request *request) {
+    pthread_mutex_lock(&request->lock);
+    int remaining = --request->references;
+    pthread_mutex_unlock(&request->lock);
+    if (remaining > 0) return;
+    if (request->pending != NULL) tb_response_free(request->pending);
+    pthread_mutex_destroy(&request->lock);
+    free(request->body);
+    free(request->target);
+    free(request);
+}
+
+// Called by libmicrohttpd with the raw request target, before it strips the query string; its
+// return value becomes the request's closure pointer.
+static void *tb_on_uri(void *cls, const char *uri, struct MHD_Connection *connection) {
+    (void)connection;
+    tb_server *server = cls;
+    tb_request *request = calloc(1, sizeof(tb_request));
+    if (request == NULL) return NULL;
+    __atomic_add_fetch(&server->active_requests, 1, __ATOMIC_RELAXED);
+    request->target = strdup(uri != NULL ? uri : "");
+    request->start_ns = tb_monotonic_ns();
+    request->references = 1;
+    pthread_mutex_init(&request->lock, NULL);
+    return request;
+}
+
+static void tb_on_completed(void *cls, struct MHD_Connection *connection, void **con_cls,
+                            enum MHD_RequestTerminationCode code) {
+    (void)connection;
+    (void)code;
+    tb_server *server = cls;
+    tb_request *request = *con_cls;
+    *con_cls = NULL;
+    if (request == NULL) return;
+    __atomic_sub_fetch(&server->active_requests, 1, __ATOMIC_RELAXED);
+    tb_request_release(request);
+}
+
+static void tb_client_ip(struct MHD_Connection *connection, char *buffer, size_t size) {
+    buffer[0] = '\0';
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (info == NULL || info->client_addr == NULL) return;
+    const struct sockaddr *address = info->client_addr;
+    if (address->sa_family == AF_INET) {
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)address)->sin_addr, buffer,
+                  (socklen_t)size);
+    } else if (address->sa_family == AF_INET6) {
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)address)->sin6_addr, buffer,
+                  (socklen_t)size);
+    }
+}
+
+static void tb_on_connection(void *cls, struct MHD_Connection *connection, void **socket_context,
+                             enum MHD_ConnectionNotificationCode code) {
+    tb_server *server = cls;
+    char ip[INET6_ADDRSTRLEN];
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        tb_client_ip(connection, ip, sizeof ip);
+        int admitted = server->callbacks.on_connection_open(server->context, ip);
+        *socket_context = admitted ? &tb_connection_admitted_mark : &tb_connection_denied_mark;
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        if (*socket_context == &tb_connection_admitted_mark) {
+            tb_client_ip(connection, ip, sizeof ip);
+            server->callbacks.on_connection_close(server->context, ip);
+        }
+        *socket_context = NULL;
+    }
+}
+
+static void tb_on_log(void *cls, const char *format, va_list arguments) {
+    tb_server *server = cls;
+    char message[512];
+    vsnprintf(message, sizeof message, format, arguments);
+    size_t length = strlen(message);
+    while (length > 0 && (message[length - 1] == '\n' || message[length - 1] == '\r')) {
+        message[--length] = '\0';
+    }
+    server->callbacks.on_log(server->context, message);
+}
+
+static enum MHD_Result tb_count_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                       const char *value) {
+    (void)kind;
+    size_t *total = cls;
+    *total += strlen(key) + (value != NULL ? strlen(value) : 0);
+    return MHD_YES;
+}
+
+static enum MHD_Result tb_queue(tb_request *request, tb_response *response) {
+    request->responded = 1;
+    enum MHD_Result result =
+        MHD_queue_response(request->connection, response->status, response->mhd);
+    tb_response_free(response);
+    return result;
+}
+
+// Hands the request to Swift, then suspends it if Swift deferred and has not answered yet.
+static enum MHD_Result tb_dispatch(tb_server *server, tb_request *request) {
+    request->dispatched = 1;
+    server->callbacks.on_request(server->context, request);
+    if (request->responded) return MHD_YES;
+    pthread_mutex_lock(&request->lock);
+    if (!request->deferred) {
+        pthread_mutex_unlock(&request->lock);
+        return MHD_NO; // Swift gave no answer: close rather than hang.
+    }
+    int completed = request->completed;
+    tb_response *ready = request->pending;
+    request->pending = NULL;
+    if (!completed) {
+        MHD_suspend_connection(request->connection);
+        request->suspended = 1;
+    }
+    pthread_mutex_unlock(&request->lock);
+    if (!completed) return MHD_YES;
+    return ready != NULL ? tb_queue(request, ready) : MHD_NO;
+}
+
+static tb_limit tb_initial_limit(const tb_server *server, struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    if (info != NULL && info->socket_context == &tb_connection_denied_mark) {
+        return TB_LIMIT_CONNECTIONS;
+    }
+    const char *length =
+        MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (length != NULL) {
+        errno = 0;
+        char *end = NULL;
+        unsigned long long declared = strtoull(length, &end, 10);
+        if (errno != 0 || end == length || declared > server->max_body_bytes) return TB_LIMIT_BODY;
+    }
+    return TB_LIMIT_NONE;
+}
+
+static int tb_append_body(tb_request *request, const char *data, size_t size, size_t limit) {
+    if (request->body_length + size > limit) return 0;
+    if (request->body_length + size > request->body_capacity) {
+        size_t capacity = request->body_capacity == 0 ? 1024 : request->body_capacity;
+        while (capacity < request->body_length + size) capacity *= 2;
+        if (capacity > limit) capacity = limit;
+        uint8_t *grown = realloc(request->body, capacity);
+        if (grown == NULL) return 0;
+        request->body = grown;
+        request->body_capacity = capacity;
+    }
+    memcpy(request->body + request->body_length, data, size);
+    request->body_length += size;
+    return 1;
+}
+
+static enum MHD_Result tb_on_access(void *cls, struct MHD_Connection *connection, const char *url,
+                                    const char *method, const char *version,
+                                    const char *upload_data, size_t *upload_data_size,
+                                    void **con_cls) {
+    (void)url;
+    (void)version;
+    tb_server *server = cls;
+    tb_request *request = *con_cls;
+    if (request == NULL) return MHD_NO; // allocation failed in tb_on_uri
+
+    if (!request->started) {
+        request->started = 1;
+        request->connection = connection;
+        request->method = method;
+        MHD_get_connection_values(connection, MHD_HEADER_KIND, tb_count_header,
+                                  &request->header_bytes);
+        request->limit = tb_initial_limit(server, connection);
+        if (request->limit != TB_LIMIT_NONE) return tb_dispatch(server, request);
+        return MHD_YES;
+    }
+
+    if (*upload_data_size != 0) {
+        size_t size = *upload_data_size;
+        *upload_data_size = 0;
+        if (!request->dispatched && request->limit == TB_LIMIT_NONE &&
+            !tb_append_body(request, upload_data, size, server->max_body_bytes)) {
+            request->limit = TB_LIMIT_BODY;
+        }
+        return MHD_YES;
+    }
+
+    if (!request->dispatched) return tb_dispatch(server, request);
+
+    // Called again after tb_request_complete() resumed the connection.
+    if (request->responded) return MHD_YES;
+    pthread_mutex_lock(&request->lock);
+    tb_response *ready = request->pending;
+    request->pending = NULL;
+    pthread_mutex_unlock(&request->lock);
+    // No response (Swift could not build one): close rather than hang.
+    return ready != NULL ? tb_queue(request, ready) : MHD_NO;
+}
+
+static int tb_fill_address(const char *host, uint16_t port, struct sockaddr_storage *storage,
+                           int *ipv6) {
+    memset(storage, 0, sizeof *storage);
+    struct sockaddr_in *v4 = (struct sockaddr_in *)storage;
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)storage;
+    if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons(port);
+        *ipv6 = 0;
+        return 1;
+    }
+    if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons(port);
+        *ipv6 = 1;
+        return 1;
+    }
+    return 0;
+}
+
+tb_server *tb_server_start(const tb_server_options *options, tb_callbacks callbacks,
+                           void *context, char *error, size_t error_size) {
+    struct sockaddr_storage address;
+    int ipv6 = 0;
+    if (!tb_fill_address(options->host, options->port, &address, &ipv6)) {
+        snprintf(error, error_size, "%s is not an IP address", options->host);
+        return NULL;
+    }
+    tb_server *server = calloc(1, sizeof(tb_server));
+    if (server == NULL) {
+        snprintf(error, error_size, "out of memory");
+        return NULL;
+    }
+    server->callbacks = callbacks;
+    server->context = context;
+    server->max_body_bytes = options->max_body_bytes;
+
+    struct MHD_OptionItem items[] = {
+        // First, so that libmicrohttpd's messages about the other options reach it too.
+        {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)tb_on_log, server},
+        {MHD_OPTION_SOCK_ADDR, 0, &address},
+        {MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)tb_on_uri, server},
+        {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)tb_on_completed, server},
+        {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)tb_on_connection, server},
+        {MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)options->idle_timeout_seconds, NULL},
+        {MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)options->connection_memory_bytes, NULL},
+        {MHD_OPTION_CONNECTION_LIMIT, (intptr_t)options->hard_connection_limit, NULL},
+        // A pool of one makes libmicrohttpd warn; one thread is the polling thread itself.
+        {options->threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END,
+         (intptr_t)options->threads, NULL},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+                         MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    if (ipv6) flags |= MHD_USE_IPv6;
+    server->daemon = MHD_start_daemon(flags, 0, NULL, NULL, tb_on_access, server,
+                                      MHD_OPTION_ARRAY, items, MHD_OPTION_END);
+    if (server->daemon == NULL) {
+        snprintf(error, error_size, "cannot listen on %s port %u (is the port in use?)",
+                 options->host, (unsigned)options->port);
+        free(server);
+        return NULL;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(server->daemon,
+                                                           MHD_DAEMON_INFO_BIND_PORT);
+    server->port = info != NULL ? info->port : options->port;
+    return server;
+}
+
+uint16_t tb_server_port(const tb_server *server) { return server->port; }
+
+int tb_server_active_requests(tb_server *server) {
+    return __atomic_load_n(&server->active_requests, __ATOMIC_RELAXED);
+}
+
+void tb_server_quiesce(tb_server *server) {
+    MHD_socket listener = MHD_quiesce_daemon(server->daemon);
+    if (listener != MHD_INVALID_SOCKET) close(listener);
+}
+
+void tb_server_stop(tb_server *server) {
+    MHD_stop_daemon(server->daemon);
+    free(server);
+}
+
+const char *tb_request_method(const tb_request *request) { return request->method; }
+
+const char *tb_request_target(const tb_request *request) { return request->target; }
+
+const char *tb_request_header(const tb_request *request, const char *name) {
+    return MHD_lookup_connection_value(request->connection, MHD_HEADER_KIND, name);
+}
+
+const uint8_t *tb_request_body(const tb_request *request, size_t *length) {
+    *length = request->body_length;
+    return request->body;
+}
+
+size_t tb_request_header_bytes(const tb_request *request) { return request->header_bytes; }
+
+tb_limit tb_request_limit(const tb_request *request) { return request->limit; }
+
+int tb_request_client_ip(const tb_request *request, char *buffer, size_t size) {
+    if (size < INET6_ADDRSTRLEN) return 0;
+    tb_client_ip(request->connection, buffer, size);
+    return buffer[0] != '\0';
+}
+
+uint64_t tb_request_start_ns(const tb_request *request) { return request->start_ns; }
+
+tb_response *tb_response_create(unsigned int status, const void *body, size_t length) {
+    tb_response *response = malloc(sizeof(tb_response));
+    if (response == NULL) return NULL;
+    response->status = status;
+    response->mhd =
+        MHD_create_response_from_buffer(length, (void *)body, MHD_RESPMEM_MUST_COPY);
+    if (response->mhd == NULL) {
+        free(response);
+        return NULL;
+    }
+    return response;
+}
+
+int tb_response_add_header(tb_response *response, const char *name, const char *value) {
+    return MHD_add_response_header(response->mhd, name, value) == MHD_YES;
+}
+
+void tb_response_close_connection(tb_response *response) {
+    MHD_add_response_header(response->mhd, MHD_HTTP_HEADER_CONNECTION, "close");
+}
+
+void tb_response_free(tb_response *response) {
+    MHD_destroy_response(response->mhd);
+    free(response);
+}
+
+int tb_request_respond(tb_request *request, tb_response *response) {
+    return tb_queue(request, response) == MHD_YES;
+}
+
+void tb_request_defer(tb_request *request) {
+    pthread_mutex_lock(&request->lock);
+    request->deferred = 1;
+    request->references += 1;
+    pthread_mutex_unlock(&request->lock);
+}
+
+void tb_request_complete(tb_request *request, tb_response *response) {
+    pthread_mutex_lock(&request->lock);
+    request->pending = response;
+    request->completed = 1;
+    if (request->suspended) {
+        request->suspended = 0;
+        MHD_resume_connection(request->connection);
+    }
+    pthread_mutex_unlock(&request->lock);
+    tb_request_release(request);
+}

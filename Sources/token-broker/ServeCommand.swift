@@ -1,0 +1,42 @@
+import ArgumentParser
+import Logging
+import BrokerCore
+import Foundation
+
+/// `token-broker serve`: load the configuration, listen, and run until SIGTERM or SIGINT.
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Run the broker (the default command).",
+        discussion: "Without --config (or BROKER_CONFIG) the broker runs on its embedded defaults."
+    )
+
+    @Option(name: .long, help: "The configuration file (YAML). Default: $BROKER_CONFIG, else embedded defaults.")
+    var config: String?
+
+    @Option(name: .long, help: "Listen on HOST:PORT (e.g. 127.0.0.1:8080, [::1]:8080; port 0 picks one). Overrides $BROKER_LISTEN and the file.")
+    var listen: String?
+
+    func run() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        var settings: BrokerConfig
+        do {
+            settings = try ConfigLoader.load(path: config ?? environment["BROKER_CONFIG"], environment: environment)
+            if let listen { settings.server.listen = try ListenAddress(parsing: listen) }
+        } catch {
+            FileHandle.standardError.write(Data("token-broker: invalid configuration\n\(error)\n".utf8))
+            throw ExitCode(2)
+        }
+        let broker = Broker(config: settings)
+        let signals = TerminationSignals()
+        do {
+            try broker.start()
+        } catch {
+            broker.logger.critical("cannot start", metadata: ["reason": "\(error)"])
+            throw ExitCode(1)
+        }
+        let signal = await signals.wait()
+        broker.logger.notice("signal received", metadata: ["signal": "\(signal)"])
+        await broker.shutdown()
+    }
+}

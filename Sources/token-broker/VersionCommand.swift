@@ -1,0 +1,9 @@
+import ArgumentParser
+
+struct VersionCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "version", abstract: "Print the broker's version.")
+
+    func run() {
+        print("token-broker \(BuildInfo.version)")
+    }
+}

@@ -1,0 +1,69 @@
+import Testing
+
+@testable import HTTPServer
+
+struct FormFieldsTests {
+    @Test func decodesPercentEscapesAndPlus() throws {
+        let fields = try FormFields(parsing: "redirect_uri=myapp%3A%2F%2Foauth&scope=openid+email&state=a%2Bb&empty=")
+        #expect(fields["redirect_uri"] == "myapp://oauth")
+        #expect(fields["scope"] == "openid email")
+        #expect(fields["state"] == "a+b")
+        #expect(fields["empty"] == "")
+        #expect(fields.names == ["redirect_uri", "scope", "state", "empty"])
+    }
+
+    @Test func decodesUTF8() throws {
+        let fields = try FormFields(parsing: "login_hint=J%C3%BCrgen%20M")
+        #expect(fields["login_hint"] == "Jürgen M")
+    }
+
+    @Test func nameWithoutValueIsEmptyAndEmptySegmentsAreSkipped() throws {
+        let fields = try FormFields(parsing: "a&&b=2&")
+        #expect(fields["a"] == "")
+        #expect(fields["b"] == "2")
+        #expect(fields.names == ["a", "b"])
+    }
+
+    @Test func rejectsRepeatedParameters() {
+        let error = #expect(throws: HTTPError.self) { try FormFields(parsing: "state=1&code=x&state=2") }
+        #expect(error?.status == 400)
+        #expect(error?.code == "invalid_request")
+        #expect(error?.description == "Parameter state appears more than once.")
+    }
+
+    @Test(arguments: ["a=%", "a=%2", "a=%zz", "a=%G0", "%=1"])
+    func rejectsMalformedEscapes(_ input: String) {
+        let error = #expect(throws: HTTPError.self) { try FormFields(parsing: input) }
+        #expect(error?.description.contains("Malformed percent-encoding") == true)
+    }
+
+    @Test(arguments: ["a=%FF", "a=%C3", "a=%00", "a=x%00y"])
+    func rejectsInvalidUTF8AndNUL(_ input: String) {
+        let error = #expect(throws: HTTPError.self) { try FormFields(parsing: input) }
+        #expect(error?.description == "Parameter a is not valid UTF-8 text.")
+    }
+
+    @Test func rejectsEmptyName() {
+        let error = #expect(throws: HTTPError.self) { try FormFields(parsing: "=value") }
+        #expect(error?.description == "A parameter has an empty name.")
+    }
+
+    @Test func errorsNeverEchoValues() {
+        let error = #expect(throws: HTTPError.self) { try FormFields(parsing: "code=SECRETCODE&code=SECRETCODE") }
+        #expect(error?.description.contains("SECRETCODE") == false)
+    }
+
+    @Test func unprintableNamesAreNotQuoted() {
+        let error = #expect(throws: HTTPError.self) { try FormFields(parsing: "%0A=1&%0A=2") }
+        #expect(error?.description == "Parameter (unprintable name) appears more than once.")
+    }
+
+    @Test func requiredAndOptional() throws {
+        let fields = try FormFields(parsing: "a=1&b=")
+        #expect(try fields.required("a") == "1")
+        #expect(throws: HTTPError.self) { try fields.required("b") }
+        #expect(throws: HTTPError.self) { try fields.required("c") }
+        #expect(try fields.optional("c") == nil)
+        #expect(throws: HTTPError.self) { try fields.optional("b") }
+    }
+}

@@ -1,0 +1,24 @@
+import Testing
+
+@testable import HTTPServer
+
+struct JSONValueTests {
+    @Test func serializesInOrderWithEscapes() {
+        let value = JSONValue.object([
+            ("b", .string("quote \" backslash \\ newline \n tab \t <script>&")),
+            ("a", .array([.int(-1), .bool(true), .null, .double(1.5)])),
+            ("ctl", .string("\u{01}")),
+        ])
+        let text = String(decoding: value.serialized(), as: UTF8.self)
+        #expect(text == #"{"b":"quote \" backslash \\ newline \n tab \t \u003cscript\u003e\u0026","a":[-1,true,null,1.5],"ctl":"\u0001"}"#)
+    }
+
+    @Test func roundTripsThroughParse() throws {
+        let value = JSONValue.object([("a", .int(1)), ("b", .string("é")), ("c", .array([.bool(false)]))])
+        #expect(try JSONValue.parse(value.serialized()) == value)
+    }
+
+    @Test func nonFiniteDoublesBecomeNull() {
+        #expect(JSONValue.double(.infinity).serialized() == Array("null".utf8))
+    }
+}

@@ -1,0 +1,70 @@
+import Testing
+
+@testable import HTTPServer
+
+struct RouterTests {
+    private func router() -> Router {
+        var router = Router()
+        router.add("GET", "/token") { _ in .now(.json(.object([("route", .string("get-token"))]))) }
+        router.add("POST", "/token") { _ in .now(.json(.object([("route", .string("post-token"))]))) }
+        router.add("GET", "/fails") { _ throws(HTTPError) in throw .badRequest("No.") }
+        return router
+    }
+
+    private func response(_ reply: Reply) -> Response? {
+        if case .now(let response) = reply { return response }
+        return nil
+    }
+
+    @Test func routesByMethodAndPath() throws {
+        let get = try #require(response(router().reply(to: Request(method: "GET", target: "/token?min_ttl=5"))))
+        #expect(get.status == 200)
+        #expect(get.body == Array(#"{"route":"get-token"}"#.utf8))
+        let post = try #require(response(router().reply(to: Request(method: "POST", target: "/token"))))
+        #expect(post.body == Array(#"{"route":"post-token"}"#.utf8))
+    }
+
+    @Test func headUsesGet() throws {
+        let head = try #require(response(router().reply(to: Request(method: "HEAD", target: "/token"))))
+        #expect(head.status == 200)
+    }
+
+    @Test func unknownPathIs404() throws {
+        let missing = try #require(response(router().reply(to: Request(method: "GET", target: "/nope/secret-looking"))))
+        #expect(missing.status == 404)
+        #expect(missing.body == Array(#"{"error":"not_found","error_description":"There is no endpoint at this path."}"#.utf8))
+    }
+
+    @Test func wrongMethodIs405WithAllow() throws {
+        let wrong = try #require(response(router().reply(to: Request(method: "DELETE", target: "/token"))))
+        #expect(wrong.status == 405)
+        #expect(wrong.header("Allow") == "GET, POST, HEAD")
+        let json = try JSONValue.parse(wrong.body)
+        #expect(json["error"] == .string("method_not_allowed"))
+    }
+
+    @Test func thrownErrorsBecomeResponses() throws {
+        let failed = try #require(response(router().reply(to: Request(method: "GET", target: "/fails"))))
+        #expect(failed.status == 400)
+        #expect(failed.header("Content-Type") == "application/json")
+        #expect(try JSONValue.parse(failed.body)["error_description"] == .string("No."))
+    }
+
+    @Test func routeLabelsDoNotExplode() {
+        #expect(router().label(for: "/token") == "/token")
+        #expect(router().label(for: "/random/\(Int.random(in: 0...1000))") == "unmatched")
+    }
+
+    @Test func listsRoutes() {
+        #expect(router().routes.map { "\($0.method) \($0.path)" } == ["GET /fails", "GET /token", "POST /token"])
+    }
+
+    @Test func awaitingMapsErrors() async {
+        let reply = Reply.awaiting { () async throws(HTTPError) -> Response in throw .badRequest("Late failure.") }
+        guard case .later(let work) = reply else {
+            Issue.record("expected a deferred reply")
+            return
+        }
+        #expect(await work().status == 400)
+    }
+}

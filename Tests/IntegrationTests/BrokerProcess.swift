@@ -1,0 +1,133 @@
+import Foundation
+import Synchronization
+
+/// The real `token-broker` binary, started as a child process on a free port.
+final class BrokerProcess: Sendable {
+    let process: Process
+    let port: UInt16
+    private let output: LineBuffer
+    private let directory: URL
+
+    /// The built `token-broker` beside the test bundle (or `$TOKEN_BROKER_BINARY`).
+    static var binary: URL {
+        if let path = ProcessInfo.processInfo.environment["TOKEN_BROKER_BINARY"] {
+            return URL(fileURLWithPath: path)
+        }
+        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        while !FileManager.default.fileExists(atPath: directory.appendingPathComponent("token-broker").path),
+              directory.path != "/" {
+            directory.deleteLastPathComponent()
+        }
+        return directory.appendingPathComponent("token-broker")
+    }
+
+    /// Starts the broker with `config` (YAML) and waits until it logs that it listens.
+    init(config: String = "", arguments: [String] = [], environment: [String: String] = [:]) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("broker-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let configFile = directory.appendingPathComponent("broker.yaml")
+        try config.write(to: configFile, atomically: true, encoding: .utf8)
+
+        let process = Process()
+        process.executableURL = Self.binary
+        process.arguments = ["serve", "--config", configFile.path, "--listen", "127.0.0.1:0"] + arguments
+        var childEnvironment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("BROKER_") }
+        childEnvironment["BROKER_LOG_FORMAT"] = "json"
+        childEnvironment.merge(environment) { $1 }
+        process.environment = childEnvironment
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        let output = LineBuffer()
+        let listening = LineWaiter()
+        let reader = pipe.fileHandleForReading
+        Thread.detachNewThread {
+            var pending = Data()
+            while true {
+                let chunk = reader.availableData
+                if chunk.isEmpty { break }
+                pending.append(chunk)
+                while let newline = pending.firstIndex(of: 0x0A) {
+                    let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
+                    pending.removeSubrange(pending.startIndex...newline)
+                    output.append(line)
+                    listening.offer(line)
+                }
+            }
+            listening.offer(nil)
+        }
+        try process.run()
+        self.process = process
+        self.output = output
+        guard let line = listening.wait(seconds: 30),
+              let json = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+              let address = json["address"] as? String,
+              let port = address.split(separator: ":").last.flatMap({ UInt16($0) })
+        else {
+            process.terminate()
+            throw RawHTTPError(description: "the broker did not start: \(output.lines.joined(separator: "\n"))")
+        }
+        self.port = port
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Every line the broker printed so far.
+    var lines: [String] { output.lines }
+
+    /// The printed lines that parse as JSON objects.
+    var jsonLines: [[String: Any]] {
+        lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+    }
+
+    func signal(_ number: Int32) {
+        kill(process.processIdentifier, number)
+    }
+
+    /// Waits for the process to exit; nil when it is still running after `seconds`.
+    func waitForExit(seconds: Double) -> Int32? {
+        let deadline = Date().addingTimeInterval(seconds)
+        while process.isRunning, Date() < deadline { usleep(20_000) }
+        return process.isRunning ? nil : process.terminationStatus
+    }
+
+    func get(_ target: String, headers: [String: String] = [:]) throws -> RawHTTPResponse {
+        try RawHTTP.request(port: port, target: target, headers: headers)
+    }
+}
+
+/// The lines a process printed, collected by a reader thread.
+final class LineBuffer: Sendable {
+    private let stored = Mutex<[String]>([])
+
+    func append(_ line: String) { stored.withLock { $0.append(line) } }
+    var lines: [String] { stored.withLock { $0 } }
+}
+
+/// Hands the first log line that says "listening" (or the end of output) to a waiting test.
+final class LineWaiter: Sendable {
+    private let state = Mutex<(line: String?, done: Bool)>((nil, false))
+
+    func offer(_ line: String?) {
+        state.withLock { state in
+            guard !state.done else { return }
+            if let line, !line.contains(#""msg":"listening""#) { return }
+            state = (line, true)
+        }
+    }
+
+    func wait(seconds: Double) -> String? {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if let result = state.withLock({ $0.done ? $0 : nil }) { return result.line }
+            usleep(10_000)
+        }
+        return nil
+    }
+}

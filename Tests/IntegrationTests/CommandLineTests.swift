@@ -1,0 +1,67 @@
+import Foundation
+import Testing
+
+/// The command line as an operator uses it.
+struct CommandLineTests {
+    private func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = BrokerProcess.binary
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("BROKER_") }.merging(environment) { $1 }
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    private func writeConfig(_ text: String) throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("config-\(UUID().uuidString).yaml").path
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    @Test func checkConfigNamesATypoAndFails() throws {
+        let path = try writeConfig("""
+            providers:
+              corp:
+                issuer: https://login.example.com
+                clinet_id: broker
+                client_secret_env: CORP_SECRET
+            """)
+        let (status, output) = try run(["check-config", path], environment: ["CORP_SECRET": "never-printed-secret"])
+        #expect(status != 0)
+        #expect(output.contains("providers.corp.clinet_id"))
+        #expect(output.contains("did you mean client_id?"))
+        #expect(!output.contains("never-printed-secret"))
+    }
+
+    @Test func checkConfigAcceptsTheExample() throws {
+        let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("config/example.yaml").path
+        let text = try String(contentsOfFile: example, encoding: .utf8)
+        let variables = Set(text.matches(of: /client_secret_env: *([A-Z0-9_]+)/).map { String($0.1) })
+        let environment = Dictionary(uniqueKeysWithValues: variables.map { ($0, "example-secret") })
+        let (status, output) = try run(["check-config", example], environment: environment)
+        #expect(status == 0, "\(output)")
+        #expect(output.contains("OK"))
+    }
+
+    @Test func serveRefusesAnInvalidConfig() throws {
+        let path = try writeConfig("server:\n  listen: nowhere\n")
+        let (status, output) = try run(["serve", "--config", path])
+        #expect(status == 2)
+        #expect(output.contains("server.listen"))
+    }
+
+    @Test func versionAndHelp() throws {
+        let version = try run(["version"])
+        #expect(version.status == 0)
+        #expect(version.output.hasPrefix("token-broker "))
+        let help = try run(["--help"])
+        #expect(help.status == 0)
+        #expect(help.output.contains("check-config"))
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import Testing
+
+/// Limits on the real binary: every one answered with its status and a JSON error, and the
+/// server keeps serving afterwards.
+@Suite(.serialized)
+struct LimitsTests {
+    private static let config = """
+        server:
+          limits:
+            max_body_bytes: 65536
+            max_header_bytes: 8192
+            max_url_bytes: 2048
+            max_connections_per_ip: 3
+            idle_timeout_seconds: 1
+        """
+
+    @Test func unknownPathIs404AndWrongMethodIs405() throws {
+        let broker = try BrokerProcess(config: Self.config)
+        let missing = try broker.get("/nope")
+        #expect(missing.status == 404)
+        #expect(try missing.json()["error"] as? String == "not_found")
+        let wrong = try RawHTTP.request(port: broker.port, method: "DELETE", target: "/healthz")
+        #expect(wrong.status == 405)
+        #expect(wrong.headers["allow"] == "GET, HEAD")
+        #expect(try wrong.json()["error"] as? String == "method_not_allowed")
+    }
+
+    @Test func twoMegabyteBodyIs413AndServerKeepsServing() throws {
+        let broker = try BrokerProcess(config: Self.config)
+        let response = try RawHTTP.request(port: broker.port, method: "POST", target: "/token", body: [UInt8](repeating: 0x61, count: 2 << 20))
+        #expect(response.status == 413)
+        #expect(try response.json()["error"] as? String == "payload_too_large")
+        #expect(try broker.get("/healthz").status == 200)
+    }
+
+    @Test func chunkedBodyOverTheLimitIs413() throws {
+        let broker = try BrokerProcess(config: Self.config)
+        let connection = try RawConnection(port: broker.port)
+        connection.send("POST /token HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
+        let chunk = String(repeating: "a", count: 16384)
+        for _ in 0..<6 { connection.send("4000\r\n\(chunk)\r\n") }
+        connection.send("0\r\n\r\n")
+        let response = try connection.readResponse()
+        #expect(response.status == 413)
+        #expect(try broker.get("/healthz").status == 200)
+    }
+
+    @Test func headersOverTheLimitAre431() throws {
+        let broker = try BrokerProcess(config: Self.config)
+        let response = try broker.get("/healthz", headers: ["X-Padding": String(repeating: "p", count: 9000)])
+        #expect(response.status == 431)
+        #expect(try response.json()["error"] as? String == "header_too_large")
+        #expect(try broker.get("/healthz").status == 200)
+    }
+
+    @Test func longURLIs414() throws {
+        let broker = try BrokerProcess(config: Self.config)
+        let response = try broker.get("/healthz?pad=" + String(repeating: "u", count: 3000))
+        #expect(response.status == 414)
+        #expect(try response.json()["error"] as? String == "uri_too_long")
+    }
+
+    @Test func connectionsPerClientBeyondTheLimitGet503() throws {
+        let broker = try BrokerProcess(config: Self.config.replacingOccurrences(of: "idle_timeout_seconds: 1", with: "idle_timeout_seconds: 30"))
+        let held = try (0..<3).map { _ in try RawConnection(port: broker.port) }
+        for connection in held {
+            connection.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try connection.readResponse().status == 200)
+        }
+        let extra = try broker.get("/healthz")
+        #expect(extra.status == 503)
+        #expect(extra.headers["retry-after"] == "1")
+        #expect(extra.headers["connection"]?.lowercased() == "close")
+        #expect(try extra.json()["error"] as? String == "temporarily_unavailable")
+    }
+
+    @Test func idleConnectionsAreClosed() throws {
+        let broker = try BrokerProcess(config: Self.config)
+        let connection = try RawConnection(port: broker.port, timeoutSeconds: 10)
+        connection.send("GET /healthz HTTP/1.1\r\nHost: x\r\n") // never finishes its headers
+        let started = Date()
+        #expect(throws: RawHTTPError.self) { try connection.readResponse() }
+        #expect(Date().timeIntervalSince(started) < 8)
+        #expect(try broker.get("/healthz").status == 200)
+    }
+}

@@ -1,0 +1,105 @@
+import Foundation
+import Testing
+
+/// The real binary on a free port: operations endpoints, headers, metrics, the access log.
+@Suite(.serialized)
+struct OperationsTests {
+    @Test func healthzAnswersWithStandardHeaders() throws {
+        let broker = try BrokerProcess()
+        let response = try broker.get("/healthz", headers: ["X-Request-Id": "trace-123"])
+        #expect(response.status == 200)
+        #expect(try response.json()["status"] as? String == "ok")
+        #expect(response.headers["content-type"] == "application/json")
+        #expect(response.headers["cache-control"] == "no-store")
+        #expect(response.headers["x-content-type-options"] == "nosniff")
+        #expect(response.headers["x-request-id"] == "trace-123")
+        let generated = try broker.get("/healthz").headers["x-request-id"] ?? ""
+        #expect(!generated.isEmpty && generated != "trace-123")
+        let complaints = broker.jsonLines.filter { ["warning", "error", "critical"].contains($0["level"] as? String) }
+        #expect(complaints.isEmpty, "a clean start logs no warnings: \(complaints)")
+    }
+
+    @Test func metricsCountRequestsByRouteAndStatus() throws {
+        let broker = try BrokerProcess()
+        for _ in 0..<3 { _ = try broker.get("/healthz") }
+        _ = try broker.get("/no-such-path")
+        let metrics = try broker.get("/metrics")
+        #expect(metrics.status == 200)
+        #expect(metrics.headers["content-type"]?.hasPrefix("text/plain; version=0.0.4") == true)
+        let text = metrics.text
+        #expect(text.contains(#"broker_http_requests_total{route="/healthz",method="GET",status="200"} 3"#))
+        #expect(text.contains(#"broker_http_requests_total{route="unmatched",method="GET",status="404"} 1"#))
+        #expect(text.contains(#"broker_http_request_duration_seconds_count{route="/healthz"} 3"#))
+        // The /metrics request itself is in flight while it renders.
+        #expect(text.contains("broker_http_requests_in_flight 1"))
+    }
+
+    @Test func readyWithoutProvidersToCheck() throws {
+        let broker = try BrokerProcess()
+        let response = try broker.get("/readyz")
+        #expect(response.status == 200)
+        #expect(try response.json()["status"] as? String == "ready")
+    }
+
+    @Test func readyzFetchesDiscoveryAndReportsFailures() throws {
+        let provider = try SlowProvider(delay: 0)
+        let broker = try BrokerProcess(config: Fixtures.config(issuer: provider.issuer, missingIssuer: "http://127.0.0.1:9"), environment: Fixtures.secrets)
+        let response = try broker.get("/readyz")
+        #expect(response.status == 503)
+        let checks = try #require(try response.json()["checks"] as? [String: [String: String]])
+        #expect(checks["state"]?["status"] == "pass")
+        #expect(checks["provider:slow"]?["status"] == "pass")
+        #expect(checks["provider:down"]?["status"] == "fail")
+        #expect(checks["provider:down"]?["detail"]?.contains("127.0.0.1") == true)
+    }
+
+    @Test func accessLogHasOneLinePerRequestAndNoQueryString() throws {
+        let broker = try BrokerProcess()
+        _ = try broker.get("/healthz?code=SECRET-CODE-123&state=xyz", headers: ["X-Request-Id": "log-check"])
+        try waitUntil { broker.jsonLines.contains { $0["request_id"] as? String == "log-check" } }
+        let line = try #require(broker.jsonLines.first { $0["request_id"] as? String == "log-check" })
+        #expect(line["msg"] as? String == "request")
+        #expect(line["path"] as? String == "/healthz")
+        #expect(line["status"] as? String == "200")
+        #expect(line["level"] as? String == "info")
+        #expect(line["ts"] as? String != nil)
+        #expect(!broker.lines.contains { $0.contains("SECRET-CODE-123") })
+    }
+}
+
+enum Fixtures {
+    static let secrets = ["SLOW_SECRET": "slow-client-secret-value", "DOWN_SECRET": "down-client-secret-value"]
+
+    /// Two providers by issuer: one reachable, one not.
+    static func config(issuer: String, missingIssuer: String? = nil, extra: String = "") -> String {
+        var text = """
+            server:
+              shutdown_grace_seconds: 5
+            \(extra)
+            providers:
+              slow:
+                issuer: \(issuer)
+                client_id: broker
+                client_secret_env: SLOW_SECRET
+            """
+        if let missingIssuer {
+            text += """
+
+                  down:
+                    issuer: \(missingIssuer)
+                    client_id: broker
+                    client_secret_env: DOWN_SECRET
+                """
+        }
+        return text + "\n"
+    }
+}
+
+/// Polls `condition` for up to `seconds`.
+func waitUntil(seconds: Double = 5, _ condition: () -> Bool) throws {
+    let deadline = Date().addingTimeInterval(seconds)
+    while !condition() {
+        guard Date() < deadline else { throw RawHTTPError(description: "condition not met in \(seconds) s") }
+        usleep(20_000)
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import Synchronization
+import Testing
+
+/// SIGTERM and SIGINT: stop accepting, let pending requests finish within the grace period,
+/// exit 0, never abort, even with suspended connections.
+@Suite(.serialized)
+struct ShutdownTests {
+    @Test func sigtermLetsASuspendedRequestFinish() throws {
+        let provider = try SlowProvider(delay: 1.5)
+        let broker = try BrokerProcess(config: Fixtures.config(issuer: provider.issuer), environment: Fixtures.secrets)
+        let result = Mutex<RawHTTPResponse?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let port = broker.port
+        Thread.detachNewThread {
+            result.withLock { $0 = try? RawHTTP.request(port: port, target: "/readyz") }
+            done.signal()
+        }
+        usleep(400_000) // the request is now suspended, waiting on the provider
+        broker.signal(SIGTERM)
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        let response = try #require(result.withLock { $0 })
+        #expect(response.status == 200)
+        #expect(response.headers["connection"]?.lowercased() == "close")
+        #expect(broker.waitForExit(seconds: 10) == 0)
+        #expect(throws: RawHTTPError.self) { try RawConnection(port: port) }
+        #expect(broker.lines.contains { $0.contains(#""msg":"stopped""#) && $0.contains(#""requests_cut_short":"0""#) })
+    }
+
+    @Test func sigintCutsShortWhatOutlivesTheGracePeriod() throws {
+        let provider = try SlowProvider(delay: nil)
+        let broker = try BrokerProcess(
+            config: Fixtures.config(issuer: provider.issuer).replacingOccurrences(of: "shutdown_grace_seconds: 5", with: "shutdown_grace_seconds: 1"),
+            environment: Fixtures.secrets
+        )
+        let result = Mutex<RawHTTPResponse?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let port = broker.port
+        Thread.detachNewThread {
+            result.withLock { $0 = try? RawHTTP.request(port: port, target: "/readyz") }
+            done.signal()
+        }
+        usleep(300_000)
+        let signalled = Date()
+        broker.signal(SIGINT)
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        let response = try #require(result.withLock { $0 })
+        #expect(response.status == 503)
+        #expect(try response.json()["error"] as? String == "temporarily_unavailable")
+        #expect(broker.waitForExit(seconds: 10) == 0)
+        #expect(Date().timeIntervalSince(signalled) < 5)
+        #expect(broker.lines.contains { $0.contains(#""requests_cut_short":"1""#) })
+    }
+
+    @Test func sigtermUnderLoadExitsZero() throws {
+        let broker = try BrokerProcess()
+        let port = broker.port
+        let stop = Atomic<Bool>(false)
+        let served = Atomic<Int>(0)
+        let group = DispatchGroup()
+        for _ in 0..<4 {
+            group.enter()
+            Thread.detachNewThread {
+                while !stop.load(ordering: .relaxed) {
+                    if (try? RawHTTP.request(port: port, target: "/healthz"))?.status == 200 {
+                        served.add(1, ordering: .relaxed)
+                    }
+                }
+                group.leave()
+            }
+        }
+        try waitUntil { served.load(ordering: .relaxed) > 200 }
+        broker.signal(SIGTERM)
+        let status = broker.waitForExit(seconds: 10)
+        stop.store(true, ordering: .relaxed)
+        _ = group.wait(timeout: .now() + 10)
+        #expect(status == 0)
+        #expect(!broker.lines.contains { $0.contains("suspended connections") })
+    }
+}
