@@ -395,6 +395,7 @@ void tb_response_free(tb_response *response) {
 }
 
 int tb_request_respond(tb_request *request, tb_response *response) {
+    if (response == NULL) return 0; // no memory for a response: the connection gets closed
     return tb_queue(request, response) == MHD_YES;
 }
 

@@ -99,7 +99,8 @@ void tb_response_close_connection(tb_response *response);
 /// Frees a response that was never queued.
 void tb_response_free(tb_response *response);
 
-/// Answers now; only inside `on_request`. Takes ownership of `response`. Returns 0 on failure.
+/// Answers now; only inside `on_request`. Takes ownership of `response`. Returns 0 on failure
+/// (including a NULL response), after which the connection is closed.
 int tb_request_respond(tb_request *request, tb_response *response);
 /// Inside `on_request`: the answer will come later through tb_request_complete().
 void tb_request_defer(tb_request *request);
