@@ -20,6 +20,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
     ],
     targets: [
         .systemLibrary(
@@ -46,9 +47,11 @@ let package = Package(
             name: "BrokerCore",
             dependencies: [
                 "HTTPServer",
+                "BrokerCrypto",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Yams", package: "Yams"),
+                .product(name: "JWTKit", package: "jwt-kit"),
             ]
         ),
         .executableTarget(
@@ -61,7 +64,7 @@ let package = Package(
         ),
         .testTarget(name: "BrokerCryptoTests", dependencies: ["BrokerCrypto"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
-        .testTarget(name: "BrokerCoreTests", dependencies: ["BrokerCore", "HTTPServer"]),
+        .testTarget(name: "BrokerCoreTests", dependencies: ["BrokerCore", "HTTPServer"], resources: [.copy("Resources")]),
         .testTarget(name: "IntegrationTests"),
     ]
 )

@@ -101,3 +101,31 @@ public struct FormFields: Sendable, Equatable {
         return safe && name.count <= 40 ? name : "(unprintable name)"
     }
 }
+
+extension FormFields {
+    /// Serialises pairs as `application/x-www-form-urlencoded` (also right for query strings):
+    /// everything but `[A-Za-z0-9*._-]` is percent-encoded, spaces as `+`.
+    public static func encode(_ pairs: [(String, String)]) -> String {
+        pairs.map { escape($0.0) + "=" + escape($0.1) }.joined(separator: "&")
+    }
+
+    /// One form-encoded component (see `encode`).
+    public static func escape(_ text: String) -> String {
+        var output: [UInt8] = []
+        output.reserveCapacity(text.utf8.count)
+        let hex = Array("0123456789ABCDEF".utf8)
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "*"), UInt8(ascii: "."),
+                 UInt8(ascii: "_"), UInt8(ascii: "-"):
+                output.append(byte)
+            case UInt8(ascii: " "):
+                output.append(UInt8(ascii: "+"))
+            default:
+                output += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
+            }
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
+}

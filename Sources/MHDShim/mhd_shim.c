@@ -20,7 +20,6 @@ struct tb_server {
     tb_callbacks callbacks;
     void *context;
     size_t max_body_bytes;
-    uint16_t port;
     int active_requests; // atomic: requests between arrival and completion
 };
 
@@ -259,33 +258,58 @@ static enum MHD_Result tb_on_access(void *cls, struct MHD_Connection *connection
 }
 
 static int tb_fill_address(const char *host, uint16_t port, struct sockaddr_storage *storage,
-                           int *ipv6) {
+                           socklen_t *length) {
     memset(storage, 0, sizeof *storage);
     struct sockaddr_in *v4 = (struct sockaddr_in *)storage;
     struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)storage;
     if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
         v4->sin_family = AF_INET;
         v4->sin_port = htons(port);
-        *ipv6 = 0;
+        *length = sizeof *v4;
         return 1;
     }
     if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
         v6->sin6_family = AF_INET6;
         v6->sin6_port = htons(port);
-        *ipv6 = 1;
+        *length = sizeof *v6;
         return 1;
     }
     return 0;
 }
 
+int tb_listen(const char *host, uint16_t port, uint16_t *bound_port, char *error,
+              size_t error_size) {
+    struct sockaddr_storage address;
+    socklen_t length = 0;
+    if (!tb_fill_address(host, port, &address, &length)) {
+        snprintf(error, error_size, "%s is not an IP address", host);
+        return -1;
+    }
+    int fd = socket(address.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        snprintf(error, error_size, "cannot create a socket: %s", strerror(errno));
+        return -1;
+    }
+    int yes = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    if (address.ss_family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &yes, sizeof yes);
+    if (bind(fd, (struct sockaddr *)&address, length) != 0 || listen(fd, SOMAXCONN) != 0) {
+        snprintf(error, error_size, "cannot listen on %s port %u: %s", host, (unsigned)port,
+                 strerror(errno));
+        close(fd);
+        return -1;
+    }
+    length = sizeof address;
+    getsockname(fd, (struct sockaddr *)&address, &length);
+    *bound_port = ntohs(address.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&address)->sin6_port
+                                                      : ((struct sockaddr_in *)&address)->sin_port);
+    return fd;
+}
+
+void tb_close_socket(int socket) { close(socket); }
+
 tb_server *tb_server_start(const tb_server_options *options, tb_callbacks callbacks,
                            void *context, char *error, size_t error_size) {
-    struct sockaddr_storage address;
-    int ipv6 = 0;
-    if (!tb_fill_address(options->host, options->port, &address, &ipv6)) {
-        snprintf(error, error_size, "%s is not an IP address", options->host);
-        return NULL;
-    }
     tb_server *server = calloc(1, sizeof(tb_server));
     if (server == NULL) {
         snprintf(error, error_size, "out of memory");
@@ -298,7 +322,7 @@ tb_server *tb_server_start(const tb_server_options *options, tb_callbacks callba
     struct MHD_OptionItem items[] = {
         // First, so that libmicrohttpd's messages about the other options reach it too.
         {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)tb_on_log, server},
-        {MHD_OPTION_SOCK_ADDR, 0, &address},
+        {MHD_OPTION_LISTEN_SOCKET, options->listen_socket, NULL},
         {MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)tb_on_uri, server},
         {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)tb_on_completed, server},
         {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)tb_on_connection, server},
@@ -312,22 +336,16 @@ tb_server *tb_server_start(const tb_server_options *options, tb_callbacks callba
     };
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
                          MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
-    if (ipv6) flags |= MHD_USE_IPv6;
     server->daemon = MHD_start_daemon(flags, 0, NULL, NULL, tb_on_access, server,
                                       MHD_OPTION_ARRAY, items, MHD_OPTION_END);
     if (server->daemon == NULL) {
-        snprintf(error, error_size, "cannot listen on %s port %u (is the port in use?)",
-                 options->host, (unsigned)options->port);
+        snprintf(error, error_size, "libmicrohttpd could not start (see its message above)");
+        close(options->listen_socket);
         free(server);
         return NULL;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(server->daemon,
-                                                           MHD_DAEMON_INFO_BIND_PORT);
-    server->port = info != NULL ? info->port : options->port;
     return server;
 }
-
-uint16_t tb_server_port(const tb_server *server) { return server->port; }
 
 int tb_server_active_requests(tb_server *server) {
     return __atomic_load_n(&server->active_requests, __ATOMIC_RELAXED);

@@ -17,6 +17,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Listen on HOST:PORT (e.g. 127.0.0.1:8080, [::1]:8080; port 0 picks one). Overrides $BROKER_LISTEN and the file.")
     var listen: String?
 
+    @Flag(name: .long, help: "Development mode: add a built-in identity provider ('dev') and a demo app ('demo'). Loopback addresses only. Also $BROKER_DEV=true.")
+    var dev = false
+
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
         var settings: BrokerConfig
@@ -27,12 +30,14 @@ struct ServeCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data("token-broker: invalid configuration\n\(error)\n".utf8))
             throw ExitCode(2)
         }
-        let broker = Broker(config: settings)
         let signals = TerminationSignals()
+        let development = dev || ["1", "true", "yes"].contains(environment["BROKER_DEV"]?.lowercased() ?? "")
+        let broker: Broker
         do {
+            broker = try await Broker(config: settings, development: development)
             try broker.start()
         } catch {
-            broker.logger.critical("cannot start", metadata: ["reason": "\(error)"])
+            FileHandle.standardError.write(Data("token-broker: cannot start: \(error)\n".utf8))
             throw ExitCode(1)
         }
         let signal = await signals.wait()

@@ -1,37 +1,67 @@
+public import Foundation
+
 /// An identity provider the broker is a client of: one entry of the `providers` section.
 ///
 /// Printing a provider never shows its secret (see ``Secret``).
 public struct ProviderConfig: Sendable {
     /// The provider's id, the key under `providers`.
     public let id: String
+    /// The preset the entry started from (`preset`), if any.
+    public let preset: String?
     /// Its endpoints, discovered or explicit.
     public let endpoints: ProviderEndpoints
+    /// With discovery: a `userinfo_endpoint` from the configuration, used instead of the
+    /// discovered one. Always `nil` with explicit endpoints (the userinfo endpoint is in them).
+    public let userinfoEndpointOverride: URL?
     /// The client id registered with the provider (`client_id`).
     public let clientID: String
     /// The client secret, read from `client_secret_env` or `client_secret_file` at load time.
     public let clientSecret: Secret
-    /// Scopes asked for by default (`scopes`). Defaults to `[openid]` with discovery, else none.
+    /// Scopes asked for by default (`scopes`). Defaults to the preset's; without a preset, to
+    /// `[openid]` with discovery, else none.
     public let scopes: [String]
-    /// Extra authorization-request parameters (`authorization_params`), such as `access_type`.
+    /// Extra authorization-request parameters: the preset's, with `authorization_params` merged over them.
     public let authorizationParameters: [String: String]
     /// How the broker authenticates at the token endpoint.
     public let tokenEndpointAuthMethod: TokenEndpointAuthMethod
     /// Whether plain-http endpoints on non-loopback hosts were allowed (`allow_insecure_http`).
     public let allowInsecureHTTP: Bool
+    /// How the userinfo/profile response maps onto the normalised profile: the preset's, else
+    /// the OpenID Connect standard claims.
+    public let profileMapping: ProfileMapping
+    /// The HTTP method of the userinfo/profile call (`GET`; `POST` with an empty body for Dropbox).
+    public let userinfoMethod: String
+    /// What joins scopes in the `scope` parameter and in token responses (`" "`; GitHub: `","`).
+    public let scopeSeparator: String
 
     /// Creates a provider. The loader validates its input; this initializer does not.
     public init(id: String, endpoints: ProviderEndpoints, clientID: String, clientSecret: Secret,
                 scopes: [String] = [], authorizationParameters: [String: String] = [:],
                 tokenEndpointAuthMethod: TokenEndpointAuthMethod = .clientSecretBasic,
-                allowInsecureHTTP: Bool = false) {
+                allowInsecureHTTP: Bool = false, preset: String? = nil, userinfoEndpointOverride: URL? = nil,
+                profileMapping: ProfileMapping = .openIDConnect, userinfoMethod: String = "GET",
+                scopeSeparator: String = " ") {
         self.id = id
+        self.preset = preset
         self.endpoints = endpoints
+        self.userinfoEndpointOverride = userinfoEndpointOverride
         self.clientID = clientID
         self.clientSecret = clientSecret
         self.scopes = scopes
         self.authorizationParameters = authorizationParameters
         self.tokenEndpointAuthMethod = tokenEndpointAuthMethod
         self.allowInsecureHTTP = allowInsecureHTTP
+        self.profileMapping = profileMapping
+        self.userinfoMethod = userinfoMethod
+        self.scopeSeparator = scopeSeparator
+    }
+
+    /// The userinfo endpoint to call: the configured override, else the explicit one, else
+    /// `discovered` (from the discovery document).
+    public func userinfoEndpoint(discovered: URL?) -> URL? {
+        if let userinfoEndpointOverride { return userinfoEndpointOverride }
+        if case .explicit(let endpoints) = endpoints { return endpoints.userinfo }
+        return discovered
     }
 
     /// Authorization parameters the broker sets itself, which `authorization_params` may not override.

@@ -1,7 +1,9 @@
 import Foundation
 import Yams
 
-/// Decodes one entry of the `providers` section.
+/// Decodes one entry of the `providers` section. With `preset:`, the preset supplies every value
+/// the entry leaves out (see `ProviderDecoder+Preset.swift`); endpoints are resolved in
+/// `ProviderDecoder+Endpoints.swift`.
 struct ProviderDecoder {
     let id: String
     let path: ConfigKeyPath
@@ -12,7 +14,7 @@ struct ProviderDecoder {
 
     static let endpointKeys = ["authorization_endpoint", "token_endpoint", "revocation_endpoint",
                                "userinfo_endpoint", "jwks_uri"]
-    static let knownKeys = ["issuer"] + endpointKeys + [
+    static let knownKeys = ["preset", "issuer"] + endpointKeys + ProviderPreset.placeholderKeys + [
         "client_id", "client_secret_env", "client_secret_file", "scopes",
         "token_endpoint_auth_method", "authorization_params", "allow_insecure_http",
     ]
@@ -25,59 +27,30 @@ struct ProviderDecoder {
                                          problems: &problems) else { return nil }
         let insecure = reader.parsed("allow_insecure_http", expected: "true or false", problems: &problems,
                                      ConfigValueParsing.boolean) ?? false
-        let endpoints = decodeEndpoints(reader, allowInsecureHTTP: insecure, problems: &problems)
+        let choice = decodePreset(reader, problems: &problems)
+        let preset = choice.preset
+        let resolved = choice.failed ? nil : decodeEndpoints(reader, preset: preset, values: choice.values,
+                                                             allowInsecureHTTP: insecure, problems: &problems)
         let clientID = reader.string("client_id", problems: &problems)
         if !reader.has("client_id") {
             problems.add(path.child("client_id"), "required key is missing", line: line)
         }
         let secret = decodeSecret(reader, problems: &problems)
-        let scopes = decodeScopes(reader, problems: &problems) ?? (endpoints?.issuer != nil ? ["openid"] : [])
+        let scopes = decodeScopes(reader, problems: &problems) ?? preset?.defaultScopes
+            ?? (resolved?.endpoints.issuer != nil ? ["openid"] : [])
         let method = reader.parsed("token_endpoint_auth_method", expected: "a method", problems: &problems) {
             ConfigValueParsing.choice($0, as: TokenEndpointAuthMethod.self)
-        } ?? .clientSecretBasic
-        let parameters = decodeParameters(reader, problems: &problems)
-        guard problems.problems.count == before, let endpoints, let clientID, let secret else { return nil }
-        return ProviderConfig(id: id, endpoints: endpoints, clientID: clientID, clientSecret: secret,
+        } ?? preset?.tokenEndpointAuthMethod ?? .clientSecretBasic
+        let parameters = (preset?.authorizationParameters ?? [:])
+            .merging(decodeParameters(reader, problems: &problems)) { _, configured in configured }
+        guard problems.problems.count == before, let resolved, let clientID, let secret else { return nil }
+        return ProviderConfig(id: id, endpoints: resolved.endpoints, clientID: clientID, clientSecret: secret,
                               scopes: scopes, authorizationParameters: parameters,
-                              tokenEndpointAuthMethod: method, allowInsecureHTTP: insecure)
-    }
-
-    private func url(_ reader: YAMLMappingReader, _ key: String, allowInsecureHTTP: Bool, allowQuery: Bool = true,
-                     problems: inout ConfigProblemList) -> URL? {
-        reader.parsed(key, expected: "a URL", problems: &problems) {
-            ConfigURLRules.parse($0, allowInsecureHTTP: allowInsecureHTTP, allowQuery: allowQuery)
-        }
-    }
-
-    private func decodeEndpoints(_ reader: YAMLMappingReader, allowInsecureHTTP: Bool,
-                                 problems: inout ConfigProblemList) -> ProviderEndpoints? {
-        let explicitKeys = Self.endpointKeys.filter(reader.has)
-        if reader.has("issuer") {
-            guard explicitKeys.isEmpty else {
-                problems.add(path.child(explicitKeys[0]), "use either issuer (OIDC discovery) or explicit "
-                    + "endpoints (authorization_endpoint, token_endpoint, ...), not both", line: reader.line(of: explicitKeys[0]))
-                return nil
-            }
-            return url(reader, "issuer", allowInsecureHTTP: allowInsecureHTTP, allowQuery: false, problems: &problems)
-                .map { .discovery(issuer: $0) }
-        }
-        guard !explicitKeys.isEmpty else {
-            problems.add(path, "missing endpoints: set issuer (OIDC discovery) or authorization_endpoint "
-                + "and token_endpoint", line: line)
-            return nil
-        }
-        for key in ["authorization_endpoint", "token_endpoint"] where !reader.has(key) {
-            problems.add(path.child(key), "required key is missing (explicit endpoints need "
-                + "authorization_endpoint and token_endpoint; or use issuer for OIDC discovery)", line: line)
-        }
-        var found: [String: URL] = [:]
-        for key in explicitKeys {
-            found[key] = url(reader, key, allowInsecureHTTP: allowInsecureHTTP, problems: &problems)
-        }
-        guard let authorization = found["authorization_endpoint"], let token = found["token_endpoint"] else { return nil }
-        return .explicit(ExplicitEndpoints(authorization: authorization, token: token,
-                                           revocation: found["revocation_endpoint"],
-                                           userinfo: found["userinfo_endpoint"], jwks: found["jwks_uri"]))
+                              tokenEndpointAuthMethod: method, allowInsecureHTTP: insecure,
+                              preset: preset?.name, userinfoEndpointOverride: resolved.userinfoOverride,
+                              profileMapping: preset?.profileMapping ?? .openIDConnect,
+                              userinfoMethod: preset?.userinfoMethod ?? "GET",
+                              scopeSeparator: preset?.scopeSeparator ?? " ")
     }
 
     private func decodeSecret(_ reader: YAMLMappingReader, problems: inout ConfigProblemList) -> Secret? {

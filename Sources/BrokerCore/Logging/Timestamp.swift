@@ -1,3 +1,4 @@
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -5,9 +6,8 @@ import Glibc
 /// RFC 3339 timestamps in UTC with milliseconds, as logs and the API print them.
 enum Timestamp {
     static func now() -> String {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        return format(seconds: now.tv_sec, milliseconds: Int(now.tv_nsec / 1_000_000))
+        let now = Date().timeIntervalSince1970
+        return format(seconds: Int(now), milliseconds: Int(now.truncatingRemainder(dividingBy: 1) * 1000))
     }
 
     /// `seconds` since the Unix epoch, e.g. `2026-11-21T12:00:00.123Z`.

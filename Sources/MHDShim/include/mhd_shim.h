@@ -43,11 +43,8 @@ typedef struct {
 } tb_callbacks;
 
 typedef struct {
-    /// An IPv4 or IPv6 literal, without brackets.
-    const char *host;
-    /// 0 picks a free port; read it back with tb_server_port().
-    uint16_t port;
-    /// Worker threads; 1 runs a single polling thread.
+    /// A listening socket from tb_listen().
+    int listen_socket;    /// Worker threads; 1 runs a single polling thread.
     unsigned int threads;
     /// Hard cap libmicrohttpd enforces by closing sockets (set above the admitted limit so that
     /// Swift can answer 503 first).
@@ -61,11 +58,18 @@ typedef struct {
     size_t max_body_bytes;
 } tb_server_options;
 
-/// Starts listening. On failure returns NULL and writes a message into `error`.
+/// Opens a listening TCP socket on `host` (an IPv4 or IPv6 literal, without brackets) and
+/// `port` (0 picks a free one), so that the caller knows the port before serving. Returns the
+/// socket, or -1 with a message in `error`.
+int tb_listen(const char *host, uint16_t port, uint16_t *bound_port, char *error, size_t error_size);
+
+/// Closes a socket of tb_listen() that was never served.
+void tb_close_socket(int socket);
+
+/// Starts serving on the socket of tb_listen() (which it then owns). On failure returns NULL
+/// and writes a message into `error`.
 tb_server *tb_server_start(const tb_server_options *options, tb_callbacks callbacks,
                            void *context, char *error, size_t error_size);
-/// The bound port (useful after asking for port 0).
-uint16_t tb_server_port(const tb_server *server);
 /// Requests received and not yet completed (answered and sent, or abandoned).
 int tb_server_active_requests(tb_server *server);
 /// Stops accepting new connections; existing ones go on.

@@ -1,0 +1,130 @@
+import Foundation
+import HTTPServer
+
+/// `GET /authorize` starts a login; `POST /authorize` asks for more scopes on an existing
+/// session (incremental authorization). Both validate everything before anything is stored, and
+/// answer invalid input with a JSON 400 — never a redirect, which could be an open redirector.
+struct AuthorizeRoutes: Sendable {
+    let services: BrokerServices
+
+    func register(in router: inout Router) {
+        router.add("GET", "/authorize") { [self] request throws(HTTPError) in
+            let wantsJSON = request.header("Accept")?.contains("application/json") == true
+            return try start(try request.query(), session: nil, json: wantsJSON)
+        }
+        router.add("POST", "/authorize") { [self] request throws(HTTPError) in
+            let session = try services.authenticate(request)
+            return try start(try request.form(), session: session, json: true)
+        }
+    }
+
+    private func start(_ fields: FormFields, session: Session?, json: Bool) throws(HTTPError) -> Reply {
+        let login = try validate(fields, session: session)
+        if let provider = services.providers.ready(login.provider) {
+            return .now(answer(location: begin(login, provider), json: json))
+        }
+        return .awaiting { [self] () async throws(HTTPError) -> Response in
+            let provider = try await services.providers.resolve(login.provider)
+            return answer(location: begin(login, provider), json: json)
+        }
+    }
+
+    private func answer(location: String, json: Bool) -> Response {
+        json ? .json(.object([("authorization_url", .string(location))])) : .redirect(to: location)
+    }
+
+    /// A validated login request.
+    private struct Login: Sendable {
+        let provider: String
+        let app: String
+        let redirectURI: String
+        let appState: String?
+        let challenge: String
+        let scopes: [String]
+        let loginHint: String?
+        let prompt: String?
+        let session: Session?
+    }
+
+    private func validate(_ fields: FormFields, session: Session?) throws(HTTPError) -> Login {
+        let appID = if let session { session.app } else { try fields.required("app") }
+        if let session, let named = try fields.optional("app"), named != session.app {
+            throw .badRequest("The session was created through another app.")
+        }
+        guard let app = services.config.app(id: appID) else { throw .badRequest("Unknown app.") }
+        let providerID = if let session { session.provider } else { try fields.required("provider") }
+        if let session, let named = try fields.optional("provider"), named != session.provider {
+            throw .badRequest("The session belongs to another provider.")
+        }
+        guard services.providers.config(providerID) != nil else { throw .badRequest("Unknown provider.") }
+        guard app.allows(provider: providerID) else {
+            throw .badRequest("This app may not use this provider.", code: "unauthorized_client")
+        }
+        let redirectURI = try fields.required("redirect_uri")
+        guard app.matchRegistered(redirectURI) != nil else {
+            throw .badRequest("redirect_uri is not registered for this app.")
+        }
+        let challenge = try fields.required("code_challenge")
+        guard PKCE.isWellFormed(challenge) else {
+            throw .badRequest("code_challenge must be 43 to 128 characters of A-Z a-z 0-9 - . _ ~.")
+        }
+        guard fields["code_challenge_method"] == "S256" else {
+            throw .badRequest("code_challenge_method must be S256.")
+        }
+        let state = try fields.optional("state")
+        if let state, state.utf8.count > 1024 { throw .badRequest("state is longer than 1024 bytes.") }
+        let scopes = try Self.scopes(fields)
+        if session != nil, scopes.isEmpty { throw .badRequest("Incremental authorization needs a scope.") }
+        let prompt = try fields.optional("prompt")
+        if let prompt, !prompt.split(separator: " ").allSatisfy({ ["none", "login", "consent", "select_account"].contains($0) }) {
+            throw .badRequest("prompt must be none, login, consent or select_account.")
+        }
+        let loginHint = try fields.optional("login_hint")
+        if let loginHint, loginHint.utf8.count > 256 { throw .badRequest("login_hint is longer than 256 bytes.") }
+        return Login(
+            provider: providerID, app: app.id, redirectURI: redirectURI, appState: state, challenge: challenge,
+            scopes: scopes, loginHint: loginHint, prompt: prompt, session: session
+        )
+    }
+
+    /// Requested scopes: RFC 6749 §3.3 scope tokens, separated by spaces.
+    private static func scopes(_ fields: FormFields) throws(HTTPError) -> [String] {
+        guard let text = try fields.optional("scope") else { return [] }
+        let scopes = text.split(separator: " ").map(String.init)
+        let valid = scopes.allSatisfy { scope in
+            scope.utf8.allSatisfy { $0 == 0x21 || (0x23...0x5B).contains($0) || (0x5D...0x7E).contains($0) }
+        }
+        guard valid, scopes.count <= 64 else { throw .badRequest("scope is not a list of valid scope tokens.") }
+        return scopes
+    }
+
+    /// Stores the login and builds the provider's authorization URL.
+    private func begin(_ login: Login, _ provider: Provider) -> String {
+        let state = OpaqueToken.make(prefix: OpaqueToken.statePrefix)
+        let verifier = PKCE.makeVerifier()
+        let nonce = OpaqueToken.make(prefix: "")
+        var scopes = provider.config.scopes
+        for scope in login.session?.scopes ?? [] where !scopes.contains(scope) { scopes.append(scope) }
+        for scope in login.scopes where !scopes.contains(scope) { scopes.append(scope) }
+        let now = services.now()
+        services.flows.addPending(OpaqueToken.hash(state), PendingAuthorization(
+            provider: provider.id, app: login.app, redirectURI: login.redirectURI, appState: login.appState,
+            appChallenge: login.challenge, verifier: verifier, nonce: nonce, requestedScopes: scopes,
+            sessionID: login.session?.id, expiresAt: now + FlowStore.authorizationLifetime
+        ), now: now)
+        var parameters = provider.config.authorizationParameters
+        if let prompt = login.prompt { parameters["prompt"] = prompt }
+        if let hint = login.loginHint { parameters["login_hint"] = hint }
+        let query = [
+            ("response_type", "code"),
+            ("client_id", provider.config.clientID),
+            ("redirect_uri", services.callbackURL),
+            ("scope", scopes.joined(separator: provider.config.scopeSeparator)),
+            ("state", state),
+            ("code_challenge", PKCE.challenge(for: verifier)),
+            ("code_challenge_method", "S256"),
+        ] + (scopes.contains("openid") ? [("nonce", nonce)] : []) + parameters.sorted { $0.key < $1.key }
+        let base = provider.authorizationEndpoint.absoluteString
+        return base + (base.contains("?") ? "&" : "?") + FormFields.encode(query)
+    }
+}

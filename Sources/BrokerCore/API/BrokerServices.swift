@@ -1,0 +1,24 @@
+import Foundation
+import HTTPServer
+import Logging
+
+/// What the API handlers share: configuration, providers, stores and the calls they make.
+struct BrokerServices: Sendable {
+    let config: BrokerConfig
+    let providers: ProviderDirectory
+    let calls: ProviderCalls
+    let sessions: SessionStore
+    let flows: FlowStore
+    let refresher: Refresher
+    let idTokens: IDTokenVerifier
+    let profiles: ProfileCache
+    let logger: Logger
+    /// Unix seconds now; replaceable in tests.
+    let now: @Sendable () -> Double
+
+    /// Where providers send the browser back: `<public_url>/callback`.
+    var callbackURL: String { config.server.callbackURL.absoluteString }
+
+    /// Refresh access tokens that expire within this many seconds (AppAuth's 60 s).
+    static let refreshSkew = 60.0
+}

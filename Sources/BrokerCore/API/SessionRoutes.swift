@@ -1,0 +1,111 @@
+import BrokerCrypto
+import Foundation
+import HTTPServer
+import Logging
+
+/// `GET /session` describes the session, `GET /profile` says who the user is, and
+/// `POST /revoke` ends the session at the provider and here.
+struct SessionRoutes: Sendable {
+    let services: BrokerServices
+
+    func register(in router: inout Router) {
+        router.add("GET", "/session") { [services] request throws(HTTPError) in
+            let session = try services.authenticate(request)
+            return .now(.json(.object([
+                ("provider", .string(session.provider)),
+                ("subject", .string(session.subject)),
+                ("scopes", .array(session.scopes.map(JSONValue.string))),
+                ("created_at", .string(Timestamp.format(seconds: Int(session.createdAt)))),
+                ("access_token_expires_at", session.accessTokenExpiresAt.map { .string(Timestamp.format(seconds: Int($0))) } ?? .null),
+                ("refreshable", .bool(session.refreshToken != nil)),
+            ])))
+        }
+        router.add("POST", "/revoke") { [self] request throws(HTTPError) in try revoke(request) }
+        router.add("GET", "/profile") { [self] request throws(HTTPError) in try profile(request) }
+    }
+
+    /// Deletes the session first (whatever the provider says next, it is gone here), then asks
+    /// the provider to revoke the refresh token and the access token (RFC 7009). Idempotent: an
+    /// unknown session token is answered 200 with `not_attempted`.
+    private func revoke(_ request: Request) throws(HTTPError) -> Reply {
+        let id = try services.sessionID(request)
+        guard let session = services.sessions.remove(id) else {
+            return .now(Self.revoked("not_attempted"))
+        }
+        services.profiles.remove(id)
+        return .later { [services] in
+            guard let provider = try? await services.providers.resolve(session.provider), provider.revocationEndpoint != nil else {
+                return Self.revoked("not_supported")
+            }
+            var confirmed = true
+            if let refreshToken = session.refreshToken {
+                confirmed = await services.calls.revoke(refreshToken, hint: "refresh_token", provider: provider)
+            }
+            confirmed = await services.calls.revoke(session.accessToken, hint: "access_token", provider: provider) && confirmed
+            if !confirmed { services.logger.warning("revocation at the provider failed", metadata: ["provider": "\(provider.id)"]) }
+            return Self.revoked(confirmed ? "succeeded" : "failed")
+        }
+    }
+
+    private static func revoked(_ outcome: String) -> Response {
+        .json(.object([("revoked", .bool(true)), ("provider_revocation", .string(outcome))]))
+    }
+
+    /// The provider's profile, normalised, with a fresh access token; on a 401 from the provider
+    /// the token is refreshed once and the call retried.
+    private func profile(_ request: Request) throws(HTTPError) -> Reply {
+        let session = try services.authenticate(request)
+        if let cached = services.profiles.get(session.id, now: services.now()) { return .now(.json(cached)) }
+        return .awaiting { [services] () async throws(HTTPError) -> Response in
+            let provider = try await services.providers.resolve(session.provider)
+            guard let endpoint = provider.userinfoEndpoint else {
+                guard let claims = session.idTokenClaims else {
+                    throw HTTPError(status: 404, code: "not_found", description: "This provider has no profile endpoint.")
+                }
+                return .json(Self.normalised(claims, provider))
+            }
+            let method = provider.config.userinfoMethod
+            var current = try await Self.fresh(session.id, services, force: false)
+            var raw: JSONValue
+            do throws(ProviderCallError) {
+                raw = try await services.calls.userinfo(accessToken: current.accessToken, endpoint: endpoint, method: method)
+            } catch {
+                guard case .unauthorized = error else { throw error.httpError }
+                // The provider no longer takes the token: refresh once and try again.
+                current = try await Self.fresh(session.id, services, force: true)
+                do throws(ProviderCallError) {
+                    raw = try await services.calls.userinfo(accessToken: current.accessToken, endpoint: endpoint, method: method)
+                } catch {
+                    throw error.httpError
+                }
+            }
+            let profile = Self.normalised(raw, provider)
+            services.profiles.put(session.id, profile, now: services.now())
+            return .json(profile)
+        }
+    }
+
+    private static func fresh(_ id: SHA256Digest, _ services: BrokerServices, force: Bool) async throws(HTTPError) -> Session {
+        switch await services.refresher.refresh(id, force: force, minimumValidity: BrokerServices.refreshSkew) {
+        case .fresh(let session): return session
+        case .loginRequired: throw .loginRequired("The provider no longer honours this sign-in; start again at /authorize.")
+        case .gone: throw .invalidToken("The session token is unknown, expired or revoked.")
+        case .failed(let error): throw error.httpError
+        }
+    }
+
+    /// `{sub, name, email, email_verified, picture, provider, raw}`.
+    private static func normalised(_ raw: JSONValue, _ provider: Provider) -> JSONValue {
+        let profile = provider.config.profileMapping.profile(from: raw)
+        func text(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
+        return .object([
+            ("sub", text(profile?.subject)),
+            ("name", text(profile?.name)),
+            ("email", text(profile?.email)),
+            ("email_verified", profile?.emailVerified.map(JSONValue.bool) ?? .null),
+            ("picture", text(profile?.picture)),
+            ("provider", .string(provider.id)),
+            ("raw", raw),
+        ])
+    }
+}

@@ -1,0 +1,105 @@
+import BrokerCrypto
+import HTTPServer
+import Logging
+
+/// `POST /token` redeems a handoff code; `GET /token` hands out the current access token,
+/// refreshing it first when it is about to expire; `POST /refresh` refreshes now.
+struct TokenRoutes: Sendable {
+    let services: BrokerServices
+
+    func register(in router: inout Router) {
+        router.add("POST", "/token") { [self] request throws(HTTPError) in .now(try redeem(try request.form())) }
+        router.add("GET", "/token") { [self] request throws(HTTPError) in try current(request) }
+        router.add("POST", "/refresh") { [self] request throws(HTTPError) in
+            let session = try services.authenticate(request)
+            return refreshed(session.id, force: true, fallback: nil)
+        }
+    }
+
+    /// The hot path: a fresh token is answered from memory on the server thread.
+    private func current(_ request: Request) throws(HTTPError) -> Reply {
+        let session = try services.authenticate(request)
+        var minimumValidity = BrokerServices.refreshSkew
+        if let text = try request.query().optional("min_ttl") {
+            guard let minTTL = Int(text), (0...86_400).contains(minTTL) else {
+                throw .badRequest("min_ttl must be a number of seconds from 0 to 86400.")
+            }
+            minimumValidity = max(minimumValidity, Double(minTTL))
+        }
+        let now = services.now()
+        if session.accessTokenValid(for: minimumValidity, at: now) {
+            return .now(.json(.object(session.tokenFields(at: now))))
+        }
+        // The token expires soon but may not have expired yet: if the refresh fails transiently,
+        // the current token is still the best answer.
+        let fallback = session.accessTokenValid(for: 0, at: now) ? session : nil
+        return refreshed(session.id, force: false, minimumValidity: minimumValidity, fallback: fallback)
+    }
+
+    private func refreshed(_ id: SHA256Digest, force: Bool, minimumValidity: Double = BrokerServices.refreshSkew, fallback: Session?) -> Reply {
+        .awaiting { [services] () async throws(HTTPError) -> Response in
+            switch await services.refresher.refresh(id, force: force, minimumValidity: minimumValidity) {
+            case .fresh(let session):
+                return .json(.object(session.tokenFields(at: services.now())))
+            case .loginRequired:
+                throw .loginRequired("The provider no longer honours this sign-in; start again at /authorize.")
+            case .gone:
+                throw .invalidToken("The session token is unknown, expired or revoked.")
+            case .failed(let error):
+                if let fallback, fallback.accessTokenValid(for: 0, at: services.now()) {
+                    return .json(.object(fallback.tokenFields(at: services.now())))
+                }
+                throw error.httpError
+            }
+        }
+    }
+
+    /// Redeems a handoff code (RFC 6749 §4.1.3 shape): once, by the app it was issued to, with
+    /// the same redirect URI and the PKCE verifier of the app's challenge.
+    private func redeem(_ form: FormFields) throws(HTTPError) -> Response {
+        guard try form.required("grant_type") == "authorization_code" else {
+            throw .badRequest("grant_type must be authorization_code.", code: "unsupported_grant_type")
+        }
+        let code = try form.required("code")
+        let verifier = try form.required("code_verifier")
+        let redirectURI = try form.required("redirect_uri")
+        let app = try form.required("app")
+        let codeID = OpaqueToken.hash(code)
+        let now = services.now()
+        let handoff: Handoff
+        switch services.flows.redeem(codeID, now: now) {
+        case .unknown, .expired:
+            throw .badRequest("The code is unknown or expired.", code: "invalid_grant")
+        case .replayed(let sessionID):
+            // A code used twice has leaked: end the session it created (RFC 6749 §4.1.2).
+            if let sessionID, services.sessions.remove(sessionID) != nil {
+                services.logger.warning("handoff code replayed; its session was revoked")
+            }
+            throw .badRequest("The code was already used; its session has been revoked.", code: "invalid_grant")
+        case .fresh(let found):
+            handoff = found
+        }
+        guard handoff.app == app, handoff.redirectURI == redirectURI else {
+            throw .badRequest("The code was issued to another app or redirect_uri.", code: "invalid_grant")
+        }
+        guard PKCE.verify(verifier: verifier, challenge: handoff.appChallenge) else {
+            throw .badRequest("code_verifier does not match the code_challenge.", code: "invalid_grant")
+        }
+        guard let grant = handoff.grant else {
+            // Incremental authorization: the grant is already in the app's session.
+            guard let sessionID = handoff.sessionID, let session = services.sessions.get(sessionID) else {
+                throw .invalidToken("The session token is unknown, expired or revoked.")
+            }
+            return .json(.object(session.tokenFields(at: now)))
+        }
+        let token = OpaqueToken.make(prefix: OpaqueToken.sessionPrefix)
+        let session = Session(
+            id: OpaqueToken.hash(token), provider: grant.provider, app: handoff.app, subject: grant.subject,
+            scopes: grant.scopes, accessToken: grant.accessToken, accessTokenExpiresAt: grant.accessTokenExpiresAt,
+            refreshToken: grant.refreshToken, idTokenClaims: grant.idTokenClaims, createdAt: now, usedAt: now
+        )
+        services.sessions.put(session)
+        services.flows.bind(codeID, to: session.id)
+        return .json(.object([("session_token", .string(token))] + session.tokenFields(at: now)))
+    }
+}

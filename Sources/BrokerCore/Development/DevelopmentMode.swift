@@ -1,0 +1,43 @@
+import Foundation
+import BrokerCrypto
+
+/// Development mode: the broker runs with a built-in identity provider (`dev`) and a demo app
+/// (`demo`), so that a newcomer can walk the whole flow with curl and no provider account.
+/// Loopback only: the built-in provider signs anyone in who types a name.
+public enum DevelopmentMode {
+    public static let providerID = "dev"
+    public static let appID = "demo"
+    public static let clientID = "dev-client"
+    /// The demo app's redirect URI: nothing listens there; curl reads the redirect instead.
+    public static let demoRedirectURI = "http://127.0.0.1/callback"
+
+    /// Why development mode cannot run with `config`, or nil when it can.
+    public static func refusal(_ config: BrokerConfig) -> String? {
+        guard config.server.listen.isLoopback else {
+            return "development mode only listens on a loopback address (127.0.0.1 or [::1]), not \(config.server.listen)"
+        }
+        if config.provider(id: providerID) != nil || config.app(id: appID) != nil {
+            return "development mode adds a provider '\(providerID)' and an app '\(appID)'; the configuration already has one"
+        }
+        return nil
+    }
+
+    /// `config` plus the built-in provider (found by discovery at `<public_url>/dev`, so the broker
+    /// talks to it over HTTP like to any provider) and the demo app.
+    static func configure(_ config: BrokerConfig, clientSecret: String) throws(ConfigError) -> BrokerConfig {
+        let issuer = issuer(of: config)
+        let provider = ProviderConfig(
+            id: providerID,
+            endpoints: .discovery(issuer: issuer),
+            clientID: clientID,
+            clientSecret: Secret(clientSecret, source: "development mode"),
+            scopes: ["openid", "profile", "email"]
+        )
+        let app = AppConfig(id: appID, redirectURIs: [try RedirectURI(parsing: demoRedirectURI)])
+        return BrokerConfig(server: config.server, log: config.log, providers: config.providers + [provider], apps: config.apps + [app])
+    }
+
+    static func issuer(of config: BrokerConfig) -> URL {
+        config.server.publicURL.appendingPathComponent(providerID)
+    }
+}

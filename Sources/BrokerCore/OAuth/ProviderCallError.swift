@@ -1,0 +1,42 @@
+import HTTPServer
+
+/// Why a call to a provider's token, revocation or userinfo endpoint failed.
+enum ProviderCallError: Error, Sendable {
+    /// The provider answered an OAuth error (RFC 6749 §5.2), e.g. `invalid_grant`.
+    case oauth(code: String, description: String?, status: Int)
+    /// The provider could not be reached, timed out, or sent too much.
+    case unavailable(UpstreamError)
+    /// The provider answered something the broker cannot use.
+    case badResponse(String)
+    /// The userinfo endpoint rejected the access token (HTTP 401).
+    case unauthorized
+
+    /// Only the provider saying `invalid_grant` ends a grant; everything else may pass.
+    var endsGrant: Bool {
+        if case .oauth(code: "invalid_grant", _, _) = self { return true }
+        return false
+    }
+
+    /// The error the client sees. Descriptions name what failed, never a token or a body.
+    var httpError: HTTPError {
+        switch self {
+        case .oauth(let code, _, let status):
+            .upstreamError("The provider refused the request (\(FormFields.printableCode(code)), HTTP \(status)).")
+        case .unavailable(let error):
+            .upstreamUnavailable("The provider is unavailable: \(error.description).")
+        case .badResponse(let reason):
+            .upstreamError("The provider's answer was unusable: \(reason).")
+        case .unauthorized:
+            .upstreamError("The provider rejected the access token.")
+        }
+    }
+}
+
+extension FormFields {
+    /// An OAuth error code as safe to repeat: RFC 6749 codes are `%x20-21 / %x23-5B / %x5D-7E`;
+    /// anything else, or anything long, is not repeated.
+    static func printableCode(_ code: String) -> String {
+        let safe = code.utf8.count <= 64 && code.utf8.allSatisfy { $0 >= 0x21 && $0 < 0x7F && $0 != 0x22 && $0 != 0x5C }
+        return safe ? code : "unreadable error code"
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import HTTPServer
+
+/// The broker's calls to a provider: code exchange, refresh, revocation and userinfo, each
+/// authenticated with the provider's client credentials where the protocol asks for them.
+struct ProviderCalls: Sendable {
+    let client: UpstreamClient
+
+    /// Exchanges an authorization code (RFC 6749 §4.1.3), proving the PKCE verifier (RFC 7636).
+    func exchange(code: String, verifier: String, callbackURL: String, provider: Provider) async throws(ProviderCallError) -> TokenResponse {
+        try await tokenRequest(provider, [
+            ("grant_type", "authorization_code"),
+            ("code", code),
+            ("redirect_uri", callbackURL),
+            ("code_verifier", verifier),
+        ])
+    }
+
+    /// Refreshes (RFC 6749 §6).
+    func refresh(_ refreshToken: String, provider: Provider) async throws(ProviderCallError) -> TokenResponse {
+        try await tokenRequest(provider, [("grant_type", "refresh_token"), ("refresh_token", refreshToken)])
+    }
+
+    /// Revokes a token (RFC 7009). True when the provider confirmed (200).
+    func revoke(_ token: String, hint: String, provider: Provider) async -> Bool {
+        guard let endpoint = provider.revocationEndpoint else { return false }
+        let request = authenticatedPost(endpoint, provider: provider, fields: [("token", token), ("token_type_hint", hint)])
+        guard let response = try? await client.send(request) else { return false }
+        return response.status == 200
+    }
+
+    /// The provider's userinfo/profile document, with the token in the `Authorization` header
+    /// (never in the query string).
+    func userinfo(accessToken: String, endpoint: URL, method: String) async throws(ProviderCallError) -> JSONValue {
+        var request = URLRequest(url: endpoint)
+        request.httpMethod = method
+        request.setValue("Bearer \(accessToken)", forHTTPHeaderField: "Authorization")
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        let response = try await send(request)
+        if response.status == 401 { throw .unauthorized }
+        guard response.status == 200 else { throw .badResponse("the profile endpoint answered HTTP \(response.status)") }
+        guard let json = try? JSONValue.parse(response.body), case .object = json else {
+            throw .badResponse("the profile is not a JSON object")
+        }
+        return json
+    }
+
+    private func tokenRequest(_ provider: Provider, _ fields: [(String, String)]) async throws(ProviderCallError) -> TokenResponse {
+        let request = authenticatedPost(provider.tokenEndpoint, provider: provider, fields: fields)
+        let response = try await send(request)
+        return try TokenResponse.parse(response.body, contentType: response.contentType, status: response.status)
+    }
+
+    private func send(_ request: URLRequest) async throws(ProviderCallError) -> UpstreamClient.Response {
+        do {
+            return try await client.send(request)
+        } catch {
+            throw .unavailable(error)
+        }
+    }
+
+    /// A form POST with client authentication (RFC 6749 §2.3.1): HTTP Basic with the
+    /// form-encoded id and secret, or both in the body.
+    private func authenticatedPost(_ url: URL, provider: Provider, fields: [(String, String)]) -> URLRequest {
+        let config = provider.config
+        var fields = fields
+        var request = URLRequest(url: url)
+        request.httpMethod = "POST"
+        request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        switch config.tokenEndpointAuthMethod {
+        case .clientSecretBasic:
+            let credentials = FormFields.escape(config.clientID) + ":" + FormFields.escape(config.clientSecret.reveal())
+            request.setValue("Basic " + Data(credentials.utf8).base64EncodedString(), forHTTPHeaderField: "Authorization")
+        case .clientSecretPost:
+            fields += [("client_id", config.clientID), ("client_secret", config.clientSecret.reveal())]
+        }
+        request.httpBody = Data(FormFields.encode(fields).utf8)
+        return request
+    }
+}

@@ -1,0 +1,88 @@
+import BrokerCrypto
+import HTTPServer
+import Logging
+import Synchronization
+
+/// Refreshes access tokens with the provider, one upstream call per session at a time: callers
+/// that arrive while a refresh of their session is running wait for its result instead of
+/// starting their own (AppAuth's rule, and the only safe one with rotating refresh tokens).
+final class Refresher: Sendable {
+    enum Outcome: Sendable {
+        /// The session now (refreshed, or already fresh enough).
+        case fresh(Session)
+        /// The provider ended the grant, or there is nothing to refresh with: the session is gone.
+        case loginRequired
+        /// The session does not exist (any more).
+        case gone
+        /// A transient or provider-side failure; the session is kept.
+        case failed(ProviderCallError)
+    }
+
+    private let sessions: SessionStore
+    private let providers: ProviderDirectory
+    private let calls: ProviderCalls
+    private let logger: Logger
+    private let now: @Sendable () -> Double
+    private let inFlight = Mutex<[SHA256Digest: Task<Outcome, Never>]>([:])
+
+    init(sessions: SessionStore, providers: ProviderDirectory, calls: ProviderCalls, logger: Logger, now: @escaping @Sendable () -> Double) {
+        self.sessions = sessions
+        self.providers = providers
+        self.calls = calls
+        self.logger = logger
+        self.now = now
+    }
+
+    /// Refreshes session `id` unless (when `force` is false) its access token is still good for
+    /// `minimumValidity` seconds — which it may be because a concurrent refresh just finished.
+    func refresh(_ id: SHA256Digest, force: Bool, minimumValidity: Double) async -> Outcome {
+        let task = inFlight.withLock { tasks in
+            if let running = tasks[id] { return running }
+            let started = Task { await self.perform(id, force: force, minimumValidity: minimumValidity) }
+            tasks[id] = started
+            return started
+        }
+        let outcome = await task.value
+        inFlight.withLock { tasks in
+            if tasks[id] == task { tasks[id] = nil }
+        }
+        return outcome
+    }
+
+    private func perform(_ id: SHA256Digest, force: Bool, minimumValidity: Double) async -> Outcome {
+        guard let session = sessions.get(id) else { return .gone }
+        if !force && session.accessTokenValid(for: minimumValidity, at: now()) { return .fresh(session) }
+        guard let refreshToken = session.refreshToken else {
+            if !force && session.accessTokenValid(for: 0, at: now()) { return .fresh(session) }
+            sessions.remove(id)
+            logger.info("session ended: nothing to refresh with", metadata: ["provider": "\(session.provider)"])
+            return .loginRequired
+        }
+        let provider: Provider
+        do {
+            provider = try await providers.resolve(session.provider)
+        } catch {
+            return .failed(.badResponse("the provider's endpoints are unknown"))
+        }
+        do {
+            let response = try await calls.refresh(refreshToken, provider: provider)
+            let refreshedAt = now()
+            guard let updated = sessions.update(id, { session in
+                session.accessToken = response.accessToken
+                session.accessTokenExpiresAt = response.expiresIn.map { refreshedAt + Double($0) }
+                // A rotated refresh token replaces the old one; none in the answer keeps it.
+                if let rotated = response.refreshToken { session.refreshToken = rotated }
+                if let scopes = response.scopes { session.scopes = scopes }
+            }) else { return .gone }
+            return .fresh(updated)
+        } catch {
+            if error.endsGrant {
+                sessions.remove(id)
+                logger.info("session ended: the provider refused the refresh token", metadata: ["provider": "\(session.provider)"])
+                return .loginRequired
+            }
+            logger.warning("refresh failed", metadata: ["provider": "\(session.provider)", "reason": "\(error.httpError.description)"])
+            return .failed(error)
+        }
+    }
+}

@@ -1,0 +1,43 @@
+import BrokerCrypto
+import HTTPServer
+
+/// One user's grant at one provider, held for one app. The session token itself is never
+/// stored: the session is found by the token's SHA-256 hash (`id`).
+struct Session: Sendable {
+    let id: SHA256Digest
+    let provider: String
+    let app: String
+    var subject: String
+    /// Granted scopes.
+    var scopes: [String]
+    var accessToken: String
+    /// Unix seconds; nil when the provider gave no lifetime.
+    var accessTokenExpiresAt: Double?
+    var refreshToken: String?
+    /// The verified ID token's claims, when the provider sent one.
+    var idTokenClaims: JSONValue?
+    let createdAt: Double
+    var usedAt: Double
+
+    /// Whether the access token is good for at least `seconds` more at `now`.
+    func accessTokenValid(for seconds: Double, at now: Double) -> Bool {
+        guard let expiresAt = accessTokenExpiresAt else { return true }
+        return expiresAt - now > seconds
+    }
+
+    /// Seconds the access token has left, for `expires_in`; nil when unknown.
+    func expiresIn(at now: Double) -> Int? {
+        accessTokenExpiresAt.map { max(0, Int(($0 - now).rounded(.down))) }
+    }
+
+    /// The fields every token answer carries (`POST /token`, `GET /token`, `POST /refresh`).
+    func tokenFields(at now: Double) -> [(String, JSONValue)] {
+        [
+            ("access_token", .string(accessToken)),
+            ("token_type", .string("Bearer")),
+            ("expires_in", expiresIn(at: now).map(JSONValue.int) ?? .null),
+            ("scope", .string(scopes.joined(separator: " "))),
+            ("provider", .string(provider)),
+        ]
+    }
+}

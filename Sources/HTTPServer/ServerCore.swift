@@ -1,0 +1,152 @@
+internal import MHDShim
+import Synchronization
+
+/// Where requests enter, on a server thread: limits first, then the router. A `Reply.now` is
+/// sent from the same thread (the fast path); a `Reply.later` suspends the connection, runs in a
+/// task, and resumes it with the answer.
+final class ServerCore: Sendable {
+    private let configuration: ServerConfiguration
+    private let router: Router
+    private let observer: any RequestObserver
+    private let limiter: ConnectionLimiter
+    private let deferred = DeferredRequests()
+    private let requestIDs = RequestIDs()
+    private let draining = Atomic<Bool>(false)
+
+    init(configuration: ServerConfiguration, router: Router, observer: any RequestObserver) {
+        self.configuration = configuration
+        self.router = router
+        self.observer = observer
+        limiter = ConnectionLimiter(maxTotal: configuration.maxConnections, maxPerIP: configuration.maxConnectionsPerIP)
+    }
+
+    /// From now on every answer closes its connection, so that clients move off.
+    func beginDraining() {
+        draining.store(true, ordering: .relaxed)
+    }
+
+    /// Answers every request still waiting with 503; returns how many there were.
+    func answerDeferredRequests() -> Int {
+        let cutShort = deferred.claimAll()
+        let error = HTTPError.serviceUnavailable("temporarily_unavailable", "The broker is shutting down; retry shortly.", retryAfterSeconds: 1)
+        for request in cutShort {
+            tb_request_complete(request.pointer, makeResponse(error.response, requestID: "shutdown"))
+        }
+        return cutShort.count
+    }
+
+    func handle(_ shim: ShimRequest) {
+        observer.requestStarted()
+        let pointer = shim.pointer
+        let target = String(cString: tb_request_target(pointer))
+        var bodyLength = 0
+        let bodyStart = tb_request_body(pointer, &bodyLength)
+        let body = bodyLength > 0 && bodyStart != nil ? Array(UnsafeBufferPointer(start: bodyStart, count: bodyLength)) : []
+        let request = Request(
+            method: String(cString: tb_request_method(pointer)),
+            target: target,
+            id: requestIDs.make(clientSupplied: tb_request_header(pointer, "X-Request-Id").map { String(cString: $0) }),
+            clientIP: Self.clientIP(of: pointer),
+            body: body,
+            headers: .shim(shim)
+        )
+        let reply: Reply
+        if let error = limitError(for: pointer, targetBytes: target.utf8.count) {
+            reply = .now(error.response)
+        } else {
+            reply = router.reply(to: request)
+        }
+        var record = RequestRecord(
+            method: request.method,
+            route: router.label(for: request.path),
+            path: String(request.path.prefix(256)),
+            status: 0,
+            seconds: 0,
+            requestID: request.id,
+            clientIP: request.clientIP,
+            responseBytes: 0
+        )
+        switch reply {
+        case .now(let response):
+            tb_request_respond(pointer, makeResponse(response, requestID: request.id))
+            finish(&record, response, startNanos: tb_request_start_ns(pointer))
+        case .later(let work):
+            tb_request_defer(pointer)
+            let ticket = deferred.add(shim)
+            Task {
+                let response = await work()
+                guard let claimed = self.deferred.claim(ticket) else { return }
+                let startNanos = tb_request_start_ns(claimed.pointer)
+                tb_request_complete(claimed.pointer, self.makeResponse(response, requestID: record.requestID))
+                self.finish(&record, response, startNanos: startNanos)
+            }
+        }
+    }
+
+    private func finish(_ record: inout RequestRecord, _ response: Response, startNanos: UInt64) {
+        record.status = response.status
+        record.responseBytes = response.body.count
+        record.seconds = Double(tb_monotonic_ns() &- startNanos) / 1e9
+        observer.requestFinished(record)
+    }
+
+    private func limitError(for pointer: OpaquePointer, targetBytes: Int) -> HTTPError? {
+        switch tb_request_limit(pointer) {
+        case TB_LIMIT_CONNECTIONS:
+            return .serviceUnavailable("temporarily_unavailable", "Too many connections; retry shortly.", retryAfterSeconds: 1)
+        case TB_LIMIT_BODY:
+            return .payloadTooLarge(limit: configuration.maxBodyBytes)
+        default:
+            break
+        }
+        if targetBytes > configuration.maxURLBytes { return .uriTooLong(limit: configuration.maxURLBytes) }
+        if tb_request_header_bytes(pointer) > configuration.maxHeaderBytes {
+            return .headersTooLarge(limit: configuration.maxHeaderBytes)
+        }
+        return nil
+    }
+
+    /// Builds the shim's response, adding the headers every answer carries. Returns nil only when
+    /// libmicrohttpd cannot allocate one (the shim then closes the connection).
+    private func makeResponse(_ response: Response, requestID: String) -> OpaquePointer? {
+        var response = response
+        if response.headers.contains(where: { !Self.isSafeHeader($0) }) {
+            response = HTTPError(status: 500, code: "server_error", description: "The broker built an invalid response.").response
+        }
+        let created = response.body.withUnsafeBytes { tb_response_create(UInt32(response.status), $0.baseAddress, $0.count) }
+        guard let created else { return nil }
+        for header in response.headers {
+            tb_response_add_header(created, header.name, header.value)
+        }
+        if response.header("Cache-Control") == nil {
+            tb_response_add_header(created, "Cache-Control", "no-store")
+        }
+        tb_response_add_header(created, "X-Request-Id", requestID)
+        tb_response_add_header(created, "X-Content-Type-Options", "nosniff")
+        if response.closeConnection || draining.load(ordering: .relaxed) {
+            tb_response_close_connection(created)
+        }
+        return created
+    }
+
+    /// A header libmicrohttpd can send as is: no line breaks, no NULs.
+    private static func isSafeHeader(_ header: HTTPHeader) -> Bool {
+        func isClean(_ text: String) -> Bool {
+            !text.utf8.contains { $0 == 0x0A || $0 == 0x0D || $0 == 0 }
+        }
+        return !header.name.isEmpty && isClean(header.name) && isClean(header.value)
+    }
+
+    private static func clientIP(of pointer: OpaquePointer) -> String {
+        withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { buffer in
+            guard let base = buffer.baseAddress, tb_request_client_ip(pointer, base, buffer.count) != 0 else {
+                return "unknown"
+            }
+            return String(cString: base)
+        }
+    }
+
+    func connectionOpened(from ip: String) -> Bool { limiter.open(ip) }
+    func connectionClosed(from ip: String) { limiter.close(ip) }
+    func serverMessage(_ message: String) { observer.serverMessage(message) }
+}

@@ -1,0 +1,91 @@
+"""Pytest fixtures: a real OAuth 2.0 / OIDC authorization server on loopback, and a browser.
+
+Fixtures
+  auth_server   (session)  support.authserver.AuthServer, started, with users alice and bob
+  browser       (function) support.browser.Browser allowed to follow redirects on auth_server
+  tamper_proxy  (function) support.tamper_proxy.TamperProxy: an OIDC issuer forging auth_server's ID tokens
+After every test that used auth_server, its run-time config (token lifetime, faults) is reset;
+on a failure the server's log lines written during that test are added to the report.
+"""
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from support.authserver import AuthServer  # noqa: E402
+from support.browser import Browser  # noqa: E402
+from support.tamper_proxy import TamperProxy  # noqa: E402
+
+USERS = {
+    "alice": dict(password="alice-password", name="Alice Liddell", email="alice@example.test", email_verified=True),
+    "bob": dict(password="bob-password", name="Bob Builder", email="bob@example.test", email_verified=False),
+}
+
+_LOG_OFFSET = pytest.StashKey[int]()
+_server_holder: dict = {}
+
+
+@pytest.fixture(scope="session")
+def auth_server(request):
+    server = AuthServer(access_token_lifetime=int(os.environ.get("OAUTH_TEST_ACCESS_TOKEN_LIFETIME", "3600")))
+    server.start()
+    _server_holder["server"] = server
+    try:
+        for username, u in USERS.items():
+            server.create_user(
+                username, u["password"], name=u["name"], email=u["email"], email_verified=u["email_verified"]
+            )
+        yield server
+    finally:
+        _server_holder.pop("server", None)
+        failed = request.session.testsfailed > 0
+        if failed or os.environ.get("OAUTH_TEST_KEEP_SERVER_DATA") == "1":
+            server.keep_data = True
+            sys.stderr.write(f"\n[authserver] data and log kept in {server.tmpdir}\n")
+        server.stop()
+
+
+@pytest.fixture(autouse=True)
+def _auth_server_per_test(request):
+    """Remember where the server log stood, and restore the server's config afterwards."""
+    if "auth_server" not in request.fixturenames:
+        yield
+        return
+    server = request.getfixturevalue("auth_server")
+    request.node.stash[_LOG_OFFSET] = server.log_size()
+    yield
+    if server.running:
+        server.reset_config()
+
+
+@pytest.fixture
+def browser(auth_server):
+    b = Browser(allowed_hosts=[auth_server.host])
+    yield b
+    b.close()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    server = _server_holder.get("server")
+    if rep.failed and server is not None and rep.when in ("call", "setup", "teardown"):
+        offset = item.stash.get(_LOG_OFFSET, 0)
+        text = server.log_text(offset)
+        lines = text.splitlines()
+        if len(lines) > 300:
+            lines = ["... (earlier lines in %s)" % server.log_path] + lines[-300:]
+        rep.sections.append(("authserver log", "\n".join(lines) or "(empty)"))
+
+
+@pytest.fixture
+def tamper_proxy(auth_server):
+    """support.tamper_proxy.TamperProxy in front of auth_server, started, mode "valid": an OIDC
+    issuer of its own (proxy.issuer) whose token endpoint forges the real server's ID tokens."""
+    with TamperProxy(auth_server) as proxy:
+        yield proxy
