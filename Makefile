@@ -6,18 +6,20 @@ VENV         ?= .venv
 DEB_PACKAGES := libmicrohttpd-dev libssl-dev pkg-config python3-venv
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test build deps venv contract-test clean
+.PHONY: run test build deps venv clean
 
-## Build in release mode and run the broker on its embedded defaults (127.0.0.1:8080).
+## Build in release mode and run the broker on its embedded defaults (127.0.0.1:8080), in
+## development mode: with the built-in identity provider `dev` and the demo app `demo`.
 run: deps
 	$(SWIFT) build -c release --product token-broker
-	.build/release/token-broker serve $(ARGS)
+	.build/release/token-broker serve --dev $(ARGS)
 
-## Build everything and run every test: Swift unit and integration tests, then the contract tests.
+## Build everything and run every test: Swift unit and integration tests, the OpenAPI contract
+## tests, and the OAuth flow against a real authorization server (django-oauth-toolkit).
 test: deps venv
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
-	$(VENV)/bin/python -m pytest -q Tests/contract
+	$(VENV)/bin/python -m pytest -q Tests/contract Tests/oauth
 
 build: deps
 	$(SWIFT) build
@@ -33,9 +35,9 @@ deps:
 ## The Python tools of the contract tests, in a local virtual environment.
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: Tests/contract/requirements.txt
+$(VENV)/.installed: Tests/contract/requirements.txt Tests/oauth/requirements.txt
 	python3 -m venv $(VENV)
-	$(VENV)/bin/pip install -q -r Tests/contract/requirements.txt
+	$(VENV)/bin/pip install -q -r Tests/contract/requirements.txt -r Tests/oauth/requirements.txt
 	touch $@
 
 clean:

@@ -4,6 +4,7 @@ Fixtures
   auth_server   (session)  support.authserver.AuthServer, started, with users alice and bob
   browser       (function) support.browser.Browser allowed to follow redirects on auth_server
   tamper_proxy  (function) support.tamper_proxy.TamperProxy: an OIDC issuer forging auth_server's ID tokens
+  broker_factory (function) starts real token-broker processes against auth_server (support.broker)
 After every test that used auth_server, its run-time config (token lifetime, faults) is reset;
 on a failure the server's log lines written during that test are added to the report.
 """
@@ -19,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from support.authserver import AuthServer  # noqa: E402
 from support.browser import Browser  # noqa: E402
 from support.tamper_proxy import TamperProxy  # noqa: E402
+from support.broker import App, BrokerProcess, broker_config, free_port, provider_config  # noqa: E402
 
 USERS = {
     "alice": dict(password="alice-password", name="Alice Liddell", email="alice@example.test", email_verified=True),
@@ -89,3 +91,28 @@ def tamper_proxy(auth_server):
     issuer of its own (proxy.issuer) whose token endpoint forges the real server's ID tokens."""
     with TamperProxy(auth_server) as proxy:
         yield proxy
+
+
+@pytest.fixture
+def broker_factory(auth_server, browser):
+    """Starts brokers configured against the real server; stops them after the test.
+
+    `broker_factory()` registers a confidential client at the server (redirect URI: the
+    broker's /callback) and starts a broker with provider `dot` (by issuer) and app `web`;
+    it returns `(broker, app, client_id, client_secret)`.
+    """
+    started = []
+
+    def start(*, provider_extra="", scopes="[openid, profile, email, read]", issuer=None, client=None, env=None):
+        port = free_port()
+        if client is None:
+            client = auth_server.register_client([f"http://127.0.0.1:{port}/callback"])
+        client_id, secret = client
+        config = broker_config(provider_config(auth_server, client_id, issuer=issuer, scopes=scopes, extra=provider_extra))
+        broker = BrokerProcess(config, env={"DOT_CLIENT_SECRET": secret, **(env or {})}, port=port)
+        started.append(broker)
+        return broker, App(broker, browser), client_id, secret
+
+    yield start
+    for broker in started:
+        broker.stop()

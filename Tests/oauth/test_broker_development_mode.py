@@ -1,0 +1,52 @@
+"""Development mode: the built-in provider and demo app, as the README's walk-through uses them."""
+import base64
+import hashlib
+import secrets
+import subprocess
+from urllib.parse import urlencode
+
+import requests
+
+from support.broker import BrokerProcess, broker_binary, free_port
+from support.browser import query_params
+
+
+def pkce():
+    verifier = secrets.token_urlsafe(32)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    return verifier, challenge
+
+
+def test_walk_through_with_the_development_provider():
+    broker = BrokerProcess("", args=["--dev"])
+    try:
+        verifier, challenge = pkce()
+        query = urlencode({"provider": "dev", "app": "demo", "redirect_uri": "http://127.0.0.1/callback",
+                           "code_challenge": challenge, "code_challenge_method": "S256", "state": "xyz"})
+        sign_in = requests.get(broker.url("/authorize?" + query), allow_redirects=False, timeout=10).headers["Location"]
+        page = requests.get(sign_in, timeout=10)
+        assert page.status_code == 200 and "<form" in page.text
+        callback = requests.post(sign_in, data={"user": "alice", "decision": "allow"}, allow_redirects=False, timeout=10)
+        back = requests.get(callback.headers["Location"], allow_redirects=False, timeout=10).headers["Location"]
+        params = query_params(back)
+        assert back.startswith("http://127.0.0.1/callback?") and params["state"] == "xyz"
+        tokens = requests.post(broker.url("/token"), data={
+            "grant_type": "authorization_code", "code": params["code"], "code_verifier": verifier,
+            "redirect_uri": "http://127.0.0.1/callback", "app": "demo"}, timeout=10).json()
+        auth = {"Authorization": "Bearer " + tokens["session_token"]}
+        assert requests.get(broker.url("/session"), headers=auth, timeout=10).json()["subject"] == "dev-alice"
+        assert requests.get(broker.url("/profile"), headers=auth, timeout=10).json()["email"] == "alice@example.test"
+        refreshed = requests.post(broker.url("/refresh"), headers=auth, timeout=10).json()
+        assert refreshed["access_token"] != tokens["access_token"]
+        assert requests.post(broker.url("/revoke"), headers=auth, timeout=10).json()["provider_revocation"] == "succeeded"
+        denied = requests.post(sign_in, data={"decision": "deny"}, allow_redirects=False, timeout=10)
+        assert denied.status_code == 302
+    finally:
+        assert broker.stop() == 0
+
+
+def test_development_mode_is_refused_off_loopback():
+    result = subprocess.run([broker_binary(), "serve", "--dev", "--listen", f"0.0.0.0:{free_port()}"],
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode != 0
+    assert "loopback" in result.stderr

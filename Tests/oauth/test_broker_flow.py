@@ -1,0 +1,242 @@
+"""The broker's whole OAuth flow against the real authorization server, through a scripted browser."""
+import concurrent.futures
+import signal
+
+import requests
+
+from support.browser import Browser, query_params
+
+
+def test_full_flow_from_authorize_to_revoke(broker_factory, auth_server):
+    broker, app, client_id, _ = broker_factory()
+    auth_server.reset_stats()
+    tokens = app.login("alice", scope="read")
+    assert tokens["session_token"].startswith("tbs_") and len(tokens["session_token"]) >= 47
+    assert tokens["token_type"] == "Bearer" and tokens["provider"] == "dot"
+    assert 3500 < tokens["expires_in"] <= 3600
+    assert set(tokens["scope"].split()) >= {"openid", "profile", "email", "read"}
+    assert auth_server.token_active(tokens["access_token"])
+    assert auth_server.stats().get("authorization_code") == 1
+
+    current = app.call("GET", "/token")
+    assert current.status_code == 200 and current.headers["Cache-Control"] == "no-store"
+    assert current.json()["access_token"] == tokens["access_token"]
+    assert "session_token" not in current.json()
+
+    session = app.call("GET", "/session").json()
+    assert session["provider"] == "dot" and session["refreshable"] is True
+    assert session["subject"] == auth_server.users["alice"].sub
+    assert session["created_at"].endswith("Z") and session["access_token_expires_at"].endswith("Z")
+
+    profile = app.call("GET", "/profile").json()
+    assert profile["sub"] == auth_server.users["alice"].sub
+    assert profile["email"] == "alice@example.test" and profile["email_verified"] is True
+    assert profile["name"] == "Alice Liddell" and profile["provider"] == "dot"
+    assert profile["raw"]["preferred_username"] == "alice"
+
+    refresh_tokens = [t["token"] for t in auth_server.user_tokens("alice", client_id)["refresh_tokens"] if t["active"]]
+    revoked = app.call("POST", "/revoke")
+    assert revoked.json() == {"revoked": True, "provider_revocation": "succeeded"}
+    assert not auth_server.token_active(tokens["access_token"])
+    assert refresh_tokens and not any(auth_server.token_active(t) for t in refresh_tokens)
+    gone = app.call("GET", "/token")
+    assert gone.status_code == 401 and gone.json()["error"] == "invalid_token"
+    assert gone.headers["WWW-Authenticate"] == 'Bearer error="invalid_token"'
+    again = app.call("POST", "/revoke")
+    assert again.status_code == 200 and again.json()["provider_revocation"] == "not_attempted"
+
+
+def test_authorize_redirects_or_answers_json(broker_factory, auth_server):
+    broker, app, client_id, _ = broker_factory()
+    url, _ = app.authorize_url()
+    redirect = requests.get(url, allow_redirects=False, timeout=10)
+    assert redirect.status_code == 302
+    location = redirect.headers["Location"]
+    assert location.startswith(auth_server.authorization_endpoint)
+    params = query_params(location)
+    assert params["client_id"] == client_id and params["redirect_uri"] == broker.callback_url
+    assert params["code_challenge_method"] == "S256" and params["state"].startswith("tbst_")
+    assert params["nonce"] and params["state"] != "app-state-1"
+    as_json = requests.get(url, headers={"Accept": "application/json"}, allow_redirects=False, timeout=10)
+    assert as_json.status_code == 200
+    assert as_json.json()["authorization_url"].startswith(auth_server.authorization_endpoint)
+
+
+def test_invalid_authorize_input_is_a_json_400_never_a_redirect(broker_factory):
+    broker, app, _, _ = broker_factory()
+    cases = {
+        "unregistered redirect_uri": {"redirect_uri": "https://evil.example/cb"},
+        "plain PKCE": {"code_challenge_method": "plain"},
+        "short challenge": {"code_challenge": "abc"},
+        "unknown provider": {"provider": "nope"},
+        "unknown app": {"app": "nope"},
+    }
+    for name, override in cases.items():
+        url, _ = app.authorize_url(**override)
+        response = requests.get(url, allow_redirects=False, timeout=10)
+        assert response.status_code == 400, name
+        assert "Location" not in response.headers, name
+        assert response.json()["error"] == "invalid_request", name
+    repeated = requests.get(app.authorize_url()[0] + "&state=twice", allow_redirects=False, timeout=10)
+    assert repeated.status_code == 400
+
+
+def test_consent_denied_goes_back_to_the_app(broker_factory):
+    broker, app, _, _ = broker_factory()
+    params, _ = app.sign_in("alice", consent=False, state="s-denied")
+    assert params["error"] == "access_denied" and params["state"] == "s-denied"
+    assert "code" not in params
+
+
+def test_replayed_and_unknown_state_are_400(broker_factory, auth_server):
+    broker, app, _, _ = broker_factory()
+    url, _ = app.authorize_url()
+    provider_url = requests.get(url, allow_redirects=False, timeout=10).headers["Location"]
+    browser = Browser(allowed_hosts=[auth_server.host])
+    callback = browser.authorize(provider_url, "alice", "alice-password")
+    assert callback.startswith(broker.callback_url)
+    first = requests.get(callback, allow_redirects=False, timeout=30)
+    assert first.status_code == 302 and first.headers["Location"].startswith(app.redirect_uri)
+    replay = requests.get(callback, allow_redirects=False, timeout=30)
+    assert replay.status_code == 400 and "Location" not in replay.headers
+    assert replay.json()["error"] == "invalid_request"
+    html = requests.get(callback, headers={"Accept": "text/html"}, allow_redirects=False, timeout=30)
+    assert html.status_code == 400 and html.headers["Content-Type"].startswith("text/html")
+    assert "frame-ancestors 'none'" in html.headers["Content-Security-Policy"]
+    unknown = requests.get(broker.url("/callback?state=tbst_unknown&code=x"), allow_redirects=False, timeout=10)
+    assert unknown.status_code == 400
+
+
+def test_replayed_handoff_code_is_rejected_and_revokes_the_session(broker_factory):
+    broker, app, _, _ = broker_factory()
+    params, verifier = app.sign_in("alice")
+    first = app.redeem(params["code"], verifier)
+    assert first.status_code == 200
+    token = first.json()["session_token"]
+    assert app.call("GET", "/session", token).status_code == 200
+    replay = app.redeem(params["code"], verifier)
+    assert replay.status_code == 400 and replay.json()["error"] == "invalid_grant"
+    assert app.call("GET", "/session", token).status_code == 401
+
+
+def test_wrong_code_verifier_or_binding_is_invalid_grant(broker_factory):
+    broker, app, _, _ = broker_factory()
+    params, verifier = app.sign_in("alice")
+    wrong = app.redeem(params["code"], verifier[:-1] + ("A" if verifier[-1] != "A" else "B"))
+    assert wrong.status_code == 400 and wrong.json()["error"] == "invalid_grant"
+    # The code is spent by the failed attempt: the right verifier no longer helps.
+    assert app.redeem(params["code"], verifier).status_code == 400
+    params, verifier = app.sign_in("alice")
+    other_uri = app.redeem(params["code"], verifier, redirect_uri="http://127.0.0.1:9/other")
+    assert other_uri.status_code == 400 and other_uri.json()["error"] == "invalid_grant"
+    bad_grant = app.redeem("x", verifier, grant_type="password")
+    assert bad_grant.status_code == 400 and bad_grant.json()["error"] == "unsupported_grant_type"
+
+
+def test_refresh_rotates_the_refresh_token(broker_factory, auth_server):
+    broker, app, client_id, secret = broker_factory()
+    tokens = app.login("alice")
+    before = [t["token"] for t in auth_server.user_tokens("alice", client_id)["refresh_tokens"] if t["active"]]
+    assert len(before) == 1
+    refreshed = app.call("POST", "/refresh")
+    assert refreshed.status_code == 200
+    assert refreshed.json()["access_token"] != tokens["access_token"]
+    after = [t["token"] for t in auth_server.user_tokens("alice", client_id)["refresh_tokens"] if t["active"]]
+    assert len(after) == 1 and after != before
+    old = requests.post(auth_server.token_endpoint, data={"grant_type": "refresh_token", "refresh_token": before[0]},
+                        auth=(client_id, secret), timeout=10)
+    assert old.status_code == 400 and old.json()["error"] == "invalid_grant"
+
+
+def test_concurrent_token_requests_share_one_refresh(broker_factory, auth_server):
+    broker, app, _, _ = broker_factory()
+    auth_server.set_access_token_lifetime(30)  # inside the 60 s skew: the next GET /token refreshes
+    tokens = app.login("alice")
+    auth_server.reset_stats()
+    auth_server.inject_fault("token", delay=1.0, count=5)
+    with concurrent.futures.ThreadPoolExecutor(20) as pool:
+        answers = list(pool.map(lambda _: app.call("GET", "/token"), range(20)))
+    assert all(a.status_code == 200 for a in answers), [a.text for a in answers]
+    assert len({a.json()["access_token"] for a in answers}) == 1
+    assert answers[0].json()["access_token"] != tokens["access_token"]
+    assert auth_server.stats().get("refresh_token") == 1
+
+
+def test_revoked_grant_means_login_required(broker_factory, auth_server):
+    broker, app, client_id, _ = broker_factory()
+    app.login("alice")
+    auth_server.revoke_user("alice", client_id)
+    refresh = app.call("POST", "/refresh")
+    assert refresh.status_code == 401 and refresh.json()["error"] == "login_required"
+    assert refresh.headers["WWW-Authenticate"] == 'Bearer error="invalid_token"'
+    assert app.call("GET", "/session").status_code == 401
+
+
+def test_transient_refresh_failure_keeps_the_session(broker_factory, auth_server):
+    broker, app, _, _ = broker_factory()
+    tokens = app.login("alice")
+    auth_server.inject_fault("token", status=503, body="down", count=1)
+    failed = app.call("POST", "/refresh")
+    assert failed.status_code in (502, 503)
+    assert failed.json()["error"] in ("upstream_error", "upstream_unavailable")
+    current = app.call("GET", "/token")
+    assert current.status_code == 200 and current.json()["access_token"] == tokens["access_token"]
+
+
+def test_min_ttl_forces_a_refresh(broker_factory, auth_server):
+    broker, app, _, _ = broker_factory()
+    tokens = app.login("alice")
+    auth_server.reset_stats()
+    same = app.call("GET", "/token", params={"min_ttl": "60"})
+    assert same.json()["access_token"] == tokens["access_token"]
+    forced = app.call("GET", "/token", params={"min_ttl": "7200"})
+    assert forced.status_code == 200 and forced.json()["access_token"] != tokens["access_token"]
+    assert auth_server.stats().get("refresh_token") == 1
+    bad = app.call("GET", "/token", params={"min_ttl": "soon"})
+    assert bad.status_code == 400
+
+
+def test_incremental_authorization_merges_scopes(broker_factory, auth_server):
+    broker, app, _, _ = broker_factory()
+    first = app.login("alice", scope="read")
+    assert "write" not in first["scope"].split()
+    from support.pkce import make_pkce
+    verifier, challenge = make_pkce()
+    started = app.call("POST", "/authorize", data={
+        "scope": "write", "redirect_uri": app.redirect_uri, "code_challenge": challenge,
+        "code_challenge_method": "S256", "state": "more",
+    })
+    assert started.status_code == 200, started.text
+    location = app.browser.authorize(started.json()["authorization_url"], "alice", "alice-password")
+    params = query_params(location)
+    assert params["state"] == "more"
+    redeemed = app.redeem(params["code"], verifier)
+    assert redeemed.status_code == 200, redeemed.text
+    assert "session_token" not in redeemed.json()
+    assert "write" in redeemed.json()["scope"].split()
+    session = app.call("GET", "/session").json()
+    assert {"read", "write", "openid"} <= set(session["scopes"])
+
+
+def test_unknown_bearer_tokens_are_401(broker_factory):
+    broker, app, _, _ = broker_factory()
+    for path in ("/token", "/session", "/profile"):
+        for header in ({}, {"Authorization": "Bearer tbs_forged"}, {"Authorization": "Basic abc"}):
+            response = requests.get(broker.url(path), headers=header, timeout=10)
+            assert response.status_code == 401, (path, header)
+            assert response.headers["WWW-Authenticate"] == 'Bearer error="invalid_token"'
+
+
+def test_no_secret_reaches_the_logs(broker_factory, auth_server):
+    broker, app, client_id, secret = broker_factory()
+    tokens = app.login("alice")
+    app.call("POST", "/refresh")
+    app.call("GET", "/profile")
+    server_tokens = auth_server.user_tokens("alice", client_id)
+    secrets = {secret, tokens["session_token"], tokens["access_token"]}
+    secrets |= {t["token"] for t in server_tokens["access_tokens"] + server_tokens["refresh_tokens"]}
+    app.call("POST", "/revoke")
+    assert broker.stop(signal.SIGTERM) == 0
+    assert broker.lines, "the broker logged nothing"
+    leaked = [s for s in secrets if s in broker.log_text]
+    assert not leaked
