@@ -53,7 +53,8 @@ class BrokerProcess:
             [broker_binary(), "serve", "--config", str(self.config_path), "--listen", self.host, *args],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=child_env, text=True,
         )
-        threading.Thread(target=self._read, daemon=True).start()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
         if not self._listening.wait(30):
             self.stop(signal.SIGKILL)
             raise RuntimeError("the broker did not start:\n" + "\n".join(self.lines))
@@ -87,6 +88,7 @@ class BrokerProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        self._reader.join(5)  # every line the process wrote is in `lines` afterwards
         self._dir.cleanup()
         return self.process.returncode
 
