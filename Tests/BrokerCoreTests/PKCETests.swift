@@ -5,7 +5,7 @@ import Testing
 struct PKCETests {
     /// RFC 7636 Appendix B.
     @Test func rfc7636AppendixB() {
-        let verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r-wW1gFWFOEjXk"
+        let verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
         #expect(PKCE.challenge(for: verifier) == "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM")
         #expect(PKCE.verify(verifier: verifier, challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"))
         #expect(!PKCE.verify(verifier: verifier, challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cN"))
