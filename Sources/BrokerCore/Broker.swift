@@ -5,6 +5,7 @@ import Glibc
 #endif
 import HTTPServer
 public import Logging
+import Synchronization
 
 /// The broker assembled from its configuration: the HTTP server, its routes, metrics, logging
 /// and the provider calls. The executable creates one, starts it, and shuts it down on a signal.
@@ -14,10 +15,17 @@ public final class Broker: Sendable {
     public let metrics: BrokerMetrics
     private let server: HTTPServer
     private let router: Router
+    private let state: BrokerState
+    private let maintenance = Mutex<Task<Void, Never>?>(nil)
 
-    /// Binds the listening socket and builds everything that serves on it. With `development`,
-    /// the built-in identity provider and demo app are added (loopback only).
-    public init(config: BrokerConfig, development: Bool = false, logOutput: LogOutput = .standardOutput) async throws(BrokerStartError) {
+    /// Loads the state, binds the listening socket and builds everything that serves on it.
+    /// With `development`, the built-in identity provider and demo app are added (loopback
+    /// only), and the state may live in memory only. `acceptDamagedState` starts even when a
+    /// state file is damaged (README, "State").
+    public init(
+        config: BrokerConfig, development: Bool = false, acceptDamagedState: Bool = false,
+        logOutput: LogOutput = .standardOutput
+    ) async throws(BrokerStartError) {
         let style: LogLineHandler.Style =
             config.log.format.resolved(stdoutIsTerminal: isatty(STDOUT_FILENO) == 1) == .json ? .json : .text
         let level = Logger.Level(rawValue: config.log.level.rawValue) ?? .info
@@ -27,6 +35,7 @@ public final class Broker: Sendable {
         let metrics = BrokerMetrics()
         var config = config
         if development, let refusal = DevelopmentMode.refusal(config) { throw BrokerStartError(refusal) }
+        let state = try Self.openState(config, development: development, acceptDamage: acceptDamagedState, logger: logger)
         let server: HTTPServer
         do {
             server = try HTTPServer(
@@ -57,7 +66,7 @@ public final class Broker: Sendable {
         let upstream = UpstreamClient()
         let discovery = DiscoveryCache(client: upstream)
         let providers = ProviderDirectory(providers: config.providers, discovery: discovery)
-        let services = Self.services(config, providers: providers, upstream: upstream, logger: logger)
+        let services = Self.services(config, state: state, providers: providers, upstream: upstream, logger: logger)
         AuthorizeRoutes(services: services).register(in: &router)
         CallbackRoute(services: services).register(in: &router)
         TokenRoutes(services: services).register(in: &router)
@@ -72,21 +81,39 @@ public final class Broker: Sendable {
         self.metrics = metrics
         self.server = server
         self.router = router
+        self.state = state
     }
 
-    private static func services(_ config: BrokerConfig, providers: ProviderDirectory, upstream: UpstreamClient, logger: Logger) -> BrokerServices {
+    private static func openState(_ config: BrokerConfig, development: Bool, acceptDamage: Bool, logger: Logger) throws(BrokerStartError) -> BrokerState {
+        let lifetimes = SessionLifetimes(idle: config.sessions.idleLifetimeSeconds, absolute: config.sessions.absoluteLifetimeSeconds)
+        guard let keys = config.state.keys else {
+            guard development else {
+                throw BrokerStartError("""
+                    no state key: sessions are kept encrypted on disk and the broker will not start without a key.
+                    Set \(config.state.keySource.replacingOccurrences(of: "env ", with: "")) to the output of `token-broker gen-key` (or use state.key_file), or run with --dev for development.
+                    """)
+            }
+            logger.notice("development mode without a state key: sessions live in memory only and end with the process")
+            return BrokerState(lifetimes: lifetimes, logger: logger)
+        }
+        do {
+            return try BrokerState(directory: config.state.directory, keys: keys, lifetimes: lifetimes, acceptDamage: acceptDamage, logger: logger)
+        } catch {
+            throw BrokerStartError(error.description)
+        }
+    }
+
+    private static func services(_ config: BrokerConfig, state: BrokerState, providers: ProviderDirectory, upstream: UpstreamClient, logger: Logger) -> BrokerServices {
         let now: @Sendable () -> Double = { Date().timeIntervalSince1970 }
-        let sessions = SessionStore()
         let calls = ProviderCalls(client: upstream)
         return BrokerServices(
             config: config,
             providers: providers,
             calls: calls,
-            sessions: sessions,
-            flows: FlowStore(),
-            refresher: Refresher(sessions: sessions, providers: providers, calls: calls, logger: logger, now: now),
+            state: state,
+            refresher: Refresher(state: state, providers: providers, calls: calls, logger: logger, now: now),
             idTokens: IDTokenVerifier(jwks: JWKSCache(client: upstream)),
-            profiles: ProfileCache(lifetime: 60),
+            profiles: ProfileCache(lifetime: config.sessions.profileCacheSeconds),
             logger: logger,
             now: now
         )
@@ -109,6 +136,33 @@ public final class Broker: Sendable {
             "providers": "\(config.providers.map(\.id).joined(separator: ","))",
             "apps": "\(config.apps.map(\.id).joined(separator: ","))",
         ])
+        let upkeep = Task { [state, config, logger] in
+            await Self.upkeep(state, settings: config.state, logger: logger)
+        }
+        maintenance.withLock { $0 = upkeep }
+    }
+
+    /// Sweeps expired entries every 30 s, and writes a snapshot every snapshot interval or as
+    /// soon as the journal outgrows its limit.
+    private static func upkeep(_ state: BrokerState, settings: StateSettings, logger: Logger) async {
+        var lastSnapshot = ContinuousClock.now
+        var lastSweep = ContinuousClock.now
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .seconds(1))
+            let now = ContinuousClock.now
+            if now - lastSweep >= .seconds(30) {
+                state.sweep(now: Date().timeIntervalSince1970)
+                lastSweep = now
+            }
+            if now - lastSnapshot >= .seconds(settings.snapshotIntervalSeconds) || state.journalExceeds(settings.journalMaxBytes) {
+                do {
+                    try await state.snapshot()
+                } catch {
+                    logger.error("snapshot failed; the journal keeps every change", metadata: ["reason": "\(error.description)"])
+                }
+                lastSnapshot = ContinuousClock.now
+            }
+        }
     }
 
     /// Stops accepting, lets pending requests finish within the configured grace period, and
@@ -116,6 +170,8 @@ public final class Broker: Sendable {
     public func shutdown() async {
         logger.notice("shutting down", metadata: ["grace_seconds": "\(config.server.shutdownGraceSeconds)"])
         let cutShort = await server.shutdown(grace: .seconds(config.server.shutdownGraceSeconds))
+        maintenance.withLock { $0?.cancel() }
+        await state.close()
         logger.notice("stopped", metadata: ["requests_cut_short": "\(cutShort)"])
     }
 

@@ -21,6 +21,9 @@ final class BrokerProcess: Sendable {
         return directory.appendingPathComponent("token-broker")
     }
 
+    /// A state key for test brokers (32 random bytes, base64).
+    static let stateKey = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+
     /// Starts the broker with `config` (YAML) and waits until it logs that it listens.
     init(config: String = "", arguments: [String] = [], environment: [String: String] = [:]) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("broker-\(UUID().uuidString)")
@@ -33,6 +36,8 @@ final class BrokerProcess: Sendable {
         process.arguments = ["serve", "--config", configFile.path, "--listen", "127.0.0.1:0"] + arguments
         var childEnvironment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("BROKER_") }
         childEnvironment["BROKER_LOG_FORMAT"] = "json"
+        childEnvironment["BROKER_STATE_DIR"] = directory.appendingPathComponent("state").path
+        childEnvironment["BROKER_STATE_KEY"] = Self.stateKey
         childEnvironment.merge(environment) { $1 }
         process.environment = childEnvironment
         let pipe = Pipe()

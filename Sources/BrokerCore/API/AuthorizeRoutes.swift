@@ -107,11 +107,11 @@ struct AuthorizeRoutes: Sendable {
         for scope in login.session?.scopes ?? [] where !scopes.contains(scope) { scopes.append(scope) }
         for scope in login.scopes where !scopes.contains(scope) { scopes.append(scope) }
         let now = services.now()
-        services.flows.addPending(OpaqueToken.hash(state), PendingAuthorization(
+        services.state.beginLogin(OpaqueToken.hash(state), PendingAuthorization(
             provider: provider.id, app: login.app, redirectURI: login.redirectURI, appState: login.appState,
             appChallenge: login.challenge, verifier: verifier, nonce: nonce, requestedScopes: scopes,
-            sessionID: login.session?.id, expiresAt: now + FlowStore.authorizationLifetime
-        ), now: now)
+            sessionID: login.session?.id, expiresAt: now + services.config.sessions.loginLifetimeSeconds
+        ))
         var parameters = provider.config.authorizationParameters
         if let prompt = login.prompt { parameters["prompt"] = prompt }
         if let hint = login.loginHint { parameters["login_hint"] = hint }

@@ -6,7 +6,7 @@ extension BrokerServices {
     /// unknown token is a 401 (RFC 6750 §3); the token is never repeated in the answer.
     func authenticate(_ request: Request) throws(HTTPError) -> Session {
         let id = try sessionID(request)
-        guard let session = sessions.get(id) else {
+        guard let session = state.session(id, now: now()) else {
             throw .invalidToken("The session token is unknown, expired or revoked.")
         }
         return session

@@ -7,8 +7,7 @@ struct BrokerServices: Sendable {
     let config: BrokerConfig
     let providers: ProviderDirectory
     let calls: ProviderCalls
-    let sessions: SessionStore
-    let flows: FlowStore
+    let state: any StateStore
     let refresher: Refresher
     let idTokens: IDTokenVerifier
     let profiles: ProfileCache
@@ -19,6 +18,6 @@ struct BrokerServices: Sendable {
     /// Where providers send the browser back: `<public_url>/callback`.
     var callbackURL: String { config.server.callbackURL.absoluteString }
 
-    /// Refresh access tokens that expire within this many seconds (AppAuth's 60 s).
-    static let refreshSkew = 60.0
+    /// Refresh access tokens that expire within this many seconds (AppAuth's 60 s by default).
+    var refreshSkew: Double { config.sessions.refreshSkewSeconds }
 }

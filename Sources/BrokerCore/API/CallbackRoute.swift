@@ -17,7 +17,7 @@ struct CallbackRoute: Sendable {
             do throws(HTTPError) {
                 fields = try request.query()
                 let state = try fields.required("state")
-                guard let found = services.flows.takePending(OpaqueToken.hash(state), now: services.now()) else {
+                guard let found = services.state.takeLogin(OpaqueToken.hash(state), now: services.now()) else {
                     throw .badRequest("This sign-in link is unknown, expired or already used; start again from the app.")
                 }
                 pending = found
@@ -47,7 +47,7 @@ struct CallbackRoute: Sendable {
         }
         do throws(CallbackFailure) {
             let grant = try await exchange(code, pending, provider)
-            return try finish(grant, pending)
+            return try await finish(grant, pending)
         } catch {
             services.logger.warning("login failed", metadata: ["provider": "\(provider.id)", "reason": "\(error.log)"])
             return redirect(pending, error: error.code, description: error.description)
@@ -89,7 +89,7 @@ struct CallbackRoute: Sendable {
         return Grant(
             provider: provider.id, subject: subject, scopes: response.scopes ?? pending.requestedScopes,
             accessToken: response.accessToken, accessTokenExpiresAt: response.expiresIn.map { now + Double($0) },
-            refreshToken: response.refreshToken, idTokenClaims: claims?.raw
+            refreshToken: response.refreshToken, idTokenClaims: claims?.raw.serialized()
         )
     }
 
@@ -113,35 +113,42 @@ struct CallbackRoute: Sendable {
 
     /// Stores the grant behind a fresh handoff code (merging it into the session for an
     /// incremental authorization) and sends the browser back to the app.
-    private func finish(_ grant: Grant, _ pending: PendingAuthorization) throws(CallbackFailure) -> Response {
+    private func finish(_ grant: Grant, _ pending: PendingAuthorization) async throws(CallbackFailure) -> Response {
         var handoffGrant: Grant? = grant
         if let sessionID = pending.sessionID {
-            var sameUser = true
-            let merged = services.sessions.update(sessionID) { session in
-                guard session.subject == grant.subject else {
-                    sameUser = false
-                    return
+            guard let current = services.state.session(sessionID, now: services.now()) else {
+                throw CallbackFailure(code: "access_denied", description: "The session ended during the sign-in.", log: "session gone before merge")
+            }
+            guard current.subject == grant.subject else {
+                throw CallbackFailure(code: "access_denied", description: "A different account signed in than the session's.", log: "subject mismatch on incremental authorization")
+            }
+            let merged: Session?
+            do {
+                merged = try await services.state.updateSession(sessionID) { session in
+                    session.accessToken = grant.accessToken
+                    session.accessTokenExpiresAt = grant.accessTokenExpiresAt
+                    if let refreshToken = grant.refreshToken { session.refreshToken = refreshToken }
+                    for scope in grant.scopes where !session.scopes.contains(scope) { session.scopes.append(scope) }
+                    if let claims = grant.idTokenClaims { session.idTokenClaims = claims }
                 }
-                session.accessToken = grant.accessToken
-                session.accessTokenExpiresAt = grant.accessTokenExpiresAt
-                if let refreshToken = grant.refreshToken { session.refreshToken = refreshToken }
-                for scope in grant.scopes where !session.scopes.contains(scope) { session.scopes.append(scope) }
-                if let claims = grant.idTokenClaims { session.idTokenClaims = claims }
+            } catch {
+                throw CallbackFailure(code: "server_error", description: "The sign-in could not be saved.", log: error.description)
             }
             guard merged != nil else {
                 throw CallbackFailure(code: "access_denied", description: "The session ended during the sign-in.", log: "session gone before merge")
             }
-            guard sameUser else {
-                throw CallbackFailure(code: "access_denied", description: "A different account signed in than the session's.", log: "subject mismatch on incremental authorization")
-            }
             handoffGrant = nil
         }
         let code = OpaqueToken.make(prefix: OpaqueToken.handoffPrefix)
-        let now = services.now()
-        services.flows.addHandoff(OpaqueToken.hash(code), Handoff(
+        let handoff = Handoff(
             app: pending.app, redirectURI: pending.redirectURI, appChallenge: pending.appChallenge,
-            expiresAt: now + FlowStore.handoffLifetime, grant: handoffGrant, sessionID: pending.sessionID
-        ), now: now)
+            expiresAt: services.now() + services.config.sessions.handoffLifetimeSeconds, grant: handoffGrant, sessionID: pending.sessionID
+        )
+        do {
+            try await services.state.issueHandoff(OpaqueToken.hash(code), handoff)
+        } catch {
+            throw CallbackFailure(code: "server_error", description: "The sign-in could not be saved.", log: error.description)
+        }
         return Self.redirect(to: pending.redirectURI, [("code", code)] + (pending.appState.map { [("state", $0)] } ?? []))
     }
 

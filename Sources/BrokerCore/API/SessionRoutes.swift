@@ -29,11 +29,10 @@ struct SessionRoutes: Sendable {
     /// unknown session token is answered 200 with `not_attempted`.
     private func revoke(_ request: Request) throws(HTTPError) -> Reply {
         let id = try services.sessionID(request)
-        guard let session = services.sessions.remove(id) else {
-            return .now(Self.revoked("not_attempted"))
-        }
-        services.profiles.remove(id)
-        return .later { [services] in
+        return .awaiting { [services] () async throws(HTTPError) -> Response in
+            let removed = try await durably { () async throws(StateWriteError) in try await services.state.removeSession(id) }
+            guard let session = removed else { return Self.revoked("not_attempted") }
+            services.profiles.remove(id)
             guard let provider = try? await services.providers.resolve(session.provider), provider.revocationEndpoint != nil else {
                 return Self.revoked("not_supported")
             }
@@ -59,7 +58,7 @@ struct SessionRoutes: Sendable {
         return .awaiting { [services] () async throws(HTTPError) -> Response in
             let provider = try await services.providers.resolve(session.provider)
             guard let endpoint = provider.userinfoEndpoint else {
-                guard let claims = session.idTokenClaims else {
+                guard let bytes = session.idTokenClaims, let claims = try? JSONValue.parse(bytes) else {
                     throw HTTPError(status: 404, code: "not_found", description: "This provider has no profile endpoint.")
                 }
                 return .json(Self.normalised(claims, provider))
@@ -86,11 +85,12 @@ struct SessionRoutes: Sendable {
     }
 
     private static func fresh(_ id: SHA256Digest, _ services: BrokerServices, force: Bool) async throws(HTTPError) -> Session {
-        switch await services.refresher.refresh(id, force: force, minimumValidity: BrokerServices.refreshSkew) {
+        switch await services.refresher.refresh(id, force: force, minimumValidity: services.refreshSkew) {
         case .fresh(let session): return session
         case .loginRequired: throw .loginRequired("The provider no longer honours this sign-in; start again at /authorize.")
         case .gone: throw .invalidToken("The session token is unknown, expired or revoked.")
         case .failed(let error): throw error.httpError
+        case .unsaved: throw .serviceUnavailable("temporarily_unavailable", "The broker could not save the change; retry shortly.", retryAfterSeconds: 5)
         }
     }
 

@@ -8,18 +8,21 @@ struct TokenRoutes: Sendable {
     let services: BrokerServices
 
     func register(in router: inout Router) {
-        router.add("POST", "/token") { [self] request throws(HTTPError) in .now(try redeem(try request.form())) }
+        router.add("POST", "/token") { [self] request throws(HTTPError) in
+            let form = try request.form()
+            return .awaiting { [self] () async throws(HTTPError) -> Response in try await redeem(form) }
+        }
         router.add("GET", "/token") { [self] request throws(HTTPError) in try current(request) }
         router.add("POST", "/refresh") { [self] request throws(HTTPError) in
             let session = try services.authenticate(request)
-            return refreshed(session.id, force: true, fallback: nil)
+            return refreshed(session.id, force: true, minimumValidity: services.refreshSkew, fallback: nil)
         }
     }
 
     /// The hot path: a fresh token is answered from memory on the server thread.
     private func current(_ request: Request) throws(HTTPError) -> Reply {
         let session = try services.authenticate(request)
-        var minimumValidity = BrokerServices.refreshSkew
+        var minimumValidity = services.refreshSkew
         if let text = try request.query().optional("min_ttl") {
             guard let minTTL = Int(text), (0...86_400).contains(minTTL) else {
                 throw .badRequest("min_ttl must be a number of seconds from 0 to 86400.")
@@ -36,7 +39,7 @@ struct TokenRoutes: Sendable {
         return refreshed(session.id, force: false, minimumValidity: minimumValidity, fallback: fallback)
     }
 
-    private func refreshed(_ id: SHA256Digest, force: Bool, minimumValidity: Double = BrokerServices.refreshSkew, fallback: Session?) -> Reply {
+    private func refreshed(_ id: SHA256Digest, force: Bool, minimumValidity: Double, fallback: Session?) -> Reply {
         .awaiting { [services] () async throws(HTTPError) -> Response in
             switch await services.refresher.refresh(id, force: force, minimumValidity: minimumValidity) {
             case .fresh(let session):
@@ -45,6 +48,8 @@ struct TokenRoutes: Sendable {
                 throw .loginRequired("The provider no longer honours this sign-in; start again at /authorize.")
             case .gone:
                 throw .invalidToken("The session token is unknown, expired or revoked.")
+            case .unsaved:
+                throw .serviceUnavailable("temporarily_unavailable", "The broker could not save the change; retry shortly.", retryAfterSeconds: 5)
             case .failed(let error):
                 if let fallback, fallback.accessTokenValid(for: 0, at: services.now()) {
                     return .json(.object(fallback.tokenFields(at: services.now())))
@@ -55,8 +60,9 @@ struct TokenRoutes: Sendable {
     }
 
     /// Redeems a handoff code (RFC 6749 §4.1.3 shape): once, by the app it was issued to, with
-    /// the same redirect URI and the PKCE verifier of the app's challenge.
-    private func redeem(_ form: FormFields) throws(HTTPError) -> Response {
+    /// the same redirect URI and the PKCE verifier of the app's challenge. The new session is on
+    /// disk before its token is handed out.
+    private func redeem(_ form: FormFields) async throws(HTTPError) -> Response {
         guard try form.required("grant_type") == "authorization_code" else {
             throw .badRequest("grant_type must be authorization_code.", code: "unsupported_grant_type")
         }
@@ -67,12 +73,12 @@ struct TokenRoutes: Sendable {
         let codeID = OpaqueToken.hash(code)
         let now = services.now()
         let handoff: Handoff
-        switch services.flows.redeem(codeID, now: now) {
+        switch try await durably({ () async throws(StateWriteError) in try await services.state.redeemHandoff(codeID, now: now) }) {
         case .unknown, .expired:
             throw .badRequest("The code is unknown or expired.", code: "invalid_grant")
         case .replayed(let sessionID):
             // A code used twice has leaked: end the session it created (RFC 6749 §4.1.2).
-            if let sessionID, services.sessions.remove(sessionID) != nil {
+            if let sessionID, try await durably({ () async throws(StateWriteError) in try await services.state.removeSession(sessionID) }) != nil {
                 services.logger.warning("handoff code replayed; its session was revoked")
             }
             throw .badRequest("The code was already used; its session has been revoked.", code: "invalid_grant")
@@ -87,7 +93,7 @@ struct TokenRoutes: Sendable {
         }
         guard let grant = handoff.grant else {
             // Incremental authorization: the grant is already in the app's session.
-            guard let sessionID = handoff.sessionID, let session = services.sessions.get(sessionID) else {
+            guard let sessionID = handoff.sessionID, let session = services.state.session(sessionID, now: now) else {
                 throw .invalidToken("The session token is unknown, expired or revoked.")
             }
             return .json(.object(session.tokenFields(at: now)))
@@ -98,8 +104,16 @@ struct TokenRoutes: Sendable {
             scopes: grant.scopes, accessToken: grant.accessToken, accessTokenExpiresAt: grant.accessTokenExpiresAt,
             refreshToken: grant.refreshToken, idTokenClaims: grant.idTokenClaims, createdAt: now, usedAt: now
         )
-        services.sessions.put(session)
-        services.flows.bind(codeID, to: session.id)
+        try await durably { () async throws(StateWriteError) in try await services.state.saveSession(session, createdBy: codeID) }
         return .json(.object([("session_token", .string(token))] + session.tokenFields(at: now)))
+    }
+}
+
+/// Runs a state change; a change that could not be made durable is a 503 for the client.
+func durably<T>(_ change: () async throws(StateWriteError) -> T) async throws(HTTPError) -> T {
+    do {
+        return try await change()
+    } catch {
+        throw .serviceUnavailable("temporarily_unavailable", "The broker could not save the change; retry shortly.", retryAfterSeconds: 5)
     }
 }

@@ -8,15 +8,20 @@ struct ConfigDocumentDecoder {
     let baseDirectory: String?
 
     /// The keys allowed at the top of the document.
-    static let topLevelKeys = ["server", "log", "providers", "apps"]
+    static let topLevelKeys = ["server", "log", "sessions", "state", "providers", "apps"]
 
     /// Decodes the whole document into `draft`.
     func decode(_ root: Node, into draft: inout ConfigDraft, problems: inout ConfigProblemList) {
         guard let reader = YAMLMappingReader(root, at: .root, known: Self.topLevelKeys, problems: &problems) else { return }
-        for section in ["server", "log"] {
+        for section in ["server", "log", "sessions"] {
             if let node = reader.node(section) {
                 decodeSettings(node, at: ConfigKeyPath.root.child(section), into: &draft, problems: &problems)
             }
+        }
+        if let node = reader.node("state"),
+           let state = decodeSettings(node, at: ConfigKeyPath.root.child("state"),
+                                      handledElsewhere: StateKeyReference.configKeys, into: &draft, problems: &problems) {
+            decodeStateKeyReference(state, into: &draft, problems: &problems)
         }
         var providerIDs: [String] = []
         if let node = reader.node("providers"),
@@ -49,16 +54,21 @@ struct ConfigDocumentDecoder {
     }
 
     /// Decodes a section made of ``ConfigSetting``s (and nested sections of them), such as
-    /// `server` or `log`. Its known keys come from the settings table.
-    func decodeSettings(_ node: Node, at path: ConfigKeyPath, into draft: inout ConfigDraft, problems: inout ConfigProblemList) {
+    /// `server` or `log`. Its known keys come from the settings table, plus `handledElsewhere`:
+    /// keys that are allowed here but left to the caller, which reads them from the answered
+    /// mapping (`nil` when the section is not a mapping).
+    @discardableResult
+    func decodeSettings(_ node: Node, at path: ConfigKeyPath, handledElsewhere: [String] = [],
+                        into draft: inout ConfigDraft, problems: inout ConfigProblemList) -> YAMLMappingReader? {
         let prefix = path.description + "."
         var children: [String] = []
         for setting in ConfigSetting.all where setting.key.hasPrefix(prefix) {
             let name = String(setting.key.dropFirst(prefix.count).prefix { $0 != "." })
             if !children.contains(name) { children.append(name) }
         }
-        guard let reader = YAMLMappingReader(node, at: path, known: children, problems: &problems) else { return }
-        for key in reader.keys {
+        guard let reader = YAMLMappingReader(node, at: path, known: children + handledElsewhere,
+                                             problems: &problems) else { return nil }
+        for key in reader.keys where !handledElsewhere.contains(key) {
             let childPath = path.child(key)
             guard let setting = ConfigSetting.named(childPath.description) else {
                 if let child = reader.node(key) {
@@ -73,5 +83,6 @@ struct ConfigDocumentDecoder {
             case .failure(let invalid): problems.add(childPath, invalid, line: line)
             }
         }
+        return reader
     }
 }

@@ -9,6 +9,13 @@ struct ConfigDraft: Sendable {
     var shutdownGraceSeconds = 10.0
     var limits = Limits()
     var log = LogConfig()
+    var sessions = SessionSettings()
+    /// The `state` settings; ``resolveStateKeys(environment:baseDirectory:file:)`` fills in its
+    /// keys and key source.
+    var state = StateSettings()
+    /// Where the state keys are read from; `nil` when `state.key_env` or `state.key_file` was
+    /// wrong (already reported), so that nothing is read.
+    var stateKeyReference: StateKeyReference? = .environment(StateSettings.defaultKeyVariable)
     var providers: [ProviderConfig] = []
     var apps: [AppConfig] = []
     /// The file line of each scalar setting read from the file and not since overridden.
@@ -20,6 +27,8 @@ struct ConfigDraft: Sendable {
             server: ServerConfig(listen: listen, publicURL: publicURL, threads: threads,
                                  shutdownGraceSeconds: shutdownGraceSeconds, limits: limits),
             log: log,
+            sessions: sessions,
+            state: state,
             providers: providers,
             apps: apps
         )
@@ -34,6 +43,16 @@ struct ConfigDraft: Sendable {
             problems.append(ConfigProblem(
                 key: key,
                 message: "must not exceed max_connections (\(limits.maxConnections)), got \(limits.maxConnectionsPerIP)",
+                line: line, file: line == nil ? nil : file))
+        }
+        if sessions.absoluteLifetimeSeconds < sessions.idleLifetimeSeconds {
+            let key = "sessions.absolute_lifetime_seconds"
+            let line = lines[key]
+            let idle = ConfigValueParsing.format(sessions.idleLifetimeSeconds)
+            let absolute = ConfigValueParsing.format(sessions.absoluteLifetimeSeconds)
+            problems.append(ConfigProblem(
+                key: key,
+                message: "must be at least idle_lifetime_seconds (\(idle)), got \(absolute)",
                 line: line, file: line == nil ? nil : file))
         }
         return problems

@@ -9,8 +9,9 @@ public enum ConfigLoader: Sendable {
     ///
     /// - Parameters:
     ///   - path: the YAML file; `nil` means the embedded defaults. Relative `client_secret_file`
-    ///     paths are resolved from the file's directory.
-    ///   - environment: the process environment, for overrides and `client_secret_env`.
+    ///     and `state.key_file` paths are resolved from the file's directory.
+    ///   - environment: the process environment, for overrides, `client_secret_env` and the
+    ///     state keys (`state.key_env`, by default `BROKER_STATE_KEY`).
     /// - Throws: a ``ConfigError`` listing every problem.
     public static func load(path: String?, environment: [String: String]) throws(ConfigError) -> BrokerConfig {
         guard let path else {
@@ -31,7 +32,7 @@ public enum ConfigLoader: Sendable {
     }
 
     /// Loads the configuration from YAML text; `fileName` is used in messages only. Relative
-    /// `client_secret_file` paths are resolved from the working directory.
+    /// `client_secret_file` and `state.key_file` paths are resolved from the working directory.
     public static func load(yaml: String, fileName: String, environment: [String: String]) throws(ConfigError)
         -> BrokerConfig {
         try load(yaml: yaml, fileName: fileName, baseDirectory: nil, environment: environment)
@@ -52,9 +53,11 @@ public enum ConfigLoader: Sendable {
         }
         problems.file = nil
         applyEnvironment(environment, to: &draft, problems: &problems)
+        let keyProblems = draft.resolveStateKeys(environment: environment, baseDirectory: baseDirectory,
+                                                 file: fileName)
         // File problems in line order (a mapping's unknown keys are found before its values are
         // read), then environment problems; the sort is stable.
-        let all = (problems.problems + draft.crossCheck(file: fileName)).sorted {
+        let all = (problems.problems + draft.crossCheck(file: fileName) + keyProblems).sorted {
             ($0.file == nil ? 1 : 0, $0.line ?? 0) < ($1.file == nil ? 1 : 0, $1.line ?? 0)
         }
         guard all.isEmpty else { throw ConfigError(problems: all) }

@@ -1,11 +1,11 @@
-/// A scalar setting of the `server` and `log` sections: its key, its environment override and how
-/// its text is parsed. YAML values and environment values go through the same `apply`, so both
-/// accept the same spellings and give the same messages.
+/// A scalar setting of the `server`, `log`, `sessions` and `state` sections: its key, its
+/// environment override and how its text is parsed. YAML values and environment values go
+/// through the same `apply`, so both accept the same spellings and give the same messages.
 struct ConfigSetting: Sendable {
     /// Dotted key in the file, such as `server.limits.max_body_bytes`.
     let key: String
-    /// The environment variable that overrides it.
-    let variable: String
+    /// The environment variable that overrides it; `nil` for a setting only the file sets.
+    let variable: String?
     /// One line for `--help` and the README.
     let description: String
     /// What a value should be, for type errors: "an integer", "true or false".
@@ -59,11 +59,56 @@ struct ConfigSetting: Sendable {
                       description: "one access-log line per request: true or false", expected: "true or false") { draft, text in
             ConfigValueParsing.boolean(text).map { draft.log.access = $0 }
         },
+        seconds("sessions.idle_lifetime_seconds", "BROKER_SESSION_IDLE_LIFETIME_SECONDS",
+                "seconds a session may go unused before it ends",
+                SessionSettings.idleLifetimeSecondsRange, { $0.sessions.idleLifetimeSeconds = $1 }),
+        seconds("sessions.absolute_lifetime_seconds", "BROKER_SESSION_ABSOLUTE_LIFETIME_SECONDS",
+                "seconds a session lasts after sign-in however it is used; at least the idle lifetime",
+                SessionSettings.absoluteLifetimeSecondsRange, { $0.sessions.absoluteLifetimeSeconds = $1 }),
+        seconds("sessions.refresh_skew_seconds", "BROKER_REFRESH_SKEW_SECONDS",
+                "GET /token refreshes an access token expiring within this many seconds",
+                SessionSettings.refreshSkewSecondsRange, { $0.sessions.refreshSkewSeconds = $1 }),
+        seconds("sessions.profile_cache_seconds", "BROKER_PROFILE_CACHE_SECONDS",
+                "seconds GET /profile answers are cached; 0 = off",
+                SessionSettings.profileCacheSecondsRange, { $0.sessions.profileCacheSeconds = $1 }),
+        seconds("sessions.login_lifetime_seconds", "BROKER_LOGIN_LIFETIME_SECONDS",
+                "seconds from /authorize to the provider's redirect back",
+                SessionSettings.loginLifetimeSecondsRange, { $0.sessions.loginLifetimeSeconds = $1 }),
+        seconds("sessions.handoff_lifetime_seconds", "BROKER_HANDOFF_LIFETIME_SECONDS",
+                "seconds the app has to redeem a handoff code",
+                SessionSettings.handoffLifetimeSecondsRange, { $0.sessions.handoffLifetimeSeconds = $1 }),
+        ConfigSetting(key: "state.directory", variable: "BROKER_STATE_DIR",
+                      description: "directory of the encrypted snapshot and journal, relative to the working directory",
+                      expected: "a directory path") { draft, text in
+            guard !text.isEmpty else { return .failure(ConfigValueError("must not be empty")) }
+            guard !text.contains("\0") else { return .failure(ConfigValueError("must not contain a NUL character")) }
+            draft.state.directory = text
+            return .success(())
+        },
+        seconds("state.snapshot_interval_seconds", "BROKER_SNAPSHOT_INTERVAL_SECONDS",
+                "seconds between two snapshots of the state",
+                StateSettings.snapshotIntervalSecondsRange, { $0.state.snapshotIntervalSeconds = $1 }),
+        ConfigSetting(key: "state.journal_max_bytes", variable: nil,
+                      description: "a snapshot is also taken when the journal grows past this many bytes "
+                          + "(\(StateSettings.journalMaxBytesRange.lowerBound)...\(StateSettings.journalMaxBytesRange.upperBound))",
+                      expected: "an integer") { draft, text in
+            ConfigValueParsing.integer(text, in: StateSettings.journalMaxBytesRange).map { draft.state.journalMaxBytes = $0 }
+        },
     ]
 
     /// The setting stored under `key`.
     static func named(_ key: String) -> ConfigSetting? {
         all.first { $0.key == key }
+    }
+
+    private static func seconds(_ key: String, _ variable: String, _ description: String,
+                                _ range: ClosedRange<Double>,
+                                _ store: @escaping @Sendable (inout ConfigDraft, Double) -> Void) -> ConfigSetting {
+        let bounds = "\(ConfigValueParsing.format(range.lowerBound))...\(ConfigValueParsing.format(range.upperBound))"
+        return ConfigSetting(key: key, variable: variable, description: "\(description) (\(bounds))",
+                             expected: "a number") { draft, text in
+            ConfigValueParsing.number(text, in: range).map { store(&draft, $0) }
+        }
     }
 
     private static func limit(_ name: String, _ variable: String, _ description: String,

@@ -55,7 +55,8 @@ enum ConfigValueParsing {
             "expected one of \(names.joined(separator: ", ")), got \(quoted(text))\(hint)"))
     }
 
-    private static func format(_ value: Double) -> String {
+    /// A number as messages show it: without a fractional part when it has none.
+    static func format(_ value: Double) -> String {
         value == value.rounded() && abs(value) < 1e15 ? String(Int(value)) : String(value)
     }
 }

@@ -34,7 +34,10 @@ public enum DevelopmentMode {
             scopes: ["openid", "profile", "email"]
         )
         let app = AppConfig(id: appID, redirectURIs: [try RedirectURI(parsing: demoRedirectURI)])
-        return BrokerConfig(server: config.server, log: config.log, providers: config.providers + [provider], apps: config.apps + [app])
+        return BrokerConfig(
+            server: config.server, log: config.log, sessions: config.sessions, state: config.state,
+            providers: config.providers + [provider], apps: config.apps + [app]
+        )
     }
 
     static func issuer(of config: BrokerConfig) -> URL {

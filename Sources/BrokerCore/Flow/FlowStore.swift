@@ -2,42 +2,47 @@ import BrokerCrypto
 import Synchronization
 
 /// Logins in progress and handoff codes, by the hash of their secret value. Both are single-use
-/// and short-lived; expired entries are dropped as new ones arrive.
+/// and short-lived; expired entries are swept.
+///
+/// Handoff codes are logged and waited for (the app was given the code). Logins in progress are
+/// logged without waiting: a crash can lose one begun in the last milliseconds, whose user then
+/// simply signs in again — the redirect to the provider is not held up by an fsync.
 final class FlowStore: Sendable {
-    /// How long a user has from `/authorize` to the provider's redirect back.
-    static let authorizationLifetime = 600.0
-    /// How long an app has to redeem a handoff code.
-    static let handoffLifetime = 60.0
     /// How long a redeemed code is remembered, to recognise a replay and revoke its session.
     static let replayMemory = 600.0
 
     private struct Entries {
         var pending: [SHA256Digest: PendingAuthorization] = [:]
         var handoffs: [SHA256Digest: Handoff] = [:]
-        var insertsSincePrune = 0
     }
 
     private let entries = Mutex(Entries())
+    private let log: any ChangeLog
 
-    func addPending(_ state: SHA256Digest, _ pending: PendingAuthorization, now: Double) {
+    init(log: any ChangeLog) {
+        self.log = log
+    }
+
+    func addPending(_ state: SHA256Digest, _ pending: PendingAuthorization) {
         entries.withLock { entries in
             entries.pending[state] = pending
-            Self.pruneIfDue(&entries, now: now)
+            _ = log.enqueue([.pending(state, pending)])
         }
     }
 
     /// Takes the login for `state`: it can be taken once, and not after it expired.
     func takePending(_ state: SHA256Digest, now: Double) -> PendingAuthorization? {
         entries.withLock { entries in
-            guard let pending = entries.pending.removeValue(forKey: state), pending.expiresAt > now else { return nil }
-            return pending
+            guard let pending = entries.pending.removeValue(forKey: state) else { return nil }
+            _ = log.enqueue([.pendingRemoved(state)])
+            return pending.expiresAt > now ? pending : nil
         }
     }
 
-    func addHandoff(_ code: SHA256Digest, _ handoff: Handoff, now: Double) {
+    func addHandoff(_ code: SHA256Digest, _ handoff: Handoff) -> DurabilityTicket {
         entries.withLock { entries in
             entries.handoffs[code] = handoff
-            Self.pruneIfDue(&entries, now: now)
+            return log.enqueue([.handoff(code, handoff)])
         }
     }
 
@@ -51,26 +56,53 @@ final class FlowStore: Sendable {
     }
 
     /// Marks `code` redeemed (whatever happens next, it never works again) and says what it was.
-    func redeem(_ code: SHA256Digest, now: Double) -> Redemption {
+    func redeem(_ code: SHA256Digest, now: Double) -> (Redemption, DurabilityTicket) {
         entries.withLock { entries in
-            guard var handoff = entries.handoffs[code] else { return .unknown }
-            if handoff.redeemed { return .replayed(handoff.sessionID) }
+            guard var handoff = entries.handoffs[code] else { return (.unknown, .immediate) }
+            if handoff.redeemed { return (.replayed(handoff.sessionID), .immediate) }
             handoff.redeemed = true
             entries.handoffs[code] = handoff
-            return handoff.expiresAt > now ? .fresh(handoff) : .expired
+            let ticket = log.enqueue([.handoff(code, handoff)])
+            return (handoff.expiresAt > now ? .fresh(handoff) : .expired, ticket)
         }
     }
 
     /// Records the session a redeemed code created, for replay detection.
-    func bind(_ code: SHA256Digest, to session: SHA256Digest) {
-        entries.withLock { $0.handoffs[code]?.sessionID = session }
+    func bind(_ code: SHA256Digest, to session: SHA256Digest) -> DurabilityTicket {
+        entries.withLock { entries in
+            guard var handoff = entries.handoffs[code] else { return .immediate }
+            handoff.sessionID = session
+            entries.handoffs[code] = handoff
+            return log.enqueue([.handoff(code, handoff)])
+        }
     }
 
-    private static func pruneIfDue(_ entries: inout Entries, now: Double) {
-        entries.insertsSincePrune += 1
-        guard entries.insertsSincePrune >= 256 else { return }
-        entries.insertsSincePrune = 0
-        entries.pending = entries.pending.filter { $0.value.expiresAt > now }
-        entries.handoffs = entries.handoffs.filter { $0.value.expiresAt + replayMemory > now }
+    /// Applies a recovered record (no logging).
+    func restore(_ record: StateRecord) {
+        entries.withLock { entries in
+            switch record {
+            case .pending(let state, let pending): entries.pending[state] = pending
+            case .pendingRemoved(let state): entries.pending[state] = nil
+            case .handoff(let code, let handoff): entries.handoffs[code] = handoff
+            case .session, .sessionRemoved: break
+            }
+        }
+    }
+
+    /// Drops expired logins and handoff codes (not logged: they are expired after a restart too).
+    func sweep(now: Double) {
+        entries.withLock { entries in
+            entries.pending = entries.pending.filter { $0.value.expiresAt > now }
+            entries.handoffs = entries.handoffs.filter { $0.value.expiresAt + Self.replayMemory > now }
+        }
+    }
+
+    /// Copies of everything, for a snapshot.
+    func capture() -> (pending: [SHA256Digest: PendingAuthorization], handoffs: [SHA256Digest: Handoff]) {
+        entries.withLock { ($0.pending, $0.handoffs) }
+    }
+
+    var counts: (pending: Int, handoffs: Int) {
+        entries.withLock { ($0.pending.count, $0.handoffs.count) }
     }
 }

@@ -30,5 +30,6 @@ struct Grant: Sendable {
     let accessToken: String
     let accessTokenExpiresAt: Double?
     let refreshToken: String?
-    let idTokenClaims: JSONValue?
+    /// The verified ID token's claims as JSON.
+    let idTokenClaims: [UInt8]?
 }

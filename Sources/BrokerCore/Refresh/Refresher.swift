@@ -16,17 +16,19 @@ final class Refresher: Sendable {
         case gone
         /// A transient or provider-side failure; the session is kept.
         case failed(ProviderCallError)
+        /// The outcome could not be saved.
+        case unsaved(StateWriteError)
     }
 
-    private let sessions: SessionStore
+    private let state: any StateStore
     private let providers: ProviderDirectory
     private let calls: ProviderCalls
     private let logger: Logger
     private let now: @Sendable () -> Double
     private let inFlight = Mutex<[SHA256Digest: Task<Outcome, Never>]>([:])
 
-    init(sessions: SessionStore, providers: ProviderDirectory, calls: ProviderCalls, logger: Logger, now: @escaping @Sendable () -> Double) {
-        self.sessions = sessions
+    init(state: any StateStore, providers: ProviderDirectory, calls: ProviderCalls, logger: Logger, now: @escaping @Sendable () -> Double) {
+        self.state = state
         self.providers = providers
         self.calls = calls
         self.logger = logger
@@ -50,11 +52,11 @@ final class Refresher: Sendable {
     }
 
     private func perform(_ id: SHA256Digest, force: Bool, minimumValidity: Double) async -> Outcome {
-        guard let session = sessions.get(id) else { return .gone }
+        guard let session = state.session(id, now: now()) else { return .gone }
         if !force && session.accessTokenValid(for: minimumValidity, at: now()) { return .fresh(session) }
         guard let refreshToken = session.refreshToken else {
             if !force && session.accessTokenValid(for: 0, at: now()) { return .fresh(session) }
-            sessions.remove(id)
+            if case .failure(let error) = await remove(id) { return .unsaved(error) }
             logger.info("session ended: nothing to refresh with", metadata: ["provider": "\(session.provider)"])
             return .loginRequired
         }
@@ -64,25 +66,40 @@ final class Refresher: Sendable {
         } catch {
             return .failed(.badResponse("the provider's endpoints are unknown"))
         }
+        let response: TokenResponse
         do {
-            let response = try await calls.refresh(refreshToken, provider: provider)
-            let refreshedAt = now()
-            guard let updated = sessions.update(id, { session in
-                session.accessToken = response.accessToken
-                session.accessTokenExpiresAt = response.expiresIn.map { refreshedAt + Double($0) }
-                // A rotated refresh token replaces the old one; none in the answer keeps it.
-                if let rotated = response.refreshToken { session.refreshToken = rotated }
-                if let scopes = response.scopes { session.scopes = scopes }
-            }) else { return .gone }
-            return .fresh(updated)
+            response = try await calls.refresh(refreshToken, provider: provider)
         } catch {
             if error.endsGrant {
-                sessions.remove(id)
+                if case .failure(let failure) = await remove(id) { return .unsaved(failure) }
                 logger.info("session ended: the provider refused the refresh token", metadata: ["provider": "\(session.provider)"])
                 return .loginRequired
             }
             logger.warning("refresh failed", metadata: ["provider": "\(session.provider)", "reason": "\(error.httpError.description)"])
             return .failed(error)
+        }
+        let refreshedAt = now()
+        do {
+            // Durable before any caller sees the new token: a rotated refresh token is never lost.
+            let updated = try await state.updateSession(id) { session in
+                session.accessToken = response.accessToken
+                session.accessTokenExpiresAt = response.expiresIn.map { refreshedAt + Double($0) }
+                // A rotated refresh token replaces the old one; none in the answer keeps it.
+                if let rotated = response.refreshToken { session.refreshToken = rotated }
+                if let scopes = response.scopes { session.scopes = scopes }
+            }
+            return updated.map(Outcome.fresh) ?? .gone
+        } catch {
+            return .unsaved(error)
+        }
+    }
+
+    private func remove(_ id: SHA256Digest) async -> Result<Void, StateWriteError> {
+        do {
+            _ = try await state.removeSession(id)
+            return .success(())
+        } catch {
+            return .failure(error)
         }
     }
 }

@@ -14,8 +14,9 @@ struct Session: Sendable {
     /// Unix seconds; nil when the provider gave no lifetime.
     var accessTokenExpiresAt: Double?
     var refreshToken: String?
-    /// The verified ID token's claims, when the provider sent one.
-    var idTokenClaims: JSONValue?
+    /// The verified ID token's claims as JSON, when the provider sent one (kept serialised:
+    /// compact, and parsed only when `/profile` needs them).
+    var idTokenClaims: [UInt8]?
     let createdAt: Double
     var usedAt: Double
 

@@ -2,16 +2,21 @@ import BrokerCrypto
 import Synchronization
 
 /// Sessions in memory, sharded by token hash so that requests on different sessions almost never
-/// contend for the same lock.
+/// contend for the same lock. Every change is handed to the change log under the shard's lock,
+/// so the journal holds a key's changes in the order they were made.
 final class SessionStore: Sendable {
     private let shards: [Shard]
+    private let log: any ChangeLog
+    private let lifetimes: SessionLifetimes
 
     private final class Shard: Sendable {
         let sessions = Mutex<[SHA256Digest: Session]>([:])
     }
 
-    init(shardCount: Int = 64) {
+    init(log: any ChangeLog, lifetimes: SessionLifetimes, shardCount: Int = 64) {
         shards = (0..<shardCount).map { _ in Shard() }
+        self.log = log
+        self.lifetimes = lifetimes
     }
 
     /// The hash is uniformly random already: its first word picks the shard.
@@ -20,31 +25,80 @@ final class SessionStore: Sendable {
         return shards[Int(word % UInt64(shards.count))]
     }
 
-    func get(_ id: SHA256Digest) -> Session? {
-        shard(id).sessions.withLock { $0[id] }
-    }
-
-    func put(_ session: Session) {
-        shard(session.id).sessions.withLock { $0[session.id] = session }
-    }
-
-    /// Applies `change` to the session if it exists; returns the changed session.
-    @discardableResult
-    func update(_ id: SHA256Digest, _ change: (inout Session) -> Void) -> Session? {
+    /// The live session `id`, marking it used. `usedAt` is refreshed at most once a minute and
+    /// only in memory (snapshots keep it): the hot path writes nothing to disk.
+    func get(_ id: SHA256Digest, now: Double) -> Session? {
         shard(id).sessions.withLock { sessions in
-            guard var session = sessions[id] else { return nil }
-            change(&session)
-            sessions[id] = session
+            guard var session = sessions[id], lifetimes.isLive(session, now: now) else { return nil }
+            if now - session.usedAt > 60 {
+                session.usedAt = now
+                sessions[id] = session
+            }
             return session
         }
     }
 
+    func put(_ session: Session) -> DurabilityTicket {
+        shard(session.id).sessions.withLock { sessions in
+            sessions[session.id] = session
+            return log.enqueue([.session(session)])
+        }
+    }
+
+    /// Applies `change` to the session if it exists.
+    func update(_ id: SHA256Digest, _ change: (inout Session) -> Void) -> (Session?, DurabilityTicket) {
+        shard(id).sessions.withLock { sessions in
+            guard var session = sessions[id] else { return (nil, .immediate) }
+            change(&session)
+            sessions[id] = session
+            return (session, log.enqueue([.session(session)]))
+        }
+    }
+
+    func remove(_ id: SHA256Digest) -> (Session?, DurabilityTicket) {
+        shard(id).sessions.withLock { sessions in
+            guard let removed = sessions.removeValue(forKey: id) else { return (nil, .immediate) }
+            return (removed, log.enqueue([.sessionRemoved(id)]))
+        }
+    }
+
+    /// Applies a recovered record (no logging).
+    func restore(_ session: Session) {
+        shard(session.id).sessions.withLock { $0[session.id] = session }
+    }
+
+    func restoreRemoval(_ id: SHA256Digest) {
+        shard(id).sessions.withLock { $0[id] = nil }
+    }
+
+    /// Drops sessions past their lifetimes. Not logged: they are past them after a restart too.
     @discardableResult
-    func remove(_ id: SHA256Digest) -> Session? {
-        shard(id).sessions.withLock { $0.removeValue(forKey: id) }
+    func sweep(now: Double) -> Int {
+        shards.reduce(0) { removed, shard in
+            removed + shard.sessions.withLock { sessions in
+                let before = sessions.count
+                sessions = sessions.filter { lifetimes.isLive($0.value, now: now) }
+                return before - sessions.count
+            }
+        }
+    }
+
+    /// Every shard's sessions, as copies that cost nothing until the shard next changes.
+    func capture() -> [[SHA256Digest: Session]] {
+        shards.map { shard in shard.sessions.withLock { $0 } }
     }
 
     var count: Int {
         shards.reduce(0) { total, shard in total + shard.sessions.withLock { $0.count } }
+    }
+}
+
+/// How long sessions live: unused (idle) and in all (absolute).
+struct SessionLifetimes: Sendable {
+    let idle: Double
+    let absolute: Double
+
+    func isLive(_ session: Session, now: Double) -> Bool {
+        now - session.usedAt < idle && now - session.createdAt < absolute
     }
 }

@@ -5,6 +5,7 @@ collected so tests can read them (and search them for secrets).
 """
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
@@ -23,6 +24,8 @@ from .browser import Browser, query_params
 from .pkce import make_pkce
 
 REPO = Path(__file__).resolve().parents[3]
+# The key test brokers encrypt their state with.
+STATE_KEY = base64.b64encode(os.urandom(32)).decode()
 
 
 def broker_binary() -> str:
@@ -46,6 +49,8 @@ class BrokerProcess:
         self.config_path.write_text(config)
         child_env = {k: v for k, v in os.environ.items() if not k.startswith("BROKER_")}
         child_env["BROKER_LOG_FORMAT"] = "json"
+        child_env["BROKER_STATE_DIR"] = str(Path(self._dir.name) / "state")
+        child_env["BROKER_STATE_KEY"] = STATE_KEY
         child_env.update(env or {})
         self.lines: list[str] = []
         self._listening = threading.Event()

@@ -1,0 +1,43 @@
+/// How long sessions, logins and handoff codes live, and when tokens are refreshed: the
+/// `sessions` section. Every value is in seconds.
+public struct SessionSettings: Sendable, Equatable {
+    /// A session not used for this long ends (default 30 days).
+    public var idleLifetimeSeconds: Double
+    /// A session ends this long after sign-in, however much it is used (default 90 days). Never
+    /// shorter than ``idleLifetimeSeconds``.
+    public var absoluteLifetimeSeconds: Double
+    /// `GET /token` refreshes an access token that expires within this (default 60).
+    public var refreshSkewSeconds: Double
+    /// How long a `GET /profile` answer is cached; 0 turns the cache off (default 60).
+    public var profileCacheSeconds: Double
+    /// Time from `GET /authorize` to the provider's redirect back to `/callback`: the life of the
+    /// broker's `state` (default 600).
+    public var loginLifetimeSeconds: Double
+    /// Time the app has to redeem a handoff code at `POST /token` (default 60).
+    public var handoffLifetimeSeconds: Double
+
+    /// Creates session settings; the defaults are those of the embedded configuration.
+    public init(idleLifetimeSeconds: Double = 2_592_000, absoluteLifetimeSeconds: Double = 7_776_000,
+                refreshSkewSeconds: Double = 60, profileCacheSeconds: Double = 60,
+                loginLifetimeSeconds: Double = 600, handoffLifetimeSeconds: Double = 60) {
+        self.idleLifetimeSeconds = idleLifetimeSeconds
+        self.absoluteLifetimeSeconds = absoluteLifetimeSeconds
+        self.refreshSkewSeconds = refreshSkewSeconds
+        self.profileCacheSeconds = profileCacheSeconds
+        self.loginLifetimeSeconds = loginLifetimeSeconds
+        self.handoffLifetimeSeconds = handoffLifetimeSeconds
+    }
+
+    /// Accepted range of `idle_lifetime_seconds`: one minute to five years.
+    static let idleLifetimeSecondsRange = 60.0...157_680_000.0
+    /// Accepted range of `absolute_lifetime_seconds` (also at least `idle_lifetime_seconds`).
+    static let absoluteLifetimeSecondsRange = 60.0...157_680_000.0
+    /// Accepted range of `refresh_skew_seconds`: up to one hour.
+    static let refreshSkewSecondsRange = 0.0...3_600.0
+    /// Accepted range of `profile_cache_seconds`: off, or up to one hour.
+    static let profileCacheSecondsRange = 0.0...3_600.0
+    /// Accepted range of `login_lifetime_seconds`: ten seconds to one hour.
+    static let loginLifetimeSecondsRange = 10.0...3_600.0
+    /// Accepted range of `handoff_lifetime_seconds`: five seconds to ten minutes.
+    static let handoffLifetimeSecondsRange = 5.0...600.0
+}

@@ -1,0 +1,130 @@
+import BrokerCrypto
+
+/// The encoding of state records: a sequence of fields, each `tag (1 byte) | length (varint) |
+/// value`. Tags are fixed forever (documented in the README); readers skip tags they do not
+/// know, so a newer broker can add fields that an older one ignores.
+struct FieldWriter {
+    private(set) var bytes: [UInt8] = []
+
+    mutating func bytes(_ tag: UInt8, _ value: [UInt8]) {
+        bytes.append(tag)
+        Self.appendVarint(UInt64(value.count), to: &bytes)
+        bytes += value
+    }
+
+    mutating func string(_ tag: UInt8, _ value: String) {
+        bytes(tag, Array(value.utf8))
+    }
+
+    mutating func string(_ tag: UInt8, _ value: String?) {
+        if let value { string(tag, value) }
+    }
+
+    mutating func double(_ tag: UInt8, _ value: Double) {
+        var big = value.bitPattern.bigEndian
+        bytes(tag, withUnsafeBytes(of: &big) { Array($0) })
+    }
+
+    mutating func double(_ tag: UInt8, _ value: Double?) {
+        if let value { double(tag, value) }
+    }
+
+    mutating func digest(_ tag: UInt8, _ value: SHA256Digest) {
+        bytes(tag, value.bytes)
+    }
+
+    mutating func digest(_ tag: UInt8, _ value: SHA256Digest?) {
+        if let value { digest(tag, value) }
+    }
+
+    mutating func flag(_ tag: UInt8, _ value: Bool) {
+        if value { bytes(tag, [1]) }
+    }
+
+    static func appendVarint(_ value: UInt64, to bytes: inout [UInt8]) {
+        var value = value
+        while value >= 0x80 {
+            bytes.append(UInt8(value & 0x7F) | 0x80)
+            value >>= 7
+        }
+        bytes.append(UInt8(value))
+    }
+}
+
+/// Reads the fields of one record. Any malformation is a `StateDecodingError`.
+struct FieldReader {
+    private var fields: [UInt8: ArraySlice<UInt8>] = [:]
+
+    init(_ bytes: ArraySlice<UInt8>) throws(StateDecodingError) {
+        var index = bytes.startIndex
+        while index < bytes.endIndex {
+            let tag = bytes[index]
+            index += 1
+            let length = try Self.varint(bytes, &index)
+            guard length <= UInt64(bytes.endIndex - index) else { throw StateDecodingError("a field runs past its record") }
+            let end = index + Int(length)
+            fields[tag] = bytes[index..<end]
+            index = end
+        }
+    }
+
+    func bytes(_ tag: UInt8) -> [UInt8]? { fields[tag].map(Array.init) }
+
+    func string(_ tag: UInt8) throws(StateDecodingError) -> String? {
+        guard let raw = fields[tag] else { return nil }
+        guard let text = String(validating: raw, as: UTF8.self) else { throw StateDecodingError("a text field is not UTF-8") }
+        return text
+    }
+
+    func requiredString(_ tag: UInt8) throws(StateDecodingError) -> String {
+        guard let text = try string(tag) else { throw StateDecodingError("field \(tag) is missing") }
+        return text
+    }
+
+    func double(_ tag: UInt8) throws(StateDecodingError) -> Double? {
+        guard let raw = fields[tag] else { return nil }
+        guard raw.count == 8 else { throw StateDecodingError("a number field is not 8 bytes") }
+        return Double(bitPattern: raw.reduce(0) { $0 << 8 | UInt64($1) })
+    }
+
+    func requiredDouble(_ tag: UInt8) throws(StateDecodingError) -> Double {
+        guard let value = try double(tag) else { throw StateDecodingError("field \(tag) is missing") }
+        return value
+    }
+
+    func digest(_ tag: UInt8) throws(StateDecodingError) -> SHA256Digest? {
+        guard let raw = fields[tag] else { return nil }
+        guard let digest = SHA256Digest(bytes: Array(raw)) else { throw StateDecodingError("a hash field is not 32 bytes") }
+        return digest
+    }
+
+    func requiredDigest(_ tag: UInt8) throws(StateDecodingError) -> SHA256Digest {
+        guard let digest = try digest(tag) else { throw StateDecodingError("field \(tag) is missing") }
+        return digest
+    }
+
+    func flag(_ tag: UInt8) -> Bool { fields[tag]?.first == 1 }
+
+    static func varint(_ bytes: ArraySlice<UInt8>, _ index: inout Int) throws(StateDecodingError) -> UInt64 {
+        var value: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            guard index < bytes.endIndex, shift < 64 else { throw StateDecodingError("a length is cut off or too long") }
+            let byte = bytes[index]
+            index += 1
+            value |= UInt64(byte & 0x7F) << shift
+            if byte < 0x80 { return value }
+            shift += 7
+        }
+    }
+}
+
+/// A record that cannot be decoded (inside a frame whose authentication succeeded: a bug or a
+/// format from another version, never a torn write).
+struct StateDecodingError: Error, Sendable, CustomStringConvertible {
+    let description: String
+
+    init(_ description: String) {
+        self.description = description
+    }
+}

@@ -1,0 +1,162 @@
+import BrokerCrypto
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The append-only journal of changes since the last snapshot (`journal-<generation>.tbj`).
+///
+/// Group commit: changes are queued in the order they were made; one writer thread takes
+/// everything queued, seals it as one frame, writes it and calls fdatasync once, then tells
+/// every waiting change it is durable. Under load many changes share one fsync.
+final class Journal: ChangeLog, @unchecked Sendable {
+    // `@unchecked`: every mutable field is guarded by `queue`'s lock; the file descriptor and
+    // frame counter are touched only by the writer thread (and by `rotate`, which runs on it).
+    private enum Item {
+        case records([UInt8], DurabilityTicket)
+        case rotate(CheckedContinuation<Result<UInt64, StateWriteError>, Never>)
+        case stop(CheckedContinuation<Void, Never>)
+    }
+
+    private let directory: String
+    private let keys: StateKeys
+    private let queue = Mutex<[Item]>([])
+    private let wakeup = DispatchSemaphore(value: 0)
+    private let bytesWritten = Atomic<Int>(0)
+    private var file: OpenJournal
+
+    private struct OpenJournal {
+        let generation: UInt64
+        let path: String
+        let descriptor: Int32
+        let header: [UInt8]
+        var frames: UInt64 = 0
+        var size: Int
+    }
+
+    static func path(_ directory: String, generation: UInt64) -> String {
+        "\(directory)/journal-\(String(format: "%08llu", generation)).tbj"
+    }
+
+    /// Starts a new journal file of `generation` and the writer thread.
+    init(directory: String, generation: UInt64, keys: StateKeys) throws(StateWriteError) {
+        self.directory = directory
+        self.keys = keys
+        file = try Self.create(directory, generation, keys)
+        let thread = Thread { [self] in writerLoop() }
+        thread.name = "token-broker.journal"
+        thread.start()
+    }
+
+    /// Bytes in the current journal file.
+    var size: Int { bytesWritten.load(ordering: .relaxed) }
+
+    func enqueue(_ records: [StateRecord]) -> DurabilityTicket {
+        var plaintext: [UInt8] = []
+        for record in records { record.encode(into: &plaintext) }
+        let ticket = DurabilityTicket()
+        queue.withLock { $0.append(.records(plaintext, ticket)) }
+        wakeup.signal()
+        return ticket
+    }
+
+    /// Closes the current journal and starts the next generation; changes queued before this
+    /// call are in the old file, later ones in the new. Returns the new generation.
+    func rotate() async throws(StateWriteError) -> UInt64 {
+        let result = await withCheckedContinuation { continuation in
+            queue.withLock { $0.append(.rotate(continuation)) }
+            wakeup.signal()
+        }
+        return try result.get()
+    }
+
+    /// Writes what is queued and stops the writer thread.
+    func stop() async {
+        await withCheckedContinuation { continuation in
+            queue.withLock { $0.append(.stop(continuation)) }
+            wakeup.signal()
+        }
+    }
+
+    private func writerLoop() {
+        while true {
+            wakeup.wait()
+            let items = queue.withLock { items in
+                defer { items.removeAll(keepingCapacity: true) }
+                return items
+            }
+            var batch: [UInt8] = []
+            var tickets: [DurabilityTicket] = []
+            for item in items {
+                switch item {
+                case .records(let bytes, let ticket):
+                    batch += bytes
+                    tickets.append(ticket)
+                case .rotate(let continuation):
+                    commit(&batch, &tickets)
+                    let result: Result<UInt64, StateWriteError>
+                    do {
+                        result = .success(try rotateFile())
+                    } catch {
+                        result = .failure(error)
+                    }
+                    continuation.resume(returning: result)
+                case .stop(let continuation):
+                    commit(&batch, &tickets)
+                    close(file.descriptor)
+                    continuation.resume()
+                    return
+                }
+            }
+            commit(&batch, &tickets)
+        }
+    }
+
+    /// Writes `batch` as one frame, syncs, and resolves its tickets.
+    private func commit(_ batch: inout [UInt8], _ tickets: inout [DurabilityTicket]) {
+        guard !tickets.isEmpty else { return }
+        defer {
+            batch.removeAll(keepingCapacity: true)
+            tickets.removeAll(keepingCapacity: true)
+        }
+        let result: Result<Void, StateWriteError>
+        do {
+            let frame = try FrameLayout.seal(batch, type: .records, index: file.frames, header: file.header, key: keys.current)
+            try StateFileIO.writeAll(file.descriptor, frame, path: file.path)
+            try StateFileIO.sync(file.descriptor, path: file.path)
+            file.frames += 1
+            file.size += frame.count
+            bytesWritten.store(file.size, ordering: .relaxed)
+            result = .success(())
+        } catch {
+            // Cut off whatever part of the frame reached the file, so later frames follow a
+            // complete one.
+            _ = ftruncate(file.descriptor, off_t(file.size))
+            result = .failure(StateWriteError(description: "the journal \(file.path) could not be written: \(error)"))
+        }
+        for ticket in tickets { ticket.resolve(result) }
+    }
+
+    private func rotateFile() throws(StateWriteError) -> UInt64 {
+        let next = try Self.create(directory, file.generation + 1, keys)
+        close(file.descriptor)
+        file = next
+        bytesWritten.store(next.size, ordering: .relaxed)
+        return next.generation
+    }
+
+    private static func create(_ directory: String, _ generation: UInt64, _ keys: StateKeys) throws(StateWriteError) -> OpenJournal {
+        let path = path(directory, generation: generation)
+        let header = StateFileHeader(kind: .journal, keyID: keys.currentID, generation: generation, createdAt: UInt64(Date().timeIntervalSince1970)).bytes
+        do {
+            let descriptor = try StateFileIO.openForWriting(path, truncate: true)
+            try StateFileIO.writeAll(descriptor, header, path: path)
+            try StateFileIO.sync(descriptor, path: path)
+            try StateFileIO.syncDirectory(directory)
+            return OpenJournal(generation: generation, path: path, descriptor: descriptor, header: header, size: header.count)
+        } catch {
+            throw StateWriteError(description: error.description)
+        }
+    }
+}

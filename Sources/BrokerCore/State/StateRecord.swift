@@ -1,0 +1,183 @@
+import BrokerCrypto
+
+/// One change to the broker's state, as the journal stores it. Every record carries the full
+/// new value (or the removal), so replaying a record twice, or replaying one whose effect a
+/// snapshot already holds, changes nothing: snapshot + journal replay is always consistent.
+enum StateRecord: Sendable {
+    case session(Session)
+    case sessionRemoved(SHA256Digest)
+    case pending(SHA256Digest, PendingAuthorization)
+    case pendingRemoved(SHA256Digest)
+    case handoff(SHA256Digest, Handoff)
+
+    /// Record types: fixed forever (README, "State files").
+    private enum Kind: UInt8 {
+        case session = 1
+        case sessionRemoved = 2
+        case pending = 3
+        case pendingRemoved = 4
+        case handoff = 5
+    }
+
+    /// `kind (1 byte) | length (varint) | fields`.
+    func encode(into output: inout [UInt8]) {
+        var fields = FieldWriter()
+        let kind: Kind
+        switch self {
+        case .session(let session):
+            kind = .session
+            session.encode(into: &fields)
+        case .sessionRemoved(let id):
+            kind = .sessionRemoved
+            fields.digest(1, id)
+        case .pending(let state, let pending):
+            kind = .pending
+            fields.digest(1, state)
+            pending.encode(into: &fields)
+        case .pendingRemoved(let state):
+            kind = .pendingRemoved
+            fields.digest(1, state)
+        case .handoff(let code, let handoff):
+            kind = .handoff
+            fields.digest(1, code)
+            handoff.encode(into: &fields)
+        }
+        output.append(kind.rawValue)
+        FieldWriter.appendVarint(UInt64(fields.bytes.count), to: &output)
+        output += fields.bytes
+    }
+
+    /// Decodes every record in `bytes` (the plaintext of one frame). Records of a kind this
+    /// version does not know are skipped.
+    static func decodeAll(_ bytes: ArraySlice<UInt8>, _ body: (StateRecord) -> Void) throws(StateDecodingError) {
+        var index = bytes.startIndex
+        while index < bytes.endIndex {
+            let rawKind = bytes[index]
+            index += 1
+            let length = try FieldReader.varint(bytes, &index)
+            guard length <= UInt64(bytes.endIndex - index) else { throw StateDecodingError("a record runs past its frame") }
+            let end = index + Int(length)
+            defer { index = end }
+            guard let kind = Kind(rawValue: rawKind) else { continue }
+            let fields = try FieldReader(bytes[index..<end])
+            switch kind {
+            case .session: body(.session(try Session(fields)))
+            case .sessionRemoved: body(.sessionRemoved(try fields.requiredDigest(1)))
+            case .pending: body(.pending(try fields.requiredDigest(1), try PendingAuthorization(fields)))
+            case .pendingRemoved: body(.pendingRemoved(try fields.requiredDigest(1)))
+            case .handoff: body(.handoff(try fields.requiredDigest(1), try Handoff(fields)))
+            }
+        }
+    }
+}
+
+// Field tags per record kind (README, "State files"). Tag 1 is the record's key.
+
+extension Session {
+    func encode(into fields: inout FieldWriter) {
+        fields.digest(1, id)
+        fields.string(2, provider)
+        fields.string(3, app)
+        fields.string(4, subject)
+        fields.string(5, scopes.joined(separator: " "))
+        fields.string(6, accessToken)
+        fields.double(7, accessTokenExpiresAt)
+        fields.string(8, refreshToken)
+        if let idTokenClaims { fields.bytes(9, idTokenClaims) }
+        fields.double(10, createdAt)
+        fields.double(11, usedAt)
+    }
+
+    init(_ fields: FieldReader) throws(StateDecodingError) {
+        self.init(
+            id: try fields.requiredDigest(1),
+            provider: try fields.requiredString(2),
+            app: try fields.requiredString(3),
+            subject: try fields.requiredString(4),
+            scopes: try fields.requiredString(5).split(separator: " ").map(String.init),
+            accessToken: try fields.requiredString(6),
+            accessTokenExpiresAt: try fields.double(7),
+            refreshToken: try fields.string(8),
+            idTokenClaims: fields.bytes(9),
+            createdAt: try fields.requiredDouble(10),
+            usedAt: try fields.requiredDouble(11)
+        )
+    }
+}
+
+extension PendingAuthorization {
+    func encode(into fields: inout FieldWriter) {
+        fields.string(2, provider)
+        fields.string(3, app)
+        fields.string(4, redirectURI)
+        fields.string(5, appState)
+        fields.string(6, appChallenge)
+        fields.string(7, verifier)
+        fields.string(8, nonce)
+        fields.string(9, requestedScopes.joined(separator: " "))
+        fields.digest(10, sessionID)
+        fields.double(11, expiresAt)
+    }
+
+    init(_ fields: FieldReader) throws(StateDecodingError) {
+        self.init(
+            provider: try fields.requiredString(2),
+            app: try fields.requiredString(3),
+            redirectURI: try fields.requiredString(4),
+            appState: try fields.string(5),
+            appChallenge: try fields.requiredString(6),
+            verifier: try fields.requiredString(7),
+            nonce: try fields.requiredString(8),
+            requestedScopes: try fields.requiredString(9).split(separator: " ").map(String.init),
+            sessionID: try fields.digest(10),
+            expiresAt: try fields.requiredDouble(11)
+        )
+    }
+}
+
+extension Handoff {
+    func encode(into fields: inout FieldWriter) {
+        fields.string(2, app)
+        fields.string(3, redirectURI)
+        fields.string(4, appChallenge)
+        fields.double(5, expiresAt)
+        if let grant {
+            var nested = FieldWriter()
+            nested.string(1, grant.provider)
+            nested.string(2, grant.subject)
+            nested.string(3, grant.scopes.joined(separator: " "))
+            nested.string(4, grant.accessToken)
+            nested.double(5, grant.accessTokenExpiresAt)
+            nested.string(6, grant.refreshToken)
+            if let claims = grant.idTokenClaims { nested.bytes(7, claims) }
+            fields.bytes(6, nested.bytes)
+        }
+        fields.digest(7, sessionID)
+        fields.flag(8, redeemed)
+    }
+
+    init(_ fields: FieldReader) throws(StateDecodingError) {
+        var grant: Grant?
+        if let raw = fields.bytes(6) {
+            let nested = try FieldReader(raw[...])
+            grant = Grant(
+                provider: try nested.requiredString(1),
+                subject: try nested.requiredString(2),
+                scopes: try nested.requiredString(3).split(separator: " ").map(String.init),
+                accessToken: try nested.requiredString(4),
+                accessTokenExpiresAt: try nested.double(5),
+                refreshToken: try nested.string(6),
+                idTokenClaims: nested.bytes(7)
+            )
+        }
+        self.init(
+            app: try fields.requiredString(2),
+            redirectURI: try fields.requiredString(3),
+            appChallenge: try fields.requiredString(4),
+            expiresAt: try fields.requiredDouble(5),
+            grant: grant,
+            sessionID: try fields.digest(7),
+            redeemed: fields.flag(8)
+        )
+    }
+}

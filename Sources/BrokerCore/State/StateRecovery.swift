@@ -1,0 +1,73 @@
+import Foundation
+
+/// Loads the state at start: the snapshot, then every journal it does not cover, in order.
+///
+/// A journal's torn last frame (a crash in the middle of a write, before anything was
+/// acknowledged) is cut off and reported. Any other damage, a missing key or an unknown format
+/// stops the start with a `StateLoadError` naming the file and offset — unless the operator
+/// accepts damage (`--accept-damaged-state`), in which case the damaged file is kept aside as
+/// `<name>.damaged-<time>`, what could be read before the damage is used, and the start goes on.
+enum StateRecovery {
+    struct Report: Sendable {
+        var snapshotRecords = 0
+        var journalRecords = 0
+        var journals = 0
+        /// Torn journal tails that were dropped: file, offset, size.
+        var tornTails: [(path: String, offset: Int, size: Int)] = []
+        /// Damage accepted by the operator.
+        var damaged: [StateLoadError] = []
+        /// The generation the next journal takes.
+        var nextGeneration: UInt64 = 1
+    }
+
+    static func load(directory: String, keys: StateKeys, acceptDamage: Bool, apply: (StateRecord) -> Void) throws(StateLoadError) -> Report {
+        var report = Report()
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        try? FileManager.default.removeItem(atPath: SnapshotWriter.path(directory) + ".tmp")
+        let journals = names.compactMap { name -> (UInt64, String)? in
+            guard name.hasPrefix("journal-"), name.hasSuffix(".tbj"),
+                  let generation = UInt64(name.dropFirst(8).dropLast(4)) else { return nil }
+            return (generation, "\(directory)/\(name)")
+        }.sorted { $0.0 < $1.0 }
+
+        var covered: UInt64 = 0
+        let snapshot = SnapshotWriter.path(directory)
+        if FileManager.default.fileExists(atPath: snapshot) {
+            do {
+                let scan = try StateFileReader.read(snapshot, kind: .snapshot, keys: keys, apply: apply)
+                report.snapshotRecords = scan.records
+                covered = scan.header.generation
+            } catch {
+                guard acceptDamage else { throw error }
+                report.damaged.append(error)
+                setAside(snapshot)
+            }
+        }
+        for (generation, path) in journals {
+            guard generation >= covered else {
+                // Covered by the snapshot; its deletion did not happen before a restart.
+                try? FileManager.default.removeItem(atPath: path)
+                continue
+            }
+            do {
+                let scan = try StateFileReader.read(path, kind: .journal, keys: keys, apply: apply)
+                report.journals += 1
+                report.journalRecords += scan.records
+                if let torn = scan.tornTail {
+                    report.tornTails.append((path, torn.offset, torn.size))
+                    try? StateFileIO.truncate(path, to: torn.offset)
+                }
+            } catch {
+                guard acceptDamage else { throw error }
+                report.damaged.append(error)
+                setAside(path)
+            }
+        }
+        report.nextGeneration = max(covered, (journals.last?.0 ?? 0) + 1, 1)
+        return report
+    }
+
+    private static func setAside(_ path: String) {
+        try? StateFileIO.rename(path, "\(path).damaged-\(Int(Date().timeIntervalSince1970))")
+    }
+}
