@@ -20,6 +20,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Development mode: add a built-in identity provider ('dev') and a demo app ('demo'). Loopback addresses only. Also $BROKER_DEV=true.")
     var dev = false
 
+    @Flag(name: .long, help: "Start even if a state file is damaged: the damaged file is kept aside and what can be read is used. Only after looking at the error.")
+    var acceptDamagedState = false
+
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
         var settings: BrokerConfig
@@ -34,7 +37,7 @@ struct ServeCommand: AsyncParsableCommand {
         let development = dev || ["1", "true", "yes"].contains(environment["BROKER_DEV"]?.lowercased() ?? "")
         let broker: Broker
         do {
-            broker = try await Broker(config: settings, development: development)
+            broker = try await Broker(config: settings, development: development, acceptDamagedState: acceptDamagedState)
             try broker.start()
         } catch {
             FileHandle.standardError.write(Data("token-broker: cannot start: \(error)\n".utf8))

@@ -13,7 +13,7 @@ struct TokenBrokerCommand: AsyncParsableCommand {
             configuration file, BROKER_* environment variables, command-line flags.
             """,
         version: BuildInfo.version,
-        subcommands: [ServeCommand.self, CheckConfigCommand.self, VersionCommand.self],
+        subcommands: [ServeCommand.self, CheckConfigCommand.self, GenKeyCommand.self, StateCommand.self, VersionCommand.self],
         defaultSubcommand: ServeCommand.self
     )
 }

@@ -49,6 +49,13 @@ enum StateRecovery {
                 try? FileManager.default.removeItem(atPath: path)
                 continue
             }
+            let size = ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.intValue ?? 0
+            if size < StateFileHeader.size {
+                // A crash while the journal was being created: nothing in it was ever acknowledged.
+                report.tornTails.append((path, 0, size))
+                try? FileManager.default.removeItem(atPath: path)
+                continue
+            }
             do {
                 let scan = try StateFileReader.read(path, kind: .journal, keys: keys, apply: apply)
                 report.journals += 1

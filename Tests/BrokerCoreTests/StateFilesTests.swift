@@ -1,0 +1,198 @@
+import BrokerCrypto
+import Foundation
+import Logging
+import Testing
+
+@testable import BrokerCore
+
+/// Snapshots and journals: round trips, crashes, damage at every region, keys and rotation.
+@Suite(.serialized)
+struct StateFilesTests {
+    private let logger = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+    private let lifetimes = SessionLifetimes(idle: 1e9, absolute: 1e9)
+    private let now = Date().timeIntervalSince1970
+
+    private func directory() -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("state-\(UUID().uuidString)").path
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    private func session(_ number: Int, refresh: String? = "rt") -> Session {
+        Session(
+            id: OpaqueToken.hash("tbs_\(number)"), provider: "dev", app: "demo", subject: "user-\(number)",
+            scopes: ["openid", "email"], accessToken: "at-\(number)", accessTokenExpiresAt: now + 3600,
+            refreshToken: refresh.map { "\($0)-\(number)" }, idTokenClaims: Array(#"{"sub":"user"}"#.utf8),
+            createdAt: now, usedAt: now
+        )
+    }
+
+    private func open(_ path: String, _ keys: StateKeys, acceptDamage: Bool = false) throws(StateOpenError) -> BrokerState {
+        try BrokerState(directory: path, keys: keys, lifetimes: lifetimes, acceptDamage: acceptDamage, logger: logger)
+    }
+
+    /// A state directory with a journal of three frames (three saved sessions), nothing else.
+    private func journalWithThreeFrames(_ keys: StateKeys) async throws -> (String, String) {
+        let path = directory()
+        let state = try open(path, keys)
+        for number in 1...3 { try await state.saveSession(session(number), createdBy: nil) }
+        return (path, Journal.path(path, generation: 1))
+    }
+
+    @Test func journalAndSnapshotRoundTrip() async throws {
+        let keys = StateKeys(current: .generate())
+        let path = directory()
+        var state = try open(path, keys)
+        for number in 1...50 { try await state.saveSession(session(number), createdBy: nil) }
+        _ = try await state.removeSession(session(7).id)
+        _ = try await state.updateSession(session(8).id) { $0.refreshToken = "rotated" }
+        try await state.issueHandoff(OpaqueToken.hash("tbh_x"), Handoff(app: "demo", redirectURI: "x:/cb", appChallenge: "c", expiresAt: now + 60, grant: nil, sessionID: nil))
+        state = try open(path, keys) // a crash: no snapshot, the journal alone
+        #expect(state.sessions.count == 49)
+        #expect(state.session(session(7).id, now: now) == nil)
+        #expect(state.session(session(8).id, now: now)?.refreshToken == "rotated")
+        #expect(state.session(session(9).id, now: now)?.idTokenClaims == session(9).idTokenClaims)
+        try await state.snapshot()
+        try await state.saveSession(session(100), createdBy: nil)
+        state = try open(path, keys) // snapshot + the newer journal
+        #expect(state.sessions.count == 50)
+        #expect(state.session(session(100).id, now: now)?.accessToken == "at-100")
+        let redemption = try await state.redeemHandoff(OpaqueToken.hash("tbh_x"), now: now)
+        guard case .fresh = redemption else {
+            Issue.record("the handoff code did not survive: \(redemption)")
+            return
+        }
+        let names = try FileManager.default.contentsOfDirectory(atPath: path)
+        #expect(names.filter { $0.hasPrefix("journal-") }.count <= 2, "snapshots retire the journals they cover: \(names)")
+    }
+
+    @Test func tornLastJournalRecordIsDroppedAndReported() async throws {
+        let keys = StateKeys(current: .generate())
+        let (path, journal) = try await journalWithThreeFrames(keys)
+        let size = try #require(FileManager.default.attributesOfItem(atPath: journal)[.size] as? Int)
+        for cut in [1, 10, 40] {
+            let copy = directory()
+            try FileManager.default.copyItem(atPath: journal, toPath: Journal.path(copy, generation: 1))
+            try StateFileIO.truncate(Journal.path(copy, generation: 1), to: size - cut)
+            let state = try open(copy, keys)
+            #expect(state.sessions.count == 2, "cut \(cut)")
+        }
+        _ = path
+    }
+
+    @Test func bitFlipsAnywhereButTheLastJournalFrameStopTheStart() async throws {
+        let keys = StateKeys(current: .generate())
+        let (_, journal) = try await journalWithThreeFrames(keys)
+        let original = try Data(contentsOf: URL(fileURLWithPath: journal))
+        let lastFrameStart = try lastFrameOffset(original)
+        for offset in stride(from: 0, to: original.count, by: 7) {
+            let copy = directory()
+            var damaged = original
+            damaged[offset] ^= 0x10
+            try damaged.write(to: URL(fileURLWithPath: Journal.path(copy, generation: 1)))
+            if offset >= lastFrameStart {
+                let state = try open(copy, keys)
+                #expect(state.sessions.count == 2, "flip at \(offset) in the last frame is a torn write")
+            } else {
+                #expect(throws: StateOpenError.self, "flip at \(offset)") { try open(copy, keys) }
+                do {
+                    _ = try open(copy, keys)
+                } catch {
+                    #expect(error.description.contains("journal-00000001.tbj at offset"), "\(error)")
+                }
+            }
+        }
+    }
+
+    @Test func anyDamageToASnapshotStopsTheStart() async throws {
+        let keys = StateKeys(current: .generate())
+        let path = directory()
+        let state = try open(path, keys)
+        for number in 1...20 { try await state.saveSession(session(number), createdBy: nil) }
+        try await state.snapshot()
+        let snapshot = SnapshotWriter.path(path)
+        let original = try Data(contentsOf: URL(fileURLWithPath: snapshot))
+        for offset in stride(from: 0, to: original.count, by: 5) {
+            let copy = directory()
+            var damaged = original
+            damaged[offset] ^= 0x01
+            try damaged.write(to: URL(fileURLWithPath: SnapshotWriter.path(copy)))
+            #expect(throws: StateOpenError.self, "flip at \(offset)") { try open(copy, keys) }
+        }
+        for length in stride(from: 0, to: original.count, by: 9) {
+            let copy = directory()
+            try original.prefix(length).write(to: URL(fileURLWithPath: SnapshotWriter.path(copy)))
+            #expect(throws: StateOpenError.self, "truncated to \(length)") { try open(copy, keys) }
+        }
+    }
+
+    @Test func damageCanBeAcceptedExplicitly() async throws {
+        let keys = StateKeys(current: .generate())
+        let (path, journal) = try await journalWithThreeFrames(keys)
+        var damaged = try Data(contentsOf: URL(fileURLWithPath: journal))
+        damaged[StateFileHeader.size + 20] ^= 0xFF
+        try damaged.write(to: URL(fileURLWithPath: journal))
+        #expect(throws: StateOpenError.self) { try open(path, keys) }
+        let state = try open(path, keys, acceptDamage: true)
+        #expect(state.sessions.count == 0)
+        let names = try FileManager.default.contentsOfDirectory(atPath: path)
+        #expect(names.contains { $0.hasPrefix("journal-00000001.tbj.damaged-") }, "\(names)")
+    }
+
+    @Test func wrongKeyAndKeyRotation() async throws {
+        let old = SymmetricKey.generate()
+        let (path, _) = try await journalWithThreeFrames(StateKeys(current: old))
+        do {
+            _ = try open(path, StateKeys(current: .generate()))
+            Issue.record("opened with the wrong key")
+        } catch {
+            #expect(error.description.contains("encrypted with key \(StateKeys.hex(id: StateKeys.id(of: old)))"))
+            #expect(error.description.contains("not among the configured state keys"))
+        }
+        let new = SymmetricKey.generate()
+        let rotated = StateKeys(current: new, older: [old])
+        let state = try open(path, rotated)
+        #expect(state.sessions.count == 3)
+        try await state.snapshot()
+        // After the snapshot only the new key is needed.
+        let reopened = try open(path, StateKeys(current: new))
+        #expect(reopened.sessions.count == 3)
+    }
+
+    @Test func unknownFormatVersionIsNamed() async throws {
+        let keys = StateKeys(current: .generate())
+        let (path, journal) = try await journalWithThreeFrames(keys)
+        var data = try Data(contentsOf: URL(fileURLWithPath: journal))
+        data[5] = 9
+        try data.write(to: URL(fileURLWithPath: journal))
+        do {
+            _ = try open(path, keys)
+            Issue.record("opened a file of an unknown version")
+        } catch {
+            #expect(error.description.contains("at offset 4: format version 9"))
+        }
+    }
+
+    @Test func filesNeverContainTokensInTheClear() async throws {
+        let keys = StateKeys(current: .generate())
+        let (path, journal) = try await journalWithThreeFrames(keys)
+        let state = try open(path, keys)
+        try await state.snapshot()
+        for file in [journal, SnapshotWriter.path(path)] where FileManager.default.fileExists(atPath: file) {
+            let text = String(decoding: try Data(contentsOf: URL(fileURLWithPath: file)), as: UTF8.self)
+            #expect(!text.contains("at-1") && !text.contains("rt-2") && !text.contains("user-3"))
+        }
+    }
+
+    /// The offset of the last frame of a state file.
+    private func lastFrameOffset(_ data: Data) throws -> Int {
+        var offset = StateFileHeader.size
+        var last = offset
+        let bytes = [UInt8](data)
+        while offset + FrameLayout.prefix <= bytes.count {
+            last = offset
+            offset += FrameLayout.prefix + Int(BigEndian.read(bytes, at: offset, width: 4))
+        }
+        return last
+    }
+}
