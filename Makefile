@@ -6,7 +6,7 @@ VENV         ?= .venv
 DEB_PACKAGES := libmicrohttpd-dev libssl-dev pkg-config python3-venv
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test build deps venv clean
+.PHONY: run test build deps venv crash-loop clean
 
 ## Build in release mode and run the broker on its embedded defaults (127.0.0.1:8080), in
 ## development mode: with the built-in identity provider `dev` and the demo app `demo`.
@@ -20,6 +20,11 @@ test: deps venv
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	$(VENV)/bin/python -m pytest -q Tests/contract Tests/oauth
+
+## The crash loop of Tests/oauth/test_broker_crash.py with many rounds (kill -9 under load).
+crash-loop: deps venv
+	$(SWIFT) build
+	CRASH_ROUNDS=$${CRASH_ROUNDS:-30} $(VENV)/bin/python -m pytest -q -s Tests/oauth/test_broker_crash.py
 
 build: deps
 	$(SWIFT) build

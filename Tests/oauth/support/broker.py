@@ -39,7 +39,8 @@ def free_port() -> int:
 
 
 class BrokerProcess:
-    def __init__(self, config: str, env: Optional[dict] = None, args=(), port: Optional[int] = None):
+    def __init__(self, config: str, env: Optional[dict] = None, args=(), port: Optional[int] = None,
+                 state_dir: Optional[str] = None):
         self.port = port or free_port()
         self.host = f"127.0.0.1:{self.port}"
         self.base_url = f"http://{self.host}"
@@ -49,7 +50,7 @@ class BrokerProcess:
         self.config_path.write_text(config)
         child_env = {k: v for k, v in os.environ.items() if not k.startswith("BROKER_")}
         child_env["BROKER_LOG_FORMAT"] = "json"
-        child_env["BROKER_STATE_DIR"] = str(Path(self._dir.name) / "state")
+        child_env["BROKER_STATE_DIR"] = state_dir or str(Path(self._dir.name) / "state")
         child_env["BROKER_STATE_KEY"] = STATE_KEY
         child_env.update(env or {})
         self.lines: list[str] = []
