@@ -1,6 +1,7 @@
 """The broker's whole OAuth flow against the real authorization server, through a scripted browser."""
 import concurrent.futures
 import signal
+import time
 
 import requests
 
@@ -240,3 +241,26 @@ def test_no_secret_reaches_the_logs(broker_factory, auth_server):
     assert broker.lines, "the broker logged nothing"
     leaked = [s for s in secrets if s in broker.log_text]
     assert not leaked
+
+
+def test_expired_state_is_400(broker_factory, auth_server):
+    broker, app, _, _ = broker_factory(env={"BROKER_LOGIN_LIFETIME_SECONDS": "10"})
+    url, _ = app.authorize_url()
+    provider_url = requests.get(url, allow_redirects=False, timeout=10).headers["Location"]
+    callback = Browser(allowed_hosts=[auth_server.host]).authorize(provider_url, "alice", "alice-password")
+    time.sleep(10.5)
+    expired = requests.get(callback, allow_redirects=False, timeout=30)
+    assert expired.status_code == 400 and "Location" not in expired.headers
+    assert expired.json()["error"] == "invalid_request"
+
+
+def test_profile_refreshes_once_when_the_provider_rejects_the_token(broker_factory, auth_server):
+    broker, app, _, _ = broker_factory(env={"BROKER_PROFILE_CACHE_SECONDS": "0"})
+    tokens = app.login("alice")
+    auth_server.expire_access_token(tokens["access_token"])  # the broker still believes it is good
+    auth_server.reset_stats()
+    profile = app.call("GET", "/profile")
+    assert profile.status_code == 200, profile.text
+    assert profile.json()["sub"] == auth_server.users["alice"].sub
+    assert auth_server.stats().get("refresh_token") == 1
+    assert app.call("GET", "/token").json()["access_token"] != tokens["access_token"]
