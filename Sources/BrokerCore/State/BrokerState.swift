@@ -49,7 +49,10 @@ final class BrokerState: StateStore {
                 }
             }
         } catch {
-            throw StateOpenError(description: "\(error.description)\nThe broker did not start. Check the file and the state keys; to start anyway with what can be read, run with --accept-damaged-state (the damaged file is kept aside).")
+            let advice = error.isDamage
+                ? "To start anyway with what can be read, run with --accept-damaged-state (the damaged file is kept aside)."
+                : "Configure the key the file was written with (state keys: the current key first, older keys after it)."
+            throw StateOpenError(description: "\(error.description)\nThe broker did not start. \(advice)")
         }
         let journal: Journal
         do {

@@ -5,6 +5,9 @@ public struct StateLoadError: Error, Sendable, CustomStringConvertible {
     public let path: String
     public let offset: Int
     public let reason: String
+    /// False when the file is intact but no configured key opens it: setting it aside would
+    /// only hide sessions a correct key can read.
+    public var isDamage = true
 
     public var description: String { "\(path) at offset \(offset): \(reason)" }
 }
@@ -49,7 +52,9 @@ enum StateFileReader {
                 throw problem(error.offset, error.reason)
             }
             guard let key = keys.key(id: header.keyID) else {
-                throw problem(8, "the file is encrypted with key \(String(header.keyID, radix: 16)), which is not among the configured state keys")
+                var missing = problem(8, "the file is encrypted with key \(StateKeys.hex(id: header.keyID)), which is not among the configured state keys")
+                missing.isDamage = false
+                throw missing
             }
             var scan = StateFileScan(header: header)
             var sawEnd = false

@@ -38,7 +38,7 @@ enum StateRecovery {
                 report.snapshotRecords = scan.records
                 covered = scan.header.generation
             } catch {
-                guard acceptDamage else { throw error }
+                guard acceptDamage, error.isDamage else { throw error }
                 report.damaged.append(error)
                 setAside(snapshot)
             }
@@ -65,7 +65,7 @@ enum StateRecovery {
                     try? StateFileIO.truncate(path, to: torn.offset)
                 }
             } catch {
-                guard acceptDamage else { throw error }
+                guard acceptDamage, error.isDamage else { throw error }
                 report.damaged.append(error)
                 setAside(path)
             }
