@@ -66,7 +66,7 @@ public final class Broker: Sendable {
         let upstream = UpstreamClient()
         let discovery = DiscoveryCache(client: upstream)
         let providers = ProviderDirectory(providers: config.providers, discovery: discovery)
-        let services = Self.services(config, state: state, providers: providers, upstream: upstream, logger: logger)
+        let services = Self.services(config, state: state, providers: providers, upstream: upstream, logger: logger, metrics: metrics)
         AuthorizeRoutes(services: services).register(in: &router)
         CallbackRoute(services: services).register(in: &router)
         TokenRoutes(services: services).register(in: &router)
@@ -103,7 +103,10 @@ public final class Broker: Sendable {
         }
     }
 
-    private static func services(_ config: BrokerConfig, state: BrokerState, providers: ProviderDirectory, upstream: UpstreamClient, logger: Logger) -> BrokerServices {
+    private static func services(
+        _ config: BrokerConfig, state: BrokerState, providers: ProviderDirectory, upstream: UpstreamClient,
+        logger: Logger, metrics: BrokerMetrics
+    ) -> BrokerServices {
         let now: @Sendable () -> Double = { Date().timeIntervalSince1970 }
         let calls = ProviderCalls(client: upstream)
         return BrokerServices(
@@ -111,7 +114,7 @@ public final class Broker: Sendable {
             providers: providers,
             calls: calls,
             state: state,
-            refresher: Refresher(state: state, providers: providers, calls: calls, logger: logger, now: now),
+            refresher: Refresher(state: state, providers: providers, calls: calls, logger: logger, metrics: metrics, now: now),
             idTokens: IDTokenVerifier(jwks: JWKSCache(client: upstream)),
             profiles: ProfileCache(lifetime: config.sessions.profileCacheSeconds),
             logger: logger,

@@ -161,6 +161,8 @@ def test_concurrent_token_requests_share_one_refresh(broker_factory, auth_server
     assert len({a.json()["access_token"] for a in answers}) == 1
     assert answers[0].json()["access_token"] != tokens["access_token"]
     assert auth_server.stats().get("refresh_token") == 1
+    metrics = requests.get(broker.url("/metrics"), timeout=10).text
+    assert 'broker_refreshes_total{provider="dot",outcome="refreshed"} 1' in metrics
 
 
 def test_revoked_grant_means_login_required(broker_factory, auth_server):

@@ -42,6 +42,18 @@ public final class BrokerMetrics: Sendable {
         ).recordNanoseconds(Int64(seconds * 1e9))
     }
 
+    /// One upstream refresh and how it ended: `refreshed`, `login_required` (the provider
+    /// refused the grant), `failed` (transient) or `unsaved`.
+    func refreshFinished(provider: String, outcome: String) {
+        registry.makeCounter(
+            descriptor: MetricNameDescriptor(
+                namespace: "broker", metricName: "refreshes", unitName: "total",
+                helpText: "Upstream token refreshes, by provider and outcome."
+            ),
+            labels: [("provider", provider), ("outcome", outcome)]
+        ).increment()
+    }
+
     /// The Prometheus text exposition of every metric.
     public func render() -> [UInt8] {
         registry.emitToBuffer()

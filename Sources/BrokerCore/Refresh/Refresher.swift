@@ -24,14 +24,16 @@ final class Refresher: Sendable {
     private let providers: ProviderDirectory
     private let calls: ProviderCalls
     private let logger: Logger
+    private let metrics: BrokerMetrics
     private let now: @Sendable () -> Double
     private let inFlight = Mutex<[SHA256Digest: Task<Outcome, Never>]>([:])
 
-    init(state: any StateStore, providers: ProviderDirectory, calls: ProviderCalls, logger: Logger, now: @escaping @Sendable () -> Double) {
+    init(state: any StateStore, providers: ProviderDirectory, calls: ProviderCalls, logger: Logger, metrics: BrokerMetrics, now: @escaping @Sendable () -> Double) {
         self.state = state
         self.providers = providers
         self.calls = calls
         self.logger = logger
+        self.metrics = metrics
         self.now = now
     }
 
@@ -69,7 +71,9 @@ final class Refresher: Sendable {
         let response: TokenResponse
         do {
             response = try await calls.refresh(refreshToken, provider: provider)
+            metrics.refreshFinished(provider: session.provider, outcome: "refreshed")
         } catch {
+            metrics.refreshFinished(provider: session.provider, outcome: error.endsGrant ? "login_required" : "failed")
             if error.endsGrant {
                 if case .failure(let failure) = await remove(id) { return .unsaved(failure) }
                 logger.info("session ended: the provider refused the refresh token", metadata: ["provider": "\(session.provider)"])
