@@ -63,7 +63,11 @@ public final class Broker: Sendable {
                 clientSecret: secret, signer: await DevelopmentSigner.make(), now: now
             ).register(in: &router)
         }
-        let upstream = UpstreamClient()
+        var upstreamLimits = UpstreamClient.Limits()
+        upstreamLimits.maxInFlight = config.server.limits.maxUpstreamCalls
+        upstreamLimits.totalTimeout = .seconds(config.server.limits.upstreamTimeoutSeconds)
+        upstreamLimits.connectTimeout = .seconds(max(1, config.server.limits.upstreamTimeoutSeconds / 2))
+        let upstream = UpstreamClient(limits: upstreamLimits)
         let discovery = DiscoveryCache(client: upstream)
         let providers = ProviderDirectory(providers: config.providers, discovery: discovery)
         let services = Self.services(config, state: state, providers: providers, upstream: upstream, logger: logger, metrics: metrics)
@@ -117,6 +121,9 @@ public final class Broker: Sendable {
             refresher: Refresher(state: state, providers: providers, calls: calls, logger: logger, metrics: metrics, now: now),
             idTokens: IDTokenVerifier(jwks: JWKSCache(client: upstream)),
             profiles: ProfileCache(lifetime: config.sessions.profileCacheSeconds),
+            loginLimiter: RateLimiter(perMinute: config.server.limits.loginRequestsPerMinute),
+            tokenLimiter: RateLimiter(perMinute: config.server.limits.tokenRequestsPerMinute),
+            metrics: metrics,
             logger: logger,
             now: now
         )
@@ -189,7 +196,8 @@ public final class Broker: Sendable {
             maxURLBytes: limits.maxURLBytes,
             maxConnections: limits.maxConnections,
             maxConnectionsPerIP: limits.maxConnectionsPerIP,
-            idleTimeoutSeconds: limits.idleTimeoutSeconds
+            idleTimeoutSeconds: limits.idleTimeoutSeconds,
+            corsOrigins: Set(server.corsOrigins)
         )
     }
 }

@@ -17,6 +17,8 @@ public struct ServerConfiguration: Sendable {
     public var maxConnectionsPerIP: Int
     /// Idle connections are closed after this many seconds (slow clients included).
     public var idleTimeoutSeconds: Int
+    /// Browser origins (`https://app.example.com`, lowercased) allowed to read answers (CORS).
+    public var corsOrigins: Set<String>
 
     public init(
         host: String = "127.0.0.1",
@@ -27,7 +29,8 @@ public struct ServerConfiguration: Sendable {
         maxURLBytes: Int = 8 * 1024,
         maxConnections: Int = 1024,
         maxConnectionsPerIP: Int = 128,
-        idleTimeoutSeconds: Int = 30
+        idleTimeoutSeconds: Int = 30,
+        corsOrigins: Set<String> = []
     ) {
         self.host = host
         self.port = port
@@ -38,6 +41,7 @@ public struct ServerConfiguration: Sendable {
         self.maxConnections = maxConnections
         self.maxConnectionsPerIP = maxConnectionsPerIP
         self.idleTimeoutSeconds = idleTimeoutSeconds
+        self.corsOrigins = corsOrigins
     }
 
     /// libmicrohttpd's own per-connection memory. It is set well above the header and URL limits

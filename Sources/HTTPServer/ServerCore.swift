@@ -30,7 +30,7 @@ final class ServerCore: Sendable {
         let cutShort = deferred.claimAll()
         let error = HTTPError.serviceUnavailable("temporarily_unavailable", "The broker is shutting down; retry shortly.", retryAfterSeconds: 1)
         for request in cutShort {
-            tb_request_complete(request.pointer, makeResponse(error.response, requestID: "shutdown"))
+            tb_request_complete(request.pointer, makeResponse(error.response, requestID: "shutdown", origin: nil))
         }
         return cutShort.count
     }
@@ -50,9 +50,12 @@ final class ServerCore: Sendable {
             body: body,
             headers: .shim(shim)
         )
+        let origin = corsOrigin(request)
         let reply: Reply
         if let error = limitError(for: pointer, targetBytes: target.utf8.count) {
             reply = .now(error.response)
+        } else if request.method == "OPTIONS", request.header("Access-Control-Request-Method") != nil {
+            reply = .now(CORS.preflight(allowed: origin != nil))
         } else {
             reply = router.reply(to: request)
         }
@@ -68,7 +71,7 @@ final class ServerCore: Sendable {
         )
         switch reply {
         case .now(let response):
-            tb_request_respond(pointer, makeResponse(response, requestID: request.id))
+            tb_request_respond(pointer, makeResponse(response, requestID: request.id, origin: origin))
             finish(&record, response, startNanos: tb_request_start_ns(pointer))
         case .later(let work):
             tb_request_defer(pointer)
@@ -77,7 +80,7 @@ final class ServerCore: Sendable {
                 let response = await work()
                 guard let claimed = self.deferred.claim(ticket) else { return }
                 let startNanos = tb_request_start_ns(claimed.pointer)
-                tb_request_complete(claimed.pointer, self.makeResponse(response, requestID: record.requestID))
+                tb_request_complete(claimed.pointer, self.makeResponse(response, requestID: record.requestID, origin: origin))
                 self.finish(&record, response, startNanos: startNanos)
             }
         }
@@ -106,9 +109,16 @@ final class ServerCore: Sendable {
         return nil
     }
 
+    /// The request's `Origin` when it is one of the configured CORS origins.
+    private func corsOrigin(_ request: Request) -> String? {
+        guard !configuration.corsOrigins.isEmpty, let origin = request.header("Origin")?.lowercased(),
+              configuration.corsOrigins.contains(origin) else { return nil }
+        return origin
+    }
+
     /// Builds the shim's response, adding the headers every answer carries. Returns nil only when
     /// libmicrohttpd cannot allocate one (the shim then closes the connection).
-    private func makeResponse(_ response: Response, requestID: String) -> OpaquePointer? {
+    private func makeResponse(_ response: Response, requestID: String, origin: String?) -> OpaquePointer? {
         var response = response
         if response.headers.contains(where: { !Self.isSafeHeader($0) }) {
             response = HTTPError(status: 500, code: "server_error", description: "The broker built an invalid response.").response
@@ -121,8 +131,16 @@ final class ServerCore: Sendable {
         if response.header("Cache-Control") == nil {
             tb_response_add_header(created, "Cache-Control", "no-store")
         }
+        if response.header("Content-Security-Policy") == nil {
+            tb_response_add_header(created, "Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
+        }
         tb_response_add_header(created, "X-Request-Id", requestID)
         tb_response_add_header(created, "X-Content-Type-Options", "nosniff")
+        tb_response_add_header(created, "X-Frame-Options", "DENY")
+        tb_response_add_header(created, "Referrer-Policy", "no-referrer")
+        if let origin {
+            for header in CORS.headers(origin: origin) { tb_response_add_header(created, header.name, header.value) }
+        }
         if response.closeConnection || draining.load(ordering: .relaxed) {
             tb_response_close_connection(created)
         }

@@ -8,7 +8,9 @@ struct ConfigEnvironmentTests {
         #expect(table.map(\.variable) == [
             "BROKER_LISTEN", "BROKER_PUBLIC_URL", "BROKER_THREADS", "BROKER_SHUTDOWN_GRACE_SECONDS",
             "BROKER_MAX_BODY_BYTES", "BROKER_MAX_HEADER_BYTES", "BROKER_MAX_URL_BYTES", "BROKER_MAX_CONNECTIONS",
-            "BROKER_MAX_CONNECTIONS_PER_IP", "BROKER_IDLE_TIMEOUT_SECONDS", "BROKER_LOG_LEVEL", "BROKER_LOG_FORMAT",
+            "BROKER_MAX_CONNECTIONS_PER_IP", "BROKER_IDLE_TIMEOUT_SECONDS", "BROKER_MAX_UPSTREAM_CALLS", "BROKER_UPSTREAM_TIMEOUT_SECONDS",
+            "BROKER_LOGIN_REQUESTS_PER_MINUTE", "BROKER_TOKEN_REQUESTS_PER_MINUTE", "BROKER_CORS_ORIGINS",
+            "BROKER_LOG_LEVEL", "BROKER_LOG_FORMAT",
             "BROKER_LOG_ACCESS", "BROKER_SESSION_IDLE_LIFETIME_SECONDS", "BROKER_SESSION_ABSOLUTE_LIFETIME_SECONDS",
             "BROKER_REFRESH_SKEW_SECONDS", "BROKER_PROFILE_CACHE_SECONDS", "BROKER_LOGIN_LIFETIME_SECONDS",
             "BROKER_HANDOFF_LIFETIME_SECONDS", "BROKER_STATE_DIR", "BROKER_SNAPSHOT_INTERVAL_SECONDS",
@@ -17,6 +19,7 @@ struct ConfigEnvironmentTests {
         #expect(table.first { $0.variable == "BROKER_LOG_LEVEL" }?.key == "log.level")
         #expect(table.first { $0.variable == "BROKER_REFRESH_SKEW_SECONDS" }?.key == "sessions.refresh_skew_seconds")
         #expect(table.first { $0.variable == "BROKER_STATE_DIR" }?.key == "state.directory")
+        #expect(table.first { $0.variable == "BROKER_CORS_ORIGINS" }?.key == "server.cors_origins")
         #expect(Set(table.map(\.variable)).count == table.count)
         #expect(table.allSatisfy { !$0.description.isEmpty })
     }

@@ -9,10 +9,12 @@ struct AuthorizeRoutes: Sendable {
 
     func register(in router: inout Router) {
         router.add("GET", "/authorize") { [self] request throws(HTTPError) in
+            try services.admit(request, to: services.loginLimiter, route: "/authorize")
             let wantsJSON = request.header("Accept")?.contains("application/json") == true
             return try start(try request.query(), session: nil, json: wantsJSON)
         }
         router.add("POST", "/authorize") { [self] request throws(HTTPError) in
+            try services.admit(request, to: services.loginLimiter, route: "/authorize")
             let session = try services.authenticate(request)
             return try start(try request.form(), session: session, json: true)
         }

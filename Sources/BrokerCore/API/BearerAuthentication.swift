@@ -7,6 +7,7 @@ extension BrokerServices {
     func authenticate(_ request: Request) throws(HTTPError) -> Session {
         let id = try sessionID(request)
         guard let session = state.session(id, now: now()) else {
+            metrics.rejected(route: String(request.path), reason: "unknown_session_token")
             throw .invalidToken("The session token is unknown, expired or revoked.")
         }
         return session
@@ -23,5 +24,17 @@ extension BrokerServices {
             throw .invalidToken("The Authorization header is not a Bearer session token.")
         }
         return OpaqueToken.hash(parts[1])
+    }
+}
+
+extension BrokerServices {
+    /// Applies a per-client rate limit, counting refusals.
+    func admit(_ request: Request, to limiter: RateLimiter, route: String) throws(HTTPError) {
+        do {
+            try limiter.admit(request.clientIP, now: now())
+        } catch {
+            metrics.rejected(route: route, reason: "rate_limited")
+            throw error
+        }
     }
 }

@@ -11,6 +11,9 @@ struct BrokerServices: Sendable {
     let refresher: Refresher
     let idTokens: IDTokenVerifier
     let profiles: ProfileCache
+    let loginLimiter: RateLimiter
+    let tokenLimiter: RateLimiter
+    let metrics: BrokerMetrics
     let logger: Logger
     /// Unix seconds now; replaceable in tests.
     let now: @Sendable () -> Double

@@ -11,6 +11,7 @@ struct CallbackRoute: Sendable {
 
     func register(in router: inout Router) {
         router.add("GET", "/callback") { [self] request throws(HTTPError) in
+            try services.admit(request, to: services.loginLimiter, route: "/callback")
             let wantsHTML = request.header("Accept")?.contains("text/html") == true
             let fields: FormFields
             let pending: PendingAuthorization

@@ -9,6 +9,7 @@ struct TokenRoutes: Sendable {
 
     func register(in router: inout Router) {
         router.add("POST", "/token") { [self] request throws(HTTPError) in
+            try services.admit(request, to: services.tokenLimiter, route: "/token")
             let form = try request.form()
             return .awaiting { [self] () async throws(HTTPError) -> Response in try await redeem(form) }
         }
@@ -75,12 +76,14 @@ struct TokenRoutes: Sendable {
         let handoff: Handoff
         switch try await durably({ () async throws(StateWriteError) in try await services.state.redeemHandoff(codeID, now: now) }) {
         case .unknown, .expired:
+            services.metrics.rejected(route: "/token", reason: "unknown_handoff_code")
             throw .badRequest("The code is unknown or expired.", code: "invalid_grant")
         case .replayed(let sessionID):
             // A code used twice has leaked: end the session it created (RFC 6749 §4.1.2).
             if let sessionID, try await durably({ () async throws(StateWriteError) in try await services.state.removeSession(sessionID) }) != nil {
                 services.logger.warning("handoff code replayed; its session was revoked")
             }
+            services.metrics.rejected(route: "/token", reason: "replayed_handoff_code")
             throw .badRequest("The code was already used; its session has been revoked.", code: "invalid_grant")
         case .fresh(let found):
             handoff = found
@@ -89,6 +92,7 @@ struct TokenRoutes: Sendable {
             throw .badRequest("The code was issued to another app or redirect_uri.", code: "invalid_grant")
         }
         guard PKCE.verify(verifier: verifier, challenge: handoff.appChallenge) else {
+            services.metrics.rejected(route: "/token", reason: "wrong_code_verifier")
             throw .badRequest("code_verifier does not match the code_challenge.", code: "invalid_grant")
         }
         guard let grant = handoff.grant else {

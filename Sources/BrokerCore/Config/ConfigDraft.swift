@@ -8,6 +8,7 @@ struct ConfigDraft: Sendable {
     var threads = 0
     var shutdownGraceSeconds = 10.0
     var limits = Limits()
+    var corsOrigins: [String] = []
     var log = LogConfig()
     var sessions = SessionSettings()
     /// The `state` settings; ``resolveStateKeys(environment:baseDirectory:file:)`` fills in its
@@ -25,7 +26,7 @@ struct ConfigDraft: Sendable {
     func finish() -> BrokerConfig {
         BrokerConfig(
             server: ServerConfig(listen: listen, publicURL: publicURL, threads: threads,
-                                 shutdownGraceSeconds: shutdownGraceSeconds, limits: limits),
+                                 shutdownGraceSeconds: shutdownGraceSeconds, limits: limits, corsOrigins: corsOrigins),
             log: log,
             sessions: sessions,
             state: state,

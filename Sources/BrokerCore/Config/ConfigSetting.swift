@@ -45,6 +45,22 @@ struct ConfigSetting: Sendable {
               Limits.maxConnectionsPerIPRange, { $0.maxConnectionsPerIP = $1 }),
         limit("idle_timeout_seconds", "BROKER_IDLE_TIMEOUT_SECONDS", "seconds an idle connection is kept open",
               Limits.idleTimeoutSecondsRange, { $0.idleTimeoutSeconds = $1 }),
+        limit("max_upstream_calls", "BROKER_MAX_UPSTREAM_CALLS", "provider calls in flight at once; beyond, 503",
+              Limits.maxUpstreamCallsRange, { $0.maxUpstreamCalls = $1 }),
+        limit("upstream_timeout_seconds", "BROKER_UPSTREAM_TIMEOUT_SECONDS",
+              "seconds a call to a provider may take in all; beyond, 503",
+              Limits.upstreamTimeoutSecondsRange, { $0.upstreamTimeoutSeconds = $1 }),
+        limit("login_requests_per_minute", "BROKER_LOGIN_REQUESTS_PER_MINUTE",
+              "requests to /authorize and /callback per client IP per minute (0 = no limit); beyond, 429",
+              Limits.requestsPerMinuteRange, { $0.loginRequestsPerMinute = $1 }),
+        limit("token_requests_per_minute", "BROKER_TOKEN_REQUESTS_PER_MINUTE",
+              "POST /token requests per client IP per minute (0 = no limit); beyond, 429",
+              Limits.requestsPerMinuteRange, { $0.tokenRequestsPerMinute = $1 }),
+        ConfigSetting(key: "server.cors_origins", variable: "BROKER_CORS_ORIGINS",
+                      description: "browser origins allowed to call the API (CORS), comma-separated, e.g. https://app.example.com; empty = none",
+                      expected: "origins separated by commas") { draft, text in
+            CORSOrigins.parse(text).map { draft.corsOrigins = $0 }
+        },
         ConfigSetting(key: "log.level", variable: "BROKER_LOG_LEVEL",
                       description: "lowest log level written: trace, debug, info, notice, warning, error, critical",
                       expected: "a log level") { draft, text in

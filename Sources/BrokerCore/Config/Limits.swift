@@ -12,16 +12,30 @@ public struct Limits: Sendable, Equatable {
     public var maxConnectionsPerIP: Int
     /// Seconds an idle connection is kept open.
     public var idleTimeoutSeconds: Int
+    /// Provider calls in flight at once; requests needing one more get 503.
+    public var maxUpstreamCalls: Int
+    /// Seconds a provider call may take in all (connecting: at most half of it).
+    public var upstreamTimeoutSeconds: Int
+    /// Requests to `/authorize` and `/callback` per client IP per minute (0 = no limit); 429 above.
+    public var loginRequestsPerMinute: Int
+    /// `POST /token` requests per client IP per minute (0 = no limit); 429 above.
+    public var tokenRequestsPerMinute: Int
 
     /// Creates limits; the defaults are those of the embedded configuration.
     public init(maxBodyBytes: Int = 65_536, maxHeaderBytes: Int = 16_384, maxURLBytes: Int = 8_192,
-                maxConnections: Int = 1_024, maxConnectionsPerIP: Int = 128, idleTimeoutSeconds: Int = 30) {
+                maxConnections: Int = 1_024, maxConnectionsPerIP: Int = 128, idleTimeoutSeconds: Int = 30,
+                maxUpstreamCalls: Int = 256, upstreamTimeoutSeconds: Int = 10,
+                loginRequestsPerMinute: Int = 120, tokenRequestsPerMinute: Int = 120) {
         self.maxBodyBytes = maxBodyBytes
         self.maxHeaderBytes = maxHeaderBytes
         self.maxURLBytes = maxURLBytes
         self.maxConnections = maxConnections
         self.maxConnectionsPerIP = maxConnectionsPerIP
         self.idleTimeoutSeconds = idleTimeoutSeconds
+        self.maxUpstreamCalls = maxUpstreamCalls
+        self.upstreamTimeoutSeconds = upstreamTimeoutSeconds
+        self.loginRequestsPerMinute = loginRequestsPerMinute
+        self.tokenRequestsPerMinute = tokenRequestsPerMinute
     }
 
     /// Accepted range of `max_body_bytes`: 1 KiB to 64 MiB.
@@ -36,4 +50,7 @@ public struct Limits: Sendable, Equatable {
     static let maxConnectionsPerIPRange = 1...1_000_000
     /// Accepted range of `idle_timeout_seconds`: one second to one day.
     static let idleTimeoutSecondsRange = 1...86_400
+    static let maxUpstreamCallsRange = 1...100_000
+    static let upstreamTimeoutSecondsRange = 1...300
+    static let requestsPerMinuteRange = 0...1_000_000
 }

@@ -16,17 +16,21 @@ public struct ServerConfig: Sendable, Equatable {
     public var shutdownGraceSeconds: Double
     /// Request and connection limits.
     public var limits: Limits
+    /// Browser origins allowed to call the API (CORS); empty: none.
+    public var corsOrigins: [String]
 
     /// Creates server settings. `publicURL` defaults to `http://<listen>`; `threads` 0 means one
     /// per core and is resolved here.
     public init(listen: ListenAddress, publicURL: URL? = nil,
-                threads: Int = 0, shutdownGraceSeconds: Double = 10, limits: Limits = Limits()) {
+                threads: Int = 0, shutdownGraceSeconds: Double = 10, limits: Limits = Limits(),
+                corsOrigins: [String] = []) {
         self.listen = listen
         self.publicURL = publicURL ?? listen.derivedPublicURL
         self.publicURLIsDerived = publicURL == nil
         self.threads = threads > 0 ? threads : ProcessInfo.processInfo.activeProcessorCount
         self.shutdownGraceSeconds = shutdownGraceSeconds
         self.limits = limits
+        self.corsOrigins = corsOrigins
     }
 
     /// Where providers send the browser back: ``publicURL`` + `/callback`.

@@ -54,6 +54,18 @@ public final class BrokerMetrics: Sendable {
         ).increment()
     }
 
+    /// A request refused for abuse-related reasons: rate limits, unknown session tokens, unknown
+    /// or replayed handoff codes, wrong verifiers — guessing shows up here.
+    func rejected(route: String, reason: String) {
+        registry.makeCounter(
+            descriptor: MetricNameDescriptor(
+                namespace: "broker", metricName: "rejected_requests", unitName: "total",
+                helpText: "Requests refused by rate limits or for unknown or misused credentials, by route and reason."
+            ),
+            labels: [("route", route), ("reason", reason)]
+        ).increment()
+    }
+
     /// The Prometheus text exposition of every metric.
     public func render() -> [UInt8] {
         registry.emitToBuffer()

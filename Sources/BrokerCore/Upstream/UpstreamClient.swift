@@ -2,6 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 public import FoundationNetworking
 #endif
+import Synchronization
 
 /// The one HTTP client for every call the broker makes to a provider.
 ///
@@ -15,6 +16,8 @@ public final class UpstreamClient: Sendable {
         public var connectTimeout: Duration = .seconds(5)
         public var totalTimeout: Duration = .seconds(10)
         public var maxResponseBytes = 1 << 20
+        /// Calls in flight at once; one more fails at once (the client gets a 503).
+        public var maxInFlight = 256
 
         public init() {}
     }
@@ -28,6 +31,8 @@ public final class UpstreamClient: Sendable {
 
     private let session: URLSession
     private let guardian: SessionGuardian
+    private let maxInFlight: Int
+    private let inFlight = Atomic<Int>(0)
 
     public init(limits: Limits = Limits()) {
         let configuration = URLSessionConfiguration.ephemeral
@@ -37,6 +42,7 @@ public final class UpstreamClient: Sendable {
         configuration.httpShouldSetCookies = false
         configuration.urlCache = nil
         guardian = SessionGuardian(maxResponseBytes: limits.maxResponseBytes)
+        maxInFlight = limits.maxInFlight
         session = URLSession(configuration: configuration, delegate: guardian, delegateQueue: nil)
     }
 
@@ -46,6 +52,11 @@ public final class UpstreamClient: Sendable {
 
     /// Sends `request` and returns the answer, whatever its status.
     public func send(_ request: URLRequest) async throws(UpstreamError) -> Response {
+        guard inFlight.wrappingAdd(1, ordering: .relaxed).newValue <= maxInFlight else {
+            inFlight.wrappingSubtract(1, ordering: .relaxed)
+            throw UpstreamError.busy(host: request.url?.host ?? "?")
+        }
+        defer { inFlight.wrappingSubtract(1, ordering: .relaxed) }
         let data: Data
         let response: URLResponse
         do {

@@ -11,6 +11,7 @@ public struct UpstreamError: Error, Sendable, CustomStringConvertible {
         case unreachable
         case tooLarge
         case tls
+        case busy
     }
 
     private let kind: Kind
@@ -34,6 +35,7 @@ public struct UpstreamError: Error, Sendable, CustomStringConvertible {
 
     public static func unreachable(host: String) -> UpstreamError { UpstreamError(.unreachable, host: host) }
     public static func tooLarge(host: String) -> UpstreamError { UpstreamError(.tooLarge, host: host) }
+    public static func busy(host: String) -> UpstreamError { UpstreamError(.busy, host: host) }
 
     /// True when the provider took too long (a 504 to the client rather than a 502).
     public var isTimeout: Bool { kind == .timedOut }
@@ -44,6 +46,7 @@ public struct UpstreamError: Error, Sendable, CustomStringConvertible {
         case .unreachable: "\(host) could not be reached"
         case .tooLarge: "\(host) sent a response larger than the limit"
         case .tls: "the TLS connection to \(host) failed verification"
+        case .busy: "too many calls to providers are in flight; \(host) was not called"
         }
     }
 }

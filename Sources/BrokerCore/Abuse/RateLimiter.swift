@@ -1,0 +1,46 @@
+import HTTPServer
+import Synchronization
+
+/// Requests per client IP per minute, as token buckets: a client may burst up to the limit and
+/// regains one request every `60 / limit` seconds. Beyond it: 429 with `Retry-After`.
+final class RateLimiter: Sendable {
+    private struct Bucket {
+        var tokens: Double
+        var updated: Double
+    }
+
+    private let perMinute: Int
+    private let buckets = Mutex<[String: Bucket]>([:])
+
+    /// `perMinute` 0 means no limit.
+    init(perMinute: Int) {
+        self.perMinute = perMinute
+    }
+
+    /// Takes one request from `client`'s bucket, or throws 429 saying when to come back.
+    func admit(_ client: String, now: Double) throws(HTTPError) {
+        guard perMinute > 0 else { return }
+        let capacity = Double(perMinute)
+        let rate = capacity / 60
+        let wait: Double? = buckets.withLock { buckets in
+            if buckets.count > 100_000 {
+                // Forget full buckets: a client that stayed away long enough starts afresh anyway.
+                buckets = buckets.filter { $0.value.tokens + (now - $0.value.updated) * rate < capacity }
+            }
+            var bucket = buckets[client] ?? Bucket(tokens: capacity, updated: now)
+            bucket.tokens = min(capacity, bucket.tokens + (now - bucket.updated) * rate)
+            bucket.updated = now
+            defer { buckets[client] = bucket }
+            guard bucket.tokens >= 1 else { return (1 - bucket.tokens) / rate }
+            bucket.tokens -= 1
+            return nil
+        }
+        if let wait {
+            throw HTTPError(
+                status: 429, code: "rate_limited",
+                description: "Too many requests from this address; retry later.",
+                headers: [HTTPHeader("Retry-After", String(Int(wait.rounded(.up))))]
+            )
+        }
+    }
+}

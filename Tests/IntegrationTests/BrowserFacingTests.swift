@@ -1,0 +1,63 @@
+import Foundation
+import Testing
+
+/// Abuse limits and browser-facing headers on the real binary.
+@Suite(.serialized)
+struct BrowserFacingTests {
+    @Test func loginEndpointsAreRateLimitedPerClient() throws {
+        let broker = try BrokerProcess(config: "server:\n  limits:\n    login_requests_per_minute: 5\n")
+        for _ in 0..<5 {
+            #expect(try broker.get("/authorize?provider=x").status == 400)
+        }
+        let limited = try broker.get("/authorize?provider=x")
+        #expect(limited.status == 429)
+        #expect(try limited.json()["error"] as? String == "rate_limited")
+        let retryAfter = Int(limited.headers["retry-after"] ?? "") ?? 0
+        #expect((1...12).contains(retryAfter))
+        #expect(try broker.get("/callback?state=x").status == 429, "the callback shares the login budget")
+        #expect(try broker.get("/healthz").status == 200, "other endpoints are not limited")
+        let metrics = try broker.get("/metrics").text
+        #expect(metrics.contains(#"broker_rejected_requests_total{route="/authorize",reason="rate_limited"} 1"#))
+    }
+
+    @Test func unknownSessionTokensAreCounted() throws {
+        let broker = try BrokerProcess()
+        for _ in 0..<3 {
+            #expect(try broker.get("/token", headers: ["Authorization": "Bearer tbs_guess"]).status == 401)
+        }
+        let metrics = try broker.get("/metrics").text
+        #expect(metrics.contains(#"broker_rejected_requests_total{route="/token",reason="unknown_session_token"} 3"#))
+    }
+
+    @Test func corsOnlyForConfiguredOrigins() throws {
+        let broker = try BrokerProcess(config: "server:\n  cors_origins: https://app.example.com\n")
+        let allowed = try broker.get("/healthz", headers: ["Origin": "https://app.example.com"])
+        #expect(allowed.headers["access-control-allow-origin"] == "https://app.example.com")
+        #expect(allowed.headers["vary"] == "Origin")
+        let other = try broker.get("/healthz", headers: ["Origin": "https://evil.example"])
+        #expect(other.headers["access-control-allow-origin"] == nil)
+        let preflight = try RawHTTP.request(port: broker.port, method: "OPTIONS", target: "/token", headers: [
+            "Origin": "https://app.example.com", "Access-Control-Request-Method": "GET",
+            "Access-Control-Request-Headers": "authorization",
+        ])
+        #expect(preflight.status == 204)
+        #expect(preflight.headers["access-control-allow-origin"] == "https://app.example.com")
+        #expect(preflight.headers["access-control-allow-headers"]?.contains("Authorization") == true)
+        let refused = try RawHTTP.request(port: broker.port, method: "OPTIONS", target: "/token", headers: [
+            "Origin": "https://evil.example", "Access-Control-Request-Method": "GET",
+        ])
+        #expect(refused.status == 204)
+        #expect(refused.headers["access-control-allow-origin"] == nil)
+        #expect(refused.headers["access-control-allow-methods"] == nil)
+    }
+
+    @Test func everyAnswerForbidsFramingAndSniffing() throws {
+        let broker = try BrokerProcess()
+        for response in [try broker.get("/healthz"), try broker.get("/nope"), try broker.get("/callback?state=unknown", headers: ["Accept": "text/html"])] {
+            #expect(response.headers["x-frame-options"] == "DENY")
+            #expect(response.headers["x-content-type-options"] == "nosniff")
+            #expect(response.headers["referrer-policy"] == "no-referrer")
+            #expect(response.headers["content-security-policy"]?.contains("frame-ancestors 'none'") == true)
+        }
+    }
+}
