@@ -36,10 +36,11 @@ public final class Broker: Sendable {
         var config = config
         if development, let refusal = DevelopmentMode.refusal(config) { throw BrokerStartError(refusal) }
         let state = try Self.openState(config, development: development, acceptDamage: acceptDamagedState, logger: logger)
+        let serverConfiguration = try Self.serverConfiguration(config.server)
         let server: HTTPServer
         do {
             server = try HTTPServer(
-                configuration: Self.serverConfiguration(config.server),
+                configuration: serverConfiguration,
                 observer: RequestReporter(metrics: metrics, logger: logger, accessLog: config.log.access)
             )
         } catch {
@@ -47,7 +48,8 @@ public final class Broker: Sendable {
         }
         if config.server.publicURLIsDerived {
             // With port 0 the public URL (and the callback URL providers see) takes the real port.
-            config.server.publicURL = ListenAddress(host: config.server.listen.host, port: server.port).derivedPublicURL
+            config.server.publicURL = ListenAddress(host: config.server.listen.host, port: server.port)
+                .derivedPublicURL(secure: config.server.tls != nil)
         }
         var router = Router()
         if development {
@@ -185,8 +187,16 @@ public final class Broker: Sendable {
         logger.notice("stopped", metadata: ["requests_cut_short": "\(cutShort)"])
     }
 
-    static func serverConfiguration(_ server: ServerConfig) -> ServerConfiguration {
+    static func serverConfiguration(_ server: ServerConfig) throws(BrokerStartError) -> ServerConfiguration {
         let limits = server.limits
+        var tls: (certificate: String, key: String)?
+        if let files = server.tls {
+            guard let certificate = try? String(contentsOfFile: files.certificateFile, encoding: .utf8),
+                  let key = try? String(contentsOfFile: files.keyFile, encoding: .utf8) else {
+                throw BrokerStartError("cannot read the TLS certificate or key (\(files.certificateFile), \(files.keyFile))")
+            }
+            tls = (certificate, key)
+        }
         return ServerConfiguration(
             host: server.listen.host == "localhost" ? "127.0.0.1" : server.listen.host,
             port: server.listen.port,
@@ -197,7 +207,8 @@ public final class Broker: Sendable {
             maxConnections: limits.maxConnections,
             maxConnectionsPerIP: limits.maxConnectionsPerIP,
             idleTimeoutSeconds: limits.idleTimeoutSeconds,
-            corsOrigins: Set(server.corsOrigins)
+            corsOrigins: Set(server.corsOrigins),
+            tls: tls
         )
     }
 }

@@ -51,7 +51,12 @@ public final class HTTPServer: Sendable {
             // The daemon holds this retain until `shutdown` stops it.
             let context = Unmanaged.passRetained(core)
             var error = [CChar](repeating: 0, count: 256)
-            guard let server = tb_server_start(&options, callbacks, context.toOpaque(), &error, error.count) else {
+            let started = Self.withTLS(configuration.tls) { certificate, key in
+                options.tls_certificate_pem = certificate
+                options.tls_key_pem = key
+                return tb_server_start(&options, callbacks, context.toOpaque(), &error, error.count)
+            }
+            guard let server = started else {
                 context.release()
                 state = .stopped
                 throw ServerStartError(error)
@@ -86,6 +91,15 @@ public final class HTTPServer: Sendable {
         tb_server_stop(running.pointer)
         running.core.release()
         return cutShort
+    }
+
+    /// Calls `body` with C strings of the PEM certificate and key, or NULLs without TLS.
+    private static func withTLS<T>(
+        _ tls: (certificate: String, key: String)?,
+        _ body: (UnsafePointer<CChar>?, UnsafePointer<CChar>?) -> T
+    ) -> T {
+        guard let tls else { return body(nil, nil) }
+        return tls.certificate.withCString { certificate in tls.key.withCString { key in body(certificate, key) } }
     }
 
     private func waitForRequests(on server: RunningServer, until deadline: ContinuousClock.Instant) async {

@@ -19,6 +19,8 @@ public struct ServerConfiguration: Sendable {
     public var idleTimeoutSeconds: Int
     /// Browser origins (`https://app.example.com`, lowercased) allowed to read answers (CORS).
     public var corsOrigins: Set<String>
+    /// PEM certificate chain and private key: serve HTTPS. Nil: plain HTTP (TLS terminated in front).
+    public var tls: (certificate: String, key: String)?
 
     public init(
         host: String = "127.0.0.1",
@@ -30,7 +32,8 @@ public struct ServerConfiguration: Sendable {
         maxConnections: Int = 1024,
         maxConnectionsPerIP: Int = 128,
         idleTimeoutSeconds: Int = 30,
-        corsOrigins: Set<String> = []
+        corsOrigins: Set<String> = [],
+        tls: (certificate: String, key: String)? = nil
     ) {
         self.host = host
         self.port = port
@@ -42,6 +45,7 @@ public struct ServerConfiguration: Sendable {
         self.maxConnectionsPerIP = maxConnectionsPerIP
         self.idleTimeoutSeconds = idleTimeoutSeconds
         self.corsOrigins = corsOrigins
+        self.tls = tls
     }
 
     /// libmicrohttpd's own per-connection memory. It is set well above the header and URL limits

@@ -329,13 +329,23 @@ tb_server *tb_server_start(const tb_server_options *options, tb_callbacks callba
         {MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)options->idle_timeout_seconds, NULL},
         {MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)options->connection_memory_bytes, NULL},
         {MHD_OPTION_CONNECTION_LIMIT, (intptr_t)options->hard_connection_limit, NULL},
-        // A pool of one makes libmicrohttpd warn; one thread is the polling thread itself.
-        {options->threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END,
-         (intptr_t)options->threads, NULL},
+        {MHD_OPTION_END, 0, NULL}, // thread pool (below)
+        {MHD_OPTION_END, 0, NULL}, // TLS certificate (below)
+        {MHD_OPTION_END, 0, NULL}, // TLS key (below)
         {MHD_OPTION_END, 0, NULL},
     };
+    size_t next = sizeof items / sizeof items[0] - 4;
+    // A pool of one makes libmicrohttpd warn; one thread is the polling thread itself.
+    if (options->threads > 1) {
+        items[next++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)options->threads, NULL};
+    }
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
                          MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    if (options->tls_certificate_pem != NULL && options->tls_key_pem != NULL) {
+        flags |= MHD_USE_TLS;
+        items[next++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)options->tls_certificate_pem};
+        items[next++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)options->tls_key_pem};
+    }
     server->daemon = MHD_start_daemon(flags, 0, NULL, NULL, tb_on_access, server,
                                       MHD_OPTION_ARRAY, items, MHD_OPTION_END);
     if (server->daemon == NULL) {

@@ -9,6 +9,8 @@ struct ConfigDraft: Sendable {
     var shutdownGraceSeconds = 10.0
     var limits = Limits()
     var corsOrigins: [String] = []
+    var tlsCertificateFile: String?
+    var tlsKeyFile: String?
     var log = LogConfig()
     var sessions = SessionSettings()
     /// The `state` settings; ``resolveStateKeys(environment:baseDirectory:file:)`` fills in its
@@ -26,7 +28,10 @@ struct ConfigDraft: Sendable {
     func finish() -> BrokerConfig {
         BrokerConfig(
             server: ServerConfig(listen: listen, publicURL: publicURL, threads: threads,
-                                 shutdownGraceSeconds: shutdownGraceSeconds, limits: limits, corsOrigins: corsOrigins),
+                                 shutdownGraceSeconds: shutdownGraceSeconds, limits: limits, corsOrigins: corsOrigins,
+                                 tls: tlsCertificateFile.flatMap { certificate in
+                                     tlsKeyFile.map { TLSFiles(certificateFile: certificate, keyFile: $0) }
+                                 }),
             log: log,
             sessions: sessions,
             state: state,
@@ -38,6 +43,15 @@ struct ConfigDraft: Sendable {
     /// Checks between settings that can only be made once file and environment are merged.
     func crossCheck(file: String?) -> [ConfigProblem] {
         var problems: [ConfigProblem] = []
+        if (tlsCertificateFile == nil) != (tlsKeyFile == nil) {
+            let key = tlsCertificateFile == nil ? "server.tls_certificate_file" : "server.tls_key_file"
+            problems.append(ConfigProblem(key: key, message: "HTTPS needs both server.tls_certificate_file and server.tls_key_file", line: lines[key], file: file))
+        }
+        for (key, path) in [("server.tls_certificate_file", tlsCertificateFile), ("server.tls_key_file", tlsKeyFile)] {
+            if let path, !FileManager.default.isReadableFile(atPath: path) {
+                problems.append(ConfigProblem(key: key, message: "cannot read \(path)", line: lines[key], file: file))
+            }
+        }
         if limits.maxConnectionsPerIP > limits.maxConnections {
             let key = "server.limits.max_connections_per_ip"
             let line = lines[key]

@@ -56,6 +56,18 @@ struct ConfigSetting: Sendable {
         limit("token_requests_per_minute", "BROKER_TOKEN_REQUESTS_PER_MINUTE",
               "POST /token requests per client IP per minute (0 = no limit); beyond, 429",
               Limits.requestsPerMinuteRange, { $0.tokenRequestsPerMinute = $1 }),
+        ConfigSetting(key: "server.tls_certificate_file", variable: "BROKER_TLS_CERTIFICATE_FILE",
+                      description: "serve HTTPS with this PEM certificate chain (with server.tls_key_file); default: plain HTTP",
+                      expected: "a file path") { draft, text in
+            draft.tlsCertificateFile = text.isEmpty ? nil : text
+            return .success(())
+        },
+        ConfigSetting(key: "server.tls_key_file", variable: "BROKER_TLS_KEY_FILE",
+                      description: "the PEM private key for server.tls_certificate_file",
+                      expected: "a file path") { draft, text in
+            draft.tlsKeyFile = text.isEmpty ? nil : text
+            return .success(())
+        },
         ConfigSetting(key: "server.cors_origins", variable: "BROKER_CORS_ORIGINS",
                       description: "browser origins allowed to call the API (CORS), comma-separated, e.g. https://app.example.com; empty = none",
                       expected: "origins separated by commas") { draft, text in

@@ -18,14 +18,17 @@ public struct ServerConfig: Sendable, Equatable {
     public var limits: Limits
     /// Browser origins allowed to call the API (CORS); empty: none.
     public var corsOrigins: [String]
+    /// PEM files to serve HTTPS with (certificate chain, private key); nil: plain HTTP.
+    public var tls: TLSFiles?
 
-    /// Creates server settings. `publicURL` defaults to `http://<listen>`; `threads` 0 means one
-    /// per core and is resolved here.
+    /// Creates server settings. `publicURL` defaults to `http(s)://<listen>`; `threads` 0 means
+    /// one per core and is resolved here.
     public init(listen: ListenAddress, publicURL: URL? = nil,
                 threads: Int = 0, shutdownGraceSeconds: Double = 10, limits: Limits = Limits(),
-                corsOrigins: [String] = []) {
+                corsOrigins: [String] = [], tls: TLSFiles? = nil) {
         self.listen = listen
-        self.publicURL = publicURL ?? listen.derivedPublicURL
+        self.tls = tls
+        self.publicURL = publicURL ?? listen.derivedPublicURL(secure: tls != nil)
         self.publicURLIsDerived = publicURL == nil
         self.threads = threads > 0 ? threads : ProcessInfo.processInfo.activeProcessorCount
         self.shutdownGraceSeconds = shutdownGraceSeconds
@@ -43,10 +46,23 @@ public struct ServerConfig: Sendable, Equatable {
 }
 
 extension ListenAddress {
-    /// `http://<listen>`, the public URL used when none is configured.
-    var derivedPublicURL: URL {
+    /// `http(s)://<listen>`, the public URL used when none is configured.
+    func derivedPublicURL(secure: Bool) -> URL {
         // The host is an IP literal or localhost and the port is numeric, so the URL always
         // parses; the fallback only keeps the type non-optional.
-        URL(string: "http://\(self)") ?? URL(fileURLWithPath: "/")
+        URL(string: "\(secure ? "https" : "http")://\(self)") ?? URL(fileURLWithPath: "/")
+    }
+}
+
+/// The PEM files the broker serves HTTPS with.
+public struct TLSFiles: Sendable, Equatable {
+    /// The certificate chain, leaf first.
+    public let certificateFile: String
+    /// The private key (unencrypted PEM).
+    public let keyFile: String
+
+    public init(certificateFile: String, keyFile: String) {
+        self.certificateFile = certificateFile
+        self.keyFile = keyFile
     }
 }

@@ -56,6 +56,10 @@ typedef struct {
     size_t connection_memory_bytes;
     /// Largest request body accepted; larger ones are reported as TB_LIMIT_BODY.
     size_t max_body_bytes;
+    /// PEM certificate chain and private key for HTTPS; both NULL for plain HTTP. Only read
+    /// during tb_server_start().
+    const char *tls_certificate_pem;
+    const char *tls_key_pem;
 } tb_server_options;
 
 /// Opens a listening TCP socket on `host` (an IPv4 or IPv6 literal, without brackets) and
