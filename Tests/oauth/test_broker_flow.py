@@ -230,19 +230,48 @@ def test_unknown_bearer_tokens_are_401(broker_factory):
             assert response.headers["WWW-Authenticate"] == 'Bearer error="invalid_token"'
 
 
-def test_no_secret_reaches_the_logs(broker_factory, auth_server):
+def test_no_secret_reaches_logs_error_bodies_or_metrics(broker_factory, auth_server):
+    """Every secret, token, code and verifier of a full run, searched for in everything the broker
+    printed, every error body it sent, and its metrics: zero hits."""
     broker, app, client_id, secret = broker_factory()
-    tokens = app.login("alice")
-    app.call("POST", "/refresh")
+    secrets = {secret}
+    error_bodies = []
+
+    def remember_error(response):
+        if response.status_code >= 400:
+            error_bodies.append(response.text)
+        return response
+
+    url, verifier = app.authorize_url(state="app-state-secret-1")
+    provider_url = requests.get(url, allow_redirects=False, timeout=10).headers["Location"]
+    secrets.add(query_params(provider_url)["state"])  # the broker's own state
+    callback = Browser(allowed_hosts=[auth_server.host]).authorize(provider_url, "alice", "alice-password")
+    secrets.add(query_params(callback)["code"])  # the provider's authorization code
+    back = requests.get(callback, allow_redirects=False, timeout=30).headers["Location"]
+    handoff = query_params(back)["code"]
+    secrets |= {handoff, verifier}
+    tokens = app.redeem(handoff, verifier).json()
+    app.session_token = tokens["session_token"]
+    secrets |= {tokens["session_token"], tokens["access_token"]}
+    secrets.add(app.call("POST", "/refresh").json()["access_token"])
     app.call("GET", "/profile")
+    # Error paths that see secrets: replayed code, wrong verifier, forged and misused tokens.
+    remember_error(app.redeem(handoff, verifier))
+    remember_error(app.redeem(handoff, "x" * 43))
+    remember_error(app.call("GET", "/token", token=tokens["session_token"] + "x"))
+    remember_error(app.call("GET", "/token", token=tokens["access_token"]))
+    remember_error(requests.get(callback, allow_redirects=False, timeout=30))
+    remember_error(requests.get(broker.url("/authorize?code=" + handoff), timeout=10))
     server_tokens = auth_server.user_tokens("alice", client_id)
-    secrets = {secret, tokens["session_token"], tokens["access_token"]}
     secrets |= {t["token"] for t in server_tokens["access_tokens"] + server_tokens["refresh_tokens"]}
+    metrics = requests.get(broker.url("/metrics"), timeout=10).text
     app.call("POST", "/revoke")
     assert broker.stop(signal.SIGTERM) == 0
     assert broker.lines, "the broker logged nothing"
-    leaked = [s for s in secrets if s in broker.log_text]
-    assert not leaked
+    assert len(error_bodies) == 6
+    haystacks = {"log": broker.log_text, "metrics": metrics, "error bodies": "\n".join(error_bodies)}
+    leaks = [(where, s[:12]) for s in secrets if len(s) >= 8 for where, text in haystacks.items() if s in text]
+    assert not leaks
 
 
 def test_expired_state_is_400(broker_factory, auth_server):
