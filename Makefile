@@ -6,7 +6,7 @@ VENV         ?= .venv
 DEB_PACKAGES := libmicrohttpd-dev libssl-dev pkg-config python3-venv openssl curl
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test build deps venv crash-loop clean
+.PHONY: run test build deps venv crash-loop deploy-check clean
 
 ## Build in release mode and run the broker on its embedded defaults (127.0.0.1:8080), in
 ## development mode: with the built-in identity provider `dev` and the demo app `demo`.
@@ -19,12 +19,18 @@ run: deps
 test: deps venv
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
-	$(VENV)/bin/python -m pytest -q Tests/contract Tests/oauth
+	$(VENV)/bin/python -m pytest -q Tests/contract Tests/oauth Tests/deploy
 
 ## The crash loop of Tests/oauth/test_broker_crash.py with many rounds (kill -9 under load).
 crash-loop: deps venv
 	$(SWIFT) build
 	CRASH_ROUNDS=$${CRASH_ROUNDS:-30} $(VENV)/bin/python -m pytest -q -s Tests/oauth/test_broker_crash.py
+
+## The packaging checks (Dockerfile, deploy/) without a Docker engine: Kubernetes schemas, the
+## Compose CLI's own `config`, systemd-analyze, and every deploy configuration through check-config.
+deploy-check: deps venv
+	$(SWIFT) build --product token-broker
+	$(VENV)/bin/python -m pytest -q Tests/deploy
 
 build: deps
 	$(SWIFT) build
@@ -40,9 +46,9 @@ deps:
 ## The Python tools of the contract tests, in a local virtual environment.
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: Tests/contract/requirements.txt Tests/oauth/requirements.txt
+$(VENV)/.installed: Tests/contract/requirements.txt Tests/oauth/requirements.txt Tests/deploy/requirements.txt
 	python3 -m venv $(VENV)
-	$(VENV)/bin/pip install -q -r Tests/contract/requirements.txt -r Tests/oauth/requirements.txt
+	$(VENV)/bin/pip install -q -r Tests/contract/requirements.txt -r Tests/oauth/requirements.txt -r Tests/deploy/requirements.txt
 	touch $@
 
 clean:

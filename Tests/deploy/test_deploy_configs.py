@@ -1,0 +1,104 @@
+"""(d) Every broker configuration in deploy/ passes `token-broker check-config` with its
+secrets supplied the way its deployment supplies them (placeholder values), uses presets, and
+never holds a secret itself."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from deploy_support import (
+    DEPLOY, KUBERNETES, SYSTEMD, broker_binary, clean_env, config_secrets, gen_key, load_yaml,
+    load_yaml_documents, placeholder_secret_env, run,
+)
+import yaml
+
+
+@pytest.fixture(scope="module")
+def binary() -> Path:
+    path = broker_binary()
+    assert path.exists(), f"{path}: build it first (swift build), or set TOKEN_BROKER_BINARY"
+    return path
+
+
+def configmap_config() -> dict:
+    configmap = next(doc for doc in load_yaml_documents(KUBERNETES / "configmap.yaml") if doc["kind"] == "ConfigMap")
+    return yaml.safe_load(configmap["data"]["broker.yaml"])
+
+
+def all_configs() -> dict[str, dict]:
+    return {
+        "deploy/broker.yaml": load_yaml(DEPLOY / "broker.yaml"),
+        "deploy/kubernetes/configmap.yaml": configmap_config(),
+        "deploy/systemd/broker.yaml": load_yaml(SYSTEMD / "broker.yaml"),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(all_configs()))
+def test_no_inline_secret_and_presets_only(name):
+    config = all_configs()[name]
+    text = yaml.safe_dump(config)
+    assert "client_secret:" not in text
+    assert config["providers"], "at least one provider"
+    for provider_id, provider in config["providers"].items():
+        assert "preset" in provider, f"{name}: providers.{provider_id} without a preset"
+        assert ("client_secret_env" in provider) != ("client_secret_file" in provider)
+    assert config["apps"], "at least one app"
+    assert config["server"]["public_url"].startswith("https://")
+    assert config["log"]["format"] == "json"
+    assert config["state"]["directory"] == "/var/lib/token-broker"
+
+
+def test_container_configs_agree():
+    """The Compose/image configuration and the Kubernetes ConfigMap are the same file."""
+    assert configmap_config() == load_yaml(DEPLOY / "broker.yaml")
+
+
+def test_container_config_passes_check_config(binary, tmp_path):
+    config = load_yaml(DEPLOY / "broker.yaml")
+    env = clean_env(placeholder_secret_env(config, gen_key(binary)))
+    result = run([binary, "check-config", DEPLOY / "broker.yaml"], env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_configmap_config_passes_check_config(binary, tmp_path):
+    path = tmp_path / "broker.yaml"
+    configmap = next(doc for doc in load_yaml_documents(KUBERNETES / "configmap.yaml") if doc["kind"] == "ConfigMap")
+    path.write_text(configmap["data"]["broker.yaml"])
+    env = clean_env(placeholder_secret_env(configmap_config(), gen_key(binary)))
+    result = run([binary, "check-config", path], env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_systemd_config_passes_check_config_in_a_credentials_directory(binary, tmp_path):
+    """The unit loads broker.yaml and the secret files side by side into %d; so does this test."""
+    config = load_yaml(SYSTEMD / "broker.yaml")
+    secrets = config_secrets(config)
+    assert not secrets.env, "the systemd configuration takes its secrets from credentials (files)"
+    credentials = tmp_path / "credentials"
+    credentials.mkdir()
+    (credentials / "broker.yaml").write_text((SYSTEMD / "broker.yaml").read_text())
+    for name in secrets.files:
+        assert "/" not in name, f"{name}: name credentials relative to the configuration file"
+        (credentials / name).write_text(gen_key(binary) if name == secrets.key_file else f"placeholder-{name}")
+    result = run([binary, "check-config", credentials / "broker.yaml"], env=clean_env(), cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    # A missing credential is reported by name.
+    (credentials / sorted(secrets.files - {secrets.key_file})[0]).unlink()
+    result = run([binary, "check-config", credentials / "broker.yaml"], env=clean_env(), cwd=tmp_path)
+    assert result.returncode != 0
+
+
+def test_placeholder_state_key_is_refused(binary, tmp_path):
+    """Left unfilled, the example env file's state key stops the broker: no deployment runs on
+    a published key."""
+    env_file = dict(line.split("=", 1) for line in (DEPLOY / "broker.env.example").read_text().splitlines()
+                    if line and not line.startswith("#"))
+    result = run([binary, "check-config", DEPLOY / "broker.yaml"], env=clean_env(env_file), cwd=tmp_path)
+    assert result.returncode != 0
+    assert "BROKER_STATE_KEY" in result.stdout + result.stderr
+    secret = next(doc for doc in load_yaml_documents(KUBERNETES / "secret.yaml") if doc["kind"] == "Secret")
+    result = run([binary, "check-config", DEPLOY / "broker.yaml"], env=clean_env(secret["stringData"]), cwd=tmp_path)
+    assert result.returncode != 0
+    assert "BROKER_STATE_KEY" in result.stdout + result.stderr
