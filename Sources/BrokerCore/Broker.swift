@@ -35,7 +35,7 @@ public final class Broker: Sendable {
         let metrics = BrokerMetrics()
         var config = config
         if development, let refusal = DevelopmentMode.refusal(config) { throw BrokerStartError(refusal) }
-        let state = try Self.openState(config, development: development, acceptDamage: acceptDamagedState, logger: logger)
+        let state = try Self.openState(config, development: development, acceptDamage: acceptDamagedState, logger: logger, metrics: metrics)
         let serverConfiguration = try Self.serverConfiguration(config.server)
         let server: HTTPServer
         do {
@@ -81,7 +81,10 @@ public final class Broker: Sendable {
             guard case .discovery(let issuer) = provider.endpoints else { return nil }
             return (provider.id, issuer)
         }
-        OperationsRoutes(readiness: Readiness(issuers: issuers, discovery: discovery), metrics: metrics).register(in: &router)
+        OperationsRoutes(
+            readiness: Readiness(issuers: issuers, discovery: discovery), metrics: metrics,
+            liveSessions: { [state] in state.sessions.count }
+        ).register(in: &router)
         self.config = config
         self.logger = logger
         self.metrics = metrics
@@ -90,7 +93,9 @@ public final class Broker: Sendable {
         self.state = state
     }
 
-    private static func openState(_ config: BrokerConfig, development: Bool, acceptDamage: Bool, logger: Logger) throws(BrokerStartError) -> BrokerState {
+    private static func openState(
+        _ config: BrokerConfig, development: Bool, acceptDamage: Bool, logger: Logger, metrics: BrokerMetrics
+    ) throws(BrokerStartError) -> BrokerState {
         let lifetimes = SessionLifetimes(idle: config.sessions.idleLifetimeSeconds, absolute: config.sessions.absoluteLifetimeSeconds)
         guard let keys = config.state.keys else {
             guard development else {
@@ -103,7 +108,10 @@ public final class Broker: Sendable {
             return BrokerState(lifetimes: lifetimes, logger: logger)
         }
         do {
-            return try BrokerState(directory: config.state.directory, keys: keys, lifetimes: lifetimes, acceptDamage: acceptDamage, logger: logger)
+            return try BrokerState(
+                directory: config.state.directory, keys: keys, lifetimes: lifetimes, acceptDamage: acceptDamage,
+                logger: logger, metrics: metrics
+            )
         } catch {
             throw BrokerStartError(error.description)
         }
@@ -114,13 +122,16 @@ public final class Broker: Sendable {
         logger: Logger, metrics: BrokerMetrics
     ) -> BrokerServices {
         let now: @Sendable () -> Double = { Date().timeIntervalSince1970 }
-        let calls = ProviderCalls(client: upstream)
+        let calls = ProviderCalls(client: upstream, metrics: metrics)
         return BrokerServices(
             config: config,
             providers: providers,
             calls: calls,
             state: state,
-            refresher: Refresher(state: state, providers: providers, calls: calls, logger: logger, metrics: metrics, now: now),
+            refresher: Refresher(
+                state: state, providers: providers, calls: calls, logger: logger, metrics: metrics,
+                webhooks: config.webhooks.map { WebhookSender(settings: $0, logger: logger, metrics: metrics) }, now: now
+            ),
             idTokens: IDTokenVerifier(jwks: JWKSCache(client: upstream)),
             profiles: ProfileCache(lifetime: config.sessions.profileCacheSeconds),
             loginLimiter: RateLimiter(perMinute: config.server.limits.loginRequestsPerMinute),

@@ -103,12 +103,12 @@ def broker_factory(auth_server, browser):
     """
     started = []
 
-    def start(*, provider_extra="", scopes="[openid, profile, email, read]", issuer=None, client=None, env=None):
+    def start(*, provider_extra="", scopes="[openid, profile, email, read]", issuer=None, client=None, env=None, config_extra=""):
         port = free_port()
         if client is None:
             client = auth_server.register_client([f"http://127.0.0.1:{port}/callback"])
         client_id, secret = client
-        config = broker_config(provider_config(auth_server, client_id, issuer=issuer, scopes=scopes, extra=provider_extra))
+        config = broker_config(provider_config(auth_server, client_id, issuer=issuer, scopes=scopes, extra=provider_extra)) + config_extra
         broker = BrokerProcess(config, env={"DOT_CLIENT_SECRET": secret, **(env or {})}, port=port)
         started.append(broker)
         return broker, App(broker, browser), client_id, secret

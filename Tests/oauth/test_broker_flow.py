@@ -295,3 +295,24 @@ def test_profile_refreshes_once_when_the_provider_rejects_the_token(broker_facto
     assert profile.json()["sub"] == auth_server.users["alice"].sub
     assert auth_server.stats().get("refresh_token") == 1
     assert app.call("GET", "/token").json()["access_token"] != tokens["access_token"]
+
+
+def test_metrics_cover_logins_redemptions_provider_calls_and_state(broker_factory):
+    broker, app, _, _ = broker_factory()
+    app.login("alice")
+    params, verifier = app.sign_in("alice", consent=False)
+    app.redeem("tbh_unknown", verifier)
+    app.call("GET", "/profile")
+    metrics = requests.get(broker.url("/metrics"), timeout=10).text
+    for line in (
+        'broker_logins_total{provider="dot",outcome="started"} 2',
+        'broker_logins_total{provider="dot",outcome="completed"} 1',
+        'broker_logins_total{provider="dot",outcome="denied"} 1',
+        'broker_handoff_redemptions_total{outcome="redeemed"} 1',
+        'broker_handoff_redemptions_total{outcome="unknown"} 1',
+        'broker_upstream_request_duration_seconds_count{provider="dot",endpoint="token"} 1',
+        'broker_upstream_request_duration_seconds_count{provider="dot",endpoint="userinfo"} 1',
+        "broker_sessions 1",
+    ):
+        assert line in metrics, line
+    assert "broker_journal_commit_duration_seconds_count" in metrics

@@ -31,6 +31,7 @@ struct CallbackRoute: Sendable {
 
     private func complete(_ fields: FormFields, _ pending: PendingAuthorization) async -> Response {
         if let error = fields["error"] {
+            services.metrics.login(provider: pending.provider, outcome: error == "access_denied" ? "denied" : "failed")
             return redirect(pending, error: FormFields.printableCode(error), description: fields["error_description"])
         }
         guard let code = fields["code"], !code.isEmpty else {
@@ -48,8 +49,11 @@ struct CallbackRoute: Sendable {
         }
         do throws(CallbackFailure) {
             let grant = try await exchange(code, pending, provider)
-            return try await finish(grant, pending)
+            let response = try await finish(grant, pending)
+            services.metrics.login(provider: provider.id, outcome: "completed")
+            return response
         } catch {
+            services.metrics.login(provider: provider.id, outcome: "failed")
             services.logger.warning("login failed", metadata: ["provider": "\(provider.id)", "reason": "\(error.log)"])
             return redirect(pending, error: error.code, description: error.description)
         }
@@ -102,7 +106,7 @@ struct CallbackRoute: Sendable {
         }
         let raw: JSONValue
         do {
-            raw = try await services.calls.userinfo(accessToken: response.accessToken, endpoint: endpoint, method: provider.config.userinfoMethod)
+            raw = try await services.calls.userinfo(accessToken: response.accessToken, endpoint: endpoint, method: provider.config.userinfoMethod, provider: provider.id)
         } catch {
             throw CallbackFailure(code: "server_error", description: "The provider's profile could not be read.", log: error.httpError.description)
         }

@@ -67,13 +67,13 @@ struct SessionRoutes: Sendable {
             var current = try await Self.fresh(session.id, services, force: false)
             var raw: JSONValue
             do throws(ProviderCallError) {
-                raw = try await services.calls.userinfo(accessToken: current.accessToken, endpoint: endpoint, method: method)
+                raw = try await services.calls.userinfo(accessToken: current.accessToken, endpoint: endpoint, method: method, provider: provider.id)
             } catch {
                 guard case .unauthorized = error else { throw error.httpError }
                 // The provider no longer takes the token: refresh once and try again.
                 current = try await Self.fresh(session.id, services, force: true)
                 do throws(ProviderCallError) {
-                    raw = try await services.calls.userinfo(accessToken: current.accessToken, endpoint: endpoint, method: method)
+                    raw = try await services.calls.userinfo(accessToken: current.accessToken, endpoint: endpoint, method: method, provider: provider.id)
                 } catch {
                     throw error.httpError
                 }

@@ -77,6 +77,7 @@ struct TokenRoutes: Sendable {
         switch try await durably({ () async throws(StateWriteError) in try await services.state.redeemHandoff(codeID, now: now) }) {
         case .unknown, .expired:
             services.metrics.rejected(route: "/token", reason: "unknown_handoff_code")
+            services.metrics.handoffRedemption(outcome: "unknown")
             throw .badRequest("The code is unknown or expired.", code: "invalid_grant")
         case .replayed(let sessionID):
             // A code used twice has leaked: end the session it created (RFC 6749 §4.1.2).
@@ -84,17 +85,21 @@ struct TokenRoutes: Sendable {
                 services.logger.warning("handoff code replayed; its session was revoked")
             }
             services.metrics.rejected(route: "/token", reason: "replayed_handoff_code")
+            services.metrics.handoffRedemption(outcome: "replayed")
             throw .badRequest("The code was already used; its session has been revoked.", code: "invalid_grant")
         case .fresh(let found):
             handoff = found
         }
         guard handoff.app == app, handoff.redirectURI == redirectURI else {
+            services.metrics.handoffRedemption(outcome: "rejected")
             throw .badRequest("The code was issued to another app or redirect_uri.", code: "invalid_grant")
         }
         guard PKCE.verify(verifier: verifier, challenge: handoff.appChallenge) else {
             services.metrics.rejected(route: "/token", reason: "wrong_code_verifier")
+            services.metrics.handoffRedemption(outcome: "rejected")
             throw .badRequest("code_verifier does not match the code_challenge.", code: "invalid_grant")
         }
+        services.metrics.handoffRedemption(outcome: "redeemed")
         guard let grant = handoff.grant else {
             // Incremental authorization: the grant is already in the app's session.
             guard let sessionID = handoff.sessionID, let session = services.state.session(sessionID, now: now) else {

@@ -8,6 +8,8 @@ public struct BrokerConfig: Sendable {
     public var sessions: SessionSettings
     /// Where the state is kept on disk, and the keys that encrypt it.
     public var state: StateSettings
+    /// Where to report sessions that end or keep failing to refresh; nil: nowhere.
+    public var webhooks: WebhookSettings?
     /// Identity providers, sorted by id.
     public private(set) var providers: [ProviderConfig]
     /// Registered apps, sorted by id.
@@ -16,11 +18,13 @@ public struct BrokerConfig: Sendable {
     /// Creates a configuration; providers and apps are sorted by id. The loader validates its
     /// input; this initializer does not.
     public init(server: ServerConfig, log: LogConfig, sessions: SessionSettings = SessionSettings(),
-                state: StateSettings = StateSettings(), providers: [ProviderConfig], apps: [AppConfig]) {
+                state: StateSettings = StateSettings(), webhooks: WebhookSettings? = nil,
+                providers: [ProviderConfig], apps: [AppConfig]) {
         self.server = server
         self.log = log
         self.sessions = sessions
         self.state = state
+        self.webhooks = webhooks
         self.providers = providers.sorted { $0.id < $1.id }
         self.apps = apps.sorted { $0.id < $1.id }
     }

@@ -8,7 +8,7 @@ struct ConfigDocumentDecoder {
     let baseDirectory: String?
 
     /// The keys allowed at the top of the document.
-    static let topLevelKeys = ["server", "log", "sessions", "state", "providers", "apps"]
+    static let topLevelKeys = ["server", "log", "sessions", "state", "webhooks", "providers", "apps"]
 
     /// Decodes the whole document into `draft`.
     func decode(_ root: Node, into draft: inout ConfigDraft, problems: inout ConfigProblemList) {
@@ -22,6 +22,11 @@ struct ConfigDocumentDecoder {
            let state = decodeSettings(node, at: ConfigKeyPath.root.child("state"),
                                       handledElsewhere: StateKeyReference.configKeys, into: &draft, problems: &problems) {
             decodeStateKeyReference(state, into: &draft, problems: &problems)
+        }
+        if let node = reader.node("webhooks"),
+           let webhooks = decodeSettings(node, at: ConfigKeyPath.root.child("webhooks"),
+                                         handledElsewhere: ["secret_env", "secret_file"], into: &draft, problems: &problems) {
+            decodeWebhookSecret(webhooks, into: &draft, problems: &problems)
         }
         var providerIDs: [String] = []
         if let node = reader.node("providers"),

@@ -9,6 +9,9 @@ struct ConfigDraft: Sendable {
     var shutdownGraceSeconds = 10.0
     var limits = Limits()
     var corsOrigins: [String] = []
+    var webhookURL: URL?
+    var webhookFailuresBeforeEvent = 3
+    var webhookSecret: Secret?
     var tlsCertificateFile: String?
     var tlsKeyFile: String?
     var log = LogConfig()
@@ -35,6 +38,9 @@ struct ConfigDraft: Sendable {
             log: log,
             sessions: sessions,
             state: state,
+            webhooks: webhookURL.flatMap { url in
+                webhookSecret.map { WebhookSettings(url: url, secret: $0, failuresBeforeEvent: webhookFailuresBeforeEvent) }
+            },
             providers: providers,
             apps: apps
         )
@@ -43,6 +49,9 @@ struct ConfigDraft: Sendable {
     /// Checks between settings that can only be made once file and environment are merged.
     func crossCheck(file: String?) -> [ConfigProblem] {
         var problems: [ConfigProblem] = []
+        if webhookURL != nil && webhookSecret == nil {
+            problems.append(ConfigProblem(key: "webhooks.secret_env", message: "a webhook needs a signing secret: set webhooks.secret_env or webhooks.secret_file", line: lines["webhooks.url"], file: file))
+        }
         if (tlsCertificateFile == nil) != (tlsKeyFile == nil) {
             let key = tlsCertificateFile == nil ? "server.tls_certificate_file" : "server.tls_key_file"
             problems.append(ConfigProblem(key: key, message: "HTTPS needs both server.tls_certificate_file and server.tls_key_file", line: lines[key], file: file))

@@ -68,6 +68,16 @@ struct ConfigSetting: Sendable {
             draft.tlsKeyFile = text.isEmpty ? nil : text
             return .success(())
         },
+        ConfigSetting(key: "webhooks.url", variable: "BROKER_WEBHOOK_URL",
+                      description: "POST an event here when a session ends (invalid_grant) or its refreshes keep failing",
+                      expected: "a URL") { draft, text in
+            ConfigURLRules.parse(text, allowInsecureHTTP: false, allowQuery: true).map { draft.webhookURL = $0 }
+        },
+        ConfigSetting(key: "webhooks.failures_before_event", variable: "BROKER_WEBHOOK_FAILURES_BEFORE_EVENT",
+                      description: "consecutive failed refreshes of a session before a refresh.failing event (1...100)",
+                      expected: "an integer") { draft, text in
+            ConfigValueParsing.integer(text, in: 1...100).map { draft.webhookFailuresBeforeEvent = $0 }
+        },
         ConfigSetting(key: "server.cors_origins", variable: "BROKER_CORS_ORIGINS",
                       description: "browser origins allowed to call the API (CORS), comma-separated, e.g. https://app.example.com; empty = none",
                       expected: "origins separated by commas") { draft, text in

@@ -8,10 +8,11 @@ import HTTPServer
 /// authenticated with the provider's client credentials where the protocol asks for them.
 struct ProviderCalls: Sendable {
     let client: UpstreamClient
+    let metrics: BrokerMetrics
 
     /// Exchanges an authorization code (RFC 6749 §4.1.3), proving the PKCE verifier (RFC 7636).
     func exchange(code: String, verifier: String, callbackURL: String, provider: Provider) async throws(ProviderCallError) -> TokenResponse {
-        try await tokenRequest(provider, [
+        try await tokenRequest(provider, endpoint: "token", [
             ("grant_type", "authorization_code"),
             ("code", code),
             ("redirect_uri", callbackURL),
@@ -21,25 +22,27 @@ struct ProviderCalls: Sendable {
 
     /// Refreshes (RFC 6749 §6).
     func refresh(_ refreshToken: String, provider: Provider) async throws(ProviderCallError) -> TokenResponse {
-        try await tokenRequest(provider, [("grant_type", "refresh_token"), ("refresh_token", refreshToken)])
+        try await tokenRequest(provider, endpoint: "refresh", [("grant_type", "refresh_token"), ("refresh_token", refreshToken)])
     }
 
     /// Revokes a token (RFC 7009). True when the provider confirmed (200).
     func revoke(_ token: String, hint: String, provider: Provider) async -> Bool {
         guard let endpoint = provider.revocationEndpoint else { return false }
         let request = authenticatedPost(endpoint, provider: provider, fields: [("token", token), ("token_type_hint", hint)])
-        guard let response = try? await client.send(request) else { return false }
+        guard let response = try? await timed(provider.id, "revoke", { () async throws(UpstreamError) in try await client.send(request) }) else {
+            return false
+        }
         return response.status == 200
     }
 
     /// The provider's userinfo/profile document, with the token in the `Authorization` header
     /// (never in the query string).
-    func userinfo(accessToken: String, endpoint: URL, method: String) async throws(ProviderCallError) -> JSONValue {
+    func userinfo(accessToken: String, endpoint: URL, method: String, provider: String) async throws(ProviderCallError) -> JSONValue {
         var request = URLRequest(url: endpoint)
         request.httpMethod = method
         request.setValue("Bearer \(accessToken)", forHTTPHeaderField: "Authorization")
         request.setValue("application/json", forHTTPHeaderField: "Accept")
-        let response = try await send(request)
+        let response = try await send(request, provider: provider, endpoint: "userinfo")
         if response.status == 401 { throw .unauthorized }
         guard response.status == 200 else { throw .badResponse("the profile endpoint answered HTTP \(response.status)") }
         guard let json = try? JSONValue.parse(response.body), case .object = json else {
@@ -48,18 +51,24 @@ struct ProviderCalls: Sendable {
         return json
     }
 
-    private func tokenRequest(_ provider: Provider, _ fields: [(String, String)]) async throws(ProviderCallError) -> TokenResponse {
+    private func tokenRequest(_ provider: Provider, endpoint: String, _ fields: [(String, String)]) async throws(ProviderCallError) -> TokenResponse {
         let request = authenticatedPost(provider.tokenEndpoint, provider: provider, fields: fields)
-        let response = try await send(request)
+        let response = try await send(request, provider: provider.id, endpoint: endpoint)
         return try TokenResponse.parse(response.body, contentType: response.contentType, status: response.status)
     }
 
-    private func send(_ request: URLRequest) async throws(ProviderCallError) -> UpstreamClient.Response {
+    private func send(_ request: URLRequest, provider: String, endpoint: String) async throws(ProviderCallError) -> UpstreamClient.Response {
         do {
-            return try await client.send(request)
+            return try await timed(provider, endpoint) { () async throws(UpstreamError) in try await client.send(request) }
         } catch {
             throw .unavailable(error)
         }
+    }
+
+    private func timed<T>(_ provider: String, _ endpoint: String, _ call: () async throws(UpstreamError) -> T) async throws(UpstreamError) -> T {
+        let started = ContinuousClock.now
+        defer { metrics.upstreamCall(provider: provider, endpoint: endpoint, seconds: (ContinuousClock.now - started).seconds) }
+        return try await call()
     }
 
     /// A form POST with client authentication (RFC 6749 §2.3.1): HTTP Basic with the

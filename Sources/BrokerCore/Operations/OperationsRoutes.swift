@@ -4,6 +4,7 @@ import HTTPServer
 struct OperationsRoutes: Sendable {
     let readiness: Readiness
     let metrics: BrokerMetrics
+    let liveSessions: @Sendable () -> Int
 
     func register(in router: inout Router) {
         router.add("GET", "/healthz") { _ in
@@ -12,8 +13,9 @@ struct OperationsRoutes: Sendable {
         router.add("GET", "/readyz") { [readiness] _ in
             readiness.reply()
         }
-        router.add("GET", "/metrics") { [metrics] _ in
-            .now(Response(
+        router.add("GET", "/metrics") { [metrics, liveSessions] _ in
+            metrics.sessions(liveSessions())
+            return .now(Response(
                 status: 200,
                 headers: [HTTPHeader("Content-Type", "text/plain; version=0.0.4")],
                 body: metrics.render()

@@ -25,15 +25,19 @@ final class Refresher: Sendable {
     private let calls: ProviderCalls
     private let logger: Logger
     private let metrics: BrokerMetrics
+    private let webhooks: WebhookSender?
+    /// Consecutive transient refresh failures per session, for `refresh.failing` events.
+    private let failures = Mutex<[SHA256Digest: Int]>([:])
     private let now: @Sendable () -> Double
     private let inFlight = Mutex<[SHA256Digest: Task<Outcome, Never>]>([:])
 
-    init(state: any StateStore, providers: ProviderDirectory, calls: ProviderCalls, logger: Logger, metrics: BrokerMetrics, now: @escaping @Sendable () -> Double) {
+    init(state: any StateStore, providers: ProviderDirectory, calls: ProviderCalls, logger: Logger, metrics: BrokerMetrics, webhooks: WebhookSender?, now: @escaping @Sendable () -> Double) {
         self.state = state
         self.providers = providers
         self.calls = calls
         self.logger = logger
         self.metrics = metrics
+        self.webhooks = webhooks
         self.now = now
     }
 
@@ -59,6 +63,7 @@ final class Refresher: Sendable {
         guard let refreshToken = session.refreshToken else {
             if !force && session.accessTokenValid(for: 0, at: now()) { return .fresh(session) }
             if case .failure(let error) = await remove(id) { return .unsaved(error) }
+            webhooks?.sessionEnded(session, reason: "no_refresh_token")
             logger.info("session ended: nothing to refresh with", metadata: ["provider": "\(session.provider)"])
             return .loginRequired
         }
@@ -72,14 +77,24 @@ final class Refresher: Sendable {
         do {
             response = try await calls.refresh(refreshToken, provider: provider)
             metrics.refreshFinished(provider: session.provider, outcome: "refreshed")
+            failures.withLock { $0[id] = nil }
         } catch {
             metrics.refreshFinished(provider: session.provider, outcome: error.endsGrant ? "login_required" : "failed")
             if error.endsGrant {
                 if case .failure(let failure) = await remove(id) { return .unsaved(failure) }
+                failures.withLock { $0[id] = nil }
+                webhooks?.sessionEnded(session, reason: "invalid_grant")
                 logger.info("session ended: the provider refused the refresh token", metadata: ["provider": "\(session.provider)"])
                 return .loginRequired
             }
             logger.warning("refresh failed", metadata: ["provider": "\(session.provider)", "reason": "\(error.httpError.description)"])
+            let streak = failures.withLock { failures in
+                failures[id, default: 0] += 1
+                return failures[id, default: 0]
+            }
+            if let webhooks, streak == webhooks.failuresBeforeEvent {
+                webhooks.refreshFailing(session, consecutiveFailures: streak, reason: error.httpError.code)
+            }
             return .failed(error)
         }
         let refreshedAt = now()

@@ -10,6 +10,7 @@ final class BrokerState: StateStore {
     let flows: FlowStore
     private let disk: Disk?
     private let logger: Logger
+    private let metrics: BrokerMetrics?
     private let snapshotting = Atomic<Bool>(false)
 
     /// Where and how the state is kept on disk.
@@ -25,10 +26,14 @@ final class BrokerState: StateStore {
         flows = FlowStore(log: MemoryOnly())
         disk = nil
         self.logger = logger
+        metrics = nil
     }
 
     /// Loads the state from `directory` (snapshot, then journals) and starts a new journal.
-    init(directory: String, keys: StateKeys, lifetimes: SessionLifetimes, acceptDamage: Bool, logger: Logger) throws(StateOpenError) {
+    init(
+        directory: String, keys: StateKeys, lifetimes: SessionLifetimes, acceptDamage: Bool, logger: Logger,
+        metrics: BrokerMetrics? = nil
+    ) throws(StateOpenError) {
         do {
             try StateFileIO.createDirectory(directory)
         } catch {
@@ -56,7 +61,9 @@ final class BrokerState: StateStore {
         }
         let journal: Journal
         do {
-            journal = try Journal(directory: directory, generation: report.nextGeneration, keys: keys)
+            journal = try Journal(directory: directory, generation: report.nextGeneration, keys: keys) { seconds in
+                metrics?.journalCommitted(seconds: seconds)
+            }
         } catch {
             throw StateOpenError(description: error.description)
         }
@@ -65,6 +72,7 @@ final class BrokerState: StateStore {
         self.flows = flows
         disk = Disk(directory: directory, keys: keys, journal: journal)
         self.logger = logger
+        self.metrics = metrics
         for torn in report.tornTails {
             logger.warning("dropped a torn journal record (a crash during its write, never acknowledged)", metadata: [
                 "file": "\(torn.path)", "offset": "\(torn.offset)", "size": "\(torn.size)",
@@ -160,6 +168,7 @@ final class BrokerState: StateStore {
         }
         let (records, bytes) = try written.get()
         Self.retireJournals(before: generation, in: disk.directory)
+        metrics?.snapshotWritten(seconds: (ContinuousClock.now - started).seconds, bytes: bytes)
         logger.info("snapshot written", metadata: [
             "records": "\(records)", "bytes": "\(bytes)", "generation": "\(generation)",
             "seconds": "\((ContinuousClock.now - started).seconds)",

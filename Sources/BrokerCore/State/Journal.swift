@@ -24,6 +24,7 @@ final class Journal: ChangeLog, @unchecked Sendable {
     private let queue = Mutex<[Item]>([])
     private let wakeup = DispatchSemaphore(value: 0)
     private let bytesWritten = Atomic<Int>(0)
+    private let onCommit: @Sendable (Double) -> Void
     private var file: OpenJournal
 
     private struct OpenJournal {
@@ -40,9 +41,11 @@ final class Journal: ChangeLog, @unchecked Sendable {
     }
 
     /// Starts a new journal file of `generation` and the writer thread.
-    init(directory: String, generation: UInt64, keys: StateKeys) throws(StateWriteError) {
+    /// `onCommit` hears each group commit's duration in seconds (for metrics).
+    init(directory: String, generation: UInt64, keys: StateKeys, onCommit: @escaping @Sendable (Double) -> Void = { _ in }) throws(StateWriteError) {
         self.directory = directory
         self.keys = keys
+        self.onCommit = onCommit
         file = try Self.create(directory, generation, keys)
         let thread = Thread { [self] in writerLoop() }
         thread.name = "token-broker.journal"
@@ -121,6 +124,8 @@ final class Journal: ChangeLog, @unchecked Sendable {
             tickets.removeAll(keepingCapacity: true)
         }
         let result: Result<Void, StateWriteError>
+        let started = ContinuousClock.now
+        defer { onCommit((ContinuousClock.now - started).seconds) }
         do {
             let frame = try FrameLayout.seal(batch, type: .records, index: file.frames, header: file.header, key: keys.current)
             try StateFileIO.writeAll(file.descriptor, frame, path: file.path)

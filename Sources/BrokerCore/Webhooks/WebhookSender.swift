@@ -1,0 +1,98 @@
+import BrokerCrypto
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import HTTPServer
+import Logging
+import Synchronization
+
+/// Reports sessions that end (the provider refused the grant) or keep failing to refresh, as
+/// signed JSON POSTs to the configured URL. Delivery runs in the background with retries and
+/// backoff: a client request never waits for it.
+///
+/// Signature (like Stripe's): `X-Broker-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of
+/// "<t>.<body>" under the webhook secret>`. Receivers recompute it and reject old timestamps.
+final class WebhookSender: Sendable {
+    private let settings: WebhookSettings
+    private let client: UpstreamClient
+    private let logger: Logger
+    private let metrics: BrokerMetrics
+    private let pending = Atomic<Int>(0)
+    /// Seconds before each retry.
+    static let backoff: [Double] = [1, 2, 4, 8, 16]
+    static let maxPending = 1000
+
+    init(settings: WebhookSettings, logger: Logger, metrics: BrokerMetrics) {
+        self.settings = settings
+        var limits = UpstreamClient.Limits()
+        limits.totalTimeout = .seconds(10)
+        limits.maxInFlight = 32
+        client = UpstreamClient(limits: limits)
+        self.logger = logger
+        self.metrics = metrics
+    }
+
+    var failuresBeforeEvent: Int { settings.failuresBeforeEvent }
+
+    /// `session.ended`: the session is gone; its user must sign in again.
+    func sessionEnded(_ session: Session, reason: String) {
+        send(type: "session.ended", session, [("reason", .string(reason))])
+    }
+
+    /// `refresh.failing`: refreshes of a session keep failing (provider down or misconfigured).
+    func refreshFailing(_ session: Session, consecutiveFailures: Int, reason: String) {
+        send(type: "refresh.failing", session, [("reason", .string(reason)), ("consecutive_failures", .int(consecutiveFailures))])
+    }
+
+    private func send(type: String, _ session: Session, _ details: [(String, JSONValue)]) {
+        guard pending.wrappingAdd(1, ordering: .relaxed).newValue <= Self.maxPending else {
+            pending.wrappingSubtract(1, ordering: .relaxed)
+            metrics.webhookDelivery(outcome: "dropped")
+            logger.error("webhook queue full; event dropped", metadata: ["type": "\(type)"])
+            return
+        }
+        let id = "evt_" + Base64URL.encode(SecureRandom.bytes(count: 16))
+        let body = JSONValue.object([
+            ("id", .string(id)),
+            ("type", .string(type)),
+            ("created_at", .string(Timestamp.now())),
+            ("provider", .string(session.provider)),
+            ("app", .string(session.app)),
+            ("subject", .string(session.subject)),
+        ] + details).serialized()
+        Task { [self] in
+            defer { pending.wrappingSubtract(1, ordering: .relaxed) }
+            await deliver(id: id, type: type, body: body)
+        }
+    }
+
+    private func deliver(id: String, type: String, body: [UInt8]) async {
+        for attempt in 0...Self.backoff.count {
+            if attempt > 0 {
+                metrics.webhookDelivery(outcome: "retried")
+                try? await Task.sleep(for: .seconds(Self.backoff[attempt - 1]))
+            }
+            var request = URLRequest(url: settings.url)
+            request.httpMethod = "POST"
+            request.httpBody = Data(body)
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.setValue(type, forHTTPHeaderField: "X-Broker-Event")
+            request.setValue(id, forHTTPHeaderField: "X-Broker-Event-Id")
+            request.setValue(Self.signature(body, secret: settings.secret, time: Int(Date().timeIntervalSince1970)), forHTTPHeaderField: "X-Broker-Signature")
+            if let response = try? await client.send(request), (200..<300).contains(response.status) {
+                metrics.webhookDelivery(outcome: "delivered")
+                return
+            }
+        }
+        metrics.webhookDelivery(outcome: "failed")
+        logger.error("webhook undelivered after retries", metadata: ["type": "\(type)", "event_id": "\(id)"])
+    }
+
+    /// `t=<time>,v1=<hex HMAC-SHA256("<time>.<body>")>`.
+    static func signature(_ body: [UInt8], secret: Secret, time: Int) -> String {
+        let signed = Array("\(time).".utf8) + body
+        let mac = HMACSHA256.authenticationCode(for: signed, key: Array(secret.reveal().utf8))
+        return "t=\(time),v1=" + mac.map { String(format: "%02x", $0) }.joined()
+    }
+}

@@ -1,0 +1,35 @@
+import BrokerCore
+import Foundation
+import Testing
+
+struct ConfigWebhooksTests {
+    @Test func webhookWithSecret() throws {
+        let config = try ConfigLoader.load(
+            yaml: "webhooks:\n  url: https://hooks.example.com/broker\n  secret_env: HOOK_SECRET\n  failures_before_event: 5\n",
+            fileName: "broker.yaml", environment: ["HOOK_SECRET": "s3cr3t-hook"]
+        )
+        let webhooks = try #require(config.webhooks)
+        #expect(webhooks.url.absoluteString == "https://hooks.example.com/broker")
+        #expect(webhooks.secret.reveal() == "s3cr3t-hook")
+        #expect(webhooks.failuresBeforeEvent == 5)
+        #expect(!String(describing: config).contains("s3cr3t-hook"))
+    }
+
+    @Test func webhookNeedsASecret() {
+        #expect {
+            try ConfigLoader.load(yaml: "webhooks:\n  url: https://hooks.example.com/broker\n", fileName: "broker.yaml", environment: [:])
+        } throws: { error in
+            "\(error)".contains("webhooks.secret_env") && "\(error)".contains("signing secret")
+        }
+    }
+
+    @Test func webhookMustNotBePlainHTTPOffLoopback() {
+        #expect(throws: ConfigError.self) {
+            try ConfigLoader.load(yaml: "webhooks:\n  url: http://hooks.example.com/x\n  secret_env: S\n", fileName: "b.yaml", environment: ["S": "x"])
+        }
+    }
+
+    @Test func noWebhooksByDefault() throws {
+        #expect(try ConfigLoader.load(path: nil, environment: [:]).webhooks == nil)
+    }
+}

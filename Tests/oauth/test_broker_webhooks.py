@@ -1,0 +1,103 @@
+"""Refresh-failure webhooks: signed events to a receiver, retried with backoff, never blocking."""
+import hashlib
+import hmac
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from support.broker import wait_for
+
+SECRET = "webhook-signing-secret-for-tests"
+
+
+class Receiver:
+    def __init__(self, fail_first: int = 0):
+        self.events = []
+        self.fail_first = fail_first
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                receiver.events.append((dict(self.headers), body, time.monotonic()))
+                status = 500 if len(receiver.events) <= receiver.fail_first else 204
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.server.shutdown()
+
+
+def verify(headers, body):
+    fields = dict(part.split("=", 1) for part in headers["X-Broker-Signature"].split(","))
+    expected = hmac.new(SECRET.encode(), f"{fields['t']}.".encode() + body, hashlib.sha256).hexdigest()
+    assert hmac.compare_digest(fields["v1"], expected), "bad signature"
+    assert abs(int(fields["t"]) - time.time()) < 60
+
+
+@pytest.fixture
+def receiver_factory():
+    receivers = []
+
+    def make(**kwargs):
+        receiver = Receiver(**kwargs)
+        receivers.append(receiver)
+        return receiver
+
+    yield make
+    for receiver in receivers:
+        receiver.stop()
+
+
+def webhook_config(url, failures=3):
+    return f"webhooks:\n  url: {url}\n  secret_env: WEBHOOK_SECRET\n  failures_before_event: {failures}\n"
+
+
+def test_a_session_ended_by_the_provider_is_reported_signed_and_retried(broker_factory, auth_server, receiver_factory):
+    receiver = receiver_factory(fail_first=1)
+    broker, app, client_id, _ = broker_factory(config_extra=webhook_config(receiver.url), env={"WEBHOOK_SECRET": SECRET})
+    tokens = app.login("alice")
+    auth_server.revoke_user("alice", client_id)
+    started = time.monotonic()
+    assert app.call("POST", "/refresh").status_code == 401
+    assert time.monotonic() - started < 1.0, "the client's answer does not wait for the webhook"
+    assert wait_for(lambda: len(receiver.events) >= 2, timeout=10), receiver.events
+    (first_headers, first_body, first_at), (headers, body, at) = receiver.events[:2]
+    assert first_body == body and first_headers["X-Broker-Event-Id"] == headers["X-Broker-Event-Id"]
+    assert at - first_at >= 0.9, "retried after a backoff"
+    verify(headers, body)
+    event = json.loads(body)
+    assert event["type"] == "session.ended" and event["reason"] == "invalid_grant"
+    assert event["provider"] == "dot" and event["app"] == "web" and event["subject"] == auth_server.users["alice"].sub
+    assert tokens["access_token"] not in body.decode() and tokens["session_token"] not in body.decode()
+    metrics = app.call("GET", "/metrics").text
+    assert 'broker_webhook_deliveries_total{outcome="delivered"} 1' in metrics
+    assert 'broker_webhook_deliveries_total{outcome="retried"} 1' in metrics
+
+
+def test_refreshes_that_keep_failing_are_reported_once(broker_factory, auth_server, receiver_factory):
+    receiver = receiver_factory()
+    broker, app, _, _ = broker_factory(config_extra=webhook_config(receiver.url, failures=2), env={"WEBHOOK_SECRET": SECRET})
+    app.login("alice")
+    auth_server.inject_fault("token", status=503, body="down", count=3)
+    for _ in range(3):
+        assert app.call("POST", "/refresh").status_code in (502, 503)
+    assert wait_for(lambda: len(receiver.events) >= 1, timeout=10)
+    time.sleep(0.5)
+    assert len(receiver.events) == 1, "one event per streak of failures"
+    headers, body, _ = receiver.events[0]
+    verify(headers, body)
+    event = json.loads(body)
+    assert event["type"] == "refresh.failing" and event["consecutive_failures"] == 2
+    assert app.call("GET", "/session").status_code == 200, "the session is kept"
