@@ -71,6 +71,7 @@ struct TokenResponseTests {
     @Test func errorsNeverRepeatLongOrOddCodes() {
         #expect(FormFields.printableCode("invalid_grant") == "invalid_grant")
         #expect(FormFields.printableCode("<script>\"x\"") == "unreadable error code")
-        #expect(FormFields.printableCode(String(repeating: "a", count: 65)) == "unreadable error code")
+        #expect(FormFields.printableCode(String(repeating: "a", count: 257)) == "unreadable error code")
+        #expect(FormFields.printableCode("invalid request with spaces") == "invalid request with spaces")
     }
 }

@@ -74,11 +74,18 @@ struct AuthorizeRoutes: Sendable {
             throw .badRequest("code_challenge_method must be S256.")
         }
         let state = try fields.optional("state")
-        if let state, state.utf8.count > 1024 { throw .badRequest("state is longer than 1024 bytes.") }
+        if let state {
+            guard state.utf8.count <= 1024 else { throw .badRequest("state is longer than 1024 bytes.") }
+            // RFC 6749 Appendix A.5: printable ASCII.
+            guard state.utf8.allSatisfy({ (0x20...0x7E).contains($0) }) else {
+                throw .badRequest("state must be printable ASCII characters.")
+            }
+        }
         let scopes = try Self.scopes(fields)
         if session != nil, scopes.isEmpty { throw .badRequest("Incremental authorization needs a scope.") }
         let prompt = try fields.optional("prompt")
-        if let prompt, !prompt.split(separator: " ").allSatisfy({ ["none", "login", "consent", "select_account"].contains($0) }) {
+        if let prompt, !prompt.split(separator: " ", omittingEmptySubsequences: false)
+            .allSatisfy({ ["none", "login", "consent", "select_account"].contains($0) }) {
             throw .badRequest("prompt must be none, login, consent or select_account.")
         }
         let loginHint = try fields.optional("login_hint")
@@ -89,12 +96,14 @@ struct AuthorizeRoutes: Sendable {
         )
     }
 
-    /// Requested scopes: RFC 6749 §3.3 scope tokens, separated by spaces.
+    /// Requested scopes: RFC 6749 §3.3 scope tokens, separated by single spaces, at most 64 of
+    /// them in at most 2048 bytes.
     private static func scopes(_ fields: FormFields) throws(HTTPError) -> [String] {
         guard let text = try fields.optional("scope") else { return [] }
-        let scopes = text.split(separator: " ").map(String.init)
+        guard text.utf8.count <= 2048 else { throw .badRequest("scope is longer than 2048 bytes.") }
+        let scopes = text.split(separator: " ", omittingEmptySubsequences: false).map(String.init)
         let valid = scopes.allSatisfy { scope in
-            scope.utf8.allSatisfy { $0 == 0x21 || (0x23...0x5B).contains($0) || (0x5D...0x7E).contains($0) }
+            !scope.isEmpty && scope.utf8.allSatisfy { $0 == 0x21 || (0x23...0x5B).contains($0) || (0x5D...0x7E).contains($0) }
         }
         guard valid, scopes.count <= 64 else { throw .badRequest("scope is not a list of valid scope tokens.") }
         return scopes

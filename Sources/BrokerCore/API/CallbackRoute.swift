@@ -32,7 +32,13 @@ struct CallbackRoute: Sendable {
     private func complete(_ fields: FormFields, _ pending: PendingAuthorization) async -> Response {
         if let error = fields["error"] {
             services.metrics.login(provider: pending.provider, outcome: error == "access_denied" ? "denied" : "failed")
-            return redirect(pending, error: FormFields.printableCode(error), description: fields["error_description"])
+            // The provider's code and text go to the app as they are when they are well-formed
+            // (RFC 6749 §4.1.2.1); anything else is reported as the provider's malformed answer.
+            guard FormFields.isOAuthErrorText(error) else {
+                return redirect(pending, error: "invalid_request", description: "The provider answered with a malformed error.")
+            }
+            let description = fields["error_description"].flatMap { FormFields.isOAuthErrorText($0, limit: 1024) ? $0 : nil }
+            return redirect(pending, error: error, description: description)
         }
         guard let code = fields["code"], !code.isEmpty else {
             return redirect(pending, error: "invalid_request", description: "The provider sent no authorization code.")
