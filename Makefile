@@ -6,7 +6,7 @@ VENV         ?= .venv
 DEB_PACKAGES := libmicrohttpd-dev libssl-dev pkg-config python3-venv openssl curl
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test build deps venv crash-loop deploy-check clean
+.PHONY: run test build deps venv crash-loop deploy-check bench bench-deps clean
 
 ## Build in release mode and run the broker on its embedded defaults (127.0.0.1:8080), in
 ## development mode: with the built-in identity provider `dev` and the demo app `demo`.
@@ -31,6 +31,22 @@ crash-loop: deps venv
 deploy-check: deps venv
 	$(SWIFT) build --product token-broker
 	$(VENV)/bin/python -m pytest -q Tests/deploy
+
+## The benchmark (README, "Benchmark"): a release build, then one run of bench/run.py (about
+## 3 minutes) that prints one table. BENCH_ARGS passes options (python3 bench/run.py --help).
+bench: bench-deps
+	$(SWIFT) build -c release --product token-broker
+	$(SWIFT) build -c release --product broker-bench-state
+	python3 bench/run.py --bin .build/release $(BENCH_ARGS)
+
+## wrk, nginx and gcc for the benchmark (nginx runs only inside it, on 127.0.0.1, with its own
+## configuration). libmicrohttpd-dev and pkg-config come with `deps`.
+bench-deps: deps
+	@missing=$$(for p in wrk nginx gcc; do command -v $$p >/dev/null || [ -x /usr/sbin/$$p ] || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "Installing Debian packages:" $$missing; \
+		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
 
 build: deps
 	$(SWIFT) build

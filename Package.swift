@@ -13,7 +13,8 @@ let package = Package(
     name: "TokenBroker",
     platforms: [.macOS(.v15)],
     products: [
-        .executable(name: "token-broker", targets: ["token-broker"])
+        .executable(name: "token-broker", targets: ["token-broker"]),
+        .executable(name: "broker-bench-state", targets: ["broker-bench-state"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -62,6 +63,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Bench-only: writes a state directory of N sessions through the broker's own code (bench/).
+        .executableTarget(name: "broker-bench-state", dependencies: ["BrokerCore"]),
         .testTarget(name: "BrokerCryptoTests", dependencies: ["BrokerCrypto"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "BrokerCoreTests", dependencies: ["BrokerCore", "HTTPServer"], resources: [.copy("Resources")]),

@@ -41,7 +41,10 @@ public final class Broker: Sendable {
         do {
             server = try HTTPServer(
                 configuration: serverConfiguration,
-                observer: RequestReporter(metrics: metrics, logger: logger, accessLog: config.log.access)
+                observer: RequestReporter(
+                    metrics: metrics, logger: logger,
+                    accessLog: config.log.access && level <= .info ? AccessLog(output: logOutput, style: style, label: "token-broker") : nil
+                )
             )
         } catch {
             throw BrokerStartError(error.description)

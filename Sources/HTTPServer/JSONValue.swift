@@ -73,6 +73,12 @@ public enum JSONValue: Sendable, Equatable {
 
     private static let hexDigits = Array("0123456789abcdef".utf8)
 
+    /// Appends `string` as a JSON string literal (quoted and escaped), for code that writes JSON
+    /// directly on hot paths.
+    public static func appendString(_ string: String, to output: inout [UInt8]) {
+        writeString(string, to: &output)
+    }
+
     private static func writeString(_ string: String, to output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
         for byte in string.utf8 {

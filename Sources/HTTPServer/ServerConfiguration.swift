@@ -48,11 +48,12 @@ public struct ServerConfiguration: Sendable {
         self.tls = tls
     }
 
-    /// libmicrohttpd's own per-connection memory. It is set well above the header and URL limits
-    /// so that the server, not libmicrohttpd, answers an oversized request, in JSON;
-    /// libmicrohttpd's plain 414/431 remains the backstop for grossly oversized ones.
+    /// libmicrohttpd's own per-connection memory. It is set above the header and URL limits so
+    /// that the server, not libmicrohttpd, answers an oversized request, in JSON; libmicrohttpd's
+    /// plain 414/431 remains the backstop for grossly oversized ones. Not larger: libmicrohttpd
+    /// clears the pool for every request on a kept-alive connection.
     var connectionMemoryBytes: Int {
-        2 * (maxHeaderBytes + maxURLBytes) + 32 * 1024
+        maxHeaderBytes + maxURLBytes + 16 * 1024
     }
 
     /// libmicrohttpd's hard cap, past which it closes sockets without a word: above the limit

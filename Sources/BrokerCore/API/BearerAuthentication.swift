@@ -18,12 +18,16 @@ extension BrokerServices {
         guard let header = request.header("Authorization") else {
             throw .invalidToken("Send the session token as Authorization: Bearer <token>.")
         }
-        let parts = header.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer",
-              parts[1].hasPrefix(OpaqueToken.sessionPrefix) else {
+        // "Bearer" is case-insensitive (RFC 7235 §2.1); checked without allocating, on the hot path.
+        let utf8 = header.utf8
+        guard utf8.count > 7, zip(utf8.prefix(7), "bearer ".utf8).allSatisfy({ $0 | 0x20 == $1 }) else {
             throw .invalidToken("The Authorization header is not a Bearer session token.")
         }
-        return OpaqueToken.hash(parts[1])
+        let token = header.dropFirst(7)
+        guard token.hasPrefix(OpaqueToken.sessionPrefix) else {
+            throw .invalidToken("The Authorization header is not a Bearer session token.")
+        }
+        return OpaqueToken.hash(token)
     }
 }
 

@@ -32,7 +32,7 @@ struct TokenRoutes: Sendable {
         }
         let now = services.now()
         if session.accessTokenValid(for: minimumValidity, at: now) {
-            return .now(.json(.object(session.tokenFields(at: now))))
+            return .now(session.tokenAnswer(at: now))
         }
         // The token expires soon but may not have expired yet: if the refresh fails transiently,
         // the current token is still the best answer.
@@ -44,7 +44,7 @@ struct TokenRoutes: Sendable {
         .awaiting { [services] () async throws(HTTPError) -> Response in
             switch await services.refresher.refresh(id, force: force, minimumValidity: minimumValidity) {
             case .fresh(let session):
-                return .json(.object(session.tokenFields(at: services.now())))
+                return session.tokenAnswer(at: services.now())
             case .loginRequired:
                 throw .loginRequired("The provider no longer honours this sign-in; start again at /authorize.")
             case .gone:
@@ -53,7 +53,7 @@ struct TokenRoutes: Sendable {
                 throw .serviceUnavailable("temporarily_unavailable", "The broker could not save the change; retry shortly.", retryAfterSeconds: 5)
             case .failed(let error):
                 if let fallback, fallback.accessTokenValid(for: 0, at: services.now()) {
-                    return .json(.object(fallback.tokenFields(at: services.now())))
+                    return fallback.tokenAnswer(at: services.now())
                 }
                 throw error.httpError
             }
@@ -105,7 +105,7 @@ struct TokenRoutes: Sendable {
             guard let sessionID = handoff.sessionID, let session = services.state.session(sessionID, now: now) else {
                 throw .invalidToken("The session token is unknown, expired or revoked.")
             }
-            return .json(.object(session.tokenFields(at: now)))
+            return session.tokenAnswer(at: now)
         }
         let token = OpaqueToken.make(prefix: OpaqueToken.sessionPrefix)
         let session = Session(
@@ -114,7 +114,7 @@ struct TokenRoutes: Sendable {
             refreshToken: grant.refreshToken, idTokenClaims: grant.idTokenClaims, createdAt: now, usedAt: now
         )
         try await durably { () async throws(StateWriteError) in try await services.state.saveSession(session, createdBy: codeID) }
-        return .json(.object([("session_token", .string(token))] + session.tokenFields(at: now)))
+        return session.tokenAnswer(at: now, sessionToken: token)
     }
 }
 

@@ -1,9 +1,20 @@
 public import Prometheus
+import Synchronization
 
-/// The broker's Prometheus metrics, in one registry that `/metrics` renders.
+/// The broker's Prometheus metrics, in one registry that `/metrics` renders. Every metric is
+/// named `broker_*`; the README lists them.
 public final class BrokerMetrics: Sendable {
     public let registry = PrometheusCollectorRegistry()
     private let inFlight: Gauge
+    /// The per-request counter and histogram by route, method and status, made once: looking
+    /// them up in the registry on every request costs more than the request itself.
+    private let requestMetrics = Mutex<[RequestKey: (Counter, DurationHistogram)]>([:])
+
+    private struct RequestKey: Hashable {
+        let route: String
+        let method: String
+        let status: Int
+    }
 
     /// Latency buckets from 0.5 ms (an answer from memory) to 10 s (a slow provider).
     private static let latencyBuckets: [Duration] = [
@@ -11,12 +22,19 @@ public final class BrokerMetrics: Sendable {
         .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
         .seconds(1), .seconds(2.5), .seconds(5), .seconds(10),
     ]
+    private static let upstreamBuckets: [Duration] = [
+        .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
+        .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5), .seconds(10),
+    ]
+    private static let snapshotBuckets: [Duration] = [
+        .milliseconds(10), .milliseconds(100), .milliseconds(500), .seconds(1), .seconds(3), .seconds(10), .seconds(30),
+    ]
+    private static let commitBuckets: [Duration] = [
+        .microseconds(100), .microseconds(500), .milliseconds(1), .milliseconds(5), .milliseconds(20), .milliseconds(100), .seconds(1),
+    ]
 
     public init() {
-        inFlight = registry.makeGauge(descriptor: MetricNameDescriptor(
-            namespace: "broker", metricName: "http_requests_in_flight", unitName: "",
-            helpText: "Requests received and not yet answered."
-        ))
+        inFlight = registry.makeGauge(descriptor: Self.name("http_requests_in_flight", help: "Requests received and not yet answered."))
     }
 
     func requestStarted() {
@@ -25,132 +43,95 @@ public final class BrokerMetrics: Sendable {
 
     func requestFinished(route: String, method: String, status: Int, seconds: Double) {
         inFlight.decrement()
-        registry.makeCounter(
-            descriptor: MetricNameDescriptor(
-                namespace: "broker", metricName: "http_requests", unitName: "total",
-                helpText: "Requests answered, by route, method and status."
-            ),
-            labels: [("route", route), ("method", method), ("status", String(status))]
-        ).increment()
-        registry.makeDurationHistogram(
-            descriptor: MetricNameDescriptor(
-                namespace: "broker", metricName: "http_request_duration", unitName: "seconds",
-                helpText: "Time from the request line to the answer, by route."
-            ),
-            labels: [("route", route)],
-            buckets: Self.latencyBuckets
-        ).recordNanoseconds(Int64(seconds * 1e9))
+        let key = RequestKey(route: route, method: method, status: status)
+        let (counter, histogram) = requestMetrics.withLock { cache in
+            if let known = cache[key] { return known }
+            let made = (
+                registry.makeCounter(
+                    descriptor: Self.name("http_requests", unit: "total", help: "Requests answered, by route, method and status."),
+                    labels: [("route", route), ("method", method), ("status", String(status))]
+                ),
+                registry.makeDurationHistogram(
+                    descriptor: Self.name("http_request_duration", unit: "seconds", help: "Time from the request line to the answer, by route."),
+                    labels: [("route", route)], buckets: Self.latencyBuckets
+                )
+            )
+            cache[key] = made
+            return made
+        }
+        counter.increment()
+        histogram.recordNanoseconds(Int64(seconds * 1e9))
     }
 
     /// One upstream refresh and how it ended: `refreshed`, `login_required` (the provider
-    /// refused the grant), `failed` (transient) or `unsaved`.
+    /// refused the grant) or `failed` (transient).
     func refreshFinished(provider: String, outcome: String) {
-        registry.makeCounter(
-            descriptor: MetricNameDescriptor(
-                namespace: "broker", metricName: "refreshes", unitName: "total",
-                helpText: "Upstream token refreshes, by provider and outcome."
-            ),
-            labels: [("provider", provider), ("outcome", outcome)]
-        ).increment()
+        count("refreshes", "Upstream token refreshes, by provider and outcome.", [("provider", provider), ("outcome", outcome)])
     }
 
     /// A request refused for abuse-related reasons: rate limits, unknown session tokens, unknown
     /// or replayed handoff codes, wrong verifiers — guessing shows up here.
     func rejected(route: String, reason: String) {
-        registry.makeCounter(
-            descriptor: MetricNameDescriptor(
-                namespace: "broker", metricName: "rejected_requests", unitName: "total",
-                helpText: "Requests refused by rate limits or for unknown or misused credentials, by route and reason."
-            ),
-            labels: [("route", route), ("reason", reason)]
-        ).increment()
+        count("rejected_requests", "Requests refused by rate limits or for unknown or misused credentials, by route and reason.",
+              [("route", route), ("reason", reason)])
     }
 
     /// A webhook delivery attempt's outcome: `delivered`, `retried`, `failed` or `dropped`.
     func webhookDelivery(outcome: String) {
-        registry.makeCounter(
-            descriptor: MetricNameDescriptor(
-                namespace: "broker", metricName: "webhook_deliveries", unitName: "total",
-                helpText: "Webhook events by delivery outcome."
-            ),
-            labels: [("outcome", outcome)]
-        ).increment()
+        count("webhook_deliveries", "Webhook events by delivery outcome.", [("outcome", outcome)])
     }
-
-    private static let upstreamBuckets: [Duration] = [
-        .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
-        .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5), .seconds(10),
-    ]
 
     /// One call to a provider (`token`, `refresh`, `revoke`, `userinfo`) and its duration.
     func upstreamCall(provider: String, endpoint: String, seconds: Double) {
-        registry.makeDurationHistogram(
-            descriptor: MetricNameDescriptor(
-                namespace: "broker", metricName: "upstream_request_duration", unitName: "seconds",
-                helpText: "Calls to providers, by provider and endpoint."
-            ),
-            labels: [("provider", provider), ("endpoint", endpoint)],
-            buckets: Self.upstreamBuckets
-        ).recordNanoseconds(Int64(seconds * 1e9))
+        time("upstream_request_duration", "Calls to providers, by provider and endpoint.",
+             [("provider", provider), ("endpoint", endpoint)], Self.upstreamBuckets, seconds)
     }
 
     /// A step of a login: `started` (/authorize), `completed` (handoff code issued), `denied`
     /// (the user or provider said no), `failed` (anything else).
     func login(provider: String, outcome: String) {
-        registry.makeCounter(
-            descriptor: MetricNameDescriptor(
-                namespace: "broker", metricName: "logins", unitName: "total",
-                helpText: "Logins by provider and outcome: started, completed, denied, failed."
-            ),
-            labels: [("provider", provider), ("outcome", outcome)]
-        ).increment()
+        count("logins", "Logins by provider and outcome: started, completed, denied, failed.", [("provider", provider), ("outcome", outcome)])
     }
 
     /// A handoff code redemption: `redeemed`, `replayed`, `unknown` or `rejected`.
     func handoffRedemption(outcome: String) {
-        registry.makeCounter(
-            descriptor: MetricNameDescriptor(
-                namespace: "broker", metricName: "handoff_redemptions", unitName: "total",
-                helpText: "POST /token handoff code redemptions by outcome."
-            ),
-            labels: [("outcome", outcome)]
-        ).increment()
+        count("handoff_redemptions", "POST /token handoff code redemptions by outcome.", [("outcome", outcome)])
     }
 
     /// A snapshot was written.
     func snapshotWritten(seconds: Double, bytes: Int) {
-        registry.makeDurationHistogram(
-            descriptor: MetricNameDescriptor(
-                namespace: "broker", metricName: "snapshot_duration", unitName: "seconds",
-                helpText: "Time to write a snapshot of the whole state."
-            ),
-            buckets: [.milliseconds(10), .milliseconds(100), .milliseconds(500), .seconds(1), .seconds(3), .seconds(10), .seconds(30)]
-        ).recordNanoseconds(Int64(seconds * 1e9))
-        registry.makeGauge(descriptor: MetricNameDescriptor(
-            namespace: "broker", metricName: "snapshot_size", unitName: "bytes", helpText: "Size of the last snapshot."
-        )).set(Double(bytes))
+        time("snapshot_duration", "Time to write a snapshot of the whole state.", [], Self.snapshotBuckets, seconds)
+        registry.makeGauge(descriptor: Self.name("snapshot_size", unit: "bytes", help: "Size of the last snapshot.")).set(Double(bytes))
     }
 
     /// One journal group commit (write + fdatasync), however many changes it carried.
     func journalCommitted(seconds: Double) {
-        registry.makeDurationHistogram(
-            descriptor: MetricNameDescriptor(
-                namespace: "broker", metricName: "journal_commit_duration", unitName: "seconds",
-                helpText: "Time of one journal group commit (write and fdatasync)."
-            ),
-            buckets: [.microseconds(100), .microseconds(500), .milliseconds(1), .milliseconds(5), .milliseconds(20), .milliseconds(100), .seconds(1)]
-        ).recordNanoseconds(Int64(seconds * 1e9))
+        time("journal_commit_duration", "Time of one journal group commit (write and fdatasync).", [], Self.commitBuckets, seconds)
     }
 
     /// Live sessions now (set when `/metrics` is rendered).
     func sessions(_ count: Int) {
-        registry.makeGauge(descriptor: MetricNameDescriptor(
-            namespace: "broker", metricName: "sessions", unitName: "", helpText: "Live sessions."
-        )).set(Double(count))
+        registry.makeGauge(descriptor: Self.name("sessions", help: "Live sessions.")).set(Double(count))
     }
 
     /// The Prometheus text exposition of every metric.
     public func render() -> [UInt8] {
         registry.emitToBuffer()
+    }
+
+    private func count(_ name: String, _ help: String, _ labels: [(String, String)]) {
+        registry.makeCounter(descriptor: Self.name(name, unit: "total", help: help), labels: labels).increment()
+    }
+
+    private func time(_ name: String, _ help: String, _ labels: [(String, String)], _ buckets: [Duration], _ seconds: Double) {
+        let descriptor = Self.name(name, unit: "seconds", help: help)
+        let histogram = labels.isEmpty
+            ? registry.makeDurationHistogram(descriptor: descriptor, buckets: buckets)
+            : registry.makeDurationHistogram(descriptor: descriptor, labels: labels, buckets: buckets)
+        histogram.recordNanoseconds(Int64(seconds * 1e9))
+    }
+
+    private static func name(_ metric: String, unit: String = "", help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "broker", metricName: metric, unitName: unit, helpText: help)
     }
 }

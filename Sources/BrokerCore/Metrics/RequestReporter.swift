@@ -5,7 +5,8 @@ import Logging
 struct RequestReporter: RequestObserver {
     let metrics: BrokerMetrics
     let logger: Logger
-    let accessLog: Bool
+    /// Nil when the access log is off (or the log level is above `info`).
+    let accessLog: AccessLog?
 
     func requestStarted() {
         metrics.requestStarted()
@@ -13,17 +14,8 @@ struct RequestReporter: RequestObserver {
 
     func requestFinished(_ record: RequestRecord) {
         metrics.requestFinished(route: record.route, method: record.method, status: record.status, seconds: record.seconds)
-        guard accessLog else { return }
         // The path only: query strings and bodies carry codes and tokens and are never logged.
-        logger.info("request", metadata: [
-            "request_id": "\(record.requestID)",
-            "method": "\(record.method)",
-            "path": "\(record.path)",
-            "status": "\(record.status)",
-            "duration_ms": "\((record.seconds * 1e6).rounded() / 1e3)",
-            "bytes": "\(record.responseBytes)",
-            "client": "\(record.clientIP)",
-        ])
+        accessLog?.write(record)
     }
 
     func serverMessage(_ message: String) {

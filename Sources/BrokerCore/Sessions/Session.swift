@@ -31,14 +31,26 @@ struct Session: Sendable {
         accessTokenExpiresAt.map { max(0, Int(($0 - now).rounded(.down))) }
     }
 
-    /// The fields every token answer carries (`POST /token`, `GET /token`, `POST /refresh`).
-    func tokenFields(at now: Double) -> [(String, JSONValue)] {
-        [
-            ("access_token", .string(accessToken)),
-            ("token_type", .string("Bearer")),
-            ("expires_in", expiresIn(at: now).map(JSONValue.int) ?? .null),
-            ("scope", .string(scopes.joined(separator: " "))),
-            ("provider", .string(provider)),
-        ]
+    /// The token answer (`POST /token`, `GET /token`, `POST /refresh`):
+    /// `{[session_token,] access_token, token_type, expires_in, scope, provider}`, written
+    /// straight to bytes — `GET /token` is the hot path.
+    func tokenAnswer(at now: Double, sessionToken: String? = nil) -> Response {
+        var body: [UInt8] = [UInt8(ascii: "{")]
+        body.reserveCapacity(160 + accessToken.utf8.count)
+        if let sessionToken {
+            body += Array(#""session_token":"#.utf8)
+            JSONValue.appendString(sessionToken, to: &body)
+            body.append(UInt8(ascii: ","))
+        }
+        body += Array(#""access_token":"#.utf8)
+        JSONValue.appendString(accessToken, to: &body)
+        body += Array(#","token_type":"Bearer","expires_in":"#.utf8)
+        body += Array((expiresIn(at: now).map(String.init) ?? "null").utf8)
+        body += Array(#","scope":"#.utf8)
+        JSONValue.appendString(scopes.joined(separator: " "), to: &body)
+        body += Array(#","provider":"#.utf8)
+        JSONValue.appendString(provider, to: &body)
+        body.append(UInt8(ascii: "}"))
+        return Response(status: 200, headers: [HTTPHeader("Content-Type", "application/json")], body: body)
     }
 }

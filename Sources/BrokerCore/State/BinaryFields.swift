@@ -13,7 +13,9 @@ struct FieldWriter {
     }
 
     mutating func string(_ tag: UInt8, _ value: String) {
-        bytes(tag, Array(value.utf8))
+        bytes.append(tag)
+        Self.appendVarint(UInt64(value.utf8.count), to: &bytes)
+        bytes.append(contentsOf: value.utf8)
     }
 
     mutating func string(_ tag: UInt8, _ value: String?) {
@@ -52,10 +54,16 @@ struct FieldWriter {
 }
 
 /// Reads the fields of one record. Any malformation is a `StateDecodingError`.
+///
+/// Field positions sit in a fixed inline table (tags 0...15; none is higher today, and higher
+/// ones are skipped like unknown ones): a restart decodes a million records, and a dictionary
+/// per record was most of its cost.
 struct FieldReader {
-    private var fields: [UInt8: ArraySlice<UInt8>] = [:]
+    private let record: ArraySlice<UInt8>
+    private var positions = InlineArray<16, Range<Int>?>(repeating: nil)
 
     init(_ bytes: ArraySlice<UInt8>) throws(StateDecodingError) {
+        record = bytes
         var index = bytes.startIndex
         while index < bytes.endIndex {
             let tag = bytes[index]
@@ -63,15 +71,19 @@ struct FieldReader {
             let length = try Self.varint(bytes, &index)
             guard length <= UInt64(bytes.endIndex - index) else { throw StateDecodingError("a field runs past its record") }
             let end = index + Int(length)
-            fields[tag] = bytes[index..<end]
+            if tag < 16 { positions[Int(tag)] = index..<end }
             index = end
         }
     }
 
-    func bytes(_ tag: UInt8) -> [UInt8]? { fields[tag].map(Array.init) }
+    private subscript(tag: UInt8) -> ArraySlice<UInt8>? {
+        positions[Int(tag)].map { record[$0] }
+    }
+
+    func bytes(_ tag: UInt8) -> [UInt8]? { self[tag].map(Array.init) }
 
     func string(_ tag: UInt8) throws(StateDecodingError) -> String? {
-        guard let raw = fields[tag] else { return nil }
+        guard let raw = self[tag] else { return nil }
         guard let text = String(validating: raw, as: UTF8.self) else { throw StateDecodingError("a text field is not UTF-8") }
         return text
     }
@@ -82,7 +94,7 @@ struct FieldReader {
     }
 
     func double(_ tag: UInt8) throws(StateDecodingError) -> Double? {
-        guard let raw = fields[tag] else { return nil }
+        guard let raw = self[tag] else { return nil }
         guard raw.count == 8 else { throw StateDecodingError("a number field is not 8 bytes") }
         return Double(bitPattern: raw.reduce(0) { $0 << 8 | UInt64($1) })
     }
@@ -93,7 +105,7 @@ struct FieldReader {
     }
 
     func digest(_ tag: UInt8) throws(StateDecodingError) -> SHA256Digest? {
-        guard let raw = fields[tag] else { return nil }
+        guard let raw = self[tag] else { return nil }
         guard let digest = SHA256Digest(bytes: Array(raw)) else { throw StateDecodingError("a hash field is not 32 bytes") }
         return digest
     }
@@ -103,7 +115,7 @@ struct FieldReader {
         return digest
     }
 
-    func flag(_ tag: UInt8) -> Bool { fields[tag]?.first == 1 }
+    func flag(_ tag: UInt8) -> Bool { self[tag]?.first == 1 }
 
     static func varint(_ bytes: ArraySlice<UInt8>, _ index: inout Int) throws(StateDecodingError) -> UInt64 {
         var value: UInt64 = 0

@@ -50,6 +50,7 @@ enum StateRecord: Sendable {
     /// Decodes every record in `bytes` (the plaintext of one frame). Records of a kind this
     /// version does not know are skipped.
     static func decodeAll(_ bytes: ArraySlice<UInt8>, _ body: (StateRecord) -> Void) throws(StateDecodingError) {
+        var scopes = ScopeTable()
         var index = bytes.startIndex
         while index < bytes.endIndex {
             let rawKind = bytes[index]
@@ -61,7 +62,7 @@ enum StateRecord: Sendable {
             guard let kind = Kind(rawValue: rawKind) else { continue }
             let fields = try FieldReader(bytes[index..<end])
             switch kind {
-            case .session: body(.session(try Session(fields)))
+            case .session: body(.session(try Session(fields, scopes: &scopes)))
             case .sessionRemoved: body(.sessionRemoved(try fields.requiredDigest(1)))
             case .pending: body(.pending(try fields.requiredDigest(1), try PendingAuthorization(fields)))
             case .pendingRemoved: body(.pendingRemoved(try fields.requiredDigest(1)))
@@ -88,13 +89,13 @@ extension Session {
         fields.double(11, usedAt)
     }
 
-    init(_ fields: FieldReader) throws(StateDecodingError) {
+    init(_ fields: FieldReader, scopes: inout ScopeTable) throws(StateDecodingError) {
         self.init(
             id: try fields.requiredDigest(1),
             provider: try fields.requiredString(2),
             app: try fields.requiredString(3),
             subject: try fields.requiredString(4),
-            scopes: try fields.requiredString(5).split(separator: " ").map(String.init),
+            scopes: scopes.list(try fields.requiredString(5)),
             accessToken: try fields.requiredString(6),
             accessTokenExpiresAt: try fields.double(7),
             refreshToken: try fields.string(8),
@@ -179,5 +180,18 @@ extension Handoff {
             sessionID: try fields.digest(7),
             redeemed: fields.flag(8)
         )
+    }
+}
+
+/// Scope lists by their text, while decoding: most sessions share a handful of scope sets, and
+/// sharing the arrays saves a split and an allocation per session (and memory).
+struct ScopeTable {
+    private var lists: [String: [String]] = [:]
+
+    mutating func list(_ text: String) -> [String] {
+        if let known = lists[text] { return known }
+        let list = text.split(separator: " ").map(String.init)
+        if lists.count < 1024 { lists[text] = list }
+        return list
     }
 }

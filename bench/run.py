@@ -1,0 +1,758 @@
+#!/usr/bin/env python3
+"""The token broker's benchmark (README, "Benchmark"; `make bench`).
+
+One run, one table: the broker's hot path (`GET /token` on live sessions) side by side with the
+broker's `/healthz`, a bare libmicrohttpd responder (bench/mhd_bare.c) and nginx answering the
+same bytes; resident memory per session; snapshot write and restart-to-ready at 1M sessions;
+single-flight refresh; logins and refreshes per second against the development provider.
+
+Everything listens on 127.0.0.1 only, every load is bounded in time and count, and every
+process this script starts is stopped (by its own pid) before it exits. Standard library only.
+
+    python3 bench/run.py [--bin .build/release] [--rounds 3] [--seconds 5] [--sessions 1000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import hashlib
+import json
+import os
+import platform
+import random
+import re
+import secrets
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+REDIRECT_URI = "http://127.0.0.1/callback"
+SAMPLE = 200_000  # session tokens wrk picks from, at random out of the large state
+
+STARTED: list[subprocess.Popen] = []
+
+
+def log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Processes and /proc
+
+
+def which(tool: str) -> str | None:
+    """A program on PATH, or in /usr/sbin (nginx, for users whose PATH lacks it)."""
+    return shutil.which(tool) or shutil.which(tool, path="/usr/sbin:/sbin")
+
+
+def load_average() -> str:
+    with open("/proc/loadavg") as f:
+        return f.read().split()[0]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cpu_ticks(pids: list[int]) -> int:
+    """utime + stime of the processes (all their threads), in clock ticks."""
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # fields 14 and 15 of proc(5)
+    return total
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        found.append(int(name))
+            except OSError:
+                pass
+    return found
+
+
+def rss_bytes(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS")
+
+
+def stop(process: subprocess.Popen, timeout: float = 120) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    if process in STARTED:
+        STARTED.remove(process)
+
+
+def stop_all() -> None:
+    for process in list(STARTED):
+        try:
+            stop(process, timeout=30)
+        except Exception:  # noqa: BLE001 - cleanup must go on
+            pass
+
+
+def http_get(port: int, path: str, headers: dict[str, str] | None = None, timeout: float = 5) -> tuple[int, dict, bytes]:
+    """One request on a fresh connection; for probes, not for load."""
+    lines = [f"GET {path} HTTP/1.1", "Host: 127.0.0.1", "Connection: close"]
+    lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    parsed = {}
+    for line in header_lines:
+        name, _, value = line.partition(":")
+        parsed[name.strip()] = value.strip()
+    return int(status_line.split()[1]), parsed, body
+
+
+# ---------------------------------------------------------------------------------------------
+# The broker
+
+
+class Broker:
+    """One `token-broker serve --dev` process on its own port, state directory and log file."""
+
+    def __init__(self, name: str, binary: str, workdir: str, state_dir: str, key: str, extra_env: dict[str, str] | None = None):
+        self.name = name
+        self.port = free_port()
+        self.log_path = os.path.join(workdir, f"broker-{name}.log")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("BROKER_")}
+        env.update({
+            "BROKER_STATE_KEY": key,
+            "BROKER_STATE_DIR": state_dir,
+            "BROKER_LOG_FORMAT": "json",
+            # No periodic snapshot in the middle of the measurements; the one at shutdown is timed.
+            "BROKER_SNAPSHOT_INTERVAL_SECONDS": "3600",
+        })
+        env.update(extra_env or {})
+        self.env = env
+        self.binary = binary
+        self.process: subprocess.Popen | None = None
+        self.ready_seconds = 0.0
+
+    def start(self, ready_timeout: float = 120) -> "Broker":
+        self.log_file = open(self.log_path, "ab")
+        self.log_offset = self.log_file.tell()
+        started = time.monotonic()
+        self.process = subprocess.Popen(
+            [self.binary, "serve", "--dev", "--listen", f"127.0.0.1:{self.port}"],
+            stdout=self.log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self.env,
+        )
+        STARTED.append(self.process)
+        deadline = started + ready_timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"broker {self.name} exited with {self.process.returncode}; see {self.log_path}")
+            try:
+                if http_get(self.port, "/readyz", timeout=1)[0] == 200:
+                    self.ready_seconds = time.monotonic() - started
+                    return self
+            except OSError:
+                pass
+            time.sleep(0.005)
+        raise RuntimeError(f"broker {self.name} not ready within {ready_timeout} s; see {self.log_path}")
+
+    @property
+    def pid(self) -> int:
+        assert self.process
+        return self.process.pid
+
+    def stop(self) -> None:
+        if self.process:
+            stop(self.process)
+            self.log_file.close()
+
+    def events(self, message: str, tail: int | None = None) -> list[dict]:
+        """Log events with `msg` == message written since the last start (or in its last `tail`
+        bytes: the access log makes the file large)."""
+        needle = f'"{message}"'.encode()
+        found = []
+        with open(self.log_path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(self.log_offset, size - tail) if tail else self.log_offset)
+            if tail:
+                f.readline()  # maybe a partial line
+            for line in f:
+                if needle in line:
+                    try:
+                        event = json.loads(line)
+                    except ValueError:
+                        continue
+                    if event.get("msg") == message or event.get("message") == message:
+                        found.append(event)
+        return found
+
+    def event_seconds(self, message: str, tail: int | None = None) -> float | None:
+        found = self.events(message, tail)
+        return float(found[-1]["seconds"]) if found and "seconds" in found[-1] else None
+
+    def refreshes(self) -> int:
+        _, _, body = http_get(self.port, "/metrics")
+        total = 0
+        for line in body.decode().splitlines():
+            if line.startswith("broker_refreshes_total") and 'provider="dev"' in line:
+                total += int(float(line.rsplit(" ", 1)[1]))
+        return total
+
+
+# ---------------------------------------------------------------------------------------------
+# A small HTTP/1.1 keep-alive client on asyncio streams (logins, refreshes, single-flight)
+
+
+class Connection:
+    def __init__(self, port: int):
+        self.port = port
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def open(self) -> None:
+        self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
+
+    def close(self) -> None:
+        if self.writer:
+            self.writer.close()
+        self.reader = self.writer = None
+
+    @staticmethod
+    def encode(method: str, target: str, headers: dict[str, str] | None = None, body: bytes = b"") -> bytes:
+        lines = [f"{method} {target} HTTP/1.1", "Host: 127.0.0.1"]
+        lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
+        if body or method == "POST":
+            lines.append(f"Content-Length: {len(body)}")
+        return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+    def send(self, raw: bytes) -> None:
+        assert self.writer
+        self.writer.write(raw)
+
+    async def receive(self) -> tuple[int, dict[str, str], bytes]:
+        assert self.reader
+        head = await self.reader.readuntil(b"\r\n\r\n")
+        status_line, *header_lines = head.decode("latin-1").rstrip("\r\n").split("\r\n")
+        headers = {}
+        for line in header_lines:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        if "content-length" in headers:
+            body = await self.reader.readexactly(int(headers["content-length"]))
+        elif headers.get("transfer-encoding", "").lower() == "chunked":
+            body = b""
+            while True:
+                size = int((await self.reader.readuntil(b"\r\n")).split(b";")[0], 16)
+                body += await self.reader.readexactly(size + 2)
+                if size == 0:
+                    break
+            body = body[:-2]
+        else:
+            body = b""
+        if headers.get("connection", "").lower() == "close":
+            self.close()
+        return int(status_line.split()[1]), headers, body
+
+    async def request(self, method: str, target: str, headers: dict[str, str] | None = None, body: bytes = b"") -> tuple[int, dict[str, str], bytes]:
+        if self.writer is None:
+            await self.open()
+        self.send(self.encode(method, target, headers, body))
+        return await asyncio.wait_for(self.receive(), 30)
+
+
+def path_of(url: str) -> str:
+    parts = urllib.parse.urlsplit(url)
+    return parts.path + ("?" + parts.query if parts.query else "")
+
+
+FORM = {"Content-Type": "application/x-www-form-urlencoded"}
+
+
+async def login(connection: Connection, user: str) -> str:
+    """The whole flow of the README's walk-through; returns the session token."""
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    query = urllib.parse.urlencode({
+        "provider": "dev", "app": "demo", "redirect_uri": REDIRECT_URI,
+        "code_challenge": challenge, "code_challenge_method": "S256", "state": "bench",
+    })
+    status, headers, _ = await connection.request("GET", f"/authorize?{query}")
+    assert status == 302, f"/authorize: {status}"
+    status, headers, _ = await connection.request(
+        "POST", path_of(headers["location"]), FORM, urllib.parse.urlencode({"user": user, "decision": "allow"}).encode())
+    assert status == 302, f"sign-in: {status}"
+    status, headers, body = await connection.request("GET", path_of(headers["location"]))
+    assert status == 302, f"/callback: {status} {body[:200]!r}"
+    code = urllib.parse.parse_qs(urllib.parse.urlsplit(headers["location"]).query)["code"][0]
+    status, _, body = await connection.request("POST", "/token", FORM, urllib.parse.urlencode({
+        "grant_type": "authorization_code", "code": code, "code_verifier": verifier,
+        "redirect_uri": REDIRECT_URI, "app": "demo",
+    }).encode())
+    assert status == 200, f"POST /token: {status} {body[:200]!r}"
+    return json.loads(body)["session_token"]
+
+
+async def timed_load(port: int, workers: int, seconds: float, max_operations: int, operation) -> tuple[int, int, float]:
+    """Runs `operation(connection, worker, n)` in `workers` loops for `seconds` (at most
+    `max_operations` in all); returns (done, failed, elapsed)."""
+    done = failed = 0
+    deadline = time.monotonic() + seconds
+
+    async def worker(number: int) -> None:
+        nonlocal done, failed
+        connection = Connection(port)
+        n = 0
+        try:
+            while time.monotonic() < deadline and done + failed < max_operations:
+                try:
+                    await operation(connection, number, n)
+                    done += 1
+                except Exception:  # noqa: BLE001 - counted, the load goes on
+                    failed += 1
+                    connection.close()
+                n += 1
+        finally:
+            connection.close()
+
+    started = time.monotonic()
+    await asyncio.gather(*(worker(i) for i in range(workers)))
+    return done, failed, time.monotonic() - started
+
+
+async def single_flight(port: int, token: str, callers: int, min_ttl: int) -> dict:
+    """`callers` connections, opened first; then every one sends GET /token?min_ttl=... at once."""
+    connections = [Connection(port) for _ in range(callers)]
+    await asyncio.gather(*(c.open() for c in connections))
+    raw = Connection.encode("GET", f"/token?min_ttl={min_ttl}", {"Authorization": f"Bearer {token}"})
+    for c in connections:  # one burst: the writes go out before any answer is read
+        c.send(raw)
+    started = time.monotonic()
+    answers = await asyncio.gather(*(asyncio.wait_for(c.receive(), 30) for c in connections), return_exceptions=True)
+    elapsed = time.monotonic() - started
+    for c in connections:
+        c.close()
+    statuses: dict[str, int] = {}
+    access_tokens = set()
+    for answer in answers:
+        if isinstance(answer, BaseException):
+            statuses["error"] = statuses.get("error", 0) + 1
+            continue
+        status, _, body = answer
+        statuses[str(status)] = statuses.get(str(status), 0) + 1
+        if status == 200:
+            access_tokens.add(json.loads(body)["access_token"])
+    return {"statuses": statuses, "distinct_access_tokens": len(access_tokens), "seconds": elapsed}
+
+
+# ---------------------------------------------------------------------------------------------
+# wrk
+
+
+def parse_duration(text: str) -> float:
+    """wrk's '812.00us', '1.20ms', '2.00s' in milliseconds."""
+    match = re.fullmatch(r"([\d.]+)(us|ms|s|m)", text)
+    if not match:
+        raise ValueError(text)
+    value, unit = float(match.group(1)), match.group(2)
+    return value * {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60000.0}[unit]
+
+
+def run_wrk(port: int, path: str, tokens: str, seconds: int, pids: list[int]) -> dict:
+    before = cpu_ticks(pids)
+    output = subprocess.run(
+        ["wrk", "-t2", "-c64", f"-d{seconds}s", "--latency", "-s", os.path.join(HERE, "token.lua"),
+         f"http://127.0.0.1:{port}", "--", tokens, path],
+        capture_output=True, text=True, timeout=seconds + 60,
+    ).stdout
+    after = cpu_ticks(pids)
+    if not re.search(r"^\s+99%", output, re.M):
+        raise RuntimeError(f"wrk on port {port} printed no latency distribution:\n{output}")
+    requests = int(re.search(r"(\d+) requests in ([\d.]+)(\w+)", output).group(1))
+    duration = parse_duration(re.search(r"\d+ requests in ([\d.]+\w+)", output).group(1)) / 1000
+    latency = dict(re.findall(r"^\s+(50|99)%\s+([\d.]+\w+)$", output, re.M))
+    bad = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
+    errors = re.search(r"Socket errors: (.*)", output)
+    return {
+        "rps": requests / duration,
+        "p50": parse_duration(latency["50"]),
+        "p99": parse_duration(latency["99"]),
+        "cpu_us": (after - before) / CLK_TCK * 1e6 / max(requests, 1),
+        "bad": int(bad.group(1)) if bad else 0,
+        "socket_errors": errors.group(1) if errors else "",
+        "requests": requests,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# The run
+
+
+def machine() -> str:
+    model = "?"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    with open("/proc/meminfo") as f:
+        memory = int(f.readline().split()[1]) / 1024 / 1024
+    cores = len(os.sched_getaffinity(0))
+    return f"{model}, {cores} cores, {memory:.0f} GiB memory, Linux {platform.release()}"
+
+
+def fixture(tool: str, directory: str, tokens: str, count: int, key: str, issuer: str) -> dict:
+    started = time.monotonic()
+    out = subprocess.run(
+        [tool, "--sessions", str(count), "--directory", directory, "--tokens", tokens, "--issuer", issuer],
+        env={**os.environ, "BROKER_STATE_KEY": key}, capture_output=True, text=True, timeout=600, check=True,
+    ).stdout
+    summary = json.loads(out.strip().splitlines()[-1])
+    log(f"fixture: {count} sessions in {time.monotonic() - started:.1f} s ({summary['snapshot_bytes'] / 2**20:.0f} MiB snapshot)")
+    return summary
+
+
+def start_bare(workdir: str, threads: int, response_file: str) -> tuple[subprocess.Popen, int]:
+    binary = os.path.join(workdir, "mhd_bare")
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libmicrohttpd"], capture_output=True, text=True, check=True).stdout.split()
+    subprocess.run(["gcc", "-O2", "-o", binary, os.path.join(HERE, "mhd_bare.c"), *flags, "-lpthread"], check=True)
+    port = free_port()
+    process = subprocess.Popen([binary, str(port), str(threads), response_file], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    STARTED.append(process)
+    assert process.stdout and process.stdout.readline().startswith(b"listening")
+    return process, port
+
+
+def start_nginx(workdir: str, workers: int, headers: dict[str, str], body: bytes) -> tuple[subprocess.Popen, int]:
+    port = free_port()
+    root = os.path.join(workdir, "nginx")
+    os.makedirs(root, exist_ok=True)
+    quoted = body.decode().replace("\\", "\\\\").replace("'", "\\'")
+    add_headers = "\n".join(f"            add_header {name} '{value}' always;" for name, value in headers.items() if name.lower() != "content-type")
+    conf = f"""
+worker_processes {workers};
+pid {root}/nginx.pid;
+error_log {root}/error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    client_body_temp_path {root}/body;
+    proxy_temp_path {root}/proxy;
+    fastcgi_temp_path {root}/fastcgi;
+    uwsgi_temp_path {root}/uwsgi;
+    scgi_temp_path {root}/scgi;
+    keepalive_requests 1000000;
+    server {{
+        listen 127.0.0.1:{port};
+        location / {{
+            default_type {headers.get('Content-Type', 'application/json')};
+{add_headers}
+            return 200 '{quoted}';
+        }}
+    }}
+}}
+"""
+    path = os.path.join(root, "nginx.conf")
+    with open(path, "w") as f:
+        f.write(conf)
+    process = subprocess.Popen([which("nginx") or "nginx", "-p", root, "-c", path, "-g", "daemon off;"], stdin=subprocess.DEVNULL)
+    STARTED.append(process)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            if http_get(port, "/token")[0] == 200 and len(children(process.pid)) >= workers:
+                return process, port
+        except OSError:
+            pass
+        time.sleep(0.02)
+    raise RuntimeError("nginx did not start; see " + os.path.join(root, "error.log"))
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--bin", default=os.path.join(ROOT, ".build", "release"), help="folder with token-broker and broker-bench-state")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seconds", type=int, default=5, help="per wrk run")
+    parser.add_argument("--sessions", type=int, default=1_000_000, help="the large state (also 100k and 0)")
+    parser.add_argument("--callers", type=int, default=1000, help="single-flight callers")
+    parser.add_argument("--load-seconds", type=float, default=8, help="login and refresh loads, each")
+    parser.add_argument("--keep", action="store_true", help="keep the work folder")
+    args = parser.parse_args()
+
+    broker_bin = os.path.join(args.bin, "token-broker")
+    fixture_bin = os.path.join(args.bin, "broker-bench-state")
+    for binary in (broker_bin, fixture_bin):
+        if not os.access(binary, os.X_OK):
+            sys.exit(f"missing {binary}: build with swift build -c release (make bench does)")
+    for tool in ("wrk", "nginx", "gcc", "pkg-config"):
+        if not which(tool):
+            sys.exit(f"missing {tool}: make bench installs it")
+
+    run_started = time.monotonic()
+    args.load_at_start = load_average()
+    workdir = tempfile.mkdtemp(prefix="broker-bench-")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    try:
+        return run(args, broker_bin, fixture_bin, workdir, run_started)
+    finally:
+        stop_all()
+        if args.keep:
+            log(f"kept {workdir}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def run(args, broker_bin: str, fixture_bin: str, workdir: str, run_started: float) -> int:
+    key = subprocess.run([broker_bin, "gen-key"], capture_output=True, text=True, check=True).stdout.strip()
+    large, medium = args.sessions, max(1, args.sessions // 10)
+    dirs = {n: os.path.join(workdir, f"state-{n}") for n in (0, medium, large)}
+    tokens = {n: os.path.join(workdir, f"tokens-{n}.txt") for n in (medium, large)}
+    summaries = {n: fixture(fixture_bin, dirs[n], tokens[n], n, key, "http://127.0.0.1:8080/dev") for n in (medium, large)}
+    os.makedirs(dirs[0])
+    # wrk's Lua threads each load the token file before the run: a random sample of the large
+    # state's sessions keeps that short while the requests still land all over the large store.
+    with open(tokens[large]) as f:
+        every = f.read().split()
+    sample = os.path.join(workdir, "tokens-sample.txt")
+    with open(sample, "w") as f:
+        f.write("\n".join(random.sample(every, min(len(every), SAMPLE))) + "\n")
+    del every
+    copy_dir = dirs[large] + "-nolog"
+    shutil.copytree(dirs[large], copy_dir)
+
+    # Memory with 0 and N/10 sessions: started, ready, measured, stopped.
+    rss = {}
+    for n in (0, medium):
+        broker = Broker(f"rss-{n}", broker_bin, workdir, dirs[n], key).start()
+        time.sleep(0.5)
+        rss[n] = rss_bytes(broker.pid)
+        broker.stop()
+        log(f"RSS with {n} sessions: {rss[n] / 2**20:.1f} MiB")
+
+    # The large state: A with the default access log (and everything else default), B without.
+    a = Broker("token", broker_bin, workdir, dirs[large], key).start()
+    time.sleep(0.5)
+    rss[large] = rss_bytes(a.pid)
+    first_ready = a.ready_seconds
+    first_loaded = a.event_seconds("state loaded")
+    log(f"RSS with {large} sessions: {rss[large] / 2**20:.1f} MiB; ready in {first_ready:.2f} s (state loaded in {first_loaded} s)")
+    b = Broker("token-nolog", broker_bin, workdir, copy_dir, key, {"BROKER_LOG_ACCESS": "false"}).start()
+    threads = int(a.events("listening")[-1].get("threads", os.cpu_count() or 2))
+
+    with open(tokens[large]) as f:
+        probe_token = f.readline().strip()
+    status, headers, body = http_get(a.port, "/token", {"Authorization": f"Bearer {probe_token}"})
+    assert status == 200, f"GET /token on a fixture session: {status} {body[:200]!r}"
+    same_headers = {k: v for k, v in headers.items() if k.lower() not in ("date", "content-length", "connection", "keep-alive")}
+    response_file = os.path.join(workdir, "response.txt")
+    with open(response_file, "wb") as f:
+        f.write("".join(f"{k}: {v}\n" for k, v in same_headers.items()).encode() + b"\n" + body)
+    bare, bare_port = start_bare(workdir, threads, response_file)
+    nginx, nginx_port = start_nginx(workdir, threads, same_headers, body)
+
+    targets = [
+        ("broker GET /token (access log on, default)", a.port, "/token", lambda: [a.pid]),
+        ("broker GET /token (BROKER_LOG_ACCESS=false)", b.port, "/token", lambda: [b.pid]),
+        ("broker GET /healthz", a.port, "/healthz", lambda: [a.pid]),
+        (f"bare libmicrohttpd, {threads} threads, same bytes", bare_port, "/token", lambda: [bare.pid]),
+        (f"nginx return 200, {threads} workers, same bytes", nginx_port, "/token", lambda: [nginx.pid] + children(nginx.pid)),
+    ]
+    results: dict[str, list[dict]] = {t[0]: [] for t in targets}
+    for round_number in range(args.rounds):
+        order = targets[round_number % len(targets):] + targets[:round_number % len(targets)]
+        for name, port, path, pids in order:
+            result = run_wrk(port, path, sample, args.seconds, pids())
+            results[name].append(result)
+            log(f"round {round_number + 1}: {name}: {result['rps']:.0f} req/s, p50 {result['p50']:.2f} ms, "
+                f"p99 {result['p99']:.2f} ms, {result['cpu_us']:.1f} µs CPU/req"
+                + (f", {result['bad']} non-2xx" if result["bad"] else "") + (f", socket errors {result['socket_errors']}" if result["socket_errors"] else ""))
+    stop(bare)
+    stop(nginx)
+    b.stop()
+
+    # Single-flight, logins and refreshes: a broker on an empty state, connection limits raised
+    # so that the single-flight callers all get in from one address.
+    s = Broker("flows", broker_bin, workdir, dirs[0], key, {
+        "BROKER_MAX_CONNECTIONS": str(args.callers + 1000), "BROKER_MAX_CONNECTIONS_PER_IP": str(args.callers + 500),
+    }).start()
+
+    async def flows() -> dict:
+        out: dict = {}
+        connection = Connection(s.port)
+        token = await login(connection, "singleflight")
+        signed_in = time.monotonic()
+        connection.close()
+
+        sessions: list[str] = []
+
+        async def one_login(c: Connection, worker: int, n: int) -> None:
+            sessions.append(await login(c, f"u{worker}x{n}"))
+
+        ticks = cpu_ticks([s.pid])
+        client = time.process_time()
+        done, failed, elapsed = await timed_load(s.port, 16, args.load_seconds, 100_000, one_login)
+        out["logins"] = (done, failed, elapsed, (cpu_ticks([s.pid]) - ticks) / CLK_TCK, time.process_time() - client)
+
+        async def one_refresh(c: Connection, worker: int, n: int) -> None:
+            status, _, _ = await c.request("POST", "/refresh", {"Authorization": f"Bearer {sessions[worker]}"})
+            if status != 200:
+                raise RuntimeError(status)
+
+        ticks = cpu_ticks([s.pid])
+        client = time.process_time()
+        workers = min(16, len(sessions))
+        done, failed, elapsed = await timed_load(s.port, workers, args.load_seconds, 1_000_000, one_refresh)
+        out["refreshes"] = (done, failed, elapsed, (cpu_ticks([s.pid]) - ticks) / CLK_TCK, time.process_time() - client)
+
+        # Single-flight, as the issue has it: a token that is due (it has less left than the
+        # callers need), and a refreshed one that satisfies them. The session's token is
+        # `age` seconds old: asking for 3600 - age/2 makes every caller need a refresh, and the
+        # new token (3600 s) is good enough for any caller that comes after it.
+        age = time.monotonic() - signed_in
+        if age < 6:
+            await asyncio.sleep(6 - age)
+            age = 6
+        due_ttl = 3600 - int(age // 2)
+        before = s.refreshes()
+        out["single"] = await single_flight(s.port, token, args.callers, due_ttl)
+        out["single"]["refreshes"] = s.refreshes() - before
+        out["single"]["min_ttl"] = due_ttl
+        # The same with min_ttl=86400, longer than the provider's tokens live: no token ever
+        # satisfies it, so a caller that arrives after a refresh has finished starts the next
+        # one (README: "each call refreshes once"); the count is the number of such waves.
+        before = s.refreshes()
+        out["forever"] = await single_flight(s.port, token, args.callers, 86400)
+        out["forever"]["refreshes"] = s.refreshes() - before
+        return out
+
+    flow = asyncio.run(flows())
+    s.stop()
+    log(f"single-flight: {flow['single']}; min_ttl=86400: {flow['forever']}; logins {flow['logins']}; refreshes {flow['refreshes']}")
+
+    # Snapshot at shutdown, then restart on the broker's own snapshot.
+    a.stop()
+    snapshot_event = a.events("snapshot written", tail=1 << 20)
+    snapshot_seconds = float(snapshot_event[-1]["seconds"]) if snapshot_event else None
+    a2 = Broker("token", broker_bin, workdir, dirs[large], key).start()
+    second_ready = a2.ready_seconds
+    second_loaded = a2.event_seconds("state loaded")
+    loaded_sessions = a2.events("state loaded")[-1].get("sessions", "?")
+    a2.stop()
+    log(f"snapshot {snapshot_seconds} s; restart ready {second_ready:.2f} s (state loaded {second_loaded} s, {loaded_sessions} sessions)")
+
+    report(args, results, targets, rss, summaries, large, medium, first_ready, first_loaded, snapshot_seconds,
+           snapshot_event, second_ready, second_loaded, flow, threads, time.monotonic() - run_started)
+    return 0
+
+
+def fmt_int(value: float) -> str:
+    return f"{value:,.0f}"
+
+
+def report(args, results, targets, rss, summaries, large, medium, first_ready, first_loaded, snapshot_seconds,
+           snapshot_event, second_ready, second_loaded, flow, threads, total_seconds) -> None:
+    def short(n: int) -> str:
+        return f"{n // 1_000_000}M" if n >= 1_000_000 and n % 1_000_000 == 0 else (f"{n // 1000}k" if n >= 1000 and n % 1000 == 0 else str(n))
+
+    med = {name: {k: median([r[k] for r in runs]) for k in ("rps", "p50", "p99", "cpu_us")} for name, runs in results.items()}
+    names = [t[0] for t in targets]
+    token, nolog, healthz, bare, nginx = names
+    ratio = med[token]["cpu_us"] / med[bare]["cpu_us"]
+    ratio_nolog = med[nolog]["cpu_us"] / med[bare]["cpu_us"]
+    rows: list[tuple[str, ...]] = []
+    for name in names:
+        m = med[name]
+        bad = sum(r["bad"] for r in results[name])
+        rows.append((name + (f" ({bad} non-2xx!)" if bad else ""), fmt_int(m["rps"]), f"{m['p50']:.2f} ms", f"{m['p99']:.2f} ms", f"{m['cpu_us']:.1f} µs", "", ""))
+    ok = lambda good: "✓" if good else "✗ missed"  # noqa: E731
+    rows.append(("/token CPU per request ÷ bare libmicrohttpd", "", "", "", "", f"{ratio:.2f}× (access log off: {ratio_nolog:.2f}×)", f"≤ 1.3× {ok(ratio <= 1.3)}"))
+    rows.append(("/token p99 at -c64", "", "", "", "", f"{med[token]['p99']:.2f} ms (access log off: {med[nolog]['p99']:.2f} ms)", f"< 2 ms {ok(med[token]['p99'] < 2)}"))
+
+    token_bytes = summaries[large]["token_bytes_per_session"]
+    payload = summaries[large]["payload_bytes_per_session"]
+    for n in (0, medium, large):
+        if n == 0:
+            rows.append(("resident memory, 0 sessions", "", "", "", "", f"{rss[0] / 2**20:.1f} MiB", ""))
+        else:
+            per = (rss[n] - rss[0]) / n
+            beyond = per - token_bytes
+            rows.append((f"resident memory, {short(n)} sessions", "", "", "", "",
+                         f"{rss[n] / 2**20:.0f} MiB: {per:,.0f} B/session, {beyond:,.0f} B beyond its {token_bytes} token bytes",
+                         f"≤ 1,536 B {ok(beyond <= 1536)}" if n == large else ""))
+    snap_bytes = snapshot_event[-1].get("bytes") if snapshot_event else None
+    rows.append((f"snapshot write at shutdown, {short(large)} sessions", "", "", "", "",
+                 (f"{snapshot_seconds:.2f} s" if snapshot_seconds is not None else "not logged")
+                 + (f" ({int(snap_bytes) / 2**20:.0f} MiB)" if snap_bytes else ""),
+                 f"< 3 s {ok(snapshot_seconds is not None and snapshot_seconds < 3)}"))
+    rows.append((f"restart to ready (/readyz 200), {short(large)} sessions", "", "", "", "",
+                 f"{second_ready:.2f} s on its own snapshot (state loaded in {second_loaded:.2f} s); "
+                 f"{first_ready:.2f} s on the fixture's", f"< 3 s {ok(second_ready < 3)}"))
+    for key, label, target in (
+        ("single", f"single-flight: {args.callers} concurrent GET /token on one session whose token is due "
+                   f"(min_ttl={flow['single']['min_ttl']} > its time left)", lambda n: f"1 {ok(n == 1)}"),
+        ("forever", f"the same with min_ttl=86400 (> the provider's 3600 s: every refresh leaves it due)",
+         lambda n: "one per wave"),
+    ):
+        single = flow[key]
+        statuses = ", ".join(f"{count}× {status}" for status, count in sorted(single["statuses"].items()))
+        rows.append((label, "", "", "", "",
+                     f"{single['refreshes']} upstream refresh{'es' if single['refreshes'] != 1 else ''}; {statuses}; "
+                     f"{single['distinct_access_tokens']} distinct access token(s); all answered in {single['seconds'] * 1000:.0f} ms",
+                     target(single["refreshes"])))
+    for label, key in (("logins (authorize → sign-in → callback → POST /token), 16 clients", "logins"),
+                       ("refreshes (POST /refresh, 16 sessions), 16 clients", "refreshes")):
+        done, failed, elapsed, server_cpu, client_cpu = flow[key]
+        rows.append((label, f"{done / elapsed:,.0f}/s", "", "", f"{server_cpu / max(done, 1) * 1e6:,.0f} µs",
+                     f"{done} in {elapsed:.1f} s" + (f", {failed} failed" if failed else "") + f"; client CPU {client_cpu / elapsed * 100:.0f} % of a core", ""))
+
+    header = ("measurement", "req/s", "p50", "p99", "server CPU/op", "result", "target")
+    print()
+    print(f"Token broker benchmark, {time.strftime('%Y-%m-%d')}: {machine()}")
+    print(f"wrk -t2 -c64 --latency, {args.rounds} alternating rounds of {args.seconds} s per target, medians; "
+          f"GET /token on random sessions of {short(large)} (a random {short(min(SAMPLE, large))} of them; from broker-bench-state); broker: {threads} server threads, "
+          f"journal on, default settings; total run {total_seconds:.0f} s; load average {args.load_at_start} at start, "
+          f"{load_average()} at end (2 shared cores: wrk runs beside the servers)")
+    print()
+    print("| " + " | ".join(header) + " |")
+    print("|" + "|".join(["---"] + ["---:"] * 4 + ["---", "---"]) + "|")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+    print()
+    labels = ["/token", "/token no access log", "/healthz", "bare MHD", "nginx"]
+    for key, unit, digits in (("cpu_us", "µs CPU/req", 1), ("rps", "req/s", 0), ("p99", "ms p99", 2)):
+        spread = "; ".join(f"{label} " + " / ".join(f"{r[key]:.{digits}f}" for r in results[name]) for label, name in zip(labels, names))
+        print(f"Rounds, {unit}: {spread}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

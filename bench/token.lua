@@ -1,0 +1,30 @@
+-- wrk script of bench/run.py: every request is `GET <path>` with `Authorization: Bearer <token>`,
+-- the token picked at random, per request, from a file of session tokens (one a line). All HTTP
+-- targets of the benchmark get the same requests, so wrk's own cost is the same for each.
+--
+--   wrk -t2 -c64 -d5s --latency -s bench/token.lua http://127.0.0.1:PORT -- TOKENS_FILE PATH
+
+local tokens = {}
+local count = 0
+local path = "/token"
+local threads = 0
+
+function setup(thread)
+  threads = threads + 1
+  thread:set("thread_number", threads)
+end
+
+function init(args)
+  path = args[2] or path
+  for line in io.lines(args[1]) do
+    count = count + 1
+    tokens[count] = line
+  end
+  if count == 0 then error("no tokens in " .. args[1]) end
+  math.randomseed(os.time() * 1000 + (thread_number or 0))
+end
+
+function request()
+  return "GET " .. path .. " HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "
+    .. tokens[math.random(count)] .. "\r\n\r\n"
+end
