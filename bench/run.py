@@ -154,6 +154,9 @@ class Broker:
             "BROKER_LOG_FORMAT": "json",
             # No periodic snapshot in the middle of the measurements; the one at shutdown is timed.
             "BROKER_SNAPSHOT_INTERVAL_SECONDS": "3600",
+            # The load comes from one address: per-IP rate limits would measure the limiter.
+            "BROKER_LOGIN_REQUESTS_PER_MINUTE": "0",
+            "BROKER_TOKEN_REQUESTS_PER_MINUTE": "0",
         })
         env.update(extra_env or {})
         self.env = env
@@ -454,7 +457,11 @@ def start_nginx(workdir: str, workers: int, headers: dict[str, str], body: bytes
     root = os.path.join(workdir, "nginx")
     os.makedirs(root, exist_ok=True)
     quoted = body.decode().replace("\\", "\\\\").replace("'", "\\'")
-    add_headers = "\n".join(f"            add_header {name} '{value}' always;" for name, value in headers.items() if name.lower() != "content-type")
+    def nginx_string(value: str) -> str:
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+    add_headers = "\n".join(f"            add_header {name} {nginx_string(value)} always;"
+                             for name, value in headers.items() if name.lower() != "content-type")
     conf = f"""
 worker_processes {workers};
 pid {root}/nginx.pid;
