@@ -81,6 +81,16 @@ public enum JSONValue: Sendable, Equatable {
 
     private static func writeString(_ string: String, to output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
+        // Most strings (tokens, ids, paths) need no escaping: copy them whole.
+        let plain = string.utf8.allSatisfy { byte in
+            byte >= 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\")
+                && byte != UInt8(ascii: "<") && byte != UInt8(ascii: ">") && byte != UInt8(ascii: "&")
+        }
+        if plain {
+            output.append(contentsOf: string.utf8)
+            output.append(UInt8(ascii: "\""))
+            return
+        }
         for byte in string.utf8 {
             switch byte {
             case UInt8(ascii: "\""): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])

@@ -13,8 +13,8 @@ struct ConfigLoaderTests {
         #expect(config.server.shutdownGraceSeconds == 10)
         let limits = config.server.limits
         #expect(limits.maxBodyBytes == 65_536)
-        #expect(limits.maxHeaderBytes == 16_384)
-        #expect(limits.maxURLBytes == 8_192)
+        #expect(limits.maxHeaderBytes == 8_192)
+        #expect(limits.maxURLBytes == 4_096)
         #expect(limits.maxConnections == 1_024)
         #expect(limits.maxConnectionsPerIP == 128)
         #expect(limits.idleTimeoutSeconds == 30)

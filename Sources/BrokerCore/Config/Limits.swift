@@ -22,7 +22,7 @@ public struct Limits: Sendable, Equatable {
     public var tokenRequestsPerMinute: Int
 
     /// Creates limits; the defaults are those of the embedded configuration.
-    public init(maxBodyBytes: Int = 65_536, maxHeaderBytes: Int = 16_384, maxURLBytes: Int = 8_192,
+    public init(maxBodyBytes: Int = 65_536, maxHeaderBytes: Int = 8_192, maxURLBytes: Int = 4_096,
                 maxConnections: Int = 1_024, maxConnectionsPerIP: Int = 128, idleTimeoutSeconds: Int = 30,
                 maxUpstreamCalls: Int = 256, upstreamTimeoutSeconds: Int = 10,
                 loginRequestsPerMinute: Int = 120, tokenRequestsPerMinute: Int = 120) {
