@@ -80,6 +80,28 @@ struct StateFilesTests {
         _ = path
     }
 
+    /// Found by fuzzing: a file ending in 1–3 stray bytes (a crash while a frame's length was
+    /// written) trapped instead of being a torn tail (journal) or a truncated file (snapshot).
+    @Test func strayBytesAfterTheLastFrame() async throws {
+        let keys = StateKeys(current: .generate())
+        let (path, journal) = try await journalWithThreeFrames(keys)
+        let journalBytes = try Data(contentsOf: URL(fileURLWithPath: journal))
+        let state = try open(path, keys)
+        try await state.snapshot()
+        for count in 1...3 {
+            let copy = directory()
+            var bytes = journalBytes
+            bytes.append(contentsOf: [UInt8](repeating: 1, count: count))
+            try bytes.write(to: URL(fileURLWithPath: Journal.path(copy, generation: 1)))
+            #expect(try open(copy, keys).sessions.count == 3, "\(count) stray bytes after a journal are a torn tail")
+            let snapshotCopy = directory()
+            var snapshot = try Data(contentsOf: URL(fileURLWithPath: SnapshotWriter.path(path)))
+            snapshot.append(contentsOf: [UInt8](repeating: 1, count: count))
+            try snapshot.write(to: URL(fileURLWithPath: SnapshotWriter.path(snapshotCopy)))
+            #expect(throws: StateOpenError.self, "\(count) stray bytes after a snapshot") { try open(snapshotCopy, keys) }
+        }
+    }
+
     @Test func bitFlipsAnywhereButTheLastJournalFrameStopTheStart() async throws {
         let keys = StateKeys(current: .generate())
         let (_, journal) = try await journalWithThreeFrames(keys)

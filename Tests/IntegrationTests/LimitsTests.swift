@@ -75,6 +75,24 @@ struct LimitsTests {
         #expect(try extra.json()["error"] as? String == "temporarily_unavailable")
     }
 
+    /// Found by fuzzing: `Expect: 100-continue` on a request without a body, then one more byte,
+    /// made libmicrohttpd spin a core until the idle timeout.
+    @Test func expectContinueWithoutABodyDoesNotSpin() throws {
+        let broker = try BrokerProcess(config: Self.config.replacingOccurrences(of: "idle_timeout_seconds: 1", with: "idle_timeout_seconds: 30"))
+        let before = try cpuSeconds(broker.process.processIdentifier)
+        let connection = try RawConnection(port: broker.port)
+        connection.send("GET /healthz HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\n\r\nx")
+        let response = try connection.readResponse()
+        #expect(response.status == 200)
+        usleep(1_500_000)
+        #expect(try cpuSeconds(broker.process.processIdentifier) - before < 0.5, "the broker must not spin")
+    }
+
+    private func cpuSeconds(_ pid: Int32) throws -> Double {
+        let fields = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8).split(separator: " ")
+        return (Double(fields[13]) ?? 0) / 100 + (Double(fields[14]) ?? 0) / 100
+    }
+
     @Test func idleConnectionsAreClosed() throws {
         let broker = try BrokerProcess(config: Self.config)
         let connection = try RawConnection(port: broker.port, timeoutSeconds: 10)

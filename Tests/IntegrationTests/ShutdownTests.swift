@@ -52,6 +52,21 @@ struct ShutdownTests {
         #expect(broker.lines.contains { $0.contains(#""requests_cut_short":"1""#) })
     }
 
+    /// Found by fuzzing: libmicrohttpd 0.9.75 drops a request that hits two protocol errors (a
+    /// 431, then a malformed Content-Length) without reporting its completion; the request must
+    /// still end, or shutdown waits for it the whole grace period.
+    @Test func droppedRequestsDoNotHoldUpShutdown() throws {
+        let broker = try BrokerProcess(config: "server:\n  shutdown_grace_seconds: 8\n")
+        let connection = try RawConnection(port: broker.port, timeoutSeconds: 5)
+        connection.send("POST /token HTTP/1.1\r\nHost: a\r\nCookie: \(String(repeating: "c", count: 40_000))\r\nContent-Length: x\r\n\r\n")
+        _ = try? connection.readResponse()
+        #expect(try broker.get("/healthz").status == 200)
+        let signalled = Date()
+        broker.signal(SIGTERM)
+        #expect(broker.waitForExit(seconds: 12) == 0)
+        #expect(Date().timeIntervalSince(signalled) < 4)
+    }
+
     @Test func sigtermUnderLoadExitsZero() throws {
         let broker = try BrokerProcess()
         let port = broker.port

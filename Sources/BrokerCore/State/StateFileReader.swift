@@ -64,7 +64,8 @@ enum StateFileReader {
                 if prefix.isEmpty { break }
                 let remaining = file.size - frameOffset
                 guard !sawEnd else { throw problem(frameOffset, "data follows the snapshot's end marker") }
-                let length = Int(BigEndian.read(prefix, at: 0, width: 4))
+                // A prefix cut short (fewer than its 17 bytes) has no length to read.
+                let length = prefix.count < FrameLayout.prefix ? 0 : Int(BigEndian.read(prefix, at: 0, width: 4))
                 let runsPastEnd = prefix.count < FrameLayout.prefix || frameOffset + FrameLayout.prefix + length > file.size
                 if runsPastEnd || length < FrameLayout.tag || length > FrameLayout.maxSealed {
                     if kind == .journal && runsPastEnd {
