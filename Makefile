@@ -6,7 +6,7 @@ VENV         ?= .venv
 DEB_PACKAGES := libmicrohttpd-dev libssl-dev pkg-config python3-venv openssl curl
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test build deps venv crash-loop deploy-check bench bench-deps clean
+.PHONY: run test build deps venv crash-loop deploy-check bench bench-deps fuzz-smoke fuzz clean
 
 ## Build in release mode and run the broker on its embedded defaults (127.0.0.1:8080), in
 ## development mode: with the built-in identity provider `dev` and the demo app `demo`.
@@ -20,6 +20,7 @@ test: deps venv
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	$(VENV)/bin/python -m pytest -q Tests/contract Tests/oauth Tests/deploy
+	$(MAKE) fuzz-smoke
 
 ## The crash loop of Tests/oauth/test_broker_crash.py with many rounds (kill -9 under load).
 crash-loop: deps venv
@@ -48,6 +49,16 @@ bench-deps: deps
 		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
 
+FUZZ_SECONDS       ?= 300
+FUZZ_SMOKE_SECONDS ?= 5
+
+## libFuzzer targets (Fuzz/README.md): a few seconds each in `make test`, longer with `make fuzz`.
+fuzz-smoke: deps
+	$(MAKE) -C Fuzz smoke SWIFT=$(SWIFT) FUZZ_SMOKE_SECONDS=$(FUZZ_SMOKE_SECONDS)
+
+fuzz: deps
+	$(MAKE) -C Fuzz fuzz SWIFT=$(SWIFT) FUZZ_SECONDS=$(FUZZ_SECONDS)
+
 build: deps
 	$(SWIFT) build
 
@@ -68,4 +79,4 @@ $(VENV)/.installed: Tests/contract/requirements.txt Tests/oauth/requirements.txt
 	touch $@
 
 clean:
-	rm -rf .build $(VENV)
+	rm -rf .build $(VENV) Fuzz/.build

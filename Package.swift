@@ -15,6 +15,9 @@ let package = Package(
     products: [
         .executable(name: "token-broker", targets: ["token-broker"]),
         .executable(name: "broker-bench-state", targets: ["broker-bench-state"]),
+        // For Fuzz/, a package of its own that depends on this one by path.
+        .library(name: "BrokerCore", targets: ["BrokerCore"]),
+        .library(name: "HTTPServer", targets: ["HTTPServer"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),

@@ -37,8 +37,12 @@ public struct Response: Sendable {
         Response(status: 302, headers: [HTTPHeader("Location", location), HTTPHeader("Referrer-Policy", "no-referrer")])
     }
 
-    /// The first value of a header, case-insensitively.
+    /// The first value of a header, case-insensitively (ASCII), without allocating: the server
+    /// asks on every response.
     public func header(_ name: String) -> String? {
-        headers.first { $0.name.lowercased() == name.lowercased() }?.value
+        headers.first { header in
+            header.name.utf8.count == name.utf8.count
+                && zip(header.name.utf8, name.utf8).allSatisfy { $0 | 0x20 == $1 | 0x20 }
+        }?.value
     }
 }

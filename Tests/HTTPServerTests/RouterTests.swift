@@ -68,3 +68,13 @@ struct RouterTests {
         #expect(await work().status == 400)
     }
 }
+
+struct ResponseTests {
+    @Test func headerLookupIgnoresCase() {
+        let response = Response(status: 200, headers: [HTTPHeader("Cache-Control", "max-age=5"), HTTPHeader("X-A", "1")])
+        #expect(response.header("cache-control") == "max-age=5")
+        #expect(response.header("CACHE-CONTROL") == "max-age=5")
+        #expect(response.header("Cache-Contro") == nil)
+        #expect(response.header("x-b") == nil)
+    }
+}
