@@ -4,17 +4,8 @@ import Testing
 /// The command line as an operator uses it.
 struct CommandLineTests {
     private func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = BrokerProcess.binary
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("BROKER_") }.merging(environment) { $1 }
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        let inherited = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("BROKER_") }
+        return try runProcess(BrokerProcess.binary, arguments, environment: inherited.merging(environment) { $1 })
     }
 
     private func writeConfig(_ text: String) throws -> String {

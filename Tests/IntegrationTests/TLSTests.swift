@@ -4,16 +4,7 @@ import Testing
 /// HTTPS served directly (libmicrohttpd with GnuTLS), with a self-signed certificate.
 struct TLSTests {
     private func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [executable] + arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        try runProcess(URL(fileURLWithPath: "/usr/bin/env"), [executable] + arguments)
     }
 
     @Test func servesHTTPSWithTheConfiguredCertificate() throws {
