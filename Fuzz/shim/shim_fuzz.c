@@ -1,6 +1,6 @@
 // libFuzzer target `shim`: raw bytes as an HTTP request to the broker's libmicrohttpd shim.
 //
-// The shim is compiled into this file unchanged (#include of Sources/MHDShim/mhd_shim.c), so
+// The shim is compiled into this file unchanged (#include of Sources/MHDShim/*.c), so
 // the server under test is the real one: tb_listen + tb_server_start (internal epoll thread,
 // suspend/resume allowed), the shim's access handler, body collection, limits and the deferred
 // path. Only the transport differs: each input gets a fresh AF_UNIX socketpair whose server end
@@ -19,11 +19,10 @@
 // shim's count of active requests returns to zero (every request is freed exactly once; ASan
 // reports double frees and leaks) and every admitted connection's close has been reported; with
 // SHIM_FUZZ_SPIN_CHECK=1, no busy loop. Run it with -detect_leaks=1 (the default).
-// TB_SHIM_SOURCE lets a proposed fix be fuzzed before it lands (Fuzz/Makefile SHIM_SOURCE=...).
-#ifndef TB_SHIM_SOURCE
-#define TB_SHIM_SOURCE "../../Sources/MHDShim/mhd_shim.c"
-#endif
-#include TB_SHIM_SOURCE
+// The shim's directory is on the quote include path (Fuzz/Makefile: Sources/MHDShim, or
+// SHIM_DIR=... to fuzz a proposed fix before it lands).
+#include "server.c"
+#include "request.c"
 
 #include <linux/sockios.h>
 #include <poll.h>

@@ -1,88 +1,21 @@
-// libmicrohttpd glue: the request life cycle described in include/mhd_shim.h.
-#include "mhd_shim.h"
-
-#include <microhttpd.h>
+// The server's side of the shim: listening, the daemon, and libmicrohttpd's callbacks that
+// drive a request through its life cycle (include/mhd_shim.h).
+#include "shim_internal.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
-
-struct tb_server {
-    struct MHD_Daemon *daemon;
-    tb_callbacks callbacks;
-    void *context;
-    size_t max_body_bytes;
-    int active_requests; // atomic: requests between arrival and completion
-};
-
-struct tb_response {
-    struct MHD_Response *mhd;
-    unsigned int status;
-};
-
-// One per connection (libmicrohttpd's socket context): whether it was admitted, and the request
-// whose completion libmicrohttpd has not reported yet. libmicrohttpd 0.9.75 can drop a request
-// without NOTIFY_COMPLETED (a second protocol error in one request, e.g. a 431 for cookies that
-// do not fit followed by a malformed Content-Length), but it always reports the connection's
-// close; the request is released there then.
-typedef struct {
-    int admitted;
-    struct tb_request *open_request;
-} tb_connection;
-
-struct tb_request {
-    struct MHD_Connection *connection;
-    tb_connection *owner;
-    char *target;
-    const char *method;
-    uint8_t *body;
-    size_t body_length;
-    size_t body_capacity;
-    size_t header_bytes;
-    uint64_t start_ns;
-    tb_limit limit;
-    int started;    // the access handler has seen this request
-    int dispatched; // on_request has been called
-    int responded;  // a response is queued or pending
-    // Guarded by `lock`: the deferred path crosses threads.
-    pthread_mutex_t lock;
-    int references; // libmicrohttpd's, plus Swift's while deferred
-    int deferred;
-    int suspended;
-    int completed; // tb_request_complete() has run
-    tb_response *pending;
-};
 
 static tb_connection *tb_connection_of(struct MHD_Connection *connection) {
     const union MHD_ConnectionInfo *info =
         MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     return info != NULL ? info->socket_context : NULL;
-}
-
-uint64_t tb_monotonic_ns(void) {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
-}
-
-static void tb_request_release(tb_request *request) {
-    pthread_mutex_lock(&request->lock);
-    int remaining = --request->references;
-    pthread_mutex_unlock(&request->lock);
-    if (remaining > 0) return;
-    if (request->pending != NULL) tb_response_free(request->pending);
-    pthread_mutex_destroy(&request->lock);
-    free(request->body);
-    free(request->target);
-    free(request);
 }
 
 // Called by libmicrohttpd with the raw request target, before it strips the query string; its
@@ -118,21 +51,6 @@ static void tb_on_completed(void *cls, struct MHD_Connection *connection, void *
     *con_cls = NULL;
     if (request == NULL) return;
     tb_finish(cls, request);
-}
-
-static void tb_client_ip(struct MHD_Connection *connection, char *buffer, size_t size) {
-    buffer[0] = '\0';
-    const union MHD_ConnectionInfo *info =
-        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    if (info == NULL || info->client_addr == NULL) return;
-    const struct sockaddr *address = info->client_addr;
-    if (address->sa_family == AF_INET) {
-        inet_ntop(AF_INET, &((const struct sockaddr_in *)address)->sin_addr, buffer,
-                  (socklen_t)size);
-    } else if (address->sa_family == AF_INET6) {
-        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)address)->sin6_addr, buffer,
-                  (socklen_t)size);
-    }
 }
 
 static void tb_on_connection(void *cls, struct MHD_Connection *connection, void **socket_context,
@@ -181,14 +99,6 @@ static enum MHD_Result tb_count_header(void *cls, enum MHD_ValueKind kind, const
     size_t *total = cls;
     *total += strlen(key) + (value != NULL ? strlen(value) : 0);
     return MHD_YES;
-}
-
-static enum MHD_Result tb_queue(tb_request *request, tb_response *response) {
-    request->responded = 1;
-    enum MHD_Result result =
-        MHD_queue_response(request->connection, response->status, response->mhd);
-    tb_response_free(response);
-    return result;
 }
 
 // Hands the request to Swift, then suspends it if Swift deferred and has not answered yet.
@@ -415,79 +325,4 @@ void tb_server_quiesce(tb_server *server) {
 void tb_server_stop(tb_server *server) {
     MHD_stop_daemon(server->daemon);
     free(server);
-}
-
-const char *tb_request_method(const tb_request *request) { return request->method; }
-
-const char *tb_request_target(const tb_request *request) { return request->target; }
-
-const char *tb_request_header(const tb_request *request, const char *name) {
-    return MHD_lookup_connection_value(request->connection, MHD_HEADER_KIND, name);
-}
-
-const uint8_t *tb_request_body(const tb_request *request, size_t *length) {
-    *length = request->body_length;
-    return request->body;
-}
-
-size_t tb_request_header_bytes(const tb_request *request) { return request->header_bytes; }
-
-tb_limit tb_request_limit(const tb_request *request) { return request->limit; }
-
-int tb_request_client_ip(const tb_request *request, char *buffer, size_t size) {
-    if (size < INET6_ADDRSTRLEN) return 0;
-    tb_client_ip(request->connection, buffer, size);
-    return buffer[0] != '\0';
-}
-
-uint64_t tb_request_start_ns(const tb_request *request) { return request->start_ns; }
-
-tb_response *tb_response_create(unsigned int status, const void *body, size_t length) {
-    tb_response *response = malloc(sizeof(tb_response));
-    if (response == NULL) return NULL;
-    response->status = status;
-    response->mhd =
-        MHD_create_response_from_buffer(length, (void *)body, MHD_RESPMEM_MUST_COPY);
-    if (response->mhd == NULL) {
-        free(response);
-        return NULL;
-    }
-    return response;
-}
-
-int tb_response_add_header(tb_response *response, const char *name, const char *value) {
-    return MHD_add_response_header(response->mhd, name, value) == MHD_YES;
-}
-
-void tb_response_close_connection(tb_response *response) {
-    MHD_add_response_header(response->mhd, MHD_HTTP_HEADER_CONNECTION, "close");
-}
-
-void tb_response_free(tb_response *response) {
-    MHD_destroy_response(response->mhd);
-    free(response);
-}
-
-int tb_request_respond(tb_request *request, tb_response *response) {
-    if (response == NULL) return 0; // no memory for a response: the connection gets closed
-    return tb_queue(request, response) == MHD_YES;
-}
-
-void tb_request_defer(tb_request *request) {
-    pthread_mutex_lock(&request->lock);
-    request->deferred = 1;
-    request->references += 1;
-    pthread_mutex_unlock(&request->lock);
-}
-
-void tb_request_complete(tb_request *request, tb_response *response) {
-    pthread_mutex_lock(&request->lock);
-    request->pending = response;
-    request->completed = 1;
-    if (request->suspended) {
-        request->suspended = 0;
-        MHD_resume_connection(request->connection);
-    }
-    pthread_mutex_unlock(&request->lock);
-    tb_request_release(request);
 }

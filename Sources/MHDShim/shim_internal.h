@@ -1,0 +1,64 @@
+// What the shim's two files share: its structures and three internal functions. Not part of
+// the boundary (include/mhd_shim.h is).
+#ifndef TB_SHIM_INTERNAL_H
+#define TB_SHIM_INTERNAL_H
+
+#include "mhd_shim.h"
+
+#include <microhttpd.h>
+#include <pthread.h>
+
+struct tb_server {
+    struct MHD_Daemon *daemon;
+    tb_callbacks callbacks;
+    void *context;
+    size_t max_body_bytes;
+    int active_requests; // atomic: requests between arrival and completion
+};
+
+struct tb_response {
+    struct MHD_Response *mhd;
+    unsigned int status;
+};
+
+// One per connection (libmicrohttpd's socket context): whether it was admitted, and the request
+// whose completion libmicrohttpd has not reported yet. libmicrohttpd 0.9.75 can drop a request
+// without NOTIFY_COMPLETED (a second protocol error in one request, e.g. a 431 for cookies that
+// do not fit followed by a malformed Content-Length), but it always reports the connection's
+// close; the request is released there then.
+typedef struct {
+    int admitted;
+    struct tb_request *open_request;
+} tb_connection;
+
+struct tb_request {
+    struct MHD_Connection *connection;
+    tb_connection *owner;
+    char *target;
+    const char *method;
+    uint8_t *body;
+    size_t body_length;
+    size_t body_capacity;
+    size_t header_bytes;
+    uint64_t start_ns;
+    tb_limit limit;
+    int started;    // the access handler has seen this request
+    int dispatched; // on_request has been called
+    int responded;  // a response is queued or pending
+    // Guarded by `lock`: the deferred path crosses threads.
+    pthread_mutex_t lock;
+    int references; // libmicrohttpd's, plus Swift's while deferred
+    int deferred;
+    int suspended;
+    int completed; // tb_request_complete() has run
+    tb_response *pending;
+};
+
+/// Drops one reference to `request`; the last frees it.
+void tb_request_release(tb_request *request);
+/// Queues `response` on the request's connection and frees it.
+enum MHD_Result tb_queue(tb_request *request, tb_response *response);
+/// The connection's client address as text into `buffer` (empty when unknown).
+void tb_client_ip(struct MHD_Connection *connection, char *buffer, size_t size);
+
+#endif
