@@ -24,6 +24,8 @@ from typing import Iterable, Optional
 
 import requests
 
+from .issuer import LoopbackIssuer
+
 AUTHSERVER_DIR = Path(__file__).resolve().parent.parent / "authserver"
 
 
@@ -46,7 +48,7 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
-class AuthServer:
+class AuthServer(LoopbackIssuer):
     """A django-oauth-toolkit server on 127.0.0.1:<free port>, in its own process."""
 
     def __init__(
@@ -76,23 +78,6 @@ class AuthServer:
         self._discovery: Optional[dict] = None
 
     # ----------------------------------------------------------------- addresses
-    @property
-    def host(self) -> str:
-        """"127.0.0.1:PORT", the form Browser's allowlist takes."""
-        return f"{self.host_ip}:{self.port}"
-
-    @property
-    def base_url(self) -> str:
-        return f"http://{self.host}"
-
-    @property
-    def issuer(self) -> str:
-        return f"{self.base_url}/o"
-
-    @property
-    def discovery_url(self) -> str:
-        return f"{self.issuer}/.well-known/openid-configuration"
-
     @property
     def authorization_endpoint(self) -> str:
         return f"{self.issuer}/authorize/"

@@ -55,6 +55,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from jwcrypto import jwk
 
+from .issuer import LoopbackIssuer
+
 PROXY_KID = "proxy-1"
 
 # Request headers not forwarded to the real server (hop-by-hop, or recomputed).
@@ -92,7 +94,7 @@ def decode_jwt_unverified(token: str) -> tuple[dict, dict]:
     return json.loads(b64url_decode(head)), json.loads(b64url_decode(payload))
 
 
-class TamperProxy:
+class TamperProxy(LoopbackIssuer):
     MODES = (
         "valid",
         "bad_signature",
@@ -141,22 +143,6 @@ class TamperProxy:
         self._mode = value
 
     # ----------------------------------------------------------------- addresses
-    @property
-    def host(self) -> str:
-        return f"{self.host_ip}:{self.port}"
-
-    @property
-    def base_url(self) -> str:
-        return f"http://{self.host}"
-
-    @property
-    def issuer(self) -> str:
-        return f"{self.base_url}/o"
-
-    @property
-    def discovery_url(self) -> str:
-        return f"{self.issuer}/.well-known/openid-configuration"
-
     @property
     def token_endpoint(self) -> str:
         return f"{self.issuer}/token/"
