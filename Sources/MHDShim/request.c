@@ -2,8 +2,6 @@
 // answering now or later (include/mhd_shim.h).
 #include "shim_internal.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -26,25 +24,11 @@ void tb_request_release(tb_request *request) {
     free(request);
 }
 
-void tb_client_ip(struct MHD_Connection *connection, char *buffer, size_t size) {
-    buffer[0] = '\0';
-    const union MHD_ConnectionInfo *info =
-        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    if (info == NULL || info->client_addr == NULL) return;
-    const struct sockaddr *address = info->client_addr;
-    if (address->sa_family == AF_INET) {
-        inet_ntop(AF_INET, &((const struct sockaddr_in *)address)->sin_addr, buffer,
-                  (socklen_t)size);
-    } else if (address->sa_family == AF_INET6) {
-        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)address)->sin6_addr, buffer,
-                  (socklen_t)size);
-    }
-}
-
 enum MHD_Result tb_queue(tb_request *request, tb_response *response) {
-    request->responded = 1;
     enum MHD_Result result =
         MHD_queue_response(request->connection, response->status, response->mhd);
+    // Only a queued answer counts: otherwise the handler returns MHD_NO and the connection closes.
+    request->responded = result == MHD_YES;
     tb_response_free(response);
     return result;
 }
@@ -67,8 +51,8 @@ size_t tb_request_header_bytes(const tb_request *request) { return request->head
 tb_limit tb_request_limit(const tb_request *request) { return request->limit; }
 
 int tb_request_client_ip(const tb_request *request, char *buffer, size_t size) {
-    if (size < INET6_ADDRSTRLEN) return 0;
-    tb_client_ip(request->connection, buffer, size);
+    if (size < sizeof request->client_ip) return 0;
+    memcpy(buffer, request->client_ip, sizeof request->client_ip);
     return buffer[0] != '\0';
 }
 

@@ -18,16 +18,41 @@ static tb_connection *tb_connection_of(struct MHD_Connection *connection) {
     return info != NULL ? info->socket_context : NULL;
 }
 
+// The connection's client address as text into `buffer` (empty when unknown).
+static void tb_client_ip(struct MHD_Connection *connection, char *buffer, size_t size) {
+    buffer[0] = '\0';
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (info == NULL || info->client_addr == NULL) return;
+    const struct sockaddr *address = info->client_addr;
+    if (address->sa_family == AF_INET) {
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)address)->sin_addr, buffer,
+                  (socklen_t)size);
+    } else if (address->sa_family == AF_INET6) {
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)address)->sin6_addr, buffer,
+                  (socklen_t)size);
+    }
+}
+
 // Called by libmicrohttpd with the raw request target, before it strips the query string; its
 // return value becomes the request's closure pointer.
 static void *tb_on_uri(void *cls, const char *uri, struct MHD_Connection *connection) {
     tb_server *server = cls;
     tb_request *request = calloc(1, sizeof(tb_request));
     if (request == NULL) return NULL;
-    request->owner = tb_connection_of(connection);
-    if (request->owner != NULL) request->owner->open_request = request;
-    __atomic_add_fetch(&server->active_requests, 1, __ATOMIC_RELAXED);
     request->target = strdup(uri != NULL ? uri : "");
+    if (request->target == NULL) {
+        free(request);
+        return NULL; // the access handler then closes the connection
+    }
+    request->owner = tb_connection_of(connection);
+    if (request->owner != NULL) {
+        request->owner->open_request = request;
+        memcpy(request->client_ip, request->owner->client_ip, sizeof request->client_ip);
+    } else {
+        tb_client_ip(connection, request->client_ip, sizeof request->client_ip);
+    }
+    __atomic_add_fetch(&server->active_requests, 1, __ATOMIC_RELAXED);
     request->start_ns = tb_monotonic_ns();
     request->references = 1;
     pthread_mutex_init(&request->lock, NULL);
@@ -56,8 +81,8 @@ static void tb_on_completed(void *cls, struct MHD_Connection *connection, void *
 static void tb_on_connection(void *cls, struct MHD_Connection *connection, void **socket_context,
                              enum MHD_ConnectionNotificationCode code) {
     tb_server *server = cls;
-    char ip[INET6_ADDRSTRLEN];
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        char ip[INET6_ADDRSTRLEN];
         tb_connection *state = calloc(1, sizeof(tb_connection));
         tb_client_ip(connection, ip, sizeof ip);
         int admitted = server->callbacks.on_connection_open(server->context, ip);
@@ -66,6 +91,7 @@ static void tb_on_connection(void *cls, struct MHD_Connection *connection, void 
             if (admitted) server->callbacks.on_connection_close(server->context, ip);
         } else {
             state->admitted = admitted;
+            memcpy(state->client_ip, ip, sizeof ip);
         }
         *socket_context = state;
     } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
@@ -74,10 +100,7 @@ static void tb_on_connection(void *cls, struct MHD_Connection *connection, void 
         if (state == NULL) return;
         // A request libmicrohttpd dropped without NOTIFY_COMPLETED (see tb_connection).
         if (state->open_request != NULL) tb_finish(server, state->open_request);
-        if (state->admitted) {
-            tb_client_ip(connection, ip, sizeof ip);
-            server->callbacks.on_connection_close(server->context, ip);
-        }
+        if (state->admitted) server->callbacks.on_connection_close(server->context, state->client_ip);
         free(state);
     }
 }

@@ -1,4 +1,4 @@
-// What the shim's two files share: its structures and three internal functions. Not part of
+// What the shim's two files share: its structures and two internal functions. Not part of
 // the boundary (include/mhd_shim.h is).
 #ifndef TB_SHIM_INTERNAL_H
 #define TB_SHIM_INTERNAL_H
@@ -6,6 +6,7 @@
 #include "mhd_shim.h"
 
 #include <microhttpd.h>
+#include <netinet/in.h>
 #include <pthread.h>
 
 struct tb_server {
@@ -29,11 +30,13 @@ struct tb_response {
 typedef struct {
     int admitted;
     struct tb_request *open_request;
+    char client_ip[INET6_ADDRSTRLEN]; // text, formatted once per connection
 } tb_connection;
 
 struct tb_request {
     struct MHD_Connection *connection;
     tb_connection *owner;
+    char client_ip[INET6_ADDRSTRLEN];
     char *target;
     const char *method;
     uint8_t *body;
@@ -58,7 +61,5 @@ struct tb_request {
 void tb_request_release(tb_request *request);
 /// Queues `response` on the request's connection and frees it.
 enum MHD_Result tb_queue(tb_request *request, tb_response *response);
-/// The connection's client address as text into `buffer` (empty when unknown).
-void tb_client_ip(struct MHD_Connection *connection, char *buffer, size_t size);
 
 #endif
