@@ -16,6 +16,7 @@ public final class Broker: Sendable {
     private let server: HTTPServer
     private let router: Router
     private let state: BrokerState
+    private let refresher: Refresher
     private let maintenance = Mutex<Task<Void, Never>?>(nil)
 
     /// Loads the state, binds the listening socket and builds everything that serves on it.
@@ -94,6 +95,7 @@ public final class Broker: Sendable {
         self.server = server
         self.router = router
         self.state = state
+        refresher = services.refresher
     }
 
     private static func openState(
@@ -196,7 +198,12 @@ public final class Broker: Sendable {
     public func shutdown() async {
         logger.notice("shutting down", metadata: ["grace_seconds": "\(config.server.shutdownGraceSeconds)"])
         let cutShort = await server.shutdown(grace: .seconds(config.server.shutdownGraceSeconds))
-        maintenance.withLock { $0?.cancel() }
+        // Refreshes still under way (their clients were answered 503) bring rotated tokens:
+        // they are saved before the final snapshot, and no periodic snapshot races it.
+        await refresher.drain()
+        let upkeep = maintenance.withLock { $0 }
+        upkeep?.cancel()
+        await upkeep?.value
         await state.close()
         logger.notice("stopped", metadata: ["requests_cut_short": "\(cutShort)"])
     }

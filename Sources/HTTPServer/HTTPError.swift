@@ -107,6 +107,10 @@ extension HTTPError {
         HTTPError(status: 502, code: "upstream_error", description: description)
     }
 
+    /// 503: a change could not be made durable; nothing the client could act on was lost.
+    public static let unsaved = HTTPError.serviceUnavailable(
+        "temporarily_unavailable", "The broker could not save the change; retry shortly.", retryAfterSeconds: 5)
+
     /// 503: the provider could not be reached or did not answer in time.
     public static func upstreamUnavailable(_ description: String) -> HTTPError {
         HTTPError(status: 503, code: "upstream_unavailable", description: description, headers: [HTTPHeader("Retry-After", "5")])

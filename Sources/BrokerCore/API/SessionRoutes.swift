@@ -64,14 +64,14 @@ struct SessionRoutes: Sendable {
                 return .json(Self.normalised(claims, provider))
             }
             let method = provider.config.userinfoMethod
-            var current = try await Self.fresh(session.id, services, force: false)
+            var current = try await services.refresher.session(session.id, force: false, minimumValidity: services.refreshSkew)
             var raw: JSONValue
             do throws(ProviderCallError) {
                 raw = try await services.calls.userinfo(accessToken: current.accessToken, endpoint: endpoint, method: method, provider: provider.id)
             } catch {
                 guard case .unauthorized = error else { throw error.httpError }
                 // The provider no longer takes the token: refresh once and try again.
-                current = try await Self.fresh(session.id, services, force: true)
+                current = try await services.refresher.session(session.id, force: true, minimumValidity: services.refreshSkew)
                 do throws(ProviderCallError) {
                     raw = try await services.calls.userinfo(accessToken: current.accessToken, endpoint: endpoint, method: method, provider: provider.id)
                 } catch {
@@ -81,16 +81,6 @@ struct SessionRoutes: Sendable {
             let profile = Self.normalised(raw, provider)
             services.profiles.put(session.id, profile, now: services.now())
             return .json(profile)
-        }
-    }
-
-    private static func fresh(_ id: SHA256Digest, _ services: BrokerServices, force: Bool) async throws(HTTPError) -> Session {
-        switch await services.refresher.refresh(id, force: force, minimumValidity: services.refreshSkew) {
-        case .fresh(let session): return session
-        case .loginRequired: throw .loginRequired("The provider no longer honours this sign-in; start again at /authorize.")
-        case .gone: throw .invalidToken("The session token is unknown, expired or revoked.")
-        case .failed(let error): throw error.httpError
-        case .unsaved: throw .serviceUnavailable("temporarily_unavailable", "The broker could not save the change; retry shortly.", retryAfterSeconds: 5)
         }
     }
 

@@ -16,7 +16,7 @@ struct TokenRoutes: Sendable {
         router.add("GET", "/token") { [self] request throws(HTTPError) in try current(request) }
         router.add("POST", "/refresh") { [self] request throws(HTTPError) in
             let session = try services.authenticate(request)
-            return refreshed(session.id, force: true, minimumValidity: services.refreshSkew, fallback: nil)
+            return refreshed(session.id, force: true, minimumValidity: services.refreshSkew)
         }
     }
 
@@ -34,29 +34,12 @@ struct TokenRoutes: Sendable {
         if session.accessTokenValid(for: minimumValidity, at: now) {
             return .now(session.tokenAnswer(at: now))
         }
-        // The token expires soon but may not have expired yet: if the refresh fails transiently,
-        // the current token is still the best answer.
-        let fallback = session.accessTokenValid(for: 0, at: now) ? session : nil
-        return refreshed(session.id, force: false, minimumValidity: minimumValidity, fallback: fallback)
+        return refreshed(session.id, force: false, minimumValidity: minimumValidity)
     }
 
-    private func refreshed(_ id: SHA256Digest, force: Bool, minimumValidity: Double, fallback: Session?) -> Reply {
+    private func refreshed(_ id: SHA256Digest, force: Bool, minimumValidity: Double) -> Reply {
         .awaiting { [services] () async throws(HTTPError) -> Response in
-            switch await services.refresher.refresh(id, force: force, minimumValidity: minimumValidity) {
-            case .fresh(let session):
-                return session.tokenAnswer(at: services.now())
-            case .loginRequired:
-                throw .loginRequired("The provider no longer honours this sign-in; start again at /authorize.")
-            case .gone:
-                throw .invalidToken("The session token is unknown, expired or revoked.")
-            case .unsaved:
-                throw .serviceUnavailable("temporarily_unavailable", "The broker could not save the change; retry shortly.", retryAfterSeconds: 5)
-            case .failed(let error):
-                if let fallback, fallback.accessTokenValid(for: 0, at: services.now()) {
-                    return fallback.tokenAnswer(at: services.now())
-                }
-                throw error.httpError
-            }
+            try await services.refresher.session(id, force: force, minimumValidity: minimumValidity).tokenAnswer(at: services.now())
         }
     }
 
@@ -123,6 +106,6 @@ func durably<T>(_ change: () async throws(StateWriteError) -> T) async throws(HT
     do {
         return try await change()
     } catch {
-        throw .serviceUnavailable("temporarily_unavailable", "The broker could not save the change; retry shortly.", retryAfterSeconds: 5)
+        throw .unsaved
     }
 }

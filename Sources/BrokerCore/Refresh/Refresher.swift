@@ -17,7 +17,30 @@ final class Refresher: Sendable {
         /// A transient or provider-side failure; the session is kept.
         case failed(ProviderCallError)
         /// The outcome could not be saved.
-        case unsaved(StateWriteError)
+        case unsaved
+
+        /// The session, or the error a client gets.
+        func session() throws(HTTPError) -> Session {
+            switch self {
+            case .fresh(let session): return session
+            case .loginRequired: throw .loginRequired("The provider no longer honours this sign-in; start again at /authorize.")
+            case .gone: throw .invalidToken("The session token is unknown, expired or revoked.")
+            case .failed(let error): throw error.httpError
+            case .unsaved: throw .unsaved
+            }
+        }
+    }
+
+    /// A refresh under way and what it was started for.
+    private struct Running {
+        let task: Task<Outcome, Never>
+        let force: Bool
+        let minimumValidity: Double
+
+        /// Whether its result serves a caller who wants `force` and `minimumValidity`.
+        func serves(force: Bool, minimumValidity: Double) -> Bool {
+            (self.force || !force) && self.minimumValidity >= minimumValidity
+        }
     }
 
     private let state: any StateStore
@@ -29,7 +52,7 @@ final class Refresher: Sendable {
     /// Consecutive transient refresh failures per session, for `refresh.failing` events.
     private let failures = Mutex<[SHA256Digest: Int]>([:])
     private let now: @Sendable () -> Double
-    private let inFlight = Mutex<[SHA256Digest: Task<Outcome, Never>]>([:])
+    private let inFlight = Mutex<[SHA256Digest: Running]>([:])
 
     init(state: any StateStore, providers: ProviderDirectory, calls: ProviderCalls, logger: Logger, metrics: BrokerMetrics, webhooks: WebhookSender?, now: @escaping @Sendable () -> Double) {
         self.state = state
@@ -43,18 +66,40 @@ final class Refresher: Sendable {
 
     /// Refreshes session `id` unless (when `force` is false) its access token is still good for
     /// `minimumValidity` seconds — which it may be because a concurrent refresh just finished.
+    /// A caller who finds a refresh under way waits for it; if that refresh was started for less
+    /// than this caller wants (not forced, or a shorter validity), it then runs its own, once.
     func refresh(_ id: SHA256Digest, force: Bool, minimumValidity: Double) async -> Outcome {
-        let task = inFlight.withLock { tasks in
-            if let running = tasks[id] { return running }
-            let started = Task { await self.perform(id, force: force, minimumValidity: minimumValidity) }
-            tasks[id] = started
-            return started
+        for _ in 0..<2 {
+            let (running, joined) = inFlight.withLock { tasks in
+                if let running = tasks[id] { return (running, true) }
+                let started = Running(
+                    task: Task { await self.perform(id, force: force, minimumValidity: minimumValidity) },
+                    force: force, minimumValidity: minimumValidity
+                )
+                tasks[id] = started
+                return (started, false)
+            }
+            let outcome = await running.task.value
+            inFlight.withLock { tasks in
+                if tasks[id]?.task == running.task { tasks[id] = nil }
+            }
+            guard joined, !running.serves(force: force, minimumValidity: minimumValidity), case .fresh = outcome else {
+                return outcome
+            }
         }
-        let outcome = await task.value
-        inFlight.withLock { tasks in
-            if tasks[id] == task { tasks[id] = nil }
+        return await perform(id, force: force, minimumValidity: minimumValidity)
+    }
+
+    /// The session refreshed as `refresh` does, or the error its outcome means for a client.
+    func session(_ id: SHA256Digest, force: Bool, minimumValidity: Double) async throws(HTTPError) -> Session {
+        try await refresh(id, force: force, minimumValidity: minimumValidity).session()
+    }
+
+    /// Waits for every refresh under way (at shutdown, so that what they bring is saved).
+    func drain() async {
+        for running in inFlight.withLock({ Array($0.values) }) {
+            _ = await running.task.value
         }
-        return outcome
     }
 
     private func perform(_ id: SHA256Digest, force: Bool, minimumValidity: Double) async -> Outcome {
@@ -62,7 +107,7 @@ final class Refresher: Sendable {
         if !force && session.accessTokenValid(for: minimumValidity, at: now()) { return .fresh(session) }
         guard let refreshToken = session.refreshToken else {
             if !force && session.accessTokenValid(for: 0, at: now()) { return .fresh(session) }
-            if case .failure(let error) = await remove(id) { return .unsaved(error) }
+            guard await remove(id) else { return .unsaved }
             webhooks?.sessionEnded(session, reason: "no_refresh_token")
             logger.info("session ended: nothing to refresh with", metadata: ["provider": "\(session.provider)"])
             return .loginRequired
@@ -81,8 +126,7 @@ final class Refresher: Sendable {
         } catch {
             metrics.refreshFinished(provider: session.provider, outcome: error.endsGrant ? "login_required" : "failed")
             if error.endsGrant {
-                if case .failure(let failure) = await remove(id) { return .unsaved(failure) }
-                failures.withLock { $0[id] = nil }
+                guard await remove(id) else { return .unsaved }
                 webhooks?.sessionEnded(session, reason: "invalid_grant")
                 logger.info("session ended: the provider refused the refresh token", metadata: ["provider": "\(session.provider)"])
                 return .loginRequired
@@ -95,6 +139,9 @@ final class Refresher: Sendable {
             if let webhooks, streak == webhooks.failuresBeforeEvent {
                 webhooks.refreshFailing(session, consecutiveFailures: streak, reason: error.httpError.code)
             }
+            // A token that has not actually expired is still the best answer to a caller who
+            // did not insist on a new one.
+            if !force && session.accessTokenValid(for: 0, at: now()) { return .fresh(session) }
             return .failed(error)
         }
         let refreshedAt = now()
@@ -107,18 +154,21 @@ final class Refresher: Sendable {
                 if let rotated = response.refreshToken { session.refreshToken = rotated }
                 if let scopes = response.scopes { session.scopes = scopes }
             }
-            return updated.map(Outcome.fresh) ?? .gone
+            guard let updated else {
+                // Revoked while the refresh ran: the grant it brought has no session to keep it.
+                _ = await calls.revoke(response.refreshToken ?? response.accessToken,
+                                       hint: response.refreshToken == nil ? "access_token" : "refresh_token", provider: provider)
+                return .gone
+            }
+            return .fresh(updated)
         } catch {
-            return .unsaved(error)
+            return .unsaved
         }
     }
 
-    private func remove(_ id: SHA256Digest) async -> Result<Void, StateWriteError> {
-        do {
-            _ = try await state.removeSession(id)
-            return .success(())
-        } catch {
-            return .failure(error)
-        }
+    /// Ends session `id`; false when that could not be saved.
+    private func remove(_ id: SHA256Digest) async -> Bool {
+        failures.withLock { $0[id] = nil }
+        return (try? await state.removeSession(id)) != nil
     }
 }

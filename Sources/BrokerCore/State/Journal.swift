@@ -21,7 +21,15 @@ final class Journal: ChangeLog, @unchecked Sendable {
 
     private let directory: String
     private let keys: StateKeys
-    private let queue = Mutex<[Item]>([])
+    private let queue = Mutex(Queue())
+
+    private struct Queue {
+        var items: [Item] = []
+        /// After `stop`: nothing more is written; late changes fail at once.
+        var stopped = false
+    }
+
+    private static let stoppedError = StateWriteError(description: "the journal is closed (the broker is stopping)")
     private let wakeup = DispatchSemaphore(value: 0)
     private let bytesWritten = Atomic<Int>(0)
     private let onCommit: @Sendable (Double) -> Void
@@ -59,7 +67,14 @@ final class Journal: ChangeLog, @unchecked Sendable {
         var plaintext: [UInt8] = []
         for record in records { record.encode(into: &plaintext) }
         let ticket = DurabilityTicket()
-        queue.withLock { $0.append(.records(plaintext, ticket)) }
+        let accepted = queue.withLock { queue in
+            if !queue.stopped { queue.items.append(.records(plaintext, ticket)) }
+            return !queue.stopped
+        }
+        guard accepted else {
+            ticket.resolve(.failure(Self.stoppedError))
+            return ticket
+        }
         wakeup.signal()
         return ticket
     }
@@ -68,8 +83,7 @@ final class Journal: ChangeLog, @unchecked Sendable {
     /// call are in the old file, later ones in the new. Returns the new generation.
     func rotate() async throws(StateWriteError) -> UInt64 {
         let result = await withCheckedContinuation { continuation in
-            queue.withLock { $0.append(.rotate(continuation)) }
-            wakeup.signal()
+            submit(.rotate(continuation))
         }
         return try result.get()
     }
@@ -77,21 +91,37 @@ final class Journal: ChangeLog, @unchecked Sendable {
     /// Writes what is queued and stops the writer thread.
     func stop() async {
         await withCheckedContinuation { continuation in
-            queue.withLock { $0.append(.stop(continuation)) }
-            wakeup.signal()
+            submit(.stop(continuation))
+        }
+    }
+
+    /// Queues `item` for the writer, or settles it at once when the journal is already stopped.
+    private func submit(_ item: Item) {
+        let accepted = queue.withLock { queue in
+            if !queue.stopped { queue.items.append(item) }
+            return !queue.stopped
+        }
+        if accepted { wakeup.signal() } else { Self.refuse(item) }
+    }
+
+    private static func refuse(_ item: Item) {
+        switch item {
+        case .records(_, let ticket): ticket.resolve(.failure(stoppedError))
+        case .rotate(let continuation): continuation.resume(returning: .failure(stoppedError))
+        case .stop(let continuation): continuation.resume()
         }
     }
 
     private func writerLoop() {
         while true {
             wakeup.wait()
-            let items = queue.withLock { items in
-                defer { items.removeAll(keepingCapacity: true) }
-                return items
+            let items = queue.withLock { queue in
+                defer { queue.items.removeAll(keepingCapacity: true) }
+                return queue.items
             }
             var batch: [UInt8] = []
             var tickets: [DurabilityTicket] = []
-            for item in items {
+            for (position, item) in items.enumerated() {
                 switch item {
                 case .records(let bytes, let ticket):
                     batch += bytes
@@ -108,6 +138,12 @@ final class Journal: ChangeLog, @unchecked Sendable {
                 case .stop(let continuation):
                     commit(&batch, &tickets)
                     close(file.descriptor)
+                    let late = queue.withLock { queue in
+                        queue.stopped = true
+                        defer { queue.items.removeAll() }
+                        return queue.items
+                    }
+                    for item in items[(position + 1)...] + late { Self.refuse(item) }
                     continuation.resume()
                     return
                 }
