@@ -32,9 +32,9 @@ public struct Response: Sendable {
         Response(status: status, headers: [HTTPHeader("Content-Type", "application/json")] + headers, body: value.serialized())
     }
 
-    /// A redirect that never leaks the full URL as a referrer.
+    /// A redirect (the server adds `Referrer-Policy: no-referrer`, as to every answer).
     public static func redirect(to location: String) -> Response {
-        Response(status: 302, headers: [HTTPHeader("Location", location), HTTPHeader("Referrer-Policy", "no-referrer")])
+        Response(status: 302, headers: [HTTPHeader("Location", location)])
     }
 
     /// The first value of a header, case-insensitively (ASCII), without allocating: the server

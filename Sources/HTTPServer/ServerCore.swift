@@ -25,12 +25,19 @@ final class ServerCore: Sendable {
         draining.store(true, ordering: .relaxed)
     }
 
-    /// Answers every request still waiting with 503; returns how many there were.
+    /// Methods reported as they are; any other is `OTHER`, so that clients cannot grow the
+    /// metrics without bound.
+    private static let knownMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+
+    private static let shuttingDown = HTTPError.serviceUnavailable(
+        "temporarily_unavailable", "The broker is shutting down; retry shortly.", retryAfterSeconds: 1)
+
+    /// Answers every request still waiting with 503; returns how many there were. A request that
+    /// would wait from now on is answered 503 at once.
     func answerDeferredRequests() -> Int {
         let cutShort = deferred.claimAll()
-        let error = HTTPError.serviceUnavailable("temporarily_unavailable", "The broker is shutting down; retry shortly.", retryAfterSeconds: 1)
         for request in cutShort {
-            tb_request_complete(request.pointer, makeResponse(error.response, requestID: "shutdown", origin: nil))
+            tb_request_complete(request.pointer, makeResponse(Self.shuttingDown.response, requestID: "shutdown", origin: nil))
         }
         return cutShort.count
     }
@@ -60,7 +67,7 @@ final class ServerCore: Sendable {
             reply = router.reply(to: request)
         }
         var record = RequestRecord(
-            method: request.method,
+            method: Self.knownMethods.contains(request.method) ? request.method : "OTHER",
             route: router.label(for: request.path),
             path: String(request.path.prefix(256)),
             status: 0,
@@ -75,11 +82,18 @@ final class ServerCore: Sendable {
             finish(&record, response, startNanos: tb_request_start_ns(pointer))
         case .later(let work):
             tb_request_defer(pointer)
-            let ticket = deferred.add(shim)
+            guard let ticket = deferred.add(shim) else {
+                // The shutdown has already answered the waiting: answer this one the same way,
+                // now (completing inside the handler is allowed; the shim then queues it).
+                let response = Self.shuttingDown.response
+                tb_request_complete(pointer, makeResponse(response, requestID: request.id, origin: origin))
+                finish(&record, response, startNanos: tb_request_start_ns(pointer))
+                return
+            }
+            let startNanos = tb_request_start_ns(pointer)
             Task {
                 let response = await work()
                 guard let claimed = self.deferred.claim(ticket) else { return }
-                let startNanos = tb_request_start_ns(claimed.pointer)
                 tb_request_complete(claimed.pointer, self.makeResponse(response, requestID: record.requestID, origin: origin))
                 self.finish(&record, response, startNanos: startNanos)
             }

@@ -23,13 +23,17 @@ struct OperationsTests {
         let broker = try BrokerProcess()
         for _ in 0..<3 { _ = try broker.get("/healthz") }
         _ = try broker.get("/no-such-path")
+        _ = try RawHTTP.request(port: broker.port, method: "BREW", target: "/healthz")
         let metrics = try broker.get("/metrics")
         #expect(metrics.status == 200)
         #expect(metrics.headers["content-type"]?.hasPrefix("text/plain; version=0.0.4") == true)
         let text = metrics.text
         #expect(text.contains(#"broker_http_requests_total{route="/healthz",method="GET",status="200"} 3"#))
         #expect(text.contains(#"broker_http_requests_total{route="unmatched",method="GET",status="404"} 1"#))
-        #expect(text.contains(#"broker_http_request_duration_seconds_count{route="/healthz"} 3"#))
+        #expect(text.contains(#"broker_http_request_duration_seconds_count{route="/healthz"} 4"#))
+        // Client-chosen methods are not labels: they would grow the metrics without bound.
+        #expect(text.contains(#"broker_http_requests_total{route="/healthz",method="OTHER",status="405"} 1"#))
+        #expect(!text.contains("BREW"))
         // The /metrics request itself is in flight while it renders.
         #expect(text.contains("broker_http_requests_in_flight 1"))
     }

@@ -181,15 +181,7 @@ struct CallbackRoute: Sendable {
             <!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign-in failed</title></head>
             <body><h1>Sign-in failed</h1><p>\(text)</p></body></html>
             """
-        return Response(
-            status: error.status,
-            headers: [
-                HTTPHeader("Content-Type", "text/html; charset=utf-8"),
-                HTTPHeader("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'"),
-                HTTPHeader("X-Frame-Options", "DENY"),
-                HTTPHeader("Referrer-Policy", "no-referrer"),
-            ],
-            body: Array(html.utf8)
-        )
+        // The server adds the security headers (a CSP forbidding scripts and framing among them).
+        return Response(status: error.status, headers: [HTTPHeader("Content-Type", "text/html; charset=utf-8")], body: Array(html.utf8))
     }
 }

@@ -20,8 +20,6 @@ enum DevelopmentPages {
             headers: [
                 HTTPHeader("Content-Type", "text/html; charset=utf-8"),
                 HTTPHeader("Content-Security-Policy", "default-src 'none'; form-action 'self'; frame-ancestors 'none'"),
-                HTTPHeader("X-Frame-Options", "DENY"),
-                HTTPHeader("Referrer-Policy", "no-referrer"),
             ],
             body: Array(html.utf8)
         )
