@@ -218,3 +218,46 @@ struct StateFilesTests {
         return last
     }
 }
+
+/// Handoff codes: single use, and a replay revokes the session the code made — also when the
+/// replay arrives while that session is still being saved.
+struct HandoffReplayTests {
+    private let logger = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+    private let now = Date().timeIntervalSince1970
+
+    private func grant() -> Grant {
+        Grant(provider: "dev", subject: "s", scopes: ["openid"], accessToken: "at-secret", accessTokenExpiresAt: nil,
+              refreshToken: "rt-secret", idTokenClaims: nil)
+    }
+
+    @Test func aReplayDuringRedemptionRevokesTheNewSession() async throws {
+        let state = BrokerState(lifetimes: SessionLifetimes(idle: 1e9, absolute: 1e9), logger: logger)
+        let code = OpaqueToken.hash("tbh_code")
+        try await state.issueHandoff(code, Handoff(app: "demo", redirectURI: "x:/cb", appChallenge: "c", expiresAt: now + 60, grant: grant(), sessionID: nil))
+        guard case .fresh(let handoff) = try await state.redeemHandoff(code, now: now) else {
+            Issue.record("the first redemption must succeed")
+            return
+        }
+        #expect(handoff.grant?.refreshToken == "rt-secret")
+        guard case .replayed(nil) = try await state.redeemHandoff(code, now: now) else {
+            Issue.record("the second redemption must be a replay")
+            return
+        }
+        let session = Session(id: OpaqueToken.hash("tbs_x"), provider: "dev", app: "demo", subject: "s", scopes: [], accessToken: "at",
+                              accessTokenExpiresAt: nil, refreshToken: nil, idTokenClaims: nil, createdAt: now, usedAt: now)
+        #expect(try await state.saveSession(session, createdBy: code) == false, "the binding reports the replay")
+        guard case .replayed(let bound?) = try await state.redeemHandoff(code, now: now) else {
+            Issue.record("a later replay names the session")
+            return
+        }
+        #expect(bound == session.id)
+    }
+
+    @Test func aRedeemedCodeNoLongerHoldsTheGrant() async throws {
+        let state = BrokerState(lifetimes: SessionLifetimes(idle: 1e9, absolute: 1e9), logger: logger)
+        let code = OpaqueToken.hash("tbh_other")
+        try await state.issueHandoff(code, Handoff(app: "demo", redirectURI: "x:/cb", appChallenge: "c", expiresAt: now + 60, grant: grant(), sessionID: nil))
+        _ = try await state.redeemHandoff(code, now: now)
+        #expect(state.flows.capture().handoffs[code]?.grant == nil)
+    }
+}

@@ -96,7 +96,12 @@ struct TokenRoutes: Sendable {
             scopes: grant.scopes, accessToken: grant.accessToken, accessTokenExpiresAt: grant.accessTokenExpiresAt,
             refreshToken: grant.refreshToken, idTokenClaims: grant.idTokenClaims, createdAt: now, usedAt: now
         )
-        try await durably { () async throws(StateWriteError) in try await services.state.saveSession(session, createdBy: codeID) }
+        let kept = try await durably { () async throws(StateWriteError) in try await services.state.saveSession(session, createdBy: codeID) }
+        guard kept else {
+            // The code was replayed while this session was being made: it has leaked.
+            _ = try await durably { () async throws(StateWriteError) in try await services.state.removeSession(session.id) }
+            throw .badRequest("The code was used twice; its session has been revoked.", code: "invalid_grant")
+        }
         return session.tokenAnswer(at: now, sessionToken: token)
     }
 }

@@ -59,21 +59,30 @@ final class FlowStore: Sendable {
     func redeem(_ code: SHA256Digest, now: Double) -> (Redemption, DurabilityTicket) {
         entries.withLock { entries in
             guard var handoff = entries.handoffs[code] else { return (.unknown, .immediate) }
-            if handoff.redeemed { return (.replayed(handoff.sessionID), .immediate) }
+            if handoff.redeemed {
+                if handoff.sessionID == nil {
+                    handoff.replayedBeforeBinding = true
+                    entries.handoffs[code] = handoff
+                }
+                return (.replayed(handoff.sessionID), .immediate)
+            }
+            let redeemed = handoff
             handoff.redeemed = true
+            handoff.grant = nil
             entries.handoffs[code] = handoff
             let ticket = log.enqueue([.handoff(code, handoff)])
-            return (handoff.expiresAt > now ? .fresh(handoff) : .expired, ticket)
+            return (redeemed.expiresAt > now ? .fresh(redeemed) : .expired, ticket)
         }
     }
 
-    /// Records the session a redeemed code created, for replay detection.
-    func bind(_ code: SHA256Digest, to session: SHA256Digest) -> DurabilityTicket {
+    /// Records the session a redeemed code created, for replay detection. `replayed` is true
+    /// when the code was replayed while the session was being made: the caller revokes it.
+    func bind(_ code: SHA256Digest, to session: SHA256Digest) -> (ticket: DurabilityTicket, replayed: Bool) {
         entries.withLock { entries in
-            guard var handoff = entries.handoffs[code] else { return .immediate }
+            guard var handoff = entries.handoffs[code] else { return (.immediate, false) }
             handoff.sessionID = session
             entries.handoffs[code] = handoff
-            return log.enqueue([.handoff(code, handoff)])
+            return (log.enqueue([.handoff(code, handoff)]), handoff.replayedBeforeBinding)
         }
     }
 

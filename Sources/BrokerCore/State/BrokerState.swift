@@ -94,11 +94,13 @@ final class BrokerState: StateStore {
         sessions.get(id, now: now)
     }
 
-    func saveSession(_ session: Session, createdBy code: SHA256Digest?) async throws(StateWriteError) {
+    @discardableResult
+    func saveSession(_ session: Session, createdBy code: SHA256Digest?) async throws(StateWriteError) -> Bool {
         let saved = sessions.put(session)
         let bound = code.map { flows.bind($0, to: session.id) }
         try await saved.wait()
-        try await bound?.wait()
+        try await bound?.ticket.wait()
+        return !(bound?.replayed ?? false)
     }
 
     func updateSession(_ id: SHA256Digest, _ change: (inout Session) -> Void) async throws(StateWriteError) -> Session? {

@@ -16,8 +16,9 @@ import BrokerCrypto
 protocol StateStore: Sendable {
     func session(_ id: SHA256Digest, now: Double) -> Session?
     /// Stores a new session; with `code`, also records that this handoff code created it (so a
-    /// replay of the code can revoke it).
-    func saveSession(_ session: Session, createdBy code: SHA256Digest?) async throws(StateWriteError)
+    /// replay of the code can revoke it). Answers false when the code was replayed while the
+    /// session was being made: the caller must revoke it.
+    func saveSession(_ session: Session, createdBy code: SHA256Digest?) async throws(StateWriteError) -> Bool
     func updateSession(_ id: SHA256Digest, _ change: (inout Session) -> Void) async throws(StateWriteError) -> Session?
     func removeSession(_ id: SHA256Digest) async throws(StateWriteError) -> Session?
 
