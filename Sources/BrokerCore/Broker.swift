@@ -36,7 +36,7 @@ public final class Broker: Sendable {
         let metrics = BrokerMetrics()
         var config = config
         if development, let refusal = DevelopmentMode.refusal(config) { throw BrokerStartError(refusal) }
-        let state = try Self.openState(config, development: development, acceptDamage: acceptDamagedState, logger: logger, metrics: metrics)
+        // The cheap checks that can fail (TLS files, the port) come before loading the state.
         let serverConfiguration = try Self.serverConfiguration(config.server)
         let server: HTTPServer
         do {
@@ -50,6 +50,7 @@ public final class Broker: Sendable {
         } catch {
             throw BrokerStartError(error.description)
         }
+        let state = try Self.openState(config, development: development, acceptDamage: acceptDamagedState, logger: logger, metrics: metrics)
         if config.server.publicURLIsDerived {
             // With port 0 the public URL (and the callback URL providers see) takes the real port.
             config.server.publicURL = ListenAddress(host: config.server.listen.host, port: server.port)
@@ -63,10 +64,9 @@ public final class Broker: Sendable {
             } catch {
                 throw BrokerStartError(error.description)
             }
-            let now: @Sendable () -> Double = { Date().timeIntervalSince1970 }
             DevelopmentProvider(
                 issuer: DevelopmentMode.issuer(of: config).absoluteString, callbackURL: config.server.callbackURL.absoluteString,
-                clientSecret: secret, signer: await DevelopmentSigner.make(), now: now
+                clientSecret: secret, signer: await DevelopmentSigner.make(), now: Self.clock
             ).register(in: &router)
         }
         var upstreamLimits = UpstreamClient.Limits()
@@ -126,7 +126,7 @@ public final class Broker: Sendable {
         _ config: BrokerConfig, state: BrokerState, providers: ProviderDirectory, upstream: UpstreamClient,
         logger: Logger, metrics: BrokerMetrics
     ) -> BrokerServices {
-        let now: @Sendable () -> Double = { Date().timeIntervalSince1970 }
+        let now = Self.clock
         let calls = ProviderCalls(client: upstream, metrics: metrics)
         return BrokerServices(
             config: config,
@@ -146,6 +146,9 @@ public final class Broker: Sendable {
             now: now
         )
     }
+
+    /// Unix seconds now, for everything that dates sessions, codes and tokens.
+    private static let clock: @Sendable () -> Double = { Date().timeIntervalSince1970 }
 
     /// The bound port.
     public var port: UInt16 { server.port }

@@ -30,6 +30,13 @@ public final class HTTPServer: Sendable {
         state = Mutex(.bound(listener: listener))
     }
 
+    deinit {
+        // A server bound but never started (its application failed to start) gives its port back.
+        state.withLock { state in
+            if case .bound(let listener) = state { tb_close_socket(listener) }
+        }
+    }
+
     /// Serves `router` on the bound socket.
     public func start(router: Router) throws(ServerStartError) {
         try state.withLock { state throws(ServerStartError) in
