@@ -68,16 +68,24 @@ struct StateFilesTests {
 
     @Test func tornLastJournalRecordIsDroppedAndReported() async throws {
         let keys = StateKeys(current: .generate())
-        let (path, journal) = try await journalWithThreeFrames(keys)
-        let size = try #require(FileManager.default.attributesOfItem(atPath: journal)[.size] as? Int)
+        let (_, journal) = try await journalWithThreeFrames(keys)
+        let original = try Data(contentsOf: URL(fileURLWithPath: journal))
+        let size = original.count
+        let tornAt = try lastFrameOffset(original)
         for cut in [1, 10, 40] {
             let copy = directory()
-            try FileManager.default.copyItem(atPath: journal, toPath: Journal.path(copy, generation: 1))
-            try StateFileIO.truncate(Journal.path(copy, generation: 1), to: size - cut)
-            let state = try open(copy, keys)
+            let copied = Journal.path(copy, generation: 1)
+            try FileManager.default.copyItem(atPath: journal, toPath: copied)
+            try StateFileIO.truncate(copied, to: size - cut)
+            let output = LogOutput.memory()
+            let logger = Logger(label: "test") { LogLineHandler(label: $0, level: .info, style: .json, output: output) }
+            let state = try BrokerState(directory: copy, keys: keys, lifetimes: lifetimes, acceptDamage: false, logger: logger)
             #expect(state.sessions.count == 2, "cut \(cut)")
+            let report = try #require(output.lines.first { $0.contains("dropped a torn journal record") }, "cut \(cut)")
+            #expect(report.contains(copied))
+            #expect(report.contains(#""offset":"\#(tornAt)""#))
+            #expect(report.contains(#""size":"\#(size - cut - tornAt)""#))
         }
-        _ = path
     }
 
     /// Found by fuzzing: a file ending in 1–3 stray bytes (a crash while a frame's length was
@@ -198,10 +206,13 @@ struct StateFilesTests {
     @Test func filesNeverContainTokensInTheClear() async throws {
         let keys = StateKeys(current: .generate())
         let (path, journal) = try await journalWithThreeFrames(keys)
+        var files = [try Data(contentsOf: URL(fileURLWithPath: journal))]
         let state = try open(path, keys)
         try await state.snapshot()
-        for file in [journal, SnapshotWriter.path(path)] where FileManager.default.fileExists(atPath: file) {
-            let text = String(decoding: try Data(contentsOf: URL(fileURLWithPath: file)), as: UTF8.self)
+        files.append(try Data(contentsOf: URL(fileURLWithPath: SnapshotWriter.path(path))))
+        for bytes in files {
+            let text = String(decoding: bytes, as: UTF8.self)
+            #expect(bytes.count > StateFileHeader.size)
             #expect(!text.contains("at-1") && !text.contains("rt-2") && !text.contains("user-3"))
         }
     }

@@ -59,6 +59,7 @@ final class BrokerProcess: Sendable {
                     listening.offer(line)
                 }
             }
+            output.end()
             listening.offer(nil)
         }
         try process.run()
@@ -96,9 +97,11 @@ final class BrokerProcess: Sendable {
     }
 
     /// Waits for the process to exit; nil when it is still running after `seconds`.
+    /// Waits for the process to exit and for its last line to be read; nil when it is still
+    /// running after `seconds`.
     func waitForExit(seconds: Double) -> Int32? {
         let deadline = Date().addingTimeInterval(seconds)
-        while process.isRunning, Date() < deadline { usleep(20_000) }
+        while process.isRunning || !output.ended, Date() < deadline { usleep(20_000) }
         return process.isRunning ? nil : process.terminationStatus
     }
 
@@ -109,10 +112,13 @@ final class BrokerProcess: Sendable {
 
 /// The lines a process printed, collected by a reader thread.
 final class LineBuffer: Sendable {
-    private let stored = Mutex<[String]>([])
+    private let stored = Mutex<(lines: [String], ended: Bool)>(([], false))
 
-    func append(_ line: String) { stored.withLock { $0.append(line) } }
-    var lines: [String] { stored.withLock { $0 } }
+    func append(_ line: String) { stored.withLock { $0.lines.append(line) } }
+    /// The process's output reached its end: every line it printed is in `lines`.
+    func end() { stored.withLock { $0.ended = true } }
+    var lines: [String] { stored.withLock { $0.lines } }
+    var ended: Bool { stored.withLock { $0.ended } }
 }
 
 /// Hands the first log line that says "listening" (or the end of output) to a waiting test.

@@ -16,7 +16,7 @@ struct ShutdownTests {
             result.withLock { $0 = try? RawHTTP.request(port: port, target: "/readyz") }
             done.signal()
         }
-        usleep(400_000) // the request is now suspended, waiting on the provider
+        try waitUntil { provider.requests >= 1 } // the request is now suspended, waiting on the provider
         broker.signal(SIGTERM)
         #expect(done.wait(timeout: .now() + 10) == .success)
         let response = try #require(result.withLock { $0 })
@@ -40,7 +40,7 @@ struct ShutdownTests {
             result.withLock { $0 = try? RawHTTP.request(port: port, target: "/readyz") }
             done.signal()
         }
-        usleep(300_000)
+        try waitUntil { provider.requests >= 1 }
         let signalled = Date()
         broker.signal(SIGINT)
         #expect(done.wait(timeout: .now() + 10) == .success)

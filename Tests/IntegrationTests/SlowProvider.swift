@@ -2,14 +2,20 @@
 import Glibc
 #endif
 import Foundation
+import Synchronization
 
 /// A stand-in for a provider's discovery endpoint that takes its time: it answers every request
 /// with a valid discovery document after `delay`, or never when `delay` is nil. It exists to
 /// hold a broker request suspended while the test signals the broker.
 final class SlowProvider: @unchecked Sendable {
-    // Only `listener` is shared with the accept thread; it is set once before the thread starts.
+    // Shared with the accept thread: `listener`, set once before the thread starts, and the
+    // request counter, which is atomic.
     let port: UInt16
     private let listener: Int32
+    private let received = RequestCounter()
+
+    /// Requests the provider has read so far (a broker request is suspended on each).
+    var requests: Int { received.count }
 
     var issuer: String { "http://127.0.0.1:\(port)" }
 
@@ -31,6 +37,7 @@ final class SlowProvider: @unchecked Sendable {
         guard bound else { throw RawHTTPError(description: "cannot listen for the slow provider") }
         port = UInt16(bigEndian: address.sin_port)
         let issuer = "http://127.0.0.1:\(port)"
+        let received = received
         Thread.detachNewThread {
             while true {
                 let client = accept(listener, nil, nil)
@@ -38,6 +45,7 @@ final class SlowProvider: @unchecked Sendable {
                 Thread.detachNewThread {
                     var buffer = [UInt8](repeating: 0, count: 4096)
                     _ = recv(client, &buffer, buffer.count, 0)
+                    received.add()
                     guard let delay else { return } // hold the connection open, answer nothing
                     usleep(UInt32(delay * 1_000_000))
                     let body = """
@@ -56,4 +64,11 @@ final class SlowProvider: @unchecked Sendable {
         shutdown(listener, Int32(SHUT_RDWR))
         close(listener)
     }
+}
+
+final class RequestCounter: Sendable {
+    private let value = Atomic<Int>(0)
+
+    func add() { value.add(1, ordering: .relaxed) }
+    var count: Int { value.load(ordering: .relaxed) }
 }

@@ -24,7 +24,8 @@ def test_sessions_survive_kill_9(auth_server):
     rounds = int(os.environ.get("CRASH_ROUNDS", "3"))
     port = free_port()
     client_id, secret = auth_server.register_client([f"http://127.0.0.1:{port}/callback"], skip_authorization=True)
-    config = broker_config(provider_config(auth_server, client_id))
+    # A snapshot every second, so that kills also land while one is written and journals retire.
+    config = broker_config(provider_config(auth_server, client_id)) + "state:\n  snapshot_interval_seconds: 1\n"
     env = {"DOT_CLIENT_SECRET": secret}
     auth_server.set_access_token_lifetime(30)  # inside the 60 s skew: every GET /token refreshes
     state_dir = tempfile.mkdtemp(prefix="broker-crash-")

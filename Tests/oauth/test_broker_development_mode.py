@@ -41,6 +41,8 @@ def test_walk_through_with_the_development_provider():
         assert requests.post(broker.url("/revoke"), headers=auth, timeout=10).json()["provider_revocation"] == "succeeded"
         denied = requests.post(sign_in, data={"decision": "deny"}, allow_redirects=False, timeout=10)
         assert denied.status_code == 302
+        denied_params = query_params(denied.headers["Location"])
+        assert denied_params["error"] == "access_denied" and "code" not in denied_params
     finally:
         assert broker.stop() == 0
 
