@@ -8,7 +8,7 @@ public struct WebhookSettings: Sendable {
     /// Consecutive failed refreshes of one session before a `refresh.failing` event.
     public let failuresBeforeEvent: Int
 
-    public init(url: URL, secret: Secret, failuresBeforeEvent: Int = 3) {
+    public init(url: URL, secret: Secret, failuresBeforeEvent: Int) {
         self.url = url
         self.secret = secret
         self.failuresBeforeEvent = failuresBeforeEvent

@@ -110,8 +110,4 @@ final class FlowStore: Sendable {
     func capture() -> (pending: [SHA256Digest: PendingAuthorization], handoffs: [SHA256Digest: Handoff]) {
         entries.withLock { ($0.pending, $0.handoffs) }
     }
-
-    var counts: (pending: Int, handoffs: Int) {
-        entries.withLock { ($0.pending.count, $0.handoffs.count) }
-    }
 }

@@ -2,7 +2,7 @@ import BrokerCrypto
 import HTTPServer
 
 /// A login in progress, between `/authorize` and `/callback`, found by the hash of the broker's
-/// own `state` value. Single use; expires after `FlowStore.authorizationLifetime`.
+/// own `state` value. Single use; expires after `sessions.login_lifetime_seconds`.
 struct PendingAuthorization: Sendable {
     let provider: String
     let app: String

@@ -14,24 +14,26 @@ public struct Provider: Sendable {
 
     public var id: String { config.id }
 
-    init(config: ProviderConfig, discovered: DiscoveryDocument?) {
+    /// A provider whose endpoints the configuration lists.
+    init(config: ProviderConfig, explicit endpoints: ExplicitEndpoints) {
         self.config = config
-        switch config.endpoints {
-        case .explicit(let endpoints):
-            authorizationEndpoint = endpoints.authorization
-            tokenEndpoint = endpoints.token
-            revocationEndpoint = endpoints.revocation
-            userinfoEndpoint = endpoints.userinfo
-            jwksURI = endpoints.jwks
-            issuer = nil
-        case .discovery(let issuerURL):
-            // Only called with the document of this issuer (DiscoveryCache checks it).
-            authorizationEndpoint = discovered?.authorizationEndpoint ?? issuerURL
-            tokenEndpoint = discovered?.tokenEndpoint ?? issuerURL
-            revocationEndpoint = discovered?.revocationEndpoint
-            userinfoEndpoint = config.userinfoEndpoint(discovered: discovered?.userinfoEndpoint)
-            jwksURI = discovered?.jwksURI
-            issuer = discovered?.issuer.absoluteString ?? issuerURL.absoluteString
-        }
+        authorizationEndpoint = endpoints.authorization
+        tokenEndpoint = endpoints.token
+        revocationEndpoint = endpoints.revocation
+        userinfoEndpoint = endpoints.userinfo
+        jwksURI = endpoints.jwks
+        issuer = nil
+    }
+
+    /// A provider by issuer, with its discovery document (whose `issuer` DiscoveryCache has
+    /// checked against the configured one).
+    init(config: ProviderConfig, discovered document: DiscoveryDocument) {
+        self.config = config
+        authorizationEndpoint = document.authorizationEndpoint
+        tokenEndpoint = document.tokenEndpoint
+        revocationEndpoint = document.revocationEndpoint
+        userinfoEndpoint = config.userinfoEndpoint(discovered: document.userinfoEndpoint)
+        jwksURI = document.jwksURI
+        issuer = document.issuer.absoluteString
     }
 }

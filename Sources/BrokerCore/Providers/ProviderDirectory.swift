@@ -19,8 +19,8 @@ struct ProviderDirectory: Sendable {
     func ready(_ id: String) -> Provider? {
         guard let config = configs[id] else { return nil }
         switch config.endpoints {
-        case .explicit:
-            return Provider(config: config, discovered: nil)
+        case .explicit(let endpoints):
+            return Provider(config: config, explicit: endpoints)
         case .discovery(let issuer):
             return discovery.cached(issuer).map { Provider(config: config, discovered: $0) }
         }

@@ -37,8 +37,6 @@ public struct UpstreamError: Error, Sendable, CustomStringConvertible {
     public static func tooLarge(host: String) -> UpstreamError { UpstreamError(.tooLarge, host: host) }
     public static func busy(host: String) -> UpstreamError { UpstreamError(.busy, host: host) }
 
-    /// True when the provider took too long (a 504 to the client rather than a 502).
-    public var isTimeout: Bool { kind == .timedOut }
 
     public var description: String {
         switch kind {
