@@ -189,8 +189,8 @@ final class BrokerState: StateStore {
 
     private static func retireJournals(before generation: UInt64, in directory: String) {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-        for name in names where name.hasPrefix("journal-") && name.hasSuffix(".tbj") {
-            if let number = UInt64(name.dropFirst(8).dropLast(4)), number < generation {
+        for name in names {
+            if let number = Journal.generation(ofFileNamed: name), number < generation {
                 try? FileManager.default.removeItem(atPath: "\(directory)/\(name)")
             }
         }

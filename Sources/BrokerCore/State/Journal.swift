@@ -48,6 +48,12 @@ final class Journal: ChangeLog, @unchecked Sendable {
         "\(directory)/journal-\(String(format: "%08llu", generation)).tbj"
     }
 
+    /// The generation of a journal file's name (`journal-00000042.tbj`), or nil for other names.
+    static func generation(ofFileNamed name: String) -> UInt64? {
+        guard name.hasPrefix("journal-"), name.hasSuffix(".tbj") else { return nil }
+        return UInt64(name.dropFirst(8).dropLast(4))
+    }
+
     /// Starts a new journal file of `generation` and the writer thread.
     /// `onCommit` hears each group commit's duration in seconds (for metrics).
     init(directory: String, generation: UInt64, keys: StateKeys, onCommit: @escaping @Sendable (Double) -> Void = { _ in }) throws(StateWriteError) {

@@ -5,7 +5,9 @@ import Foundation
 /// previous snapshot, fsync of the directory. A crash at any point leaves either the old or the
 /// new snapshot, complete.
 enum SnapshotWriter {
-    static func path(_ directory: String) -> String { "\(directory)/snapshot.tbs" }
+    static let fileName = "snapshot.tbs"
+
+    static func path(_ directory: String) -> String { "\(directory)/\(fileName)" }
 
     /// Plaintext per frame.
     private static let frameBytes = 256 << 10

@@ -69,7 +69,7 @@ enum FrameLayout {
 
     /// Seals `plaintext` as frame number `index` of the file with `header`.
     static func seal(_ plaintext: [UInt8], type: FrameType, index: UInt64, header: [UInt8], key: SymmetricKey) throws(CryptoError) -> [UInt8] {
-        let box = try AESGCM.seal(plaintext, key: key, authenticating: additionalData(header, type, index))
+        let box = try AESGCM.seal(plaintext, key: key, authenticating: additionalData(header, type.rawValue, index))
         var frame: [UInt8] = []
         frame.reserveCapacity(prefix + plaintext.count + tag)
         BigEndian.append(UInt64(box.ciphertext.count + tag), to: &frame, width: 4)
@@ -83,15 +83,14 @@ enum FrameLayout {
     /// Opens a frame's sealed part (nonce excluded) read at `index`.
     static func open(nonce: [UInt8], sealed: ArraySlice<UInt8>, type: UInt8, index: UInt64, header: [UInt8], key: SymmetricKey) throws(CryptoError) -> [UInt8] {
         let box = try AESGCM.SealedBox(nonce: nonce, ciphertext: Array(sealed.dropLast(tag)), tag: Array(sealed.suffix(tag)))
-        var data = header
-        data.append(type)
-        BigEndian.append(index, to: &data, width: 8)
-        return try AESGCM.open(box, key: key, authenticating: data)
+        return try AESGCM.open(box, key: key, authenticating: additionalData(header, type, index))
     }
 
-    private static func additionalData(_ header: [UInt8], _ type: FrameType, _ index: UInt64) -> [UInt8] {
+    /// What each frame authenticates besides itself: the file's header, the frame's type and its
+    /// position, so that frames cannot move between files or places.
+    private static func additionalData(_ header: [UInt8], _ type: UInt8, _ index: UInt64) -> [UInt8] {
         var data = header
-        data.append(type.rawValue)
+        data.append(type)
         BigEndian.append(index, to: &data, width: 8)
         return data
     }

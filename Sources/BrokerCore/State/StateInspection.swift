@@ -24,10 +24,10 @@ public enum StateInspection {
             }
         }
         var damaged = false
-        for name in names where name == "snapshot.tbs" || (name.hasPrefix("journal-") && name.hasSuffix(".tbj")) {
+        for name in names where name == SnapshotWriter.fileName || Journal.generation(ofFileNamed: name) != nil {
             let path = "\(directory)/\(name)"
             let size = ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.intValue ?? 0
-            let kind: StateFileHeader.Kind = name == "snapshot.tbs" ? .snapshot : .journal
+            let kind: StateFileHeader.Kind = name == SnapshotWriter.fileName ? .snapshot : .journal
             do {
                 let scan = try StateFileReader.read(path, kind: kind, keys: keys, apply: count)
                 let created = Timestamp.format(seconds: Int(scan.header.createdAt))

@@ -25,8 +25,7 @@ enum StateRecovery {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         try? FileManager.default.removeItem(atPath: SnapshotWriter.path(directory) + ".tmp")
         let journals = names.compactMap { name -> (UInt64, String)? in
-            guard name.hasPrefix("journal-"), name.hasSuffix(".tbj"),
-                  let generation = UInt64(name.dropFirst(8).dropLast(4)) else { return nil }
+            guard let generation = Journal.generation(ofFileNamed: name) else { return nil }
             return (generation, "\(directory)/\(name)")
         }.sorted { $0.0 < $1.0 }
 
