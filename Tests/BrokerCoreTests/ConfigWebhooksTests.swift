@@ -33,3 +33,13 @@ struct ConfigWebhooksTests {
         #expect(try ConfigLoader.load(path: nil, environment: [:]).webhooks == nil)
     }
 }
+
+extension ConfigWebhooksTests {
+    @Test func webhookSecretVariableNameIsChecked() {
+        #expect {
+            try ConfigLoader.load(yaml: "webhooks:\n  url: https://hooks.example.com/x\n  secret_env: 9-bad\n", fileName: "b.yaml", environment: [:])
+        } throws: { error in
+            "\(error)".contains("webhooks.secret_env") && "\(error)".contains("not a valid environment variable name")
+        }
+    }
+}

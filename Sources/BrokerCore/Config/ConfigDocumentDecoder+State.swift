@@ -4,23 +4,17 @@ extension ConfigDocumentDecoder {
     /// Leaving both out keeps the default, `key_env: BROKER_STATE_KEY`.
     func decodeStateKeyReference(_ reader: YAMLMappingReader, into draft: inout ConfigDraft,
                                  problems: inout ConfigProblemList) {
-        let hasEnv = reader.has("key_env")
-        let hasFile = reader.has("key_file")
-        guard hasEnv || hasFile else { return }
-        draft.stateKeyReference = nil
-        if hasEnv && hasFile {
-            problems.add(reader.path.child("key_file"), "set only one of key_env and key_file",
-                         line: reader.line(of: "key_file"))
-            return
+        switch reader.secretReference("key", problems: &problems) {
+        case .absent:
+            break
+        case .invalid:
+            draft.stateKeyReference = nil
+        case .found(.environment(let name), let key):
+            draft.stateKeyReference = .environment(name)
+            draft.lines[reader.path.child(key).description] = reader.line(of: key)
+        case .found(.file(let path), let key):
+            draft.stateKeyReference = .file(path)
+            draft.lines[reader.path.child(key).description] = reader.line(of: key)
         }
-        let key = hasEnv ? "key_env" : "key_file"
-        guard let text = reader.string(key, problems: &problems) else { return }
-        if hasEnv && !SecretReference.isValidVariableName(text) {
-            problems.add(reader.path.child(key), "is not a valid environment variable name (letters, digits "
-                + "and _, not starting with a digit)", line: reader.line(of: key))
-            return
-        }
-        draft.stateKeyReference = hasEnv ? .environment(text) : .file(text)
-        draft.lines[reader.path.child(key).description] = reader.line(of: key)
     }
 }

@@ -54,35 +54,19 @@ struct ProviderDecoder {
     }
 
     private func decodeSecret(_ reader: YAMLMappingReader, problems: inout ConfigProblemList) -> Secret? {
-        let hasEnv = reader.has("client_secret_env")
-        let hasFile = reader.has("client_secret_file")
-        if hasEnv && hasFile {
-            problems.add(path.child("client_secret_file"), "set only one of client_secret_env and "
-                + "client_secret_file", line: reader.line(of: "client_secret_file"))
-            return nil
-        }
-        if !hasEnv && !hasFile {
+        switch reader.secretReference("client_secret", problems: &problems) {
+        case .absent:
             if reader.refusedKeys.isEmpty {
                 problems.add(path.child("client_secret_env"), "required key is missing: set client_secret_env "
                     + "(an environment variable's name) or client_secret_file (a file's path)", line: line)
             }
             return nil
+        case .invalid:
+            return nil
+        case .found(let reference, let key):
+            let resolved = reference.resolve(environment: environment, baseDirectory: baseDirectory)
+            return problems.check(resolved, at: path.child(key), line: reader.line(of: key))
         }
-        let key = hasEnv ? "client_secret_env" : "client_secret_file"
-        guard let text = reader.string(key, problems: &problems) else { return nil }
-        let reference: SecretReference
-        if hasEnv {
-            guard SecretReference.isValidVariableName(text) else {
-                problems.add(path.child(key), "is not a valid environment variable name (letters, digits "
-                    + "and _, not starting with a digit)", line: reader.line(of: key))
-                return nil
-            }
-            reference = .environment(text)
-        } else {
-            reference = .file(text)
-        }
-        let resolved = reference.resolve(environment: environment, baseDirectory: baseDirectory)
-        return problems.check(resolved, at: path.child(key), line: reader.line(of: key))
     }
 
     private func decodeScopes(_ reader: YAMLMappingReader, problems: inout ConfigProblemList) -> [String]? {

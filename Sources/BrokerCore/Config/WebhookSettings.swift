@@ -18,16 +18,7 @@ public struct WebhookSettings: Sendable {
 extension ConfigDocumentDecoder {
     /// Reads `webhooks.secret_env` or `webhooks.secret_file` (exactly one) and resolves it.
     func decodeWebhookSecret(_ reader: YAMLMappingReader, into draft: inout ConfigDraft, problems: inout ConfigProblemList) {
-        let hasEnv = reader.has("secret_env")
-        let hasFile = reader.has("secret_file")
-        guard hasEnv || hasFile else { return }
-        guard !(hasEnv && hasFile) else {
-            problems.add(reader.path.child("secret_file"), "set only one of secret_env and secret_file", line: reader.line(of: "secret_file"))
-            return
-        }
-        let key = hasEnv ? "secret_env" : "secret_file"
-        guard let text = reader.string(key, problems: &problems) else { return }
-        let reference: SecretReference = hasEnv ? .environment(text) : .file(text)
+        guard case .found(let reference, let key) = reader.secretReference("secret", problems: &problems) else { return }
         switch reference.resolve(environment: environment, baseDirectory: baseDirectory) {
         case .success(let secret): draft.webhookSecret = secret
         case .failure(let error): problems.add(reader.path.child(key), error.message, line: reader.line(of: key))
