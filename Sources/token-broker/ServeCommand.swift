@@ -26,7 +26,9 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
         var settings: BrokerConfig
+        let development: Bool
         do {
+            development = try dev || ConfigLoader.developmentMode(environment: environment)
             settings = try ConfigLoader.load(path: config ?? environment["BROKER_CONFIG"], environment: environment)
             if let listen { settings.server.listen = try ListenAddress(parsing: listen) }
         } catch {
@@ -34,7 +36,6 @@ struct ServeCommand: AsyncParsableCommand {
             throw ExitCode(2)
         }
         let signals = TerminationSignals()
-        let development = dev || ["1", "true", "yes"].contains(environment["BROKER_DEV"]?.lowercased() ?? "")
         let broker: Broker
         do {
             broker = try await Broker(config: settings, development: development, acceptDamagedState: acceptDamagedState)

@@ -43,3 +43,13 @@ extension ConfigWebhooksTests {
         }
     }
 }
+
+struct DevelopmentModeSettingTests {
+    @Test func developmentModeFromTheEnvironment() throws {
+        #expect(try ConfigLoader.developmentMode(environment: [:]) == false)
+        #expect(try ConfigLoader.developmentMode(environment: ["BROKER_DEV": ""]) == false)
+        #expect(try ConfigLoader.developmentMode(environment: ["BROKER_DEV": "on"]) == true)
+        #expect(try ConfigLoader.developmentMode(environment: ["BROKER_DEV": "false"]) == false)
+        #expect(throws: ConfigError.self) { try ConfigLoader.developmentMode(environment: ["BROKER_DEV": "ture"]) }
+    }
+}

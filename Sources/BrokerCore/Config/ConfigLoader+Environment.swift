@@ -22,3 +22,15 @@ extension ConfigLoader {
         }
     }
 }
+
+extension ConfigLoader {
+    /// `BROKER_DEV`: development mode from the environment, spelled as every boolean setting
+    /// (true/false, yes/no, on/off, 1/0); unset or empty is false, anything else an error.
+    public static func developmentMode(environment: [String: String]) throws(ConfigError) -> Bool {
+        guard let text = environment["BROKER_DEV"], !text.isEmpty else { return false }
+        switch ConfigValueParsing.boolean(text) {
+        case .success(let value): return value
+        case .failure(let error): throw ConfigError(key: "BROKER_DEV", message: error.message)
+        }
+    }
+}
