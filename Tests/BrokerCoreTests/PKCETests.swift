@@ -32,3 +32,19 @@ struct PKCETests {
         #expect(OpaqueToken.hash(token) != OpaqueToken.hash(OpaqueToken.make(prefix: OpaqueToken.sessionPrefix)))
     }
 }
+
+struct RedactionTests {
+    @Test func tokenBearingValuesPrintNoTokens() {
+        let session = Session(
+            id: OpaqueToken.hash("tbs_x"), provider: "dev", app: "demo", subject: "s", scopes: ["openid"],
+            accessToken: "at-secret-1", accessTokenExpiresAt: nil, refreshToken: "rt-secret-2", idTokenClaims: nil,
+            createdAt: 0, usedAt: 0
+        )
+        var dumped = ""
+        dump(StateRecord.session(session), to: &dumped)
+        for text in [String(describing: session), String(reflecting: session), "\(StateRecord.session(session))", dumped] {
+            #expect(!text.contains("at-secret-1") && !text.contains("rt-secret-2"), "\(text)")
+        }
+        #expect(String(describing: session) == "Session(<redacted>)")
+    }
+}
