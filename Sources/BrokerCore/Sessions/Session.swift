@@ -38,17 +38,17 @@ struct Session: Sendable {
         var body: [UInt8] = [UInt8(ascii: "{")]
         body.reserveCapacity(160 + accessToken.utf8.count)
         if let sessionToken {
-            body += Array(#""session_token":"#.utf8)
+            body.append(contentsOf: #""session_token":"#.utf8)
             JSONValue.appendString(sessionToken, to: &body)
             body.append(UInt8(ascii: ","))
         }
-        body += Array(#""access_token":"#.utf8)
+        body.append(contentsOf: #""access_token":"#.utf8)
         JSONValue.appendString(accessToken, to: &body)
-        body += Array(#","token_type":"Bearer","expires_in":"#.utf8)
-        body += Array((expiresIn(at: now).map(String.init) ?? "null").utf8)
-        body += Array(#","scope":"#.utf8)
+        body.append(contentsOf: #","token_type":"Bearer","expires_in":"#.utf8)
+        body.append(contentsOf: (expiresIn(at: now).map(String.init) ?? "null").utf8)
+        body.append(contentsOf: #","scope":"#.utf8)
         JSONValue.appendString(scopes.joined(separator: " "), to: &body)
-        body += Array(#","provider":"#.utf8)
+        body.append(contentsOf: #","provider":"#.utf8)
         JSONValue.appendString(provider, to: &body)
         body.append(UInt8(ascii: "}"))
         return Response(status: 200, headers: [HTTPHeader("Content-Type", "application/json")], body: body)
