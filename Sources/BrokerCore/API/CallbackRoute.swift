@@ -148,6 +148,7 @@ struct CallbackRoute: Sendable {
             guard merged != nil else {
                 throw CallbackFailure(code: "access_denied", description: "The session ended during the sign-in.", log: "session gone before merge")
             }
+            services.profiles.remove(sessionID) // new scopes may show more of the profile
             handoffGrant = nil
         }
         let code = OpaqueToken.make(prefix: OpaqueToken.handoffPrefix)

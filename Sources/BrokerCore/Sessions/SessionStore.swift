@@ -76,9 +76,11 @@ final class SessionStore: Sendable {
     func sweep(now: Double) -> Int {
         shards.reduce(0) { removed, shard in
             removed + shard.sessions.withLock { sessions in
-                let before = sessions.count
-                sessions = sessions.filter { lifetimes.isLive($0.value, now: now) }
-                return before - sessions.count
+                // Only the expired are removed: rebuilding every shard would copy the ones a
+                // snapshot in progress holds.
+                let expired = sessions.compactMap { lifetimes.isLive($0.value, now: now) ? nil : $0.key }
+                for id in expired { sessions[id] = nil }
+                return expired.count
             }
         }
     }
