@@ -48,3 +48,22 @@ struct RedactionTests {
         #expect(String(describing: session) == "Session(<redacted>)")
     }
 }
+
+struct SessionLifetimeTests {
+    private func session(_ name: String, created: Double, used: Double) -> Session {
+        Session(id: OpaqueToken.hash(name), provider: "dev", app: "demo", subject: name, scopes: [], accessToken: "at",
+                accessTokenExpiresAt: nil, refreshToken: nil, idTokenClaims: nil, createdAt: created, usedAt: used)
+    }
+
+    @Test func idleAndAbsoluteLifetimesEndSessions() {
+        let store = SessionStore(log: MemoryOnly(), lifetimes: SessionLifetimes(idle: 100, absolute: 1000))
+        _ = store.put(session("tbs_idle", created: 0, used: 0))
+        _ = store.put(session("tbs_old", created: 0, used: 950))
+        _ = store.put(session("tbs_live", created: 500, used: 990))
+        #expect(store.get(OpaqueToken.hash("tbs_idle"), now: 1001) == nil, "unused for longer than the idle lifetime")
+        #expect(store.get(OpaqueToken.hash("tbs_old"), now: 1001) == nil, "older than the absolute lifetime")
+        #expect(store.get(OpaqueToken.hash("tbs_live"), now: 1001) != nil)
+        #expect(store.sweep(now: 1001) == 2)
+        #expect(store.count == 1)
+    }
+}
