@@ -21,4 +21,12 @@ struct JSONValueTests {
     @Test func nonFiniteDoublesBecomeNull() {
         #expect(JSONValue.double(.infinity).serialized() == Array("null".utf8))
     }
+
+    @Test func integersAppendInDecimal() {
+        for value in [0, 7, 10, -1, 1_234_567_890, Int.max, Int.min] {
+            var bytes: [UInt8] = []
+            JSONValue.appendInteger(value, to: &bytes)
+            #expect(String(decoding: bytes, as: UTF8.self) == String(value))
+        }
+    }
 }

@@ -1,8 +1,9 @@
 import HTTPServer
 
-/// The access log: one line per request, written straight to bytes. It is on every request's
-/// path, so it skips swift-log's metadata dictionaries; the line has the same shape as every
-/// other log line (`ts`, `level`, `logger`, `msg`, then the fields in key order).
+/// The access log: one line per request, written straight to bytes and handed to the output's
+/// buffer (`LogOutput.writeSoon`). It is on every request's path, so it skips swift-log's
+/// metadata dictionaries; the line has the same shape as every other log line (`ts`, `level`,
+/// `logger`, `msg`, then the fields in key order).
 struct AccessLog: Sendable {
     let output: LogOutput
     let style: LogLineHandler.Style
@@ -11,7 +12,6 @@ struct AccessLog: Sendable {
     func write(_ record: RequestRecord) {
         var line: [UInt8] = []
         line.reserveCapacity(256)
-        let milliseconds = String((record.seconds * 1e6).rounded() / 1e3)
         switch style {
         case .json:
             line.append(contentsOf: #"{"ts":""#.utf8)
@@ -19,11 +19,11 @@ struct AccessLog: Sendable {
             line.append(contentsOf: #"","level":"info","logger":"#.utf8)
             JSONValue.appendString(label, to: &line)
             line.append(contentsOf: #","msg":"request","bytes":""#.utf8)
-            line.append(contentsOf: String(record.responseBytes).utf8)
+            JSONValue.appendInteger(record.responseBytes, to: &line)
             line.append(contentsOf: #"","client":"#.utf8)
             JSONValue.appendString(record.clientIP, to: &line)
             line.append(contentsOf: #","duration_ms":""#.utf8)
-            line.append(contentsOf: milliseconds.utf8)
+            Self.appendMilliseconds(record.seconds, to: &line)
             line.append(contentsOf: #"","method":"#.utf8)
             JSONValue.appendString(record.method, to: &line)
             line.append(contentsOf: #","path":"#.utf8)
@@ -31,14 +31,29 @@ struct AccessLog: Sendable {
             line.append(contentsOf: #","request_id":"#.utf8)
             JSONValue.appendString(record.requestID, to: &line)
             line.append(contentsOf: #","status":""#.utf8)
-            line.append(contentsOf: String(record.status).utf8)
+            JSONValue.appendInteger(record.status, to: &line)
             line.append(contentsOf: "\"}\n".utf8)
         case .text:
             Timestamp.append(to: &line)
-            let text = " INFO request bytes=\(record.responseBytes) client=\(record.clientIP) duration_ms=\(milliseconds) "
-                + "method=\(record.method) path=\(record.path) request_id=\(record.requestID) status=\(record.status)\n"
-            line.append(contentsOf: text.utf8)
+            line.append(contentsOf: " INFO request bytes=".utf8)
+            JSONValue.appendInteger(record.responseBytes, to: &line)
+            line.append(contentsOf: " client=\(record.clientIP) duration_ms=".utf8)
+            Self.appendMilliseconds(record.seconds, to: &line)
+            line.append(contentsOf: " method=\(record.method) path=\(record.path) request_id=\(record.requestID) status=".utf8)
+            JSONValue.appendInteger(record.status, to: &line)
+            line.append(UInt8(ascii: "\n"))
         }
-        output.write(line)
+        output.writeSoon(line)
+    }
+
+    /// `seconds` as milliseconds with three decimals (microseconds), e.g. `0.125`.
+    static func appendMilliseconds(_ seconds: Double, to line: inout [UInt8]) {
+        let microseconds = max(0, Int((seconds * 1e6).rounded()))
+        JSONValue.appendInteger(microseconds / 1000, to: &line)
+        line.append(UInt8(ascii: "."))
+        let fraction = microseconds % 1000
+        line.append(UInt8(ascii: "0") + UInt8(fraction / 100))
+        line.append(UInt8(ascii: "0") + UInt8(fraction / 10 % 10))
+        line.append(UInt8(ascii: "0") + UInt8(fraction % 10))
     }
 }

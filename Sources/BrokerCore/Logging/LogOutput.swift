@@ -1,10 +1,19 @@
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
 import Synchronization
 
-/// Where log lines go: standard output (one `write` per line, so lines from several threads never
-/// interleave and nothing waits in a buffer when the process dies), or memory for tests.
+/// Where log lines go: standard output, or memory for tests.
+///
+/// Two ways in. `write` is for events (start, warnings, errors): the line, and every access-log
+/// line before it, is on standard output when `write` returns. `writeSoon` is for the access
+/// log, one line per request: the line joins a buffer that a writer thread empties in one
+/// `write` call every couple of milliseconds. One system call per request, with the file's
+/// lock shared by every server thread, cost as much as the rest of a `GET /token` (README,
+/// "Benchmark"); batched, it is a small fraction. What waits in the buffer when the process is
+/// killed (`SIGKILL`; a crash) is lost: at most the last few milliseconds of access-log lines.
+/// A clean shutdown writes everything, and lines of the same output never interleave or reorder.
 public final class LogOutput: Sendable {
     private enum Target {
         case fileDescriptor(Int32)
@@ -13,6 +22,17 @@ public final class LogOutput: Sendable {
 
     private let target: Target
     private let captured = Mutex<[String]>([])
+    /// Lines accepted by `writeSoon` and not yet handed to the system.
+    private let pending = PendingLines()
+    /// Held while bytes go to the descriptor, so that batches and events keep their order; it
+    /// guards the buffer being written.
+    private let writing = Mutex<[UInt8]>([])
+
+    /// How long the writer gathers lines after the first one of a batch arrives.
+    private static let gatherMicroseconds: UInt32 = 2_000
+    /// Past this many waiting bytes (the descriptor is slower than the requests), `writeSoon`
+    /// writes itself: requests slow down rather than the buffer growing without bound.
+    private static let maxPendingBytes = 4 << 20
 
     private init(_ target: Target) {
         self.target = target
@@ -20,30 +40,138 @@ public final class LogOutput: Sendable {
 
     public static let standardOutput = LogOutput(.fileDescriptor(STDOUT_FILENO))
 
+    /// Writes to an open descriptor (which stays open: the output never closes it).
+    static func descriptor(_ descriptor: Int32) -> LogOutput { LogOutput(.fileDescriptor(descriptor)) }
+
     /// Keeps lines in memory (see `lines`).
     public static func memory() -> LogOutput { LogOutput(.memory) }
 
     /// The lines written so far, for an in-memory output.
     public var lines: [String] { captured.withLock { $0 } }
 
+    /// Writes `line` (ending in a newline) now, after the lines waiting in the buffer.
     func write(_ line: [UInt8]) {
         switch target {
         case .fileDescriptor(let descriptor):
-            line.withUnsafeBytes { bytes in
-                var offset = 0
-                while offset < bytes.count {
-                    let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-                    if written > 0 {
-                        offset += written
-                    } else if written < 0 && errno == EINTR {
-                        continue
-                    } else {
-                        return
-                    }
-                }
+            writing.withLock { batch in
+                pending.take(into: &batch)
+                batch += line
+                Self.writeAll(batch, to: descriptor)
+                batch.removeAll(keepingCapacity: true)
             }
         case .memory:
             captured.withLock { $0.append(String(decoding: line.dropLast(), as: UTF8.self)) }
+        }
+    }
+
+    /// Adds `line` (ending in a newline) to the buffer the writer thread empties.
+    func writeSoon(_ line: [UInt8]) {
+        switch target {
+        case .fileDescriptor(let descriptor):
+            switch pending.add(line, limit: Self.maxPendingBytes) {
+            case .added:
+                break
+            case .startWriter:
+                startWriter(descriptor)
+            case .full:
+                write(line)
+            }
+        case .memory:
+            write(line)
+        }
+    }
+
+    /// Writes whatever waits in the buffer.
+    public func flush() {
+        guard case .fileDescriptor(let descriptor) = target else { return }
+        writing.withLock { batch in
+            pending.take(into: &batch)
+            Self.writeAll(batch, to: descriptor)
+            batch.removeAll(keepingCapacity: true)
+        }
+    }
+
+    private func startWriter(_ descriptor: Int32) {
+        let thread = Thread { [self] in
+            while true {
+                pending.waitForLines()
+                usleep(Self.gatherMicroseconds)
+                flush()
+            }
+        }
+        thread.name = "log-writer"
+        thread.start()
+    }
+
+    private static func writeAll(_ bytes: [UInt8], to descriptor: Int32) {
+        bytes.withUnsafeBytes { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                if written > 0 {
+                    offset += written
+                } else if written < 0 && errno == EINTR {
+                    continue
+                } else {
+                    return
+                }
+            }
+        }
+    }
+}
+
+/// The access-log lines waiting for the writer thread, and the writer's wake-up: it sleeps until
+/// the first line of a batch arrives, so a quiet broker costs nothing.
+private final class PendingLines: @unchecked Sendable {
+    // @unchecked: every stored property is read and written only with `condition` locked.
+    private let condition = NSCondition()
+    private var bytes: [UInt8] = []
+    private var writerStarted = false
+    private var writerWaiting = false
+
+    enum Outcome {
+        case added
+        /// Added, and the caller must start the writer thread (once per output).
+        case startWriter
+        /// Not added: the buffer is full; the caller writes the line itself.
+        case full
+    }
+
+    func add(_ line: [UInt8], limit: Int) -> Outcome {
+        condition.lock()
+        defer { condition.unlock() }
+        guard bytes.count + line.count <= limit else { return .full }
+        bytes += line
+        if writerWaiting {
+            writerWaiting = false
+            condition.signal()
+        }
+        guard writerStarted else {
+            writerStarted = true
+            return .startWriter
+        }
+        return .added
+    }
+
+    /// Moves the waiting bytes to the end of `batch`.
+    func take(into batch: inout [UInt8]) {
+        condition.lock()
+        defer { condition.unlock() }
+        if batch.isEmpty {
+            swap(&batch, &bytes)
+        } else {
+            batch += bytes
+            bytes.removeAll(keepingCapacity: true)
+        }
+    }
+
+    /// Returns once there are lines waiting.
+    func waitForLines() {
+        condition.lock()
+        defer { condition.unlock() }
+        while bytes.isEmpty {
+            writerWaiting = true
+            condition.wait()
         }
     }
 }

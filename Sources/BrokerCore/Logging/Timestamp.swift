@@ -1,44 +1,83 @@
 import Foundation
-import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
 
-/// RFC 3339 timestamps in UTC with milliseconds, as logs and the API print them.
+/// RFC 3339 timestamps in UTC, as logs and the API print them. The calendar date is computed
+/// from the day number (days-from-civil inverted, Howard Hinnant's algorithm): no `gmtime`, no
+/// lock and no allocation, because every access-log line starts with one.
 enum Timestamp {
-    /// The formatted second, reused while it lasts: log lines come many per second.
-    private static let cache = Mutex<(second: Int, text: [UInt8])>((-1, []))
-
+    /// Now with milliseconds, e.g. `2026-11-21T12:00:00.123Z`.
     static func now() -> String {
         var bytes: [UInt8] = []
         append(to: &bytes)
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// Appends the current time, e.g. `2026-11-21T12:00:00.123Z`.
+    /// Appends now with milliseconds, e.g. `2026-11-21T12:00:00.123Z`.
     static func append(to output: inout [UInt8]) {
         let now = Date().timeIntervalSince1970
-        let second = Int(now)
+        let second = Int(now.rounded(.down))
+        appendSecond(second, to: &output)
         let milliseconds = min(999, Int((now - Double(second)) * 1000))
-        let prefix = cache.withLock { cache in
-            if cache.second != second { cache = (second, Array(format(seconds: second).dropLast().utf8)) }
-            return cache.text
-        }
-        output += prefix
-        output += [UInt8(ascii: "."), UInt8(48 + milliseconds / 100), UInt8(48 + milliseconds / 10 % 10), UInt8(48 + milliseconds % 10), UInt8(ascii: "Z")]
+        output.append(UInt8(ascii: "."))
+        appendDigits(milliseconds, width: 3, to: &output)
+        output.append(UInt8(ascii: "Z"))
     }
 
     /// `seconds` since the Unix epoch, e.g. `2026-11-21T12:00:00Z`.
     static func format(seconds: Int) -> String {
-        var time = time_t(seconds)
-        var parts = tm()
-        gmtime_r(&time, &parts)
-        func pad(_ value: Int32, _ width: Int) -> String {
-            let digits = String(value)
-            return String(repeating: "0", count: max(0, width - digits.count)) + digits
+        var bytes: [UInt8] = []
+        appendSecond(seconds, to: &bytes)
+        bytes.append(UInt8(ascii: "Z"))
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// `YYYY-MM-DDTHH:MM:SS` of a Unix time in seconds.
+    private static func appendSecond(_ seconds: Int, to output: inout [UInt8]) {
+        let (days, secondOfDay) = seconds.floorDivided(by: 86_400)
+        let (year, month, day) = civil(fromDays: days)
+        appendDigits(year, width: 4, to: &output)
+        output.append(UInt8(ascii: "-"))
+        appendDigits(month, width: 2, to: &output)
+        output.append(UInt8(ascii: "-"))
+        appendDigits(day, width: 2, to: &output)
+        output.append(UInt8(ascii: "T"))
+        appendDigits(secondOfDay / 3600, width: 2, to: &output)
+        output.append(UInt8(ascii: ":"))
+        appendDigits(secondOfDay / 60 % 60, width: 2, to: &output)
+        output.append(UInt8(ascii: ":"))
+        appendDigits(secondOfDay % 60, width: 2, to: &output)
+    }
+
+    /// The proleptic Gregorian date of a day counted from 1970-01-01.
+    static func civil(fromDays days: Int) -> (year: Int, month: Int, day: Int) {
+        let shifted = days + 719_468 // days from 0000-03-01
+        let (era, _) = shifted.floorDivided(by: 146_097)
+        let dayOfEra = shifted - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthFromMarch = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthFromMarch + 2) / 5 + 1
+        let month = monthFromMarch < 10 ? monthFromMarch + 3 : monthFromMarch - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+
+    /// `value` (0 or more) in decimal with leading zeros to `width` digits.
+    private static func appendDigits(_ value: Int, width: Int, to output: inout [UInt8]) {
+        var divisor = 1
+        for _ in 1..<width { divisor *= 10 }
+        var rest = max(0, value)
+        while divisor * 10 <= rest { divisor *= 10 }
+        while divisor > 0 {
+            output.append(UInt8(ascii: "0") + UInt8(rest / divisor))
+            rest %= divisor
+            divisor /= 10
         }
-        var text = "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))"
-        text += "T\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2))"
-        return text + "Z"
+    }
+}
+
+extension Int {
+    /// Quotient rounded down and the remainder that goes with it (0 ≤ remainder < divisor).
+    fileprivate func floorDivided(by divisor: Int) -> (quotient: Int, remainder: Int) {
+        let remainder = self % divisor
+        return remainder < 0 ? (self / divisor - 1, remainder + divisor) : (self / divisor, remainder)
     }
 }

@@ -1,0 +1,67 @@
+import Foundation
+import Testing
+
+@testable import BrokerCore
+
+struct LoggingTests {
+    /// The computed calendar agrees with the C library's on days from 1900 to 2400, including
+    /// the leap days of 2000 and 2400 and the missing ones of 1900 and 2100.
+    @Test func timestampsMatchGmtime() {
+        var seconds = -2_208_988_800 // 1900-01-01
+        while seconds < 13_569_465_600 { // 2400-01-01
+            var time = time_t(seconds)
+            var parts = tm()
+            gmtime_r(&time, &parts)
+            let expected = String(
+                format: "%04d-%02d-%02dT%02d:%02d:%02dZ",
+                parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday, parts.tm_hour, parts.tm_min, parts.tm_sec
+            )
+            #expect(Timestamp.format(seconds: seconds) == expected)
+            seconds += 86_400 * 3 + 3_661 // every third day, at a moving time of day
+        }
+        #expect(Timestamp.format(seconds: 951_782_400) == "2000-02-29T00:00:00Z")
+        #expect(Timestamp.format(seconds: 4_107_542_400) == "2100-03-01T00:00:00Z")
+    }
+
+    @Test func nowHasMilliseconds() throws {
+        let now = Timestamp.now()
+        #expect(now.utf8.count == 24)
+        #expect(try #/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/#.wholeMatch(in: now) != nil)
+    }
+
+    @Test func millisecondsHaveThreeDecimals() {
+        func text(_ seconds: Double) -> String {
+            var bytes: [UInt8] = []
+            AccessLog.appendMilliseconds(seconds, to: &bytes)
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        #expect(text(0.000_125) == "0.125")
+        #expect(text(0.012_5) == "12.500")
+        #expect(text(2.000_000_4) == "2000.000")
+        #expect(text(0) == "0.000")
+    }
+
+    /// Access-log lines reach the file on their own, and an event written after them comes
+    /// after them.
+    @Test func bufferedLinesKeepTheirOrder() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("log-\(UUID().uuidString)").path
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        try #require(descriptor >= 0)
+        defer {
+            close(descriptor)
+            unlink(path)
+        }
+        let output = LogOutput.descriptor(descriptor)
+        for number in 1...1000 { output.writeSoon(Array("access \(number)\n".utf8)) }
+        output.write(Array("event\n".utf8))
+        let expected = (1...1000).map { "access \($0)" } + ["event"]
+        #expect(try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init) == expected)
+
+        output.writeSoon(Array("later\n".utf8))
+        let deadline = Date().addingTimeInterval(5)
+        while try !String(contentsOfFile: path, encoding: .utf8).hasSuffix("later\n"), Date() < deadline {
+            usleep(1_000)
+        }
+        #expect(try String(contentsOfFile: path, encoding: .utf8).hasSuffix("event\nlater\n"))
+    }
+}
