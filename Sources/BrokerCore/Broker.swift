@@ -87,7 +87,7 @@ public final class Broker: Sendable {
         }
         OperationsRoutes(
             readiness: Readiness(issuers: issuers, discovery: discovery), metrics: metrics,
-            liveSessions: { [state] in state.sessions.count }
+            liveSessions: { [state] in state.sessions.count }, requestsInFlight: { [server] in server.activeRequests }
         ).register(in: &router)
         self.config = config
         self.logger = logger

@@ -72,6 +72,14 @@ public final class HTTPServer: Sendable {
         }
     }
 
+    /// Requests received and not yet answered (0 when not serving).
+    public var activeRequests: Int {
+        state.withLock { state in
+            guard case .running(let server) = state else { return 0 }
+            return Int(tb_server_active_requests(server.pointer))
+        }
+    }
+
     /// Stops accepting connections, lets pending requests finish within `grace`, answers those
     /// still waiting with 503, then closes everything. Answers how many requests were cut short.
     @discardableResult

@@ -79,6 +79,17 @@ public enum JSONValue: Sendable, Equatable {
         writeString(string, to: &output)
     }
 
+    /// Appends the strings of `parts` joined by `separator` as one JSON string literal, without
+    /// joining them first (hot paths).
+    public static func appendString(joining parts: [String], separator: String, to output: inout [UInt8]) {
+        output.append(UInt8(ascii: "\""))
+        for (index, part) in parts.enumerated() {
+            if index > 0 { appendContent(separator, to: &output) }
+            appendContent(part, to: &output)
+        }
+        output.append(UInt8(ascii: "\""))
+    }
+
     /// Appends `value` in decimal, without making a `String` (hot paths).
     public static func appendInteger(_ value: Int, to output: inout [UInt8]) {
         if value < 0 { output.append(UInt8(ascii: "-")) }
@@ -97,6 +108,12 @@ public enum JSONValue: Sendable, Equatable {
 
     private static func writeString(_ string: String, to output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
+        appendContent(string, to: &output)
+        output.append(UInt8(ascii: "\""))
+    }
+
+    /// `string` escaped for the inside of a JSON string literal.
+    private static func appendContent(_ string: String, to output: inout [UInt8]) {
         var string = string
         string.withUTF8 { utf8 in
             // Most strings (tokens, ids, paths) need no escaping: copy them whole.
@@ -110,7 +127,6 @@ public enum JSONValue: Sendable, Equatable {
                 writeEscaped(utf8, to: &output)
             }
         }
-        output.append(UInt8(ascii: "\""))
     }
 
     private static func writeEscaped(_ utf8: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {

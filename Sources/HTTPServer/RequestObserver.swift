@@ -3,8 +3,6 @@
 /// Methods are called on server threads (or, for deferred requests, the thread that finished
 /// them), so implementations must be thread-safe and fast.
 public protocol RequestObserver: Sendable {
-    /// A request arrived (before routing).
-    func requestStarted()
     /// A request was answered.
     func requestFinished(_ record: RequestRecord)
     /// libmicrohttpd reported something.

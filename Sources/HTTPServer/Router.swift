@@ -19,51 +19,69 @@ public typealias Handler = @Sendable (Request) throws(HTTPError) -> Reply
 /// Routes by exact method and path. Unknown paths get 404; known paths with another method get
 /// 405 with `Allow`. `HEAD` is served by the `GET` handler (the server sends no body).
 public struct Router: Sendable {
-    private var table: [Substring: [String: Handler]] = [:]
+    private var table: [Substring: Route] = [:]
+
+    /// One path and its handlers (a route has a handful of methods: a list beats a dictionary).
+    private struct Route: Sendable {
+        let label: String
+        var handlers: [(method: String, handler: Handler)] = []
+
+        func handler(for method: String) -> Handler? {
+            handlers.first { $0.method == method }?.handler
+        }
+    }
 
     public init() {}
 
     public mutating func add(_ method: String, _ path: String, _ handler: @escaping Handler) {
-        table[Substring(path), default: [:]][method] = handler
+        table[Substring(path), default: Route(label: path)].handlers.append((method, handler))
     }
 
     /// Every registered route, sorted, for documentation checks.
     public var routes: [(method: String, path: String)] {
-        table.flatMap { path, methods in methods.keys.map { (method: $0, path: String(path)) } }
+        table.values.flatMap { route in route.handlers.map { (method: $0.method, path: route.label) } }
             .sorted { ($0.path, $0.method) < ($1.path, $1.method) }
     }
 
-    public enum Match {
+    private enum Match {
         case found(Handler)
         case methodNotAllowed(allowed: [String])
         case notFound
     }
 
-    public func match(method: String, path: Substring) -> Match {
-        guard let methods = table[path] else { return .notFound }
-        if let handler = methods[method] ?? (method == "HEAD" ? methods["GET"] : nil) {
+    private func match(method: String, route: Route?) -> Match {
+        guard let route else { return .notFound }
+        if let handler = route.handler(for: method) ?? (method == "HEAD" ? route.handler(for: "GET") : nil) {
             return .found(handler)
         }
-        var allowed = methods.keys.sorted()
-        if methods["GET"] != nil { allowed.append("HEAD") }
+        var allowed = route.handlers.map(\.method).sorted()
+        if route.handler(for: "GET") != nil { allowed.append("HEAD") }
         return .methodNotAllowed(allowed: allowed)
+    }
+
+    /// The route label of `path` (see `route`), for requests answered without routing.
+    public func label(for path: Substring) -> String {
+        table[path]?.label ?? "unmatched"
     }
 
     /// Routes and runs `request`, turning routing failures and thrown errors into responses.
     public func reply(to request: Request) -> Reply {
-        switch match(method: request.method, path: request.path) {
-        case .found(let handler):
-            do { return try handler(request) } catch { return .now(error.response) }
-        case .methodNotAllowed(let allowed):
-            return .now(HTTPError.methodNotAllowed(request.method, allowed: allowed).response)
-        case .notFound:
-            return .now(HTTPError.notFound.response)
-        }
+        route(request).reply
     }
 
-    /// The route label for metrics: the path when it is a route, a fixed word otherwise (so that
-    /// random paths cannot explode metric cardinality).
-    public func label(for path: Substring) -> String {
-        table[path] != nil ? String(path) : "unmatched"
+    /// `reply(to:)`, with the route's label for metrics: the path when it is a route, a fixed
+    /// word otherwise (so that random paths cannot explode metric cardinality).
+    public func route(_ request: Request) -> (reply: Reply, label: String) {
+        let route = table[request.path]
+        let reply: Reply
+        switch match(method: request.method, route: route) {
+        case .found(let handler):
+            do { reply = try handler(request) } catch { reply = .now(error.response) }
+        case .methodNotAllowed(let allowed):
+            reply = .now(HTTPError.methodNotAllowed(request.method, allowed: allowed).response)
+        case .notFound:
+            reply = .now(HTTPError.notFound.response)
+        }
+        return (reply, route?.label ?? "unmatched")
     }
 }

@@ -27,7 +27,12 @@ final class ServerCore: Sendable {
 
     /// Methods reported as they are; any other is `OTHER`, so that clients cannot grow the
     /// metrics without bound.
-    private static let knownMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+    private static func methodLabel(_ method: String) -> String {
+        switch method {
+        case "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS": method
+        default: "OTHER"
+        }
+    }
 
     private static let shuttingDown = HTTPError.serviceUnavailable(
         "temporarily_unavailable", "The broker is shutting down; retry shortly.", retryAfterSeconds: 1)
@@ -43,7 +48,6 @@ final class ServerCore: Sendable {
     }
 
     func handle(_ shim: ShimRequest) {
-        observer.requestStarted()
         let pointer = shim.pointer
         let target = String(cString: tb_request_target(pointer))
         var bodyLength = 0
@@ -59,16 +63,17 @@ final class ServerCore: Sendable {
         )
         let origin = corsOrigin(request)
         let reply: Reply
+        let route: String
         if let error = limitError(for: pointer, targetBytes: target.utf8.count) {
-            reply = .now(error.response)
+            (reply, route) = (.now(error.response), "unmatched")
         } else if request.method == "OPTIONS", request.header("Access-Control-Request-Method") != nil {
-            reply = .now(CORS.preflight(allowed: origin != nil))
+            (reply, route) = (.now(CORS.preflight(allowed: origin != nil)), router.label(for: request.path))
         } else {
-            reply = router.reply(to: request)
+            (reply, route) = router.route(request)
         }
         var record = RequestRecord(
-            method: Self.knownMethods.contains(request.method) ? request.method : "OTHER",
-            route: router.label(for: request.path),
+            method: Self.methodLabel(request.method),
+            route: route,
             path: String(request.path.prefix(256)),
             status: 0,
             seconds: 0,

@@ -60,9 +60,9 @@ struct SessionLifetimeTests {
         _ = store.put(session("tbs_idle", created: 0, used: 0))
         _ = store.put(session("tbs_old", created: 0, used: 950))
         _ = store.put(session("tbs_live", created: 500, used: 990))
-        #expect(store.get(OpaqueToken.hash("tbs_idle"), now: 1001) == nil, "unused for longer than the idle lifetime")
-        #expect(store.get(OpaqueToken.hash("tbs_old"), now: 1001) == nil, "older than the absolute lifetime")
-        #expect(store.get(OpaqueToken.hash("tbs_live"), now: 1001) != nil)
+        #expect(store.read(OpaqueToken.hash("tbs_idle"), now: 1001) { $0.id } == nil, "unused for longer than the idle lifetime")
+        #expect(store.read(OpaqueToken.hash("tbs_old"), now: 1001) { $0.id } == nil, "older than the absolute lifetime")
+        #expect(store.read(OpaqueToken.hash("tbs_live"), now: 1001) { $0.id } != nil)
         #expect(store.sweep(now: 1001) == 2)
         #expect(store.count == 1)
     }

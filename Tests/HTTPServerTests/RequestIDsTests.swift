@@ -15,9 +15,14 @@ struct RequestIDsTests {
         #expect(RequestIDs.isAcceptable(made))
     }
 
-    @Test func generatedIDsAreUnique() {
+    @Test func generatedIDsAreUniqueAndShort() throws {
         let ids = RequestIDs()
         let made = (0..<1000).map { _ in ids.make(clientSupplied: nil) }
         #expect(Set(made).count == 1000)
+        let prefix = try #require(made.first?.split(separator: "-").first)
+        #expect(made[0] == "\(prefix)-1")
+        #expect(made[15] == "\(prefix)-10")
+        #expect(made[999] == "\(prefix)-3e8")
+        #expect(made.allSatisfy { RequestIDs.isAcceptable($0) && $0.utf8.count <= 12 })
     }
 }

@@ -5,29 +5,36 @@ extension BrokerServices {
     /// The session named by `Authorization: Bearer <session token>`. A missing, malformed or
     /// unknown token is a 401 (RFC 6750 §3); the token is never repeated in the answer.
     func authenticate(_ request: Request) throws(HTTPError) -> Session {
-        let id = try sessionID(request)
-        guard let session = state.session(id, now: now()) else {
+        try withSession(sessionID(request), of: request) { copy $0 }
+    }
+
+    /// Runs `body` on the session `id` (of the bearer token of `request`) where it lies, without
+    /// copying it (the hot path); unknown, it is the 401 of `authenticate`.
+    func withSession<T: Sendable>(_ id: SHA256Digest, of request: Request, _ body: (borrowing Session) -> T) throws(HTTPError) -> T {
+        guard let result = state.readSession(id, now: now(), body) else {
             metrics.rejected(route: String(request.path), reason: "unknown_session_token")
             throw .invalidToken("The session token is unknown, expired or revoked.")
         }
-        return session
+        return result
     }
 
-    /// The hash of the bearer session token, without looking it up.
+    /// The hash of the bearer session token, without looking it up. Read from the header's
+    /// bytes where they lie: this runs on every `GET /token`.
     func sessionID(_ request: Request) throws(HTTPError) -> SHA256Digest {
-        guard let header = request.header("Authorization") else {
-            throw .invalidToken("Send the session token as Authorization: Bearer <token>.")
+        try request.withHeaderBytes("Authorization") { header throws(HTTPError) in
+            guard let header else {
+                throw .invalidToken("Send the session token as Authorization: Bearer <token>.")
+            }
+            // "Bearer" is case-insensitive (RFC 7235 §2.1).
+            guard header.count > 7, zip(header.prefix(7), "bearer ".utf8).allSatisfy({ $0 | 0x20 == $1 }) else {
+                throw .invalidToken("The Authorization header is not a Bearer session token.")
+            }
+            let token = UnsafeRawBufferPointer(rebasing: header[7...])
+            guard token.starts(with: OpaqueToken.sessionPrefix.utf8) else {
+                throw .invalidToken("The Authorization header is not a Bearer session token.")
+            }
+            return SHA256.hash(token)
         }
-        // "Bearer" is case-insensitive (RFC 7235 §2.1); checked without allocating, on the hot path.
-        let utf8 = header.utf8
-        guard utf8.count > 7, zip(utf8.prefix(7), "bearer ".utf8).allSatisfy({ $0 | 0x20 == $1 }) else {
-            throw .invalidToken("The Authorization header is not a Bearer session token.")
-        }
-        let token = header.dropFirst(7)
-        guard token.hasPrefix(OpaqueToken.sessionPrefix) else {
-            throw .invalidToken("The Authorization header is not a Bearer session token.")
-        }
-        return OpaqueToken.hash(token)
     }
 }
 

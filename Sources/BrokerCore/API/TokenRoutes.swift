@@ -20,9 +20,10 @@ struct TokenRoutes: Sendable {
         }
     }
 
-    /// The hot path: a fresh token is answered from memory on the server thread.
+    /// The hot path: a fresh token is answered from memory on the server thread, built where
+    /// the session lies.
     private func current(_ request: Request) throws(HTTPError) -> Reply {
-        let session = try services.authenticate(request)
+        let id = try services.sessionID(request)
         var minimumValidity = services.refreshSkew
         if let text = try request.query().optional("min_ttl") {
             guard let minTTL = Int(text), (0...86_400).contains(minTTL) else {
@@ -31,10 +32,11 @@ struct TokenRoutes: Sendable {
             minimumValidity = max(minimumValidity, Double(minTTL))
         }
         let now = services.now()
-        if session.accessTokenValid(for: minimumValidity, at: now) {
-            return .now(session.tokenAnswer(at: now))
+        let fresh = try services.withSession(id, of: request) { session in
+            session.accessTokenValid(for: minimumValidity, at: now) ? session.tokenAnswer(at: now) : nil
         }
-        return refreshed(session.id, force: false, minimumValidity: minimumValidity)
+        guard let fresh else { return refreshed(id, force: false, minimumValidity: minimumValidity) }
+        return .now(fresh)
     }
 
     private func refreshed(_ id: SHA256Digest, force: Bool, minimumValidity: Double) -> Reply {

@@ -37,12 +37,7 @@ public final class BrokerMetrics: Sendable {
         inFlight = registry.makeGauge(descriptor: Self.name("http_requests_in_flight", help: "Requests received and not yet answered."))
     }
 
-    func requestStarted() {
-        inFlight.increment()
-    }
-
     func requestFinished(route: String, method: String, status: Int, seconds: Double) {
-        inFlight.decrement()
         let key = RequestKey(route: route, method: method, status: status)
         let (counter, histogram) = requestMetrics.withLock { cache in
             if let known = cache[key] { return known }
@@ -112,6 +107,12 @@ public final class BrokerMetrics: Sendable {
     /// Live sessions now (set when `/metrics` is rendered).
     func sessions(_ count: Int) {
         registry.makeGauge(descriptor: Self.name("sessions", help: "Live sessions.")).set(Double(count))
+    }
+
+    /// Requests in flight now, as the server counts them (set when `/metrics` is rendered, so
+    /// that requests do not contend for a shared gauge).
+    func requestsInFlight(_ count: Int) {
+        inFlight.set(Double(count))
     }
 
     /// The Prometheus text exposition of every metric.

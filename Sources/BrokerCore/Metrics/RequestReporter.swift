@@ -8,10 +8,6 @@ struct RequestReporter: RequestObserver {
     /// Nil when the access log is off (or the log level is above `info`).
     let accessLog: AccessLog?
 
-    func requestStarted() {
-        metrics.requestStarted()
-    }
-
     func requestFinished(_ record: RequestRecord) {
         metrics.requestFinished(route: record.route, method: record.method, status: record.status, seconds: record.seconds)
         // The path only: query strings and bodies carry codes and tokens and are never logged.

@@ -5,6 +5,7 @@ struct OperationsRoutes: Sendable {
     let readiness: Readiness
     let metrics: BrokerMetrics
     let liveSessions: @Sendable () -> Int
+    let requestsInFlight: @Sendable () -> Int
 
     func register(in router: inout Router) {
         router.add("GET", "/healthz") { _ in
@@ -13,8 +14,9 @@ struct OperationsRoutes: Sendable {
         router.add("GET", "/readyz") { [readiness] _ in
             readiness.reply()
         }
-        router.add("GET", "/metrics") { [metrics, liveSessions] _ in
+        router.add("GET", "/metrics") { [metrics, liveSessions, requestsInFlight] _ in
             metrics.sessions(liveSessions())
+            metrics.requestsInFlight(requestsInFlight())
             return .now(Response(
                 status: 200,
                 headers: [HTTPHeader("Content-Type", "text/plain; version=0.0.4")],

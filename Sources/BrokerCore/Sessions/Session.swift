@@ -45,9 +45,13 @@ struct Session: Sendable {
         body.append(contentsOf: #""access_token":"#.utf8)
         JSONValue.appendString(accessToken, to: &body)
         body.append(contentsOf: #","token_type":"Bearer","expires_in":"#.utf8)
-        body.append(contentsOf: (expiresIn(at: now).map(String.init) ?? "null").utf8)
+        if let expiresIn = expiresIn(at: now) {
+            JSONValue.appendInteger(expiresIn, to: &body)
+        } else {
+            body.append(contentsOf: "null".utf8)
+        }
         body.append(contentsOf: #","scope":"#.utf8)
-        JSONValue.appendString(scopes.joined(separator: " "), to: &body)
+        JSONValue.appendString(joining: scopes, separator: " ", to: &body)
         body.append(contentsOf: #","provider":"#.utf8)
         JSONValue.appendString(provider, to: &body)
         body.append(UInt8(ascii: "}"))

@@ -25,17 +25,23 @@ final class SessionStore: Sendable {
         return shards[Int(word % UInt64(shards.count))]
     }
 
-    /// The live session `id`, marking it used. `usedAt` is refreshed at most once a minute and
-    /// only in memory (snapshots keep it): the hot path writes nothing to disk.
-    func get(_ id: SHA256Digest, now: Double) -> Session? {
+    /// Runs `body` on the live session `id` where it lies (no copy: on the hot path, copying a
+    /// session costs a retain of each of its strings, memory no other request touches), marking
+    /// it used. `usedAt` is refreshed at most once a minute and only in memory (snapshots keep
+    /// it): the hot path writes nothing to disk.
+    func read<T: Sendable>(_ id: SHA256Digest, now: Double, _ body: (borrowing Session) -> T) -> T? {
         shard(id).sessions.withLock { sessions in
-            guard var session = sessions[id], lifetimes.isLive(session, now: now) else { return nil }
-            if now - session.usedAt > 60 {
-                session.usedAt = now
-                sessions[id] = session
-            }
-            return session
+            Self.read(&sessions[id], now: now, lifetimes: lifetimes, body)
         }
+    }
+
+    /// `slot` is the dictionary's storage, lent in place.
+    private static func read<T: Sendable>(
+        _ slot: inout Session?, now: Double, lifetimes: SessionLifetimes, _ body: (borrowing Session) -> T
+    ) -> T? {
+        guard slot != nil, lifetimes.isLive(slot!, now: now) else { return nil }
+        if now - slot!.usedAt > 60 { slot!.usedAt = now }
+        return body(slot!)
     }
 
     func put(_ session: Session) -> DurabilityTicket {

@@ -90,8 +90,8 @@ final class BrokerState: StateStore {
 
     // MARK: StateStore
 
-    func session(_ id: SHA256Digest, now: Double) -> Session? {
-        sessions.get(id, now: now)
+    func readSession<T: Sendable>(_ id: SHA256Digest, now: Double, _ body: (borrowing Session) -> T) -> T? {
+        sessions.read(id, now: now, body)
     }
 
     @discardableResult

@@ -14,7 +14,9 @@ import BrokerCrypto
 /// - Session tokens, handoff codes and `state` values are known only by their SHA-256 hashes.
 /// - Expired entries are never returned; they are removed in the background.
 protocol StateStore: Sendable {
-    func session(_ id: SHA256Digest, now: Double) -> Session?
+    /// Runs `body` on the live session `id` without copying it (see `session` for a copy);
+    /// nil when there is no such live session.
+    func readSession<T: Sendable>(_ id: SHA256Digest, now: Double, _ body: (borrowing Session) -> T) -> T?
     /// Stores a new session; with `code`, also records that this handoff code created it (so a
     /// replay of the code can revoke it). Answers false when the code was replayed while the
     /// session was being made: the caller must revoke it.
@@ -26,4 +28,11 @@ protocol StateStore: Sendable {
     func takeLogin(_ state: SHA256Digest, now: Double) -> PendingAuthorization?
     func issueHandoff(_ code: SHA256Digest, _ handoff: Handoff) async throws(StateWriteError)
     func redeemHandoff(_ code: SHA256Digest, now: Double) async throws(StateWriteError) -> FlowStore.Redemption
+}
+
+extension StateStore {
+    /// A copy of the live session `id`.
+    func session(_ id: SHA256Digest, now: Double) -> Session? {
+        readSession(id, now: now) { copy $0 }
+    }
 }
