@@ -114,18 +114,22 @@ public enum JSONValue: Sendable, Equatable {
 
     /// `string` escaped for the inside of a JSON string literal.
     private static func appendContent(_ string: String, to output: inout [UInt8]) {
-        var string = string
-        string.withUTF8 { utf8 in
-            // Most strings (tokens, ids, paths) need no escaping: copy them whole.
-            let plain = utf8.allSatisfy { byte in
-                byte >= 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\")
-                    && byte != UInt8(ascii: "<") && byte != UInt8(ascii: ">") && byte != UInt8(ascii: "&")
-            }
-            if plain {
-                output.append(contentsOf: utf8)
-            } else {
-                writeEscaped(utf8, to: &output)
-            }
+        // A native string lends its UTF-8 in place (no copy, no retain); others are copied.
+        if string.utf8.withContiguousStorageIfAvailable({ appendContent(utf8: $0, to: &output) }) == nil {
+            Array(string.utf8).withUnsafeBufferPointer { appendContent(utf8: $0, to: &output) }
+        }
+    }
+
+    private static func appendContent(utf8: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
+        // Most strings (tokens, ids, paths) need no escaping: copy them whole.
+        let plain = utf8.allSatisfy { byte in
+            byte >= 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\")
+                && byte != UInt8(ascii: "<") && byte != UInt8(ascii: ">") && byte != UInt8(ascii: "&")
+        }
+        if plain {
+            output.append(contentsOf: utf8)
+        } else {
+            writeEscaped(utf8, to: &output)
         }
     }
 

@@ -31,17 +31,18 @@ final class SessionStore: Sendable {
     /// it): the hot path writes nothing to disk.
     func read<T: Sendable>(_ id: SHA256Digest, now: Double, _ body: (borrowing Session) -> T) -> T? {
         shard(id).sessions.withLock { sessions in
-            Self.read(&sessions[id], now: now, lifetimes: lifetimes, body)
+            guard let index = sessions.index(forKey: id) else { return nil }
+            return Self.read(&sessions.values[index], now: now, lifetimes: lifetimes, body)
         }
     }
 
-    /// `slot` is the dictionary's storage, lent in place.
-    private static func read<T: Sendable>(
-        _ slot: inout Session?, now: Double, lifetimes: SessionLifetimes, _ body: (borrowing Session) -> T
+    /// `session` is the dictionary's storage, lent in place.
+    private static func read<T>(
+        _ session: inout Session, now: Double, lifetimes: SessionLifetimes, _ body: (borrowing Session) -> T
     ) -> T? {
-        guard slot != nil, lifetimes.isLive(slot!, now: now) else { return nil }
-        if now - slot!.usedAt > 60 { slot!.usedAt = now }
-        return body(slot!)
+        guard lifetimes.isLive(usedAt: session.usedAt, createdAt: session.createdAt, now: now) else { return nil }
+        if now - session.usedAt > 60 { session.usedAt = now }
+        return body(session)
     }
 
     func put(_ session: Session) -> DurabilityTicket {
@@ -107,6 +108,10 @@ struct SessionLifetimes: Sendable {
     let absolute: Double
 
     func isLive(_ session: Session, now: Double) -> Bool {
-        now - session.usedAt < idle && now - session.createdAt < absolute
+        isLive(usedAt: session.usedAt, createdAt: session.createdAt, now: now)
+    }
+
+    func isLive(usedAt: Double, createdAt: Double, now: Double) -> Bool {
+        now - usedAt < idle && now - createdAt < absolute
     }
 }
