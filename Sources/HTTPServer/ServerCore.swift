@@ -74,7 +74,7 @@ final class ServerCore: Sendable {
         var record = RequestRecord(
             method: Self.methodLabel(request.method),
             route: route,
-            path: String(request.path.prefix(256)),
+            path: Self.loggedPath(request.path),
             status: 0,
             seconds: 0,
             requestID: request.id,
@@ -103,6 +103,12 @@ final class ServerCore: Sendable {
                 self.finish(&record, response, startNanos: startNanos)
             }
         }
+    }
+
+    /// The path as logged: at most its first 256 bytes (a character cut in two becomes U+FFFD).
+    private static func loggedPath(_ path: Substring) -> String {
+        guard path.utf8.count > 256 else { return String(path) }
+        return String(decoding: path.utf8.prefix(256), as: UTF8.self)
     }
 
     private func finish(_ record: inout RequestRecord, _ response: Response, startNanos: UInt64) {

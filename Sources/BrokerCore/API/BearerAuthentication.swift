@@ -18,6 +18,9 @@ extension BrokerServices {
         return result
     }
 
+    /// `bearer ` in lowercase ASCII.
+    private static let bearerScheme: [UInt8] = Array("bearer ".utf8)
+
     /// The hash of the bearer session token, without looking it up. Read from the header's
     /// bytes where they lie: this runs on every `GET /token`.
     func sessionID(_ request: Request) throws(HTTPError) -> SHA256Digest {
@@ -26,7 +29,7 @@ extension BrokerServices {
                 throw .invalidToken("Send the session token as Authorization: Bearer <token>.")
             }
             // "Bearer" is case-insensitive (RFC 7235 §2.1).
-            guard header.count > 7, zip(header.prefix(7), "bearer ".utf8).allSatisfy({ $0 | 0x20 == $1 }) else {
+            guard header.count > 7, zip(header.prefix(7), Self.bearerScheme).allSatisfy({ $0 | 0x20 == $1 }) else {
                 throw .invalidToken("The Authorization header is not a Bearer session token.")
             }
             let token = UnsafeRawBufferPointer(rebasing: header[7...])
