@@ -38,21 +38,21 @@ struct Session: Sendable {
         var body: [UInt8] = [UInt8(ascii: "{")]
         body.reserveCapacity(160 + accessToken.utf8.count)
         if let sessionToken {
-            body.append(contentsOf: #""session_token":"#.utf8)
+            body.append(literal: #""session_token":"#)
             JSONValue.appendString(sessionToken, to: &body)
             body.append(UInt8(ascii: ","))
         }
-        body.append(contentsOf: #""access_token":"#.utf8)
+        body.append(literal: #""access_token":"#)
         JSONValue.appendString(accessToken, to: &body)
-        body.append(contentsOf: #","token_type":"Bearer","expires_in":"#.utf8)
+        body.append(literal: #","token_type":"Bearer","expires_in":"#)
         if let expiresIn = expiresIn(at: now) {
             JSONValue.appendInteger(expiresIn, to: &body)
         } else {
-            body.append(contentsOf: "null".utf8)
+            body.append(literal: "null")
         }
-        body.append(contentsOf: #","scope":"#.utf8)
+        body.append(literal: #","scope":"#)
         JSONValue.appendString(joining: scopes, separator: " ", to: &body)
-        body.append(contentsOf: #","provider":"#.utf8)
+        body.append(literal: #","provider":"#)
         JSONValue.appendString(provider, to: &body)
         body.append(UInt8(ascii: "}"))
         return Response(status: 200, headers: [HTTPHeader("Content-Type", "application/json")], body: body)
