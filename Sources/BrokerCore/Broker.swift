@@ -18,6 +18,7 @@ public final class Broker: Sendable {
     private let state: BrokerState
     private let refresher: Refresher
     private let maintenance = Mutex<Task<Void, Never>?>(nil)
+    private let logOutput: LogOutput
 
     /// Loads the state, binds the listening socket and builds everything that serves on it.
     /// With `development`, the built-in identity provider and demo app are added (loopback
@@ -95,6 +96,7 @@ public final class Broker: Sendable {
         self.server = server
         self.router = router
         self.state = state
+        self.logOutput = logOutput
         refresher = services.refresher
     }
 
@@ -209,6 +211,7 @@ public final class Broker: Sendable {
         await upkeep?.value
         await state.close()
         logger.notice("stopped", metadata: ["requests_cut_short": "\(cutShort)"])
+        logOutput.flush()
     }
 
     static func serverConfiguration(_ server: ServerConfig) throws(BrokerStartError) -> ServerConfiguration {

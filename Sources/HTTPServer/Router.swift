@@ -34,6 +34,7 @@ public struct Router: Sendable {
     public init() {}
 
     public mutating func add(_ method: String, _ path: String, _ handler: @escaping Handler) {
+        precondition(table[Substring(path)]?.handler(for: method) == nil, "\(method) \(path) is registered twice")
         table[Substring(path), default: Route(label: path)].handlers.append((method, handler))
     }
 

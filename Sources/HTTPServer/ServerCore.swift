@@ -65,7 +65,7 @@ final class ServerCore: Sendable {
         let reply: Reply
         let route: String
         if let error = limitError(for: pointer, targetBytes: target.utf8.count) {
-            (reply, route) = (.now(error.response), "unmatched")
+            (reply, route) = (.now(error.response), router.label(for: request.path))
         } else if request.method == "OPTIONS", request.header("Access-Control-Request-Method") != nil {
             (reply, route) = (.now(CORS.preflight(allowed: origin != nil)), router.label(for: request.path))
         } else {

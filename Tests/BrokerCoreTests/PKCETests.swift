@@ -48,22 +48,3 @@ struct RedactionTests {
         #expect(String(describing: session) == "Session(<redacted>)")
     }
 }
-
-struct SessionLifetimeTests {
-    private func session(_ name: String, created: Double, used: Double) -> Session {
-        Session(id: OpaqueToken.hash(name), provider: "dev", app: "demo", subject: name, scopes: [], accessToken: "at",
-                accessTokenExpiresAt: nil, refreshToken: nil, idTokenClaims: nil, createdAt: created, usedAt: used)
-    }
-
-    @Test func idleAndAbsoluteLifetimesEndSessions() {
-        let store = SessionStore(log: MemoryOnly(), lifetimes: SessionLifetimes(idle: 100, absolute: 1000))
-        _ = store.put(session("tbs_idle", created: 0, used: 0))
-        _ = store.put(session("tbs_old", created: 0, used: 950))
-        _ = store.put(session("tbs_live", created: 500, used: 990))
-        #expect(store.read(OpaqueToken.hash("tbs_idle"), now: 1001) { $0.id } == nil, "unused for longer than the idle lifetime")
-        #expect(store.read(OpaqueToken.hash("tbs_old"), now: 1001) { $0.id } == nil, "older than the absolute lifetime")
-        #expect(store.read(OpaqueToken.hash("tbs_live"), now: 1001) { $0.id } != nil)
-        #expect(store.sweep(now: 1001) == 2)
-        #expect(store.count == 1)
-    }
-}

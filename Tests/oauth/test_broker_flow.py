@@ -197,6 +197,9 @@ def test_min_ttl_forces_a_refresh(broker_factory, auth_server):
     assert auth_server.stats().get("refresh_token") == 1
     bad = app.call("GET", "/token", params={"min_ttl": "soon"})
     assert bad.status_code == 400
+    # An unknown session is reported before a bad min_ttl: the client must sign in again.
+    unknown = app.call("GET", "/token", token="tbs_" + "x" * 43, params={"min_ttl": "soon"})
+    assert unknown.status_code == 401 and unknown.json()["error"] == "invalid_token"
 
 
 def test_incremental_authorization_merges_scopes(broker_factory, auth_server):

@@ -21,22 +21,27 @@ struct TokenRoutes: Sendable {
     }
 
     /// The hot path: a fresh token is answered from memory on the server thread, built where
-    /// the session lies.
+    /// the session lies. An unknown session is a 401 before a bad `min_ttl` is a 400.
     private func current(_ request: Request) throws(HTTPError) -> Reply {
         let id = try services.sessionID(request)
-        var minimumValidity = services.refreshSkew
-        if let text = try request.query().optional("min_ttl") {
-            guard let minTTL = Int(text), (0...86_400).contains(minTTL) else {
-                throw .badRequest("min_ttl must be a number of seconds from 0 to 86400.")
-            }
-            minimumValidity = max(minimumValidity, Double(minTTL))
-        }
+        let requested = Result { () throws(HTTPError) in try requestedValidity(request) }
+        let minimumValidity = (try? requested.get()) ?? services.refreshSkew
         let now = services.now()
         let fresh = try services.withSession(id, of: request) { session in
             session.accessTokenValid(for: minimumValidity, at: now) ? session.tokenAnswer(at: now) : nil
         }
+        _ = try requested.get()
         guard let fresh else { return refreshed(id, force: false, minimumValidity: minimumValidity) }
         return .now(fresh)
+    }
+
+    /// How long the handed-out token must stay valid: the refresh skew, or `min_ttl` if longer.
+    private func requestedValidity(_ request: Request) throws(HTTPError) -> Double {
+        guard let text = try request.query().optional("min_ttl") else { return services.refreshSkew }
+        guard let minTTL = Int(text), (0...86_400).contains(minTTL) else {
+            throw .badRequest("min_ttl must be a number of seconds from 0 to 86400.")
+        }
+        return max(services.refreshSkew, Double(minTTL))
     }
 
     private func refreshed(_ id: SHA256Digest, force: Bool, minimumValidity: Double) -> Reply {
