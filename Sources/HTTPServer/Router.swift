@@ -65,13 +65,9 @@ public struct Router: Sendable {
         table[path]?.label ?? "unmatched"
     }
 
-    /// Routes and runs `request`, turning routing failures and thrown errors into responses.
-    public func reply(to request: Request) -> Reply {
-        route(request).reply
-    }
-
-    /// `reply(to:)`, with the route's label for metrics: the path when it is a route, a fixed
-    /// word otherwise (so that random paths cannot explode metric cardinality).
+    /// Routes and runs `request`, turning routing failures and thrown errors into responses;
+    /// with the route's label for metrics: the path when it is a route, a fixed word otherwise
+    /// (so that random paths cannot explode metric cardinality).
     public func route(_ request: Request) -> (reply: Reply, label: String) {
         let route = table[request.path]
         let reply: Reply

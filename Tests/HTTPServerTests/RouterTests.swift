@@ -17,26 +17,26 @@ struct RouterTests {
     }
 
     @Test func routesByMethodAndPath() throws {
-        let get = try #require(response(router().reply(to: Request(method: "GET", target: "/token?min_ttl=5"))))
+        let get = try #require(response(router().route(Request(method: "GET", target: "/token?min_ttl=5")).reply))
         #expect(get.status == 200)
         #expect(get.body == Array(#"{"route":"get-token"}"#.utf8))
-        let post = try #require(response(router().reply(to: Request(method: "POST", target: "/token"))))
+        let post = try #require(response(router().route(Request(method: "POST", target: "/token")).reply))
         #expect(post.body == Array(#"{"route":"post-token"}"#.utf8))
     }
 
     @Test func headUsesGet() throws {
-        let head = try #require(response(router().reply(to: Request(method: "HEAD", target: "/token"))))
+        let head = try #require(response(router().route(Request(method: "HEAD", target: "/token")).reply))
         #expect(head.status == 200)
     }
 
     @Test func unknownPathIs404() throws {
-        let missing = try #require(response(router().reply(to: Request(method: "GET", target: "/nope/secret-looking"))))
+        let missing = try #require(response(router().route(Request(method: "GET", target: "/nope/secret-looking")).reply))
         #expect(missing.status == 404)
         #expect(missing.body == Array(#"{"error":"not_found","error_description":"There is no endpoint at this path."}"#.utf8))
     }
 
     @Test func wrongMethodIs405WithAllow() throws {
-        let wrong = try #require(response(router().reply(to: Request(method: "DELETE", target: "/token"))))
+        let wrong = try #require(response(router().route(Request(method: "DELETE", target: "/token")).reply))
         #expect(wrong.status == 405)
         #expect(wrong.header("Allow") == "GET, POST, HEAD")
         let json = try JSONValue.parse(wrong.body)
@@ -44,7 +44,7 @@ struct RouterTests {
     }
 
     @Test func thrownErrorsBecomeResponses() throws {
-        let failed = try #require(response(router().reply(to: Request(method: "GET", target: "/fails"))))
+        let failed = try #require(response(router().route(Request(method: "GET", target: "/fails")).reply))
         #expect(failed.status == 400)
         #expect(failed.header("Content-Type") == "application/json")
         #expect(try JSONValue.parse(failed.body)["error_description"] == .string("No."))
