@@ -41,8 +41,9 @@ final class RawConnection {
                 connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
             }
         }
+        // No close here: a class whose initializer throws after its properties are set still
+        // runs `deinit`, which closes the socket (closing twice could close another test's).
         guard connected == 0 else {
-            close(descriptor)
             throw RawHTTPError(description: "connect to port \(port) failed (errno \(errno))")
         }
     }
