@@ -48,7 +48,7 @@ public enum JSONValue: Sendable, Equatable {
         switch self {
         case .null: output.append(contentsOf: "null".utf8)
         case .bool(let value): output.append(contentsOf: (value ? "true" : "false").utf8)
-        case .int(let value): output.append(contentsOf: String(value).utf8)
+        case .int(let value): output.append(decimal: value)
         case .double(let value):
             output.append(contentsOf: (value.isFinite ? String(value) : "null").utf8)
         case .string(let value): Self.writeString(value, to: &output)
@@ -88,22 +88,6 @@ public enum JSONValue: Sendable, Equatable {
             appendContent(part, to: &output)
         }
         output.append(UInt8(ascii: "\""))
-    }
-
-    /// Appends `value` in decimal, without making a `String` (hot paths).
-    public static func appendInteger(_ value: Int, to output: inout [UInt8]) {
-        if value < 0 { output.append(UInt8(ascii: "-")) }
-        var magnitude = value.magnitude
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0) // room for the 20 digits of UInt64.max
-        withUnsafeMutableBytes(of: &digits) { buffer in
-            var index = buffer.count
-            repeat {
-                index -= 1
-                buffer[index] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                magnitude /= 10
-            } while magnitude > 0
-            output.append(contentsOf: buffer[index...])
-        }
     }
 
     private static func writeString(_ string: String, to output: inout [UInt8]) {

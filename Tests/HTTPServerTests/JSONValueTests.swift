@@ -25,8 +25,18 @@ struct JSONValueTests {
     @Test func integersAppendInDecimal() {
         for value in [0, 7, 10, -1, 1_234_567_890, Int.max, Int.min] {
             var bytes: [UInt8] = []
-            JSONValue.appendInteger(value, to: &bytes)
+            bytes.append(decimal: value)
             #expect(String(decoding: bytes, as: UTF8.self) == String(value))
         }
+        func padded(_ value: Int, _ digits: Int) -> String {
+            var bytes: [UInt8] = []
+            bytes.append(decimal: value, minimumDigits: digits)
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        #expect(padded(7, 3) == "007")
+        #expect(padded(0, 2) == "00")
+        #expect(padded(12345, 4) == "12345")
+        #expect(padded(-5, 3) == "-005")
+        #expect(JSONValue.int(-42).serialized() == Array("-42".utf8))
     }
 }

@@ -19,7 +19,7 @@ struct AccessLog: Sendable {
             line.append(literal: #"","level":"info","logger":"#)
             JSONValue.appendString(label, to: &line)
             line.append(literal: #","msg":"request","bytes":""#)
-            JSONValue.appendInteger(record.responseBytes, to: &line)
+            line.append(decimal: record.responseBytes)
             line.append(literal: #"","client":"#)
             JSONValue.appendString(record.clientIP, to: &line)
             line.append(literal: #","duration_ms":""#)
@@ -31,16 +31,16 @@ struct AccessLog: Sendable {
             line.append(literal: #","request_id":"#)
             JSONValue.appendString(record.requestID, to: &line)
             line.append(literal: #","status":""#)
-            JSONValue.appendInteger(record.status, to: &line)
+            line.append(decimal: record.status)
             line.append(literal: "\"}\n")
         case .text:
             Timestamp.append(to: &line)
             line.append(literal: " INFO request bytes=")
-            JSONValue.appendInteger(record.responseBytes, to: &line)
+            line.append(decimal: record.responseBytes)
             line.append(contentsOf: " client=\(record.clientIP) duration_ms=".utf8)
             Self.appendMilliseconds(record.seconds, to: &line)
             line.append(contentsOf: " method=\(record.method) path=\(record.path) request_id=\(record.requestID) status=".utf8)
-            JSONValue.appendInteger(record.status, to: &line)
+            line.append(decimal: record.status)
             line.append(UInt8(ascii: "\n"))
         }
         output.writeSoon(line)
@@ -49,11 +49,8 @@ struct AccessLog: Sendable {
     /// `seconds` as milliseconds with three decimals (microseconds), e.g. `0.125`.
     static func appendMilliseconds(_ seconds: Double, to line: inout [UInt8]) {
         let microseconds = max(0, Int((seconds * 1e6).rounded()))
-        JSONValue.appendInteger(microseconds / 1000, to: &line)
+        line.append(decimal: microseconds / 1000)
         line.append(UInt8(ascii: "."))
-        let fraction = microseconds % 1000
-        line.append(UInt8(ascii: "0") + UInt8(fraction / 100))
-        line.append(UInt8(ascii: "0") + UInt8(fraction / 10 % 10))
-        line.append(UInt8(ascii: "0") + UInt8(fraction % 10))
+        line.append(decimal: microseconds % 1000, minimumDigits: 3)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPServer
 
 /// RFC 3339 timestamps in UTC, as logs and the API print them. The calendar date is computed
 /// from the day number (days-from-civil inverted, Howard Hinnant's algorithm): no `gmtime`, no
@@ -18,7 +19,7 @@ enum Timestamp {
         appendSecond(second, to: &output)
         let milliseconds = min(999, Int((now - Double(second)) * 1000))
         output.append(UInt8(ascii: "."))
-        appendDigits(milliseconds, width: 3, to: &output)
+        output.append(decimal: milliseconds, minimumDigits: 3)
         output.append(UInt8(ascii: "Z"))
     }
 
@@ -34,17 +35,17 @@ enum Timestamp {
     private static func appendSecond(_ seconds: Int, to output: inout [UInt8]) {
         let (days, secondOfDay) = seconds.floorDivided(by: 86_400)
         let (year, month, day) = civil(fromDays: days)
-        appendDigits(year, width: 4, to: &output)
+        output.append(decimal: year, minimumDigits: 4)
         output.append(UInt8(ascii: "-"))
-        appendDigits(month, width: 2, to: &output)
+        output.append(decimal: month, minimumDigits: 2)
         output.append(UInt8(ascii: "-"))
-        appendDigits(day, width: 2, to: &output)
+        output.append(decimal: day, minimumDigits: 2)
         output.append(UInt8(ascii: "T"))
-        appendDigits(secondOfDay / 3600, width: 2, to: &output)
+        output.append(decimal: secondOfDay / 3600, minimumDigits: 2)
         output.append(UInt8(ascii: ":"))
-        appendDigits(secondOfDay / 60 % 60, width: 2, to: &output)
+        output.append(decimal: secondOfDay / 60 % 60, minimumDigits: 2)
         output.append(UInt8(ascii: ":"))
-        appendDigits(secondOfDay % 60, width: 2, to: &output)
+        output.append(decimal: secondOfDay % 60, minimumDigits: 2)
     }
 
     /// The proleptic Gregorian date of a day counted from 1970-01-01.
@@ -58,19 +59,6 @@ enum Timestamp {
         let day = dayOfYear - (153 * monthFromMarch + 2) / 5 + 1
         let month = monthFromMarch < 10 ? monthFromMarch + 3 : monthFromMarch - 9
         return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
-    }
-
-    /// `value` (0 or more) in decimal with leading zeros to `width` digits.
-    private static func appendDigits(_ value: Int, width: Int, to output: inout [UInt8]) {
-        var divisor = 1
-        for _ in 1..<width { divisor *= 10 }
-        var rest = max(0, value)
-        while divisor * 10 <= rest { divisor *= 10 }
-        while divisor > 0 {
-            output.append(UInt8(ascii: "0") + UInt8(rest / divisor))
-            rest %= divisor
-            divisor /= 10
-        }
     }
 }
 

@@ -46,7 +46,7 @@ struct Session: Sendable {
         JSONValue.appendString(accessToken, to: &body)
         body.append(literal: #","token_type":"Bearer","expires_in":"#)
         if let expiresIn = expiresIn(at: now) {
-            JSONValue.appendInteger(expiresIn, to: &body)
+            body.append(decimal: expiresIn)
         } else {
             body.append(literal: "null")
         }
