@@ -53,12 +53,7 @@ public final class LogOutput: Sendable {
     func write(_ line: [UInt8]) {
         switch target {
         case .fileDescriptor(let descriptor):
-            writing.withLock { batch in
-                pending.take(into: &batch)
-                batch += line
-                Self.writeAll(batch, to: descriptor)
-                batch.removeAll(keepingCapacity: true)
-            }
+            writeWaiting(then: line, to: descriptor)
         case .memory:
             captured.withLock { $0.append(String(decoding: line.dropLast(), as: UTF8.self)) }
         }
@@ -67,12 +62,12 @@ public final class LogOutput: Sendable {
     /// Adds `line` (ending in a newline) to the buffer the writer thread empties.
     func writeSoon(_ line: [UInt8]) {
         switch target {
-        case .fileDescriptor(let descriptor):
+        case .fileDescriptor:
             switch pending.add(line, limit: Self.maxPendingBytes) {
             case .added:
                 break
             case .startWriter:
-                startWriter(descriptor)
+                startWriter()
             case .full:
                 write(line)
             }
@@ -82,16 +77,23 @@ public final class LogOutput: Sendable {
     }
 
     /// Writes whatever waits in the buffer.
-    public func flush() {
+    func flush() {
         guard case .fileDescriptor(let descriptor) = target else { return }
+        writeWaiting(then: [], to: descriptor)
+    }
+
+    /// Writes the buffer's lines, then `line`, in one call, holding `writing` so that nothing
+    /// written meanwhile can come between or before them.
+    private func writeWaiting(then line: [UInt8], to descriptor: Int32) {
         writing.withLock { batch in
             pending.take(into: &batch)
+            batch += line
             Self.writeAll(batch, to: descriptor)
             batch.removeAll(keepingCapacity: true)
         }
     }
 
-    private func startWriter(_ descriptor: Int32) {
+    private func startWriter() {
         let thread = Thread { [self] in
             while true {
                 pending.waitForLines()
