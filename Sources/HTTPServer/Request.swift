@@ -51,12 +51,7 @@ public struct Request {
 
     /// A request header, by case-insensitive name.
     public func header(_ name: String) -> String? {
-        switch headers {
-        case .shim(let shim):
-            return name.withCString { tb_request_header(shim.pointer, $0) }.map { String(cString: $0) }
-        case .fixed(let values):
-            return values[name.lowercased()]
-        }
+        withHeaderBytes(name) { $0.map { String(decoding: $0, as: UTF8.self) } }
     }
 
     /// Runs `body` with the bytes of a request header (case-insensitive name), or nil when
