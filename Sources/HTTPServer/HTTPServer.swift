@@ -15,6 +15,8 @@ public final class HTTPServer: Sendable {
     private enum State {
         case bound(listener: Int32)
         case running(RunningServer)
+        /// `shutdown` has begun: requests still drain.
+        case stopping(RunningServer)
         case stopped
     }
 
@@ -75,8 +77,10 @@ public final class HTTPServer: Sendable {
     /// Requests received and not yet answered (0 when not serving).
     public var activeRequests: Int {
         state.withLock { state in
-            guard case .running(let server) = state else { return 0 }
-            return Int(tb_server_active_requests(server.pointer))
+            switch state {
+            case .running(let server), .stopping(let server): Int(tb_server_active_requests(server.pointer))
+            case .bound, .stopped: 0
+            }
         }
     }
 
@@ -85,13 +89,15 @@ public final class HTTPServer: Sendable {
     @discardableResult
     public func shutdown(grace: Duration) async -> Int {
         let running: RunningServer? = state.withLock { state in
-            defer { state = .stopped }
             switch state {
-            case .running(let server): return server
+            case .running(let server):
+                state = .stopping(server)
+                return server
             case .bound(let listener):
                 tb_close_socket(listener)
+                state = .stopped
                 return nil
-            case .stopped: return nil
+            case .stopping, .stopped: return nil
             }
         }
         guard let running else { return 0 }
@@ -103,6 +109,9 @@ public final class HTTPServer: Sendable {
         // libmicrohttpd aborts if stopped with a suspended connection: give the resumed ones a
         // moment to be answered and completed.
         await waitForRequests(on: running, until: .now + .seconds(2))
+        // Out of `state` first, so that nothing reads the daemon once it is freed; stopped outside
+        // the lock, because stopping waits for the server threads, which may be waiting for it.
+        state.withLock { $0 = .stopped }
         tb_server_stop(running.pointer)
         running.core.release()
         return cutShort
