@@ -157,17 +157,8 @@ struct ConfigLoaderTests {
     }
 
     @Test func exampleConfigLoadsWithItsEnvironmentVariablesSet() throws {
-        let path = URL(fileURLWithPath: #filePath)
-            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("config/example.yaml").path
-        let text = try String(contentsOfFile: path, encoding: .utf8)
-        var environment: [String: String] = [:]
-        for line in text.split(separator: "\n") {
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
-            guard trimmed.hasPrefix("client_secret_env:") else { continue }
-            let name = trimmed.dropFirst("client_secret_env:".count).trimmingCharacters(in: .whitespaces)
-            environment[name] = "example-secret"
-        }
+        let path = ExampleConfig.path
+        let environment = try ExampleConfig.secretEnvironment(value: "example-secret")
         #expect(environment.count >= 2)
         let config = try ConfigLoader.load(path: path, environment: environment)
         #expect(!config.providers.isEmpty)

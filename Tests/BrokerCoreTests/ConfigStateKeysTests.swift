@@ -242,18 +242,9 @@ struct ConfigStateKeysTests {
     }
 
     @Test func exampleConfigDocumentsTheDefaultsAndReadsTheKeys() throws {
-        let path = URL(fileURLWithPath: #filePath)
-            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("config/example.yaml").path
-        let text = try String(contentsOfFile: path, encoding: .utf8)
-        var environment: [String: String] = [:]
-        for line in text.split(separator: "\n") {
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
-            guard trimmed.hasPrefix("client_secret_env:") else { continue }
-            environment[trimmed.dropFirst("client_secret_env:".count).trimmingCharacters(in: .whitespaces)] = "x"
-        }
+        var environment = try ExampleConfig.secretEnvironment(value: "x")
         environment["BROKER_STATE_KEY"] = "\(Fixture.ones)\n\(Fixture.zeros)"
-        let config = try ConfigLoader.load(path: path, environment: environment)
+        let config = try ConfigLoader.load(path: ExampleConfig.path, environment: environment)
         #expect(config.sessions == SessionSettings())
         #expect(config.state.directory == StateSettings().directory)
         #expect(config.state.snapshotIntervalSeconds == StateSettings().snapshotIntervalSeconds)
