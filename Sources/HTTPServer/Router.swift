@@ -24,18 +24,27 @@ public struct Router: Sendable {
     /// One path and its handlers (a route has a handful of methods: a list beats a dictionary).
     private struct Route: Sendable {
         let label: String
-        var handlers: [(method: String, handler: Handler)] = []
+        var handlers: [MethodHandler] = []
 
         func handler(for method: String) -> Handler? {
-            handlers.first { $0.method == method }?.handler
+            for entry in handlers where entry.method == method { return entry.handler }
+            return nil
         }
+    }
+
+    /// A struct rather than a tuple: a closure inside a tuple that is an array's element is
+    /// stored in its most general form, and reading it back allocates a conversion thunk — on
+    /// every request.
+    private struct MethodHandler: Sendable {
+        let method: String
+        let handler: Handler
     }
 
     public init() {}
 
     public mutating func add(_ method: String, _ path: String, _ handler: @escaping Handler) {
         precondition(table[Substring(path)]?.handler(for: method) == nil, "\(method) \(path) is registered twice")
-        table[Substring(path), default: Route(label: path)].handlers.append((method, handler))
+        table[Substring(path), default: Route(label: path)].handlers.append(MethodHandler(method: method, handler: handler))
     }
 
     /// Every registered route, sorted, for documentation checks.
@@ -52,9 +61,9 @@ public struct Router: Sendable {
 
     private func match(method: String, route: Route?) -> Match {
         guard let route else { return .notFound }
-        if let handler = route.handler(for: method) ?? (method == "HEAD" ? route.handler(for: "GET") : nil) {
-            return .found(handler)
-        }
+        // Not `??`: through a generic function, a closure is wrapped in a new thunk every time.
+        if let handler = route.handler(for: method) { return .found(handler) }
+        if method == "HEAD", let handler = route.handler(for: "GET") { return .found(handler) }
         var allowed = route.handlers.map(\.method).sorted()
         if route.handler(for: "GET") != nil { allowed.append("HEAD") }
         return .methodNotAllowed(allowed: allowed)
