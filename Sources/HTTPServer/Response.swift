@@ -29,8 +29,16 @@ public struct Response: Sendable {
 
     /// A JSON response.
     public static func json(_ value: JSONValue, status: Int = 200, headers: [HTTPHeader] = []) -> Response {
-        Response(status: status, headers: [HTTPHeader("Content-Type", "application/json")] + headers, body: value.serialized())
+        Response(status: status, headers: jsonHeaders + headers, body: value.serialized())
     }
+
+    /// A JSON response whose body is already serialised.
+    public static func json(serialized body: [UInt8], status: Int = 200) -> Response {
+        Response(status: status, headers: jsonHeaders, body: body)
+    }
+
+    /// Shared by every JSON response: the array is retained, not built, per response.
+    private static let jsonHeaders = [HTTPHeader("Content-Type", "application/json")]
 
     /// A redirect (the server adds `Referrer-Policy: no-referrer`, as to every answer).
     public static func redirect(to location: String) -> Response {

@@ -30,7 +30,7 @@ struct DevelopmentProvider: Sendable {
             ])))
         }
         router.add("GET", "/dev/jwks") { [signer] _ in
-            .now(Response(status: 200, headers: [HTTPHeader("Content-Type", "application/json")], body: Array(signer.jwks.utf8)))
+            .now(Response.json(serialized: Array(signer.jwks.utf8)))
         }
         router.add("GET", "/dev/authorize") { [self] request throws(HTTPError) in
             let query = try request.query()

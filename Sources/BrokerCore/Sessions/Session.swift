@@ -35,8 +35,9 @@ struct Session: Sendable {
     /// `{[session_token,] access_token, token_type, expires_in, scope, provider}`, written
     /// straight to bytes — `GET /token` is the hot path.
     func tokenAnswer(at now: Double, sessionToken: String? = nil) -> Response {
-        var body: [UInt8] = [UInt8(ascii: "{")]
+        var body: [UInt8] = []
         body.reserveCapacity(160 + accessToken.utf8.count)
+        body.append(UInt8(ascii: "{"))
         if let sessionToken {
             body.append(literal: #""session_token":"#)
             JSONValue.appendString(sessionToken, to: &body)
@@ -55,6 +56,6 @@ struct Session: Sendable {
         body.append(literal: #","provider":"#)
         JSONValue.appendString(provider, to: &body)
         body.append(UInt8(ascii: "}"))
-        return Response(status: 200, headers: [HTTPHeader("Content-Type", "application/json")], body: body)
+        return .json(serialized: body)
     }
 }
