@@ -71,7 +71,7 @@ final class ServerCore: Sendable {
         } else {
             (reply, route) = router.route(request)
         }
-        var record = RequestRecord(
+        let record = RequestRecord(
             method: Self.methodLabel(request.method),
             route: route,
             path: Self.loggedPath(request.path),
@@ -84,7 +84,7 @@ final class ServerCore: Sendable {
         switch reply {
         case .now(let response):
             tb_request_respond(pointer, makeResponse(response, requestID: request.id, origin: origin))
-            finish(&record, response, startNanos: tb_request_start_ns(pointer))
+            finish(record, response, startNanos: tb_request_start_ns(pointer))
         case .later(let work):
             tb_request_defer(pointer)
             guard let ticket = deferred.add(shim) else {
@@ -92,7 +92,7 @@ final class ServerCore: Sendable {
                 // now (completing inside the handler is allowed; the shim then queues it).
                 let response = Self.shuttingDown.response
                 tb_request_complete(pointer, makeResponse(response, requestID: request.id, origin: origin))
-                finish(&record, response, startNanos: tb_request_start_ns(pointer))
+                finish(record, response, startNanos: tb_request_start_ns(pointer))
                 return
             }
             let startNanos = tb_request_start_ns(pointer)
@@ -100,7 +100,7 @@ final class ServerCore: Sendable {
                 let response = await work()
                 guard let claimed = self.deferred.claim(ticket) else { return }
                 tb_request_complete(claimed.pointer, self.makeResponse(response, requestID: record.requestID, origin: origin))
-                self.finish(&record, response, startNanos: startNanos)
+                self.finish(record, response, startNanos: startNanos)
             }
         }
     }
@@ -111,7 +111,10 @@ final class ServerCore: Sendable {
         return String(decoding: path.utf8.prefix(256), as: UTF8.self)
     }
 
-    private func finish(_ record: inout RequestRecord, _ response: Response, startNanos: UInt64) {
+    /// `record` is taken by value: were it an `inout` of `handle`, the `Task` that captures it
+    /// would make `handle` box it on the heap on every request, answered later or not.
+    private func finish(_ record: RequestRecord, _ response: Response, startNanos: UInt64) {
+        var record = record
         record.status = response.status
         record.responseBytes = response.body.count
         record.seconds = Double(tb_monotonic_ns() &- startNanos) / 1e9
@@ -151,25 +154,34 @@ final class ServerCore: Sendable {
         let created = response.body.withUnsafeBytes { tb_response_create(UInt32(response.status), $0.baseAddress, $0.count) }
         guard let created else { return nil }
         for header in response.headers {
-            tb_response_add_header(created, header.name, header.value)
+            Self.addHeader(to: created, header.name, header.value)
         }
         if response.header("Cache-Control") == nil {
-            tb_response_add_header(created, "Cache-Control", "no-store")
+            Self.addHeader(to: created, "Cache-Control", "no-store")
         }
         if response.header("Content-Security-Policy") == nil {
-            tb_response_add_header(created, "Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
+            Self.addHeader(to: created, "Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
         }
-        tb_response_add_header(created, "X-Request-Id", requestID)
-        tb_response_add_header(created, "X-Content-Type-Options", "nosniff")
-        tb_response_add_header(created, "X-Frame-Options", "DENY")
-        tb_response_add_header(created, "Referrer-Policy", "no-referrer")
+        Self.addHeader(to: created, "X-Request-Id", requestID)
+        Self.addHeader(to: created, "X-Content-Type-Options", "nosniff")
+        Self.addHeader(to: created, "X-Frame-Options", "DENY")
+        Self.addHeader(to: created, "Referrer-Policy", "no-referrer")
         if let origin {
-            for header in CORS.headers(origin: origin) { tb_response_add_header(created, header.name, header.value) }
+            for header in CORS.headers(origin: origin) { Self.addHeader(to: created, header.name, header.value) }
         }
         if response.closeConnection || draining.load(ordering: .relaxed) {
             tb_response_close_connection(created)
         }
         return created
+    }
+
+    /// Passes the header through `withCString`, which lends a string's own bytes (or, for a
+    /// short one, a copy on the stack); a `String` handed straight to a C parameter is copied to
+    /// a new array every time.
+    private static func addHeader(to response: OpaquePointer, _ name: String, _ value: String) {
+        name.withCString { name in
+            value.withCString { value in _ = tb_response_add_header(response, name, value) }
+        }
     }
 
     /// A header libmicrohttpd can send as is: no line breaks, no NULs.
