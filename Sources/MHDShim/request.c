@@ -20,7 +20,6 @@ void tb_request_release(tb_request *request) {
     if (request->pending != NULL) tb_response_free(request->pending);
     pthread_mutex_destroy(&request->lock);
     free(request->body);
-    free(request->target);
     free(request);
 }
 

@@ -38,13 +38,11 @@ static void tb_client_ip(struct MHD_Connection *connection, char *buffer, size_t
 // return value becomes the request's closure pointer.
 static void *tb_on_uri(void *cls, const char *uri, struct MHD_Connection *connection) {
     tb_server *server = cls;
-    tb_request *request = calloc(1, sizeof(tb_request));
-    if (request == NULL) return NULL;
-    request->target = strdup(uri != NULL ? uri : "");
-    if (request->target == NULL) {
-        free(request);
-        return NULL; // the access handler then closes the connection
-    }
+    size_t target_length = uri != NULL ? strlen(uri) : 0;
+    tb_request *request = calloc(1, sizeof(tb_request) + target_length + 1);
+    if (request == NULL) return NULL; // the access handler then closes the connection
+    if (target_length > 0) memcpy(request->storage, uri, target_length);
+    request->target = request->storage;
     request->owner = tb_connection_of(connection);
     if (request->owner != NULL) {
         request->owner->open_request = request;
