@@ -64,4 +64,30 @@ struct LoggingTests {
         }
         #expect(try String(contentsOfFile: path, encoding: .utf8).hasSuffix("event\nlater\n"))
     }
+
+    /// Lines written by many threads at once are all written, each thread's in its order, and
+    /// none split or merged.
+    @Test func linesOfManyThreadsKeepEachThreadsOrder() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("log-\(UUID().uuidString)").path
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        try #require(descriptor >= 0)
+        defer {
+            close(descriptor)
+            unlink(path)
+        }
+        let output = LogOutput.descriptor(descriptor)
+        let threads = 12, linesPerThread = 2_000
+        DispatchQueue.concurrentPerform(iterations: threads) { thread in
+            for number in 0..<linesPerThread { output.writeSoon(Array("t\(thread) \(number)\n".utf8)) }
+        }
+        output.flush()
+        var next = [Int](repeating: 0, count: threads)
+        for line in try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n") {
+            let fields = line.dropFirst().split(separator: " ").compactMap { Int($0) }
+            try #require(fields.count == 2 && fields[0] < threads, "malformed line \(line)")
+            #expect(fields[1] == next[fields[0]], "thread \(fields[0]) wrote \(fields[1]) before \(next[fields[0]])")
+            next[fields[0]] = fields[1] + 1
+        }
+        #expect(next == [Int](repeating: linesPerThread, count: threads))
+    }
 }

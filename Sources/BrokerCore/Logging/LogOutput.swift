@@ -13,7 +13,8 @@ import Synchronization
 /// lock shared by every server thread, cost as much as the rest of a `GET /token` (README,
 /// "Benchmark"); batched, it is a small fraction. What waits in the buffer when the process is
 /// killed (`SIGKILL`; a crash) is lost: at most the last few milliseconds of access-log lines.
-/// A clean shutdown writes everything, and lines of the same output never interleave or reorder.
+/// A clean shutdown writes everything. Lines never interleave; one thread's lines keep their
+/// order, and a batch groups the lines of each server thread (see `PendingLines`).
 public final class LogOutput: Sendable {
     private enum Target {
         case fileDescriptor(Int32)
@@ -30,8 +31,9 @@ public final class LogOutput: Sendable {
 
     /// How long the writer gathers lines after the first one of a batch arrives.
     private static let gatherMicroseconds: UInt32 = 2_000
-    /// Past this many waiting bytes (the descriptor is slower than the requests), `writeSoon`
-    /// writes itself: requests slow down rather than the buffer growing without bound.
+    /// Past this many waiting bytes (split evenly between the buffer's stripes: the descriptor
+    /// is slower than the requests), `writeSoon` writes itself: requests slow down rather than
+    /// the buffer growing without bound.
     private static let maxPendingBytes = 4 << 20
 
     private init(_ target: Target) {
@@ -124,46 +126,67 @@ public final class LogOutput: Sendable {
 
 /// The access-log lines waiting for the writer thread, and the writer's wake-up: it sleeps until
 /// the first line of a batch arrives, so a quiet broker costs nothing.
-private final class PendingLines: @unchecked Sendable {
-    // @unchecked: every stored property is read and written only with `condition` locked.
+///
+/// Each thread adds to its own stripe (the first `stripeCount` threads to log get one each;
+/// later ones share): the server threads never wait for one another's lock, nor pass one
+/// buffer's cache lines back and forth on every request. A thread's lines keep their order; in
+/// a batch, the lines of each stripe follow those of the stripe before.
+private final class PendingLines: Sendable {
+    private final class Stripe: Sendable {
+        let bytes = Mutex<[UInt8]>([])
+        /// Keeps the next stripe's lock off this one's cache line (objects are allocated side by
+        /// side).
+        private let padding: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
+    }
+
+    private static let stripeCount = 8
+    private let stripes = (0..<PendingLines.stripeCount).map { _ in Stripe() }
+    private let writerStarted = Atomic<Bool>(false)
+    /// Set by the writer, with `condition` locked, before it looks at the stripes a last time
+    /// and sleeps; a thread that adds a line and then sees it set wakes the writer. (Either the
+    /// writer's look at a stripe comes after the line was added, or the adding thread took that
+    /// stripe's lock after the writer and so sees the flag.)
+    private let writerWaiting = Atomic<Bool>(false)
     private let condition = NSCondition()
-    private var bytes: [UInt8] = []
-    private var writerStarted = false
-    private var writerWaiting = false
 
     enum Outcome {
         case added
         /// Added, and the caller must start the writer thread (once per output).
         case startWriter
-        /// Not added: the buffer is full; the caller writes the line itself.
+        /// Not added: the thread's stripe is full; the caller writes the line itself.
         case full
     }
 
     func add(_ line: [UInt8], limit: Int) -> Outcome {
-        condition.lock()
-        defer { condition.unlock() }
-        guard bytes.count + line.count <= limit else { return .full }
-        bytes += line
-        if writerWaiting {
-            writerWaiting = false
-            condition.signal()
+        let added = stripes[Self.threadSlot() % Self.stripeCount].bytes.withLock { bytes in
+            guard bytes.count + line.count <= limit / Self.stripeCount else { return false }
+            bytes += line
+            return true
         }
-        guard writerStarted else {
-            writerStarted = true
+        guard added else { return .full }
+        if !writerStarted.load(ordering: .relaxed),
+           writerStarted.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged {
             return .startWriter
+        }
+        if writerWaiting.load(ordering: .sequentiallyConsistent) {
+            condition.lock()
+            if writerWaiting.exchange(false, ordering: .sequentiallyConsistent) { condition.signal() }
+            condition.unlock()
         }
         return .added
     }
 
     /// Moves the waiting bytes to the end of `batch`.
     func take(into batch: inout [UInt8]) {
-        condition.lock()
-        defer { condition.unlock() }
-        if batch.isEmpty {
-            swap(&batch, &bytes)
-        } else {
-            batch += bytes
-            bytes.removeAll(keepingCapacity: true)
+        for stripe in stripes {
+            stripe.bytes.withLock { bytes in
+                if batch.isEmpty {
+                    swap(&batch, &bytes)
+                } else {
+                    batch += bytes
+                    bytes.removeAll(keepingCapacity: true)
+                }
+            }
         }
     }
 
@@ -171,9 +194,28 @@ private final class PendingLines: @unchecked Sendable {
     func waitForLines() {
         condition.lock()
         defer { condition.unlock() }
-        while bytes.isEmpty {
-            writerWaiting = true
+        while true {
+            writerWaiting.store(true, ordering: .sequentiallyConsistent)
+            if stripes.contains(where: { stripe in stripe.bytes.withLock { !$0.isEmpty } }) {
+                writerWaiting.store(false, ordering: .sequentiallyConsistent)
+                return
+            }
             condition.wait()
         }
     }
+
+    /// The calling thread's number, given in the order threads first ask.
+    private static func threadSlot() -> Int {
+        if let slot = pthread_getspecific(slotKey) { return Int(bitPattern: slot) - 1 }
+        let slot = nextSlot.wrappingAdd(1, ordering: .relaxed).oldValue
+        pthread_setspecific(slotKey, UnsafeRawPointer(bitPattern: slot + 1))
+        return slot
+    }
+
+    private static let slotKey: pthread_key_t = {
+        var key = pthread_key_t()
+        precondition(pthread_key_create(&key, nil) == 0, "LogOutput: no thread-specific key left")
+        return key
+    }()
+    private static let nextSlot = Atomic<Int>(0)
 }
