@@ -19,7 +19,8 @@ extension [UInt8] {
                 buffer[index] = UInt8(ascii: "0") + UInt8(magnitude % 10)
                 magnitude /= 10
             } while magnitude > 0 || buffer.count - index < Swift.min(minimumDigits, buffer.count)
-            append(contentsOf: buffer[index...])
+            // Rebased, not a slice: a slice of raw bytes is copied one byte at a time.
+            append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[index...]))
         }
     }
 }

@@ -19,7 +19,7 @@ final class RequestIDs: Sendable {
             var digits = 1
             while digits < 16, number >> (4 * digits) != 0 { digits += 1 }
             for index in 0..<digits { buffer[9 + index] = Self.hexDigits[Int(number >> (4 * (digits - 1 - index)) & 0xF)] }
-            return String(decoding: buffer[..<(9 + digits)], as: UTF8.self)
+            return String(decoding: UnsafeRawBufferPointer(rebasing: buffer[..<(9 + digits)]), as: UTF8.self)
         }
     }
 
