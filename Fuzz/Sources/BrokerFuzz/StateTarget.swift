@@ -38,8 +38,9 @@ private func encodeAll(_ records: [StateRecord]) -> [UInt8] {
 
 private func decodeAll(_ bytes: [UInt8]) -> [StateRecord]? {
     var records: [StateRecord] = []
+    var scopes = ScopeTable()
     do {
-        try StateRecord.decodeAll(bytes[...]) { records.append($0) }
+        try StateRecord.decodeAll(bytes[...], scopes: &scopes) { records.append($0) }
     } catch {
         _ = String(describing: error)
         return nil

@@ -57,6 +57,7 @@ enum StateFileReader {
                 throw missing
             }
             var scan = StateFileScan(header: header)
+            var scopes = ScopeTable() // one for the file: its sessions share their scope lists
             var sawEnd = false
             while true {
                 let frameOffset = file.offset
@@ -90,7 +91,7 @@ enum StateFileReader {
                 switch FrameType(rawValue: type) {
                 case .records:
                     do throws(StateDecodingError) {
-                        try StateRecord.decodeAll(plaintext[...]) { record in
+                        try StateRecord.decodeAll(plaintext[...], scopes: &scopes) { record in
                             scan.records += 1
                             apply(record)
                         }

@@ -47,10 +47,12 @@ enum StateRecord: Sendable {
         output += fields.bytes
     }
 
-    /// Decodes every record in `bytes` (the plaintext of one frame). Records of a kind this
-    /// version does not know are skipped.
-    static func decodeAll(_ bytes: ArraySlice<UInt8>, _ body: (StateRecord) -> Void) throws(StateDecodingError) {
-        var scopes = ScopeTable()
+    /// Decodes every record in `bytes` (the plaintext of one frame), sharing scope lists through
+    /// `scopes` (one table for a whole file). Records of a kind this version does not know are
+    /// skipped.
+    static func decodeAll(
+        _ bytes: ArraySlice<UInt8>, scopes: inout ScopeTable, _ body: (StateRecord) -> Void
+    ) throws(StateDecodingError) {
         var index = bytes.startIndex
         while index < bytes.endIndex {
             let rawKind = bytes[index]
