@@ -14,7 +14,7 @@ import Synchronization
 /// "Benchmark"); batched, it is a small fraction. What waits in the buffer when the process is
 /// killed (`SIGKILL`; a crash) is lost: at most the last few milliseconds of access-log lines.
 /// A clean shutdown writes everything. Lines never interleave; one thread's lines keep their
-/// order, and a batch groups the lines of each server thread (see `PendingLines`).
+/// order, and a batch groups lines by thread (see `PendingLines`).
 public final class LogOutput: Sendable {
     private enum Target {
         case fileDescriptor(Int32)
@@ -31,10 +31,12 @@ public final class LogOutput: Sendable {
 
     /// How long the writer gathers lines after the first one of a batch arrives.
     private static let gatherMicroseconds: UInt32 = 2_000
-    /// Past this many waiting bytes (split evenly between the buffer's stripes: the descriptor
-    /// is slower than the requests), `writeSoon` writes itself: requests slow down rather than
-    /// the buffer growing without bound.
-    private static let maxPendingBytes = 4 << 20
+    /// Past this many waiting bytes in its stripe (the descriptor is slower than the requests),
+    /// a thread's `writeSoon` writes itself: requests slow down rather than the buffer growing
+    /// without bound.
+    private static let maxPendingBytesPerStripe = 512 << 10
+    /// A batch buffer grown past this (a burst) is let go after its write rather than kept.
+    private static let keptBatchCapacity = 1 << 20
 
     private init(_ target: Target) {
         self.target = target
@@ -65,7 +67,7 @@ public final class LogOutput: Sendable {
     func writeSoon(_ line: [UInt8]) {
         switch target {
         case .fileDescriptor:
-            switch pending.add(line, limit: Self.maxPendingBytes) {
+            switch pending.add(line, limit: Self.maxPendingBytesPerStripe) {
             case .added:
                 break
             case .startWriter:
@@ -91,7 +93,11 @@ public final class LogOutput: Sendable {
             pending.take(into: &batch)
             batch += line
             Self.writeAll(batch, to: descriptor)
-            batch.removeAll(keepingCapacity: true)
+            if batch.capacity > Self.keptBatchCapacity {
+                batch = []
+            } else {
+                batch.removeAll(keepingCapacity: true)
+            }
         }
     }
 
@@ -127,10 +133,12 @@ public final class LogOutput: Sendable {
 /// The access-log lines waiting for the writer thread, and the writer's wake-up: it sleeps until
 /// the first line of a batch arrives, so a quiet broker costs nothing.
 ///
-/// Each thread adds to its own stripe (the first `stripeCount` threads to log get one each;
-/// later ones share): the server threads never wait for one another's lock, nor pass one
-/// buffer's cache lines back and forth on every request. A thread's lines keep their order; in
-/// a batch, the lines of each stripe follow those of the stripe before.
+/// Each thread adds to its own stripe (the first `stripeCount` threads to log get one each —
+/// the server threads first, as they log every request; later ones, such as the task threads
+/// that answer deferred requests, share): the server threads never wait for one another's lock,
+/// nor pass one buffer's cache lines back and forth on every request. A thread's lines keep
+/// their order; in a batch, the lines of each stripe follow those of the stripe before, so
+/// timestamps of different threads' lines may step back by up to a batch (~2 ms).
 private final class PendingLines: Sendable {
     private final class Stripe: Sendable {
         let bytes = Mutex<[UInt8]>([])
@@ -157,9 +165,11 @@ private final class PendingLines: Sendable {
         case full
     }
 
+    /// Adds `line` to the calling thread's stripe unless that would put more than `limit` bytes
+    /// in it.
     func add(_ line: [UInt8], limit: Int) -> Outcome {
         let added = stripes[Self.threadSlot() % Self.stripeCount].bytes.withLock { bytes in
-            guard bytes.count + line.count <= limit / Self.stripeCount else { return false }
+            guard bytes.count + line.count <= limit else { return false }
             bytes += line
             return true
         }
@@ -208,7 +218,9 @@ private final class PendingLines: Sendable {
     private static func threadSlot() -> Int {
         if let slot = pthread_getspecific(slotKey) { return Int(bitPattern: slot) - 1 }
         let slot = nextSlot.wrappingAdd(1, ordering: .relaxed).oldValue
-        pthread_setspecific(slotKey, UnsafeRawPointer(bitPattern: slot + 1))
+        // Unrecorded (no memory for it), the thread would get a new slot on every call, and its
+        // lines could reorder: it shares the first stripe instead.
+        guard pthread_setspecific(slotKey, UnsafeRawPointer(bitPattern: slot + 1)) == 0 else { return 0 }
         return slot
     }
 
