@@ -41,8 +41,7 @@ static void *tb_on_uri(void *cls, const char *uri, struct MHD_Connection *connec
     size_t target_length = uri != NULL ? strlen(uri) : 0;
     tb_request *request = calloc(1, sizeof(tb_request) + target_length + 1);
     if (request == NULL) return NULL; // the access handler then closes the connection
-    if (target_length > 0) memcpy(request->storage, uri, target_length);
-    request->target = request->storage;
+    if (target_length > 0) memcpy(request->target, uri, target_length);
     request->owner = tb_connection_of(connection);
     if (request->owner != NULL) {
         request->owner->open_request = request;

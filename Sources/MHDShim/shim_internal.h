@@ -37,7 +37,6 @@ struct tb_request {
     struct MHD_Connection *connection;
     tb_connection *owner;
     char client_ip[INET6_ADDRSTRLEN];
-    const char *target; // points into `storage`
     const char *method;
     uint8_t *body;
     size_t body_length;
@@ -55,7 +54,7 @@ struct tb_request {
     int suspended;
     int completed; // tb_request_complete() has run
     tb_response *pending;
-    char storage[]; // the target, NUL-terminated: one allocation for the request and its target
+    char target[]; // NUL-terminated: one allocation for the request and its target
 };
 
 /// Drops one reference to `request`; the last frees it.
