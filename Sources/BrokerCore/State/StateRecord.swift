@@ -193,7 +193,8 @@ struct ScopeTable {
     mutating func list(_ text: String) -> [String] {
         if let known = lists[text] { return known }
         let list = text.split(separator: " ").map(String.init)
-        if lists.count < 1024 { lists[text] = list }
+        if lists.count == 1024 { lists.removeAll(keepingCapacity: true) } // unusually many sets: start over
+        lists[text] = list
         return list
     }
 }
