@@ -699,7 +699,7 @@ def report(args, results, targets, rss, summaries, large, medium, first_ready, f
 
     # Each round's figure over the bare responder's of the same round (minutes apart at most):
     # how far the ratio moves with the machine's other load.
-    def spread(name: str) -> str:
+    def round_ratios(name: str) -> str:
         ratios = [r["cpu_us"] / b["cpu_us"] for r, b in zip(results[name], results[bare])]
         return f"{min(ratios):.2f}–{max(ratios):.2f}"
     rows: list[tuple[str, ...]] = []
@@ -708,7 +708,7 @@ def report(args, results, targets, rss, summaries, large, medium, first_ready, f
         bad = sum(r["bad"] for r in results[name])
         rows.append((name + (f" ({bad} non-2xx!)" if bad else ""), fmt_int(m["rps"]), f"{m['p50']:.2f} ms", f"{m['p99']:.2f} ms", f"{m['cpu_us']:.1f} µs", "", ""))
     ok = lambda good: "✓" if good else "✗ missed"  # noqa: E731
-    rows.append(("/token CPU per request ÷ bare libmicrohttpd", "", "", "", "", f"{ratio:.2f}× (access log off: {ratio_nolog:.2f}×); by round {spread(token)}× ({spread(nolog)}×)", f"≤ 1.3× {ok(ratio <= 1.3)}"))
+    rows.append(("/token CPU per request ÷ bare libmicrohttpd", "", "", "", "", f"{ratio:.2f}× (access log off: {ratio_nolog:.2f}×); by round {round_ratios(token)}× ({round_ratios(nolog)}×)", f"≤ 1.3× {ok(ratio <= 1.3)}"))
     rows.append(("/token p99 at -c64", "", "", "", "", f"{med[token]['p99']:.2f} ms (access log off: {med[nolog]['p99']:.2f} ms)", f"< 2 ms {ok(med[token]['p99'] < 2)}"))
 
     token_bytes = summaries[large]["token_bytes_per_session"]
