@@ -44,30 +44,57 @@ struct LoggingTests {
     /// Access-log lines reach the file on their own, and an event written after them comes
     /// after them.
     @Test func bufferedLinesKeepTheirOrder() throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("log-\(UUID().uuidString)").path
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        try #require(descriptor >= 0)
-        defer {
-            close(descriptor)
-            unlink(path)
-        }
-        let output = LogOutput.descriptor(descriptor)
-        for number in 1...1000 { output.writeSoon(Array("access \(number)\n".utf8)) }
-        output.write(Array("event\n".utf8))
-        let expected = (1...1000).map { "access \($0)" } + ["event"]
-        #expect(try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init) == expected)
+        try withFileOutput { output, path in
+            for number in 1...1000 { output.writeSoon(Array("access \(number)\n".utf8)) }
+            output.write(Array("event\n".utf8))
+            let expected = (1...1000).map { "access \($0)" } + ["event"]
+            #expect(try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init) == expected)
 
-        output.writeSoon(Array("later\n".utf8))
-        let deadline = Date().addingTimeInterval(5)
-        while try !String(contentsOfFile: path, encoding: .utf8).hasSuffix("later\n"), Date() < deadline {
-            usleep(1_000)
+            output.writeSoon(Array("later\n".utf8))
+            let deadline = Date().addingTimeInterval(5)
+            while try !String(contentsOfFile: path, encoding: .utf8).hasSuffix("later\n"), Date() < deadline {
+                usleep(1_000)
+            }
+            #expect(try String(contentsOfFile: path, encoding: .utf8).hasSuffix("event\nlater\n"))
         }
-        #expect(try String(contentsOfFile: path, encoding: .utf8).hasSuffix("event\nlater\n"))
     }
 
     /// Lines written by many threads at once all reach the file on their own (the writer thread
     /// wakes for them: no flush), each thread's in its order, none split or merged.
     @Test func linesOfManyThreadsKeepEachThreadsOrder() throws {
+        try withFileOutput { output, path in
+            let threads = 12, linesPerThread = 2_000
+            let done = DispatchGroup()
+            for thread in 0..<threads {
+                done.enter()
+                Thread {
+                    for number in 0..<linesPerThread {
+                        output.writeSoon(Array("t\(thread) \(number)\n".utf8))
+                        if number % 500 == 0 { usleep(3_000) } // let the writer catch up and sleep
+                    }
+                    done.leave()
+                }.start()
+            }
+            done.wait()
+            var lines: [Substring] = []
+            let deadline = Date().addingTimeInterval(10)
+            repeat {
+                usleep(5_000)
+                lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n")
+            } while lines.count < threads * linesPerThread && Date() < deadline
+            var next = [Int](repeating: 0, count: threads)
+            for line in lines {
+                let fields = line.dropFirst().split(separator: " ").compactMap { Int($0) }
+                try #require(fields.count == 2 && fields[0] < threads, "malformed line \(line)")
+                #expect(fields[1] == next[fields[0]], "thread \(fields[0]) wrote \(fields[1]) before \(next[fields[0]])")
+                next[fields[0]] = fields[1] + 1
+            }
+            #expect(next == [Int](repeating: linesPerThread, count: threads))
+        }
+    }
+
+    /// Runs `body` with an output writing to a new temporary file, and the file's path.
+    private func withFileOutput(_ body: (LogOutput, String) throws -> Void) throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("log-\(UUID().uuidString)").path
         let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         try #require(descriptor >= 0)
@@ -75,33 +102,6 @@ struct LoggingTests {
             close(descriptor)
             unlink(path)
         }
-        let output = LogOutput.descriptor(descriptor)
-        let threads = 12, linesPerThread = 2_000
-        let done = DispatchGroup()
-        for thread in 0..<threads {
-            done.enter()
-            Thread {
-                for number in 0..<linesPerThread {
-                    output.writeSoon(Array("t\(thread) \(number)\n".utf8))
-                    if number % 500 == 0 { usleep(3_000) } // let the writer catch up and sleep
-                }
-                done.leave()
-            }.start()
-        }
-        done.wait()
-        var lines: [Substring] = []
-        let deadline = Date().addingTimeInterval(10)
-        repeat {
-            usleep(5_000)
-            lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n")
-        } while lines.count < threads * linesPerThread && Date() < deadline
-        var next = [Int](repeating: 0, count: threads)
-        for line in lines {
-            let fields = line.dropFirst().split(separator: " ").compactMap { Int($0) }
-            try #require(fields.count == 2 && fields[0] < threads, "malformed line \(line)")
-            #expect(fields[1] == next[fields[0]], "thread \(fields[0]) wrote \(fields[1]) before \(next[fields[0]])")
-            next[fields[0]] = fields[1] + 1
-        }
-        #expect(next == [Int](repeating: linesPerThread, count: threads))
+        try body(LogOutput.descriptor(descriptor), path)
     }
 }
