@@ -8,6 +8,10 @@ final class SessionStore: Sendable {
     private let shards: [Shard]
     private let log: any ChangeLog
     private let lifetimes: SessionLifetimes
+    /// Scope lists shared by the sessions this store is given: a broker's sessions have a
+    /// handful of scope sets, and one array for each keeps the copies out of every session's
+    /// memory (and cache). Sessions read from state files share theirs already (`ScopeTable`).
+    private let scopeLists = Mutex<Set<[String]>>([])
 
     private final class Shard: Sendable {
         let sessions = Mutex<[SHA256Digest: Session]>([:])
@@ -46,7 +50,9 @@ final class SessionStore: Sendable {
     }
 
     func put(_ session: Session) -> DurabilityTicket {
-        shard(session.id).sessions.withLock { sessions in
+        var session = session
+        session.scopes = shared(session.scopes)
+        return shard(session.id).sessions.withLock { sessions in
             sessions[session.id] = session
             return log.enqueue([.session(session)])
         }
@@ -57,6 +63,7 @@ final class SessionStore: Sendable {
         shard(id).sessions.withLock { sessions in
             guard var session = sessions[id] else { return (nil, .immediate) }
             change(&session)
+            session.scopes = shared(session.scopes)
             sessions[id] = session
             return (session, log.enqueue([.session(session)]))
         }
@@ -66,6 +73,14 @@ final class SessionStore: Sendable {
         shard(id).sessions.withLock { sessions in
             guard let removed = sessions.removeValue(forKey: id) else { return (nil, .immediate) }
             return (removed, log.enqueue([.sessionRemoved(id)]))
+        }
+    }
+
+    /// The store's array equal to `scopes`, which becomes it if there is none.
+    private func shared(_ scopes: [String]) -> [String] {
+        scopeLists.withLock { lists in
+            if lists.count == 1024 { lists.removeAll(keepingCapacity: true) } // unusually many sets: start over
+            return lists.insert(scopes).memberAfterInsert
         }
     }
 
