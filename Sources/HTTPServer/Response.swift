@@ -32,9 +32,9 @@ public struct Response: Sendable {
         Response(status: status, headers: jsonHeaders + headers, body: value.serialized())
     }
 
-    /// A JSON response whose body is already serialised.
-    public static func json(serialized body: [UInt8], status: Int = 200) -> Response {
-        Response(status: status, headers: jsonHeaders, body: body)
+    /// A 200 JSON response whose body is already serialised.
+    public static func json(serialized body: [UInt8]) -> Response {
+        Response(status: 200, headers: jsonHeaders, body: body)
     }
 
     /// Shared by every JSON response: the array is retained, not built, per response.
