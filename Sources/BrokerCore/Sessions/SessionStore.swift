@@ -8,10 +8,9 @@ final class SessionStore: Sendable {
     private let shards: [Shard]
     private let log: any ChangeLog
     private let lifetimes: SessionLifetimes
-    /// Scope lists shared by the sessions this store is given: a broker's sessions have a
-    /// handful of scope sets, and one array for each keeps the copies out of every session's
-    /// memory (and cache). Sessions read from state files share theirs already (`ScopeTable`).
-    private let scopeLists = Mutex<Set<[String]>>([])
+    /// Scope lists shared by the sessions this store is given (sessions read from state files
+    /// share theirs already, through the reader's table).
+    private let scopeLists = Mutex(ScopeTable())
 
     private final class Shard: Sendable {
         let sessions = Mutex<[SHA256Digest: Session]>([:])
@@ -76,12 +75,8 @@ final class SessionStore: Sendable {
         }
     }
 
-    /// The store's array equal to `scopes`, which becomes it if there is none.
     private func shared(_ scopes: [String]) -> [String] {
-        scopeLists.withLock { lists in
-            if lists.count == 1024 { lists.removeAll(keepingCapacity: true) } // unusually many sets: start over
-            return lists.insert(scopes).memberAfterInsert
-        }
+        scopeLists.withLock { $0.shared(scopes) }
     }
 
     /// Applies a recovered record (no logging).

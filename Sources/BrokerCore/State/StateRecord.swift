@@ -184,17 +184,3 @@ extension Handoff {
         )
     }
 }
-
-/// Scope lists by their text, while decoding: most sessions share a handful of scope sets, and
-/// sharing the arrays saves a split and an allocation per session (and memory).
-struct ScopeTable {
-    private var lists: [String: [String]] = [:]
-
-    mutating func list(_ text: String) -> [String] {
-        if let known = lists[text] { return known }
-        let list = text.split(separator: " ").map(String.init)
-        if lists.count == 1024 { lists.removeAll(keepingCapacity: true) } // unusually many sets: start over
-        lists[text] = list
-        return list
-    }
-}
