@@ -9,7 +9,7 @@ single-flight refresh; logins and refreshes per second against the development p
 Everything listens on 127.0.0.1 only, every load is bounded in time and count, and every
 process this script starts is stopped (by its own pid) before it exits. Standard library only.
 
-    python3 bench/run.py [--bin .build/release] [--rounds 5] [--seconds 5] [--sessions 1000000]
+    python3 bench/run.py [--bin .build/release] [--rounds 5] [--seconds 5] [--sessions 1000000] [--pin]
 """
 
 from __future__ import annotations
@@ -88,6 +88,21 @@ def children(pid: int) -> list[int]:
             except OSError:
                 pass
     return found
+
+
+def cpu_list(cpus: set[int]) -> str:
+    """`cpus` as taskset and the table write them, e.g. `0,1`."""
+    return ",".join(map(str, sorted(cpus)))
+
+
+def pin(pids: list[int], cpus: set[int]) -> None:
+    """Binds every thread of the processes to `cpus` (threads they start later inherit it)."""
+    for pid in pids:
+        for thread in os.listdir(f"/proc/{pid}/task"):
+            try:
+                os.sched_setaffinity(int(thread), cpus)
+            except ProcessLookupError:
+                pass  # the thread ended meanwhile
 
 
 def rss_bytes(pid: int) -> int:
@@ -387,11 +402,13 @@ def parse_duration(text: str) -> float:
     return value * {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60000.0}[unit]
 
 
-def run_wrk(port: int, path: str, tokens: str, seconds: int, pids: list[int]) -> dict:
+def run_wrk(port: int, path: str, tokens: str, seconds: int, pids: list[int], wrk_cpus: set[int] | None = None) -> dict:
+    """One wrk run against the server whose processes are `pids`; on `wrk_cpus` when given."""
     before = cpu_ticks(pids)
     output = subprocess.run(
-        ["wrk", "-t2", "-c64", f"-d{seconds}s", "--latency", "-s", os.path.join(HERE, "token.lua"),
-         f"http://127.0.0.1:{port}", "--", tokens, path],
+        (["taskset", "-c", cpu_list(wrk_cpus)] if wrk_cpus else [])
+        + ["wrk", "-t2", "-c64", f"-d{seconds}s", "--latency", "-s", os.path.join(HERE, "token.lua"),
+           f"http://127.0.0.1:{port}", "--", tokens, path],
         capture_output=True, text=True, timeout=seconds + 60,
     ).stdout
     after = cpu_ticks(pids)
@@ -514,7 +531,14 @@ def main() -> int:
     parser.add_argument("--callers", type=int, default=1000, help="single-flight callers")
     parser.add_argument("--load-seconds", type=float, default=8, help="login and refresh loads, each")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
+    parser.add_argument("--pin", action="store_true",
+                        help="run wrk on the last CPU and the servers on the others, instead of all sharing every CPU")
     args = parser.parse_args()
+    cpus = sorted(os.sched_getaffinity(0))
+    if args.pin and len(cpus) < 2:
+        sys.exit("--pin needs at least 2 CPUs")
+    args.wrk_cpus = {cpus[-1]} if args.pin else None
+    args.server_cpus = set(cpus[:-1]) if args.pin else None
 
     broker_bin = os.path.join(args.bin, "token-broker")
     fixture_bin = os.path.join(args.bin, "broker-bench-state")
@@ -598,7 +622,9 @@ def run(args, broker_bin: str, fixture_bin: str, workdir: str, run_started: floa
     for round_number in range(args.rounds):
         order = targets[round_number % len(targets):] + targets[:round_number % len(targets)]
         for name, port, path, pids in order:
-            result = run_wrk(port, path, sample, args.seconds, pids())
+            if args.pin:
+                pin(pids(), args.server_cpus)
+            result = run_wrk(port, path, sample, args.seconds, pids(), args.wrk_cpus)
             results[name].append(result)
             log(f"round {round_number + 1}: {name}: {result['rps']:.0f} req/s, p50 {result['p50']:.2f} ms, "
                 f"p99 {result['p99']:.2f} ms, {result['cpu_us']:.1f} µs CPU/req"
@@ -606,6 +632,8 @@ def run(args, broker_bin: str, fixture_bin: str, workdir: str, run_started: floa
     stop(bare)
     stop(nginx)
     b.stop()
+    if args.pin:
+        pin([a.pid], os.sched_getaffinity(0))  # its snapshot at shutdown is timed on every CPU
 
     # Single-flight, logins and refreshes: a broker on an empty state, connection limits raised
     # so that the single-flight callers all get in from one address.
@@ -754,7 +782,8 @@ def report(args, results, targets, rss, summaries, large, medium, first_ready, f
     print(f"wrk -t2 -c64 --latency, {args.rounds} alternating rounds of {args.seconds} s per target, medians; "
           f"GET /token on random sessions of {short(large)} (a random {short(min(SAMPLE, large))} of them; from broker-bench-state); broker: {threads} server threads, "
           f"journal on, default settings; total run {total_seconds:.0f} s; load average {args.load_at_start} at start, "
-          f"{load_average()} at end (2 shared cores: wrk runs beside the servers)")
+          f"{load_average()} at end; " + (f"wrk on CPU {cpu_list(args.wrk_cpus)}, the servers on CPU {cpu_list(args.server_cpus)}"
+                                           if args.pin else f"{len(os.sched_getaffinity(0))} shared cores: wrk runs beside the servers"))
     print()
     print("| " + " | ".join(header) + " |")
     print("|" + "|".join(["---"] + ["---:"] * 4 + ["---", "---"]) + "|")
