@@ -19,6 +19,7 @@ SEEDS = {
     "post-token-deferred-inline": (1, b"POST /token HTTP/1.1\r\nHost: broker\r\nContent-Length: %d\r\n\r\n" % len(FORM) + FORM),
     "get-token-bearer": (0, b"GET /token HTTP/1.1\r\nHost: broker\r\nAuthorization: Bearer tb_s_abcdefghijklmnopqrstuvwxyz0123456789\r\nOrigin: https://app.example.test\r\n\r\n"),
     "delete-session-close": (8, b"DELETE /session HTTP/1.1\r\nHost: broker\r\nAuthorization: Bearer x\r\nConnection: close\r\n\r\n"),
+    "forwarded-twice": (0, b"GET /authorize?provider=x HTTP/1.1\r\nHost: broker\r\nX-Forwarded-For: 198.51.100.9, 10.1.2.3\r\nx-forwarded-for: 203.0.113.7\r\n\r\n"),
     "options-cors": (0, b"OPTIONS /token HTTP/1.1\r\nHost: broker\r\nOrigin: https://app.example.test\r\nAccess-Control-Request-Method: POST\r\nAccess-Control-Request-Headers: authorization\r\n\r\n"),
     "post-json-chunked": (0, b"POST /session/refresh HTTP/1.1\r\nHost: broker\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n7\r\n{\"a\":1}\r\n3;ext=1\r\n   \r\n0\r\nTrailer: x\r\n\r\n"),
     "body-over-limit": (0, b"POST /token HTTP/1.1\r\nHost: broker\r\nContent-Length: 3000\r\n\r\n" + b"a" * 3000),

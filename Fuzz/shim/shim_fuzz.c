@@ -87,6 +87,19 @@ static void on_request(void *context, tb_request *request) {
     sum ^= tb_request_header_bytes(request) + (unsigned long)tb_request_limit(request);
     char ip[64];
     if (tb_request_client_ip(request, ip, sizeof ip)) sum ^= checksum(ip, strlen(ip));
+    // Every X-Forwarded-For value, joined: into a buffer of the header bytes + 1, as Swift reads
+    // it (it must fit), and into a small one (cut short, still terminated).
+    size_t room = tb_request_header_bytes(request) + 1;
+    char *joined = malloc(room);
+    if (joined != NULL) {
+        size_t full = tb_request_header_joined(request, "X-Forwarded-For", joined, room);
+        if (full >= room || strlen(joined) != full) fuzz_fail("joined header values do not fit the header bytes");
+        sum ^= checksum(joined, full);
+        free(joined);
+    }
+    char small[8];
+    size_t cut = tb_request_header_joined(request, "x-forwarded-for", small, sizeof small);
+    if (strlen(small) != (cut < sizeof small ? cut : sizeof small - 1)) fuzz_fail("a cut join is not terminated where it was cut");
     sum ^= (unsigned long)tb_request_start_ns(request);
     fuzz_sink = sum;
 

@@ -235,6 +235,7 @@ public final class Broker: Sendable {
             maxConnectionsPerIP: limits.maxConnectionsPerIP,
             idleTimeoutSeconds: limits.idleTimeoutSeconds,
             corsOrigins: Set(server.corsOrigins),
+            trustedProxies: server.trustedProxies,
             tls: tls
         )
     }

@@ -19,6 +19,9 @@ public struct ServerConfiguration: Sendable {
     public var idleTimeoutSeconds: Int
     /// Browser origins (`https://app.example.com`, lowercased) allowed to read answers (CORS).
     public var corsOrigins: Set<String>
+    /// Reverse proxies whose `X-Forwarded-For` names the client (`Request.clientIP`); empty: the
+    /// client is the connection's address. Connection limits always count the connection's.
+    public var trustedProxies: [IPNetwork]
     /// PEM certificate chain and private key: serve HTTPS. Nil: plain HTTP (TLS terminated in front).
     public var tls: (certificate: String, key: String)?
 
@@ -33,6 +36,7 @@ public struct ServerConfiguration: Sendable {
         maxConnectionsPerIP: Int = 128,
         idleTimeoutSeconds: Int = 30,
         corsOrigins: Set<String> = [],
+        trustedProxies: [IPNetwork] = [],
         tls: (certificate: String, key: String)? = nil
     ) {
         self.host = host
@@ -45,6 +49,7 @@ public struct ServerConfiguration: Sendable {
         self.maxConnectionsPerIP = maxConnectionsPerIP
         self.idleTimeoutSeconds = idleTimeoutSeconds
         self.corsOrigins = corsOrigins
+        self.trustedProxies = trustedProxies
         self.tls = tls
     }
 

@@ -57,7 +57,7 @@ final class ServerCore: Sendable {
             method: String(cString: tb_request_method(pointer)),
             target: target,
             id: requestIDs.make(clientSupplied: tb_request_header(pointer, "X-Request-Id").map { String(cString: $0) }),
-            clientIP: Self.clientIP(of: pointer),
+            clientIP: clientIP(of: pointer),
             body: body,
             headers: .shim(shim)
         )
@@ -192,13 +192,36 @@ final class ServerCore: Sendable {
         return !header.name.isEmpty && isClean(header.name) && isClean(header.value)
     }
 
-    private static func clientIP(of pointer: OpaquePointer) -> String {
+    /// The client's address: the connection's, or behind a trusted proxy the one its
+    /// `X-Forwarded-For` names (`ForwardedFor`).
+    private func clientIP(of pointer: OpaquePointer) -> String {
+        let peer = Self.peerIP(of: pointer)
+        guard !configuration.trustedProxies.isEmpty else { return peer }
+        return ForwardedFor.client(peer: peer, trusted: configuration.trustedProxies) {
+            Self.joinedHeader("X-Forwarded-For", of: pointer)
+        }
+    }
+
+    private static func peerIP(of pointer: OpaquePointer) -> String {
         withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { buffer in
             guard let base = buffer.baseAddress, tb_request_client_ip(pointer, base, buffer.count) != 0 else {
                 return "unknown"
             }
             return String(cString: base)
         }
+    }
+
+    /// Every value of a header, joined by ", "; nil when there is none (or, which cannot happen,
+    /// when the values do not fit: a list cut short loses its right end, the part believed).
+    private static func joinedHeader(_ name: String, of pointer: OpaquePointer) -> String? {
+        // The request's header bytes count each value's name too, which is longer than a
+        // separator: the joined values fit (server.c, tb_count_header).
+        var buffer = [UInt8](repeating: 0, count: tb_request_header_bytes(pointer) + 1)
+        let length = buffer.withUnsafeMutableBytes { bytes in
+            name.withCString { tb_request_header_joined(pointer, $0, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count) }
+        }
+        guard length > 0, length < buffer.count else { return nil }
+        return String(decoding: buffer[..<length], as: UTF8.self)
     }
 
     func connectionOpened(from ip: String) -> Bool { limiter.open(ip) }

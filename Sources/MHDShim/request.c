@@ -4,6 +4,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 uint64_t tb_monotonic_ns(void) {
@@ -38,6 +39,41 @@ const char *tb_request_target(const tb_request *request) { return request->targe
 
 const char *tb_request_header(const tb_request *request, const char *name) {
     return MHD_lookup_connection_value(request->connection, MHD_HEADER_KIND, name);
+}
+
+typedef struct {
+    const char *name;
+    char *buffer;
+    size_t size;
+    size_t length; // of the whole join, including what did not fit
+    int seen;      // a value was joined (an empty one too)
+} tb_join;
+
+static void tb_join_append(tb_join *join, const char *text, size_t length) {
+    if (join->length < join->size) {
+        size_t room = join->size - 1 - join->length;
+        memcpy(join->buffer + join->length, text, length < room ? length : room);
+    }
+    join->length += length;
+}
+
+static enum MHD_Result tb_join_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                      const char *value) {
+    (void)kind;
+    tb_join *join = cls;
+    if (value == NULL || strcasecmp(key, join->name) != 0) return MHD_YES;
+    if (join->seen) tb_join_append(join, ", ", 2);
+    join->seen = 1;
+    tb_join_append(join, value, strlen(value));
+    return MHD_YES;
+}
+
+size_t tb_request_header_joined(const tb_request *request, const char *name, char *buffer, size_t size) {
+    if (size == 0) return 0;
+    tb_join join = {name, buffer, size, 0, 0};
+    MHD_get_connection_values(request->connection, MHD_HEADER_KIND, tb_join_header, &join);
+    buffer[join.length < size ? join.length : size - 1] = '\0';
+    return join.length;
 }
 
 const uint8_t *tb_request_body(const tb_request *request, size_t *length) {

@@ -113,6 +113,8 @@ static void tb_on_log(void *cls, const char *format, va_list arguments) {
     server->callbacks.on_log(server->context, message);
 }
 
+// Names and values both count: tb_request_header_joined's callers rely on a header's values,
+// joined by two-byte separators, fitting in this total.
 static enum MHD_Result tb_count_header(void *cls, enum MHD_ValueKind kind, const char *key,
                                        const char *value) {
     (void)kind;

@@ -28,4 +28,18 @@ struct AbuseTests {
         #expect(throws: ConfigValueError.self) { try CORSOrigins.parse("ftp://files.example.com").get() }
         #expect(try CORSOrigins.parse("").get().isEmpty)
     }
+
+    @Test func trustedProxiesAreAddressesOrRanges() throws {
+        let config = try ConfigLoader.load(path: nil, environment: ["BROKER_TRUSTED_PROXIES": "10.0.0.0/8, 192.168.1.7,fd00::/8"])
+        #expect(config.server.trustedProxies.map(\.description) == ["10.0.0.0/8", "192.168.1.7/32", "fd00::/8"])
+        #expect(try ConfigLoader.load(path: nil, environment: [:]).server.trustedProxies.isEmpty, "none by default")
+        let problem = try #require(throws: ConfigError.self) {
+            try ConfigLoader.load(path: nil, environment: ["BROKER_TRUSTED_PROXIES": "10.0.0.0/8, proxy.internal"])
+        }
+        #expect(problem.description.contains("BROKER_TRUSTED_PROXIES"))
+        #expect(problem.description.contains("\"proxy.internal\" is not an IP address or a CIDR range"))
+        for everything in ["0.0.0.0/0", "::/0"] {
+            #expect(throws: ConfigValueError.self) { try TrustedProxies.parse("10.0.0.0/8, \(everything)").get() }
+        }
+    }
 }

@@ -20,6 +20,38 @@ struct BrowserFacingTests {
         #expect(metrics.contains(#"broker_rejected_requests_total{route="/authorize",reason="rate_limited"} 1"#))
     }
 
+    @Test func behindATrustedProxyTheForwardedClientIsLimitedAndLogged() throws {
+        let broker = try BrokerProcess(config: "server:\n  trusted_proxies: 127.0.0.0/8\n  limits:\n    login_requests_per_minute: 2\n")
+        let first = ["X-Forwarded-For": "203.0.113.7"]
+        for _ in 0..<2 {
+            #expect(try broker.get("/authorize?provider=x", headers: first).status == 400)
+        }
+        #expect(try broker.get("/authorize?provider=x", headers: first).status == 429)
+        let claimsToBeAnother = ["X-Forwarded-For": "203.0.113.7, 198.51.100.9"]
+        #expect(try broker.get("/authorize?provider=x", headers: claimsToBeAnother).status == 400,
+                "the proxy's entry names the client, whatever the client wrote to its left")
+        // The header given twice is one list: its right end is the client.
+        let connection = try RawConnection(port: broker.port)
+        connection.send("GET /authorize?provider=x HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 198.51.100.9\r\n"
+                        + "X-Forwarded-For: 203.0.113.7\r\nConnection: close\r\n\r\n")
+        #expect(try connection.readResponse().status == 429)
+        try waitUntil { broker.jsonLines.filter { $0["msg"] as? String == "request" }.count == 5 }
+        let clients = broker.jsonLines.filter { $0["msg"] as? String == "request" }.compactMap { $0["client"] as? String }
+        // Sorted: lines of different server threads may reach the log out of order.
+        #expect(clients.sorted() == ["198.51.100.9", "203.0.113.7", "203.0.113.7", "203.0.113.7", "203.0.113.7"])
+    }
+
+    @Test func forwardedForIsIgnoredFromAnUntrustedAddress() throws {
+        let broker = try BrokerProcess(config: "server:\n  trusted_proxies: 10.0.0.0/8\n  limits:\n    login_requests_per_minute: 2\n")
+        #expect(try broker.get("/authorize?provider=x", headers: ["X-Forwarded-For": "203.0.113.1"]).status == 400)
+        #expect(try broker.get("/authorize?provider=x", headers: ["X-Forwarded-For": "203.0.113.2"]).status == 400)
+        #expect(try broker.get("/authorize?provider=x", headers: ["X-Forwarded-For": "203.0.113.3"]).status == 429,
+                "one client, the connection's address, whatever it claims")
+        try waitUntil { broker.jsonLines.filter { $0["msg"] as? String == "request" }.count == 3 }
+        let clients = broker.jsonLines.filter { $0["msg"] as? String == "request" }.compactMap { $0["client"] as? String }
+        #expect(clients == ["127.0.0.1", "127.0.0.1", "127.0.0.1"])
+    }
+
     @Test func unknownSessionTokensAreCounted() throws {
         let broker = try BrokerProcess()
         for _ in 0..<3 {

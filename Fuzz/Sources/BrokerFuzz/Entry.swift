@@ -12,7 +12,7 @@ struct FuzzTarget {
     let seeds: () -> [(String, [UInt8])]
 }
 
-let allTargets: [FuzzTarget] = [formTarget, jsonTarget, configTarget, stateTarget, idTokenTarget, jwksTarget]
+let allTargets: [FuzzTarget] = [formTarget, jsonTarget, configTarget, stateTarget, idTokenTarget, jwksTarget, forwardedTarget]
 
 nonisolated(unsafe) var selectedTarget: FuzzTarget?
 

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPServer
 
 /// The configuration while it is being assembled from defaults, the file and the environment,
 /// before derived values (the public URL, the thread count) are worked out.
@@ -9,6 +10,7 @@ struct ConfigDraft: Sendable {
     var shutdownGraceSeconds = 10.0
     var limits = Limits()
     var corsOrigins: [String] = []
+    var trustedProxies: [IPNetwork] = []
     var webhookURL: URL?
     var webhookFailuresBeforeEvent = 3
     var webhookSecret: Secret?
@@ -32,6 +34,7 @@ struct ConfigDraft: Sendable {
         BrokerConfig(
             server: ServerConfig(listen: listen, publicURL: publicURL, threads: threads,
                                  shutdownGraceSeconds: shutdownGraceSeconds, limits: limits, corsOrigins: corsOrigins,
+                                 trustedProxies: trustedProxies,
                                  tls: tlsCertificateFile.flatMap { certificate in
                                      tlsKeyFile.map { TLSFiles(certificateFile: certificate, keyFile: $0) }
                                  }),

@@ -1,25 +1,15 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import HTTPServer
 
 /// Classifies host names found in listen addresses and URLs.
 enum ConfigHost {
     /// The 4 bytes of a dotted-quad IPv4 literal.
     static func ipv4(_ host: String) -> [UInt8]? {
-        var address = in_addr()
-        guard inet_pton(AF_INET, host, &address) == 1 else { return nil }
-        return withUnsafeBytes(of: &address) { Array($0) }
+        IPNetwork.addressBytes(host[...]).flatMap { $0.count == 4 ? $0 : nil }
     }
 
     /// The 16 bytes of an IPv6 literal written without brackets (no zone id).
     static func ipv6(_ host: String) -> [UInt8]? {
-        var address = in6_addr()
-        guard inet_pton(AF_INET6, host, &address) == 1 else { return nil }
-        return withUnsafeBytes(of: &address) { Array($0) }
+        IPNetwork.addressBytes(host[...]).flatMap { $0.count == 16 ? $0 : nil }
     }
 
     /// Whether `host` is an IPv4 or IPv6 literal (IPv6 without brackets).

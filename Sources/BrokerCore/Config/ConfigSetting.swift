@@ -83,6 +83,11 @@ struct ConfigSetting: Sendable {
                       expected: "origins separated by commas") { draft, text in
             CORSOrigins.parse(text).map { draft.corsOrigins = $0 }
         },
+        ConfigSetting(key: "server.trusted_proxies", variable: "BROKER_TRUSTED_PROXIES",
+                      description: "reverse proxies whose X-Forwarded-For names the client (for rate limits and logs): addresses or CIDR ranges, comma-separated, e.g. 10.0.0.0/8; empty = none",
+                      expected: "addresses or CIDR ranges separated by commas") { draft, text in
+            TrustedProxies.parse(text).map { draft.trustedProxies = $0 }
+        },
         ConfigSetting(key: "log.level", variable: "BROKER_LOG_LEVEL",
                       description: "lowest log level written: trace, debug, info, notice, warning, error, critical",
                       expected: "a log level") { draft, text in

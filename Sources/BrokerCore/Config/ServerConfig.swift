@@ -1,4 +1,5 @@
 public import Foundation
+public import HTTPServer
 
 /// HTTP server settings: the `server` section.
 public struct ServerConfig: Sendable, Equatable {
@@ -18,6 +19,8 @@ public struct ServerConfig: Sendable, Equatable {
     public var limits: Limits
     /// Browser origins allowed to call the API (CORS); empty: none.
     public var corsOrigins: [String]
+    /// Reverse proxies whose `X-Forwarded-For` is believed; empty: none.
+    public var trustedProxies: [IPNetwork]
     /// PEM files to serve HTTPS with (certificate chain, private key); nil: plain HTTP.
     public var tls: TLSFiles?
 
@@ -25,7 +28,7 @@ public struct ServerConfig: Sendable, Equatable {
     /// one per core and is resolved here.
     public init(listen: ListenAddress, publicURL: URL? = nil,
                 threads: Int = 0, shutdownGraceSeconds: Double = 10, limits: Limits = Limits(),
-                corsOrigins: [String] = [], tls: TLSFiles? = nil) {
+                corsOrigins: [String] = [], trustedProxies: [IPNetwork] = [], tls: TLSFiles? = nil) {
         self.listen = listen
         self.tls = tls
         self.publicURL = publicURL ?? listen.derivedPublicURL(secure: tls != nil)
@@ -34,6 +37,7 @@ public struct ServerConfig: Sendable, Equatable {
         self.shutdownGraceSeconds = shutdownGraceSeconds
         self.limits = limits
         self.corsOrigins = corsOrigins
+        self.trustedProxies = trustedProxies
     }
 
     /// Where providers send the browser back: ``publicURL`` + `/callback`.

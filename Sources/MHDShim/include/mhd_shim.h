@@ -85,8 +85,13 @@ void tb_server_stop(tb_server *server);
 const char *tb_request_method(const tb_request *request);
 /// The request target exactly as received, query string included.
 const char *tb_request_target(const tb_request *request);
-/// A request header (case-insensitive name), or NULL.
+/// A request header (case-insensitive name), or NULL. With the header given more than once:
+/// the first.
 const char *tb_request_header(const tb_request *request, const char *name);
+/// Every value of a header (case-insensitive name), in the order received, joined by ", " into
+/// `buffer` (NUL-terminated; cut short when it does not fit). Returns the joined length, which
+/// is `size` or more when it was cut; 0 when the header is absent or empty.
+size_t tb_request_header_joined(const tb_request *request, const char *name, char *buffer, size_t size);
 /// The body received so far (all of it unless a limit was hit).
 const uint8_t *tb_request_body(const tb_request *request, size_t *length);
 /// Bytes of all request header names and values.

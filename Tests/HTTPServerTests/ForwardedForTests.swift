@@ -1,0 +1,79 @@
+import Testing
+
+@testable import HTTPServer
+
+struct IPNetworkTests {
+    @Test func parsesAddressesAndRanges() throws {
+        #expect(try #require(IPNetwork(parsing: "10.0.0.0/8")).description == "10.0.0.0/8")
+        #expect(try #require(IPNetwork(parsing: "10.1.2.3")).description == "10.1.2.3/32")
+        #expect(try #require(IPNetwork(parsing: "192.168.7.9/20")).description == "192.168.0.0/20", "host bits are cleared")
+        #expect(try #require(IPNetwork(parsing: "fd00::1/8")).description == "fd00::/8")
+        #expect(try #require(IPNetwork(parsing: "::1")).description == "::1/128")
+        #expect(try #require(IPNetwork(parsing: "0.0.0.0/0")).isEverything)
+        #expect(try #require(IPNetwork(parsing: "::ffff:10.0.0.0/104")).description == "10.0.0.0/8", "IPv4-mapped: the IPv4 range")
+    }
+
+    @Test(arguments: ["", "10.0.0.0/33", "::/129", "10.0.0.0/", "10.0.0.0/-1", "10.0.0.0/8/8", "10.0.0", "010.0.0.1",
+                      "example.com", "10.0.0.0 /8", "[::1]", "10.0.0.1:80", "fe80::1%eth0", "10.0.0.0/+8", "10.0.0.0/0008"])
+    func refusesWhatIsNotOne(_ text: String) {
+        #expect(IPNetwork(parsing: text) == nil)
+    }
+
+    @Test func containsItsAddressesOnly() throws {
+        let network = try #require(IPNetwork(parsing: "10.20.0.0/14"))
+        #expect(network.contains(try #require(IPNetwork.addressBytes("10.23.255.255"))))
+        #expect(!network.contains(try #require(IPNetwork.addressBytes("10.24.0.0"))))
+        #expect(!network.contains(try #require(IPNetwork.addressBytes("::1"))), "another family")
+        #expect(network.contains(try #require(IPNetwork.addressBytes("::ffff:10.20.1.1"))), "IPv4-mapped IPv6")
+        let mapped = try #require(IPNetwork(parsing: "::ffff:10.0.0.5"))
+        #expect(mapped.contains(try #require(IPNetwork.addressBytes("10.0.0.5"))))
+        #expect(mapped.contains(try #require(IPNetwork.addressBytes("::ffff:10.0.0.5"))))
+        let six = try #require(IPNetwork(parsing: "2001:db8::/32"))
+        #expect(six.contains(try #require(IPNetwork.addressBytes("2001:db8:ffff::1"))))
+        #expect(!six.contains(try #require(IPNetwork.addressBytes("2001:db9::1"))))
+    }
+}
+
+struct ForwardedForTests {
+    private let proxies = ["10.0.0.0/8", "fd00::/8"].compactMap { IPNetwork(parsing: $0) }
+
+    private func client(_ peer: String, _ header: String?) -> String {
+        ForwardedFor.client(peer: peer, trusted: proxies) { header }
+    }
+
+    @Test func theConnectionIsTheClientWithoutATrustedProxy() {
+        #expect(client("203.0.113.5", "198.51.100.1") == "203.0.113.5", "an untrusted peer's header is ignored")
+        #expect(client("10.0.0.2", nil) == "10.0.0.2", "a proxy's own request")
+        #expect(ForwardedFor.client(peer: "10.0.0.2", trusted: []) { "198.51.100.1" } == "10.0.0.2")
+    }
+
+    @Test func theHeaderIsReadOnlyFromATrustedProxy() {
+        var read = false
+        _ = ForwardedFor.client(peer: "203.0.113.5", trusted: proxies) { read = true; return "198.51.100.1" }
+        #expect(!read)
+    }
+
+    @Test func theRightMostAddressNoTrustedProxyVouchesForIsTheClient() {
+        #expect(client("10.0.0.2", "198.51.100.1") == "198.51.100.1")
+        #expect(client("10.0.0.2", "1.2.3.4, 198.51.100.1") == "198.51.100.1", "what the client wrote itself is not believed")
+        #expect(client("10.0.0.2", "1.2.3.4, 198.51.100.1, 10.9.9.9") == "198.51.100.1", "past a chain of trusted proxies")
+        #expect(client("10.0.0.2", " 198.51.100.1 ,\t10.9.9.9 ") == "198.51.100.1", "optional whitespace")
+        #expect(client("fd00::2", "2001:db8::7") == "2001:db8::7")
+        #expect(client("::ffff:10.0.0.2", "198.51.100.1") == "198.51.100.1", "a dual-stack socket's IPv4 proxy")
+    }
+
+    @Test func oneSpellingPerAddress() {
+        #expect(client("10.0.0.2", "2001:DB8:0:0:0:0:0:7") == "2001:db8::7")
+        #expect(client("10.0.0.2", "::ffff:198.51.100.1") == "198.51.100.1")
+        #expect(client("::ffff:203.0.113.5", "198.51.100.1") == "203.0.113.5", "a dual-stack socket's direct client")
+    }
+
+    @Test func garbageStopsTheWalk() {
+        #expect(client("10.0.0.2", "not-an-address") == "10.0.0.2", "the proxy that passed it on is the client")
+        #expect(client("10.0.0.2", "198.51.100.1, unknown, 10.9.9.9") == "10.9.9.9")
+        #expect(client("10.0.0.2", "198.51.100.1:4711") == "10.0.0.2", "no ports")
+        #expect(client("10.0.0.2", "") == "10.0.0.2")
+        #expect(client("10.0.0.2", "198.51.100.1,,10.9.9.9") == "10.9.9.9", "an empty entry")
+        #expect(client("10.0.0.2", "10.1.1.1, 10.9.9.9") == "10.1.1.1", "all trusted: the furthest one")
+    }
+}
