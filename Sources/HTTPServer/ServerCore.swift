@@ -218,7 +218,9 @@ final class ServerCore: Sendable {
         // separator: the joined values fit (server.c, tb_count_header).
         var buffer = [UInt8](repeating: 0, count: tb_request_header_bytes(pointer) + 1)
         let length = buffer.withUnsafeMutableBytes { bytes in
-            name.withCString { tb_request_header_joined(pointer, $0, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count) }
+            name.withCString { name in
+                tb_request_header_joined(pointer, name, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count)
+            }
         }
         guard length > 0, length < buffer.count else { return nil }
         return String(decoding: buffer[..<length], as: UTF8.self)

@@ -84,7 +84,7 @@ struct ConfigSetting: Sendable {
             CORSOrigins.parse(text).map { draft.corsOrigins = $0 }
         },
         ConfigSetting(key: "server.trusted_proxies", variable: "BROKER_TRUSTED_PROXIES",
-                      description: "reverse proxies whose X-Forwarded-For names the client (for rate limits and logs): addresses or CIDR ranges, comma-separated, e.g. 10.0.0.0/8; empty = none",
+                      description: "reverse proxies whose X-Forwarded-For names the client (for rate limits and logs): addresses or CIDR ranges, comma-separated, e.g. 10.0.0.0/8; default none",
                       expected: "addresses or CIDR ranges separated by commas") { draft, text in
             TrustedProxies.parse(text).map { draft.trustedProxies = $0 }
         },
