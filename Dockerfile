@@ -89,10 +89,13 @@ EXPOSE 8080
 USER 10001:10001
 
 # Liveness of the process and its HTTP server, on the port of BROKER_LISTEN: shell form
-# (DL3025) so that the port follows a BROKER_LISTEN given at run time.
+# (DL3025) so that the port follows a BROKER_LISTEN given at run time. Plain HTTP, or HTTPS when
+# the broker serves TLS itself (server.tls_*): -k, as this checks that the server answers on
+# loopback, not who it is.
 # hadolint ignore=DL3025
 HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
-    CMD curl -fsS -o /dev/null --max-time 4 "http://127.0.0.1:${BROKER_LISTEN##*:}/healthz" || exit 1
+    CMD curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:${BROKER_LISTEN##*:}/healthz" \
+     || curl -fsSk -o /dev/null --max-time 2 "https://127.0.0.1:${BROKER_LISTEN##*:}/healthz" || exit 1
 
 # SIGTERM is the broker's graceful shutdown (stop accepting, finish requests within
 # server.shutdown_grace_seconds, write a final snapshot): give it longer than that to stop

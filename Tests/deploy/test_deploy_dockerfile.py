@@ -195,14 +195,24 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_image_command_runs_answers_the_healthcheck_and_stops_on_sigterm(df, binary, tmp_path):
+def _self_signed(directory) -> dict[str, str]:
+    """A throwaway certificate for 127.0.0.1, as the broker's TLS settings."""
+    certificate, key = directory / "tls.crt", directory / "tls.key"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-keyout", str(key), "-out", str(certificate)], check=True, capture_output=True, timeout=60)
+    return {"BROKER_TLS_CERTIFICATE_FILE": str(certificate), "BROKER_TLS_KEY_FILE": str(key)}
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["http", "https"])
+def test_image_command_runs_answers_the_healthcheck_and_stops_on_sigterm(df, binary, tmp_path, tls):
     """The ENTRYPOINT + CMD as the container would run them (only the listen address moved to a
-    free loopback port and the state directory to a temporary one): the HEALTHCHECK command
-    succeeds, the STOPSIGNAL stops the broker cleanly well within the grace period, and a
-    snapshot is left in the state directory."""
+    free loopback port and the state directory to a temporary one), serving plain HTTP or, with
+    server.tls_*, HTTPS: the HEALTHCHECK command succeeds, the STOPSIGNAL stops the broker
+    cleanly well within the grace period, and a snapshot is left in the state directory."""
     port = _free_port()
     state = tmp_path / "state"
-    env = _image_env(df, binary, {"BROKER_LISTEN": f"127.0.0.1:{port}", "BROKER_STATE_DIR": str(state)})
+    env = _image_env(df, binary, {"BROKER_LISTEN": f"127.0.0.1:{port}", "BROKER_STATE_DIR": str(state),
+                                  **(_self_signed(tmp_path) if tls else {})})
     command = [str(binary)] + exec_form(df.runtime.last("CMD"))
     command[command.index("--config") + 1] = str(DEPLOY / "broker.yaml")
     healthcheck = df.runtime.last("HEALTHCHECK").value[1]
