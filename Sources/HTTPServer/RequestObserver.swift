@@ -20,5 +20,8 @@ public struct RequestRecord: Sendable {
     public var seconds: Double
     public var requestID: String
     public var clientIP: String
+    /// The connection's address when it is not the client's: the trusted proxy that named the
+    /// client in `X-Forwarded-For`.
+    public var proxyIP: String?
     public var responseBytes: Int
 }

@@ -53,11 +53,12 @@ final class ServerCore: Sendable {
         var bodyLength = 0
         let bodyStart = tb_request_body(pointer, &bodyLength)
         let body = bodyLength > 0 && bodyStart != nil ? Array(UnsafeBufferPointer(start: bodyStart, count: bodyLength)) : []
+        let (clientIP, proxyIP) = addresses(of: pointer)
         let request = Request(
             method: String(cString: tb_request_method(pointer)),
             target: target,
             id: requestIDs.make(clientSupplied: tb_request_header(pointer, "X-Request-Id").map { String(cString: $0) }),
-            clientIP: clientIP(of: pointer),
+            clientIP: clientIP,
             body: body,
             headers: .shim(shim)
         )
@@ -79,6 +80,7 @@ final class ServerCore: Sendable {
             seconds: 0,
             requestID: request.id,
             clientIP: request.clientIP,
+            proxyIP: proxyIP,
             responseBytes: 0
         )
         switch reply {
@@ -192,12 +194,12 @@ final class ServerCore: Sendable {
         return !header.name.isEmpty && isClean(header.name) && isClean(header.value)
     }
 
-    /// The client's address: the connection's, or behind a trusted proxy the one its
-    /// `X-Forwarded-For` names (`ForwardedFor`).
-    private func clientIP(of pointer: OpaquePointer) -> String {
+    /// The client's address — the connection's, or behind a trusted proxy the one its
+    /// `X-Forwarded-For` names (`ForwardedFor`) — and, in that case, the proxy's.
+    private func addresses(of pointer: OpaquePointer) -> (client: String, proxy: String?) {
         let peer = Self.peerIP(of: pointer)
-        guard !configuration.trustedProxies.isEmpty else { return peer }
-        return ForwardedFor.client(peer: peer, trusted: configuration.trustedProxies) {
+        guard !configuration.trustedProxies.isEmpty else { return (peer, nil) }
+        return ForwardedFor.addresses(peer: peer, trusted: configuration.trustedProxies) {
             Self.joinedHeader("X-Forwarded-For", of: pointer)
         }
     }

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import BrokerCore
+@testable import HTTPServer
 
 struct LoggingTests {
     /// The computed calendar agrees with the C library's on days from 1900 to 2400, including
@@ -21,6 +22,30 @@ struct LoggingTests {
         }
         #expect(Timestamp.format(seconds: 951_782_400) == "2000-02-29T00:00:00Z")
         #expect(Timestamp.format(seconds: 4_107_542_400) == "2100-03-01T00:00:00Z")
+    }
+
+    @Test func accessLinesNameTheProxyOnlyBehindOne() throws {
+        var record = RequestRecord(method: "GET", route: "/token", path: "/token", status: 200, seconds: 0.0015,
+                                   requestID: "r-1", clientIP: "198.51.100.9", proxyIP: nil, responseBytes: 42)
+        for style in [LogLineHandler.Style.json, .text] {
+            let output = LogOutput.memory()
+            let log = AccessLog(output: output, style: style, label: "token-broker")
+            log.write(record)
+            record.proxyIP = "10.0.0.5"
+            log.write(record)
+            record.proxyIP = nil
+            let lines = output.lines
+            try #require(lines.count == 2)
+            #expect(!lines[0].contains("proxy"))
+            if style == .json {
+                let direct = try #require(try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: String])
+                #expect(direct["client"] == "198.51.100.9" && direct["duration_ms"] == "1.500")
+                let proxied = try #require(try JSONSerialization.jsonObject(with: Data(lines[1].utf8)) as? [String: String])
+                #expect(proxied["proxy"] == "10.0.0.5" && proxied["client"] == "198.51.100.9")
+            } else {
+                #expect(lines[1].contains(" client=198.51.100.9 ") && lines[1].contains(" path=/token proxy=10.0.0.5 request_id=r-1 "))
+            }
+        }
     }
 
     @Test func nowHasMilliseconds() throws {

@@ -38,19 +38,26 @@ struct ForwardedForTests {
     private let proxies = ["10.0.0.0/8", "fd00::/8"].compactMap { IPNetwork(parsing: $0) }
 
     private func client(_ peer: String, _ header: String?) -> String {
-        ForwardedFor.client(peer: peer, trusted: proxies) { header }
+        ForwardedFor.addresses(peer: peer, trusted: proxies) { header }.client
     }
 
     @Test func theConnectionIsTheClientWithoutATrustedProxy() {
         #expect(client("203.0.113.5", "198.51.100.1") == "203.0.113.5", "an untrusted peer's header is ignored")
         #expect(client("10.0.0.2", nil) == "10.0.0.2", "a proxy's own request")
-        #expect(ForwardedFor.client(peer: "10.0.0.2", trusted: []) { "198.51.100.1" } == "10.0.0.2")
+        #expect(ForwardedFor.addresses(peer: "10.0.0.2", trusted: []) { "198.51.100.1" }.client == "10.0.0.2")
     }
 
     @Test func theHeaderIsReadOnlyFromATrustedProxy() {
         var read = false
-        _ = ForwardedFor.client(peer: "203.0.113.5", trusted: proxies) { read = true; return "198.51.100.1" }
+        _ = ForwardedFor.addresses(peer: "203.0.113.5", trusted: proxies) { read = true; return "198.51.100.1" }
         #expect(!read)
+    }
+
+    @Test func theProxyIsNamedWhenTheClientCameFromTheHeader() {
+        #expect(ForwardedFor.addresses(peer: "::ffff:10.0.0.2", trusted: proxies) { "198.51.100.1" } == ("198.51.100.1", "10.0.0.2"))
+        #expect(ForwardedFor.addresses(peer: "::ffff:10.0.0.2", trusted: proxies) { nil } == ("10.0.0.2", nil))
+        #expect(ForwardedFor.addresses(peer: "10.0.0.2", trusted: proxies) { "garbage" } == ("10.0.0.2", nil))
+        #expect(ForwardedFor.addresses(peer: "203.0.113.5", trusted: proxies) { "198.51.100.1" } == ("203.0.113.5", nil))
     }
 
     @Test func theRightMostAddressNoTrustedProxyVouchesForIsTheClient() {

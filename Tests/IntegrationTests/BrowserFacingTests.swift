@@ -36,9 +36,11 @@ struct BrowserFacingTests {
                         + "X-Forwarded-For: 203.0.113.7\r\nConnection: close\r\n\r\n")
         #expect(try connection.readResponse().status == 429)
         try waitUntil { broker.jsonLines.filter { $0["msg"] as? String == "request" }.count == 5 }
-        let clients = broker.jsonLines.filter { $0["msg"] as? String == "request" }.compactMap { $0["client"] as? String }
+        let lines = broker.jsonLines.filter { $0["msg"] as? String == "request" }
         // Sorted: lines of different server threads may reach the log out of order.
-        #expect(clients.sorted() == ["198.51.100.9", "203.0.113.7", "203.0.113.7", "203.0.113.7", "203.0.113.7"])
+        #expect(lines.compactMap { $0["client"] as? String }.sorted()
+                == ["198.51.100.9", "203.0.113.7", "203.0.113.7", "203.0.113.7", "203.0.113.7"])
+        #expect(lines.allSatisfy { $0["proxy"] as? String == "127.0.0.1" }, "the proxy that named the client")
     }
 
     @Test func forwardedForIsIgnoredFromAnUntrustedAddress() throws {
@@ -48,8 +50,9 @@ struct BrowserFacingTests {
         #expect(try broker.get("/authorize?provider=x", headers: ["X-Forwarded-For": "203.0.113.3"]).status == 429,
                 "one client, the connection's address, whatever it claims")
         try waitUntil { broker.jsonLines.filter { $0["msg"] as? String == "request" }.count == 3 }
-        let clients = broker.jsonLines.filter { $0["msg"] as? String == "request" }.compactMap { $0["client"] as? String }
-        #expect(clients == ["127.0.0.1", "127.0.0.1", "127.0.0.1"])
+        let lines = broker.jsonLines.filter { $0["msg"] as? String == "request" }
+        #expect(lines.compactMap { $0["client"] as? String } == ["127.0.0.1", "127.0.0.1", "127.0.0.1"])
+        #expect(lines.allSatisfy { $0["proxy"] == nil })
     }
 
     @Test func unknownSessionTokensAreCounted() throws {

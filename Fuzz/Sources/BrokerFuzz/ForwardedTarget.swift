@@ -9,8 +9,8 @@
 // from an untrusted connection (or without the header) the client is the connection's address;
 // otherwise it is the connection's address when the right-most entry is not an address, or else
 // an entry every entry to whose right is a trusted address, and which is either untrusted or
-// the left end of the addresses. The client is in its one spelling. A parsed entry prints as a
-// range that parses to itself.
+// the left end of the addresses. The client is in its one spelling; a proxy, when named, is the
+// connection's address. A parsed entry prints as a range that parses to itself.
 @testable import HTTPServer
 
 private let trusted = ["10.0.0.0/8", "fd00::/8", "127.0.0.1"].compactMap { IPNetwork(parsing: $0) }
@@ -42,8 +42,9 @@ let forwardedTarget = FuzzTarget(name: "forwarded", run: { bytes in
     let parts = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false)
     let peer = String(parts[0])
     let header = parts.count > 1 ? String(parts[1]) : nil
-    let client = ForwardedFor.client(peer: peer, trusted: trusted) { header }
+    let (client, proxy) = ForwardedFor.addresses(peer: peer, trusted: trusted) { header }
     let peerSpelled = spelled(peer[...]) ?? peer
+    invariant(proxy == nil || (proxy == peerSpelled && header != nil), "the proxy \(proxy ?? "") is not the connection")
     guard let header, isTrusted(peer[...]) else {
         invariant(client == peerSpelled, "an untrusted connection's X-Forwarded-For was believed")
         return

@@ -28,6 +28,10 @@ struct AccessLog: Sendable {
             JSONValue.appendString(record.method, to: &line)
             line.append(literal: #","path":"#)
             JSONValue.appendString(record.path, to: &line)
+            if let proxyIP = record.proxyIP {
+                line.append(literal: #","proxy":"#)
+                JSONValue.appendString(proxyIP, to: &line)
+            }
             line.append(literal: #","request_id":"#)
             JSONValue.appendString(record.requestID, to: &line)
             line.append(literal: #","status":""#)
@@ -39,7 +43,9 @@ struct AccessLog: Sendable {
             line.append(decimal: record.responseBytes)
             line.append(contentsOf: " client=\(record.clientIP) duration_ms=".utf8)
             Self.appendMilliseconds(record.seconds, to: &line)
-            line.append(contentsOf: " method=\(record.method) path=\(record.path) request_id=\(record.requestID) status=".utf8)
+            line.append(contentsOf: " method=\(record.method) path=\(record.path)".utf8)
+            if let proxyIP = record.proxyIP { line.append(contentsOf: " proxy=\(proxyIP)".utf8) }
+            line.append(contentsOf: " request_id=\(record.requestID) status=".utf8)
             line.append(decimal: record.status)
             line.append(UInt8(ascii: "\n"))
         }
