@@ -114,14 +114,19 @@ public final class Broker: Sendable {
             logger.notice("development mode without a state key: sessions live in memory only and end with the process")
             return BrokerState(lifetimes: lifetimes, logger: logger)
         }
+        let state: BrokerState
         do {
-            return try BrokerState(
+            state = try BrokerState(
                 directory: config.state.directory, keys: keys, lifetimes: lifetimes, acceptDamage: acceptDamage,
                 logger: logger, metrics: metrics
             )
         } catch {
             throw BrokerStartError(error.description)
         }
+        for warning in StatePermissions.check(directory: config.state.directory, keyFile: config.state.keyFile) {
+            logger.warning("\(warning)")
+        }
+        return state
     }
 
     private static func services(
@@ -178,7 +183,9 @@ public final class Broker: Sendable {
     /// Sweeps expired entries every 30 s, and writes a snapshot every snapshot interval or as
     /// soon as the journal outgrows its limit.
     private static func upkeep(_ state: BrokerState, settings: StateSettings, logger: Logger) async {
-        var lastSnapshot = ContinuousClock.now
+        // After a start past accepted damage, a snapshot at once becomes the new base: the next
+        // start must not meet the same damage (a file set aside, a gap) again.
+        var lastSnapshot = ContinuousClock.now - (state.startedPastDamage ? .seconds(settings.snapshotIntervalSeconds) : .zero)
         var lastSweep = ContinuousClock.now
         while !Task.isCancelled {
             try? await Task.sleep(for: .seconds(1))

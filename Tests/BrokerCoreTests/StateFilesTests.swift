@@ -71,7 +71,7 @@ struct StateFilesTests {
         let (_, journal) = try await journalWithThreeFrames(keys)
         let original = try Data(contentsOf: URL(fileURLWithPath: journal))
         let size = original.count
-        let tornAt = try lastFrameOffset(original)
+        let tornAt = lastFrameOffset(original)
         for cut in [1, 10, 40] {
             let copy = directory()
             let copied = Journal.path(copy, generation: 1)
@@ -110,28 +110,96 @@ struct StateFilesTests {
         }
     }
 
-    @Test func bitFlipsAnywhereButTheLastJournalFrameStopTheStart() async throws {
+    /// A flipped bit anywhere in a journal, the last frame and its length included, is damage
+    /// that stops the start with the file and an offset at or before the flip — never a torn
+    /// tail that would silently drop acknowledged changes.
+    @Test func aBitFlipAtAnyOffsetOfAJournalStopsTheStart() async throws {
         let keys = StateKeys(current: .generate())
         let (_, journal) = try await journalWithThreeFrames(keys)
         let original = try Data(contentsOf: URL(fileURLWithPath: journal))
-        let lastFrameStart = try lastFrameOffset(original)
-        for offset in stride(from: 0, to: original.count, by: 7) {
-            let copy = directory()
-            var damaged = original
-            damaged[offset] ^= 0x10
-            try damaged.write(to: URL(fileURLWithPath: Journal.path(copy, generation: 1)))
-            if offset >= lastFrameStart {
-                let state = try open(copy, keys)
-                #expect(state.sessions.count == 2, "flip at \(offset) in the last frame is a torn write")
-            } else {
-                #expect(throws: StateOpenError.self, "flip at \(offset)") { try open(copy, keys) }
+        for offset in 0..<original.count {
+            for bit in [offset % 8, 7 - offset % 8] {
+                var damaged = original
+                damaged[offset] ^= UInt8(1) << bit
+                let copy = directory()
+                try damaged.write(to: URL(fileURLWithPath: Journal.path(copy, generation: 1)))
                 do {
-                    _ = try open(copy, keys)
+                    let state = try open(copy, keys)
+                    Issue.record("a flip of bit \(bit) at \(offset) was not noticed: \(state.sessions.count) sessions loaded")
                 } catch {
                     #expect(error.description.contains("journal-00000001.tbj at offset"), "\(error)")
+                    if offset >= StateFileHeader.size {
+                        let reported = try #require(Int(error.description.split(separator: " at offset ")[1].prefix { $0.isNumber }))
+                        #expect(reported <= offset && reported >= StateFileHeader.size, "flip at \(offset) reported at \(reported)")
+                    }
                 }
             }
         }
+    }
+
+    /// A journal cut at any length keeps every frame that ends before the cut (each was synced,
+    /// and so possibly acknowledged) and reports the cut-short rest as the torn tail.
+    @Test func aJournalCutAtAnyLengthKeepsEveryCompleteFrame() async throws {
+        let keys = StateKeys(current: .generate())
+        let (_, journal) = try await journalWithThreeFrames(keys)
+        let original = [UInt8](try Data(contentsOf: URL(fileURLWithPath: journal)))
+        let ends = frameEnds(original)
+        #expect(ends.count == 3)
+        let path = directory() + "/journal-00000001.tbj"
+        for length in StateFileHeader.size...original.count {
+            _ = FileManager.default.createFile(atPath: path, contents: Data(original.prefix(length)))
+            var sessions = 0
+            let scan = try StateFileReader.read(path, kind: .journal, keys: keys) { _ in sessions += 1 }
+            let complete = ends.filter { $0 <= length }
+            #expect(sessions == complete.count, "cut at \(length)")
+            let kept = complete.last ?? StateFileHeader.size
+            if kept == length {
+                #expect(scan.tornTail == nil, "cut at \(length)")
+            } else {
+                #expect(scan.tornTail?.offset == kept && scan.tornTail?.size == length - kept, "cut at \(length)")
+            }
+        }
+    }
+
+    /// Journals follow their snapshot without a gap: a snapshot or a journal missing before one
+    /// that is there is damage, not a fresh start.
+    @Test func aMissingSnapshotOrJournalIsDamage() async throws {
+        let keys = StateKeys(current: .generate())
+        let (path, _) = try await journalWithThreeFrames(keys)
+        var state = try open(path, keys)
+        try await state.snapshot() // snapshot generation 3 covers journals 1 and 2
+        try await state.saveSession(session(4), createdBy: nil)
+        state = try open(path, keys) // journal 4 starts
+        try await state.saveSession(session(5), createdBy: nil)
+
+        let gap = directory()
+        for name in try FileManager.default.contentsOfDirectory(atPath: path) where name != "journal-00000003.tbj" {
+            try FileManager.default.copyItem(atPath: "\(path)/\(name)", toPath: "\(gap)/\(name)")
+        }
+        do {
+            _ = try open(gap, keys)
+            Issue.record("started with journal 3 missing")
+        } catch {
+            #expect(error.description.contains("journal-00000003.tbj at offset 0: the file is missing, but \(gap)/journal-00000004.tbj follows it"), "\(error)")
+        }
+
+        let noSnapshot = directory()
+        for name in try FileManager.default.contentsOfDirectory(atPath: path) where name != SnapshotWriter.fileName {
+            try FileManager.default.copyItem(atPath: "\(path)/\(name)", toPath: "\(noSnapshot)/\(name)")
+        }
+        do {
+            _ = try open(noSnapshot, keys)
+            Issue.record("started with the snapshot missing")
+        } catch {
+            #expect(error.description.contains("snapshot.tbs at offset 0: the file is missing, but \(noSnapshot)/journal-00000003.tbj follows it"), "\(error)")
+        }
+        let accepted = try open(noSnapshot, keys, acceptDamage: true)
+        #expect(accepted.startedPastDamage)
+        #expect(accepted.sessions.count == 2, "journals 3 and 4 hold sessions 4 and 5")
+
+        let intact = try open(path, keys)
+        #expect(intact.sessions.count == 5)
+        #expect(!intact.startedPastDamage)
     }
 
     @Test func anyDamageToASnapshotStopsTheStart() async throws {
@@ -218,15 +286,20 @@ struct StateFilesTests {
     }
 
     /// The offset of the last frame of a state file.
-    private func lastFrameOffset(_ data: Data) throws -> Int {
+    private func lastFrameOffset(_ data: Data) -> Int {
+        frameEnds([UInt8](data)).dropLast().last ?? StateFileHeader.size
+    }
+
+    /// Where each frame of a state file ends.
+    private func frameEnds(_ bytes: [UInt8]) -> [Int] {
+        let prefix = FrameLayout.prefixSize(version: StateFileHeader.version)
+        var ends: [Int] = []
         var offset = StateFileHeader.size
-        var last = offset
-        let bytes = [UInt8](data)
-        while offset + FrameLayout.prefix <= bytes.count {
-            last = offset
-            offset += FrameLayout.prefix + Int(BigEndian.read(bytes, at: offset, width: 4))
+        while offset + prefix <= bytes.count {
+            offset += prefix + Int(BigEndian.read(bytes, at: offset, width: 4))
+            ends.append(offset)
         }
-        return last
+        return ends
     }
 }
 

@@ -16,7 +16,7 @@ import time
 
 import requests
 
-from support.broker import App, BrokerProcess, broker_config, free_port, provider_config
+from support.broker import App, BrokerProcess, broker_config, free_port, provider_config, wait_for
 from support.browser import Browser
 
 
@@ -95,3 +95,46 @@ def test_sessions_survive_kill_9(auth_server):
             assert restarted.stop() == 0
     print(f"\ncrash loop: {rounds} rounds, {totals}")
     assert totals["logins"] > 0 and totals["checked"] > 0
+
+
+def test_a_damaged_journal_stops_the_start_after_kill_9(auth_server):
+    """The review's case: a session revoked, kill -9, one bit flipped near the end of the journal.
+    The flipped frame was acknowledged (the revocation was answered), so the start must refuse
+    with the file and offset rather than drop the frame as a torn write and revive the session."""
+    port = free_port()
+    client_id, secret = auth_server.register_client([f"http://127.0.0.1:{port}/callback"], skip_authorization=True)
+    config = broker_config(provider_config(auth_server, client_id))
+    env = {"DOT_CLIENT_SECRET": secret}
+    state_dir = tempfile.mkdtemp(prefix="broker-damage-")
+    broker = BrokerProcess(config, env=env, port=port, state_dir=state_dir)
+    app = App(broker, Browser(allowed_hosts=[auth_server.host, broker.host]))
+    token = app.login("alice")["session_token"]
+    assert app.call("POST", "/revoke", token).json()["revoked"] is True
+    broker.process.send_signal(signal.SIGKILL)
+    broker.process.wait()
+    broker.stop()
+
+    journal = max(p for p in os.listdir(state_dir) if p.startswith("journal-"))
+    path = os.path.join(state_dir, journal)
+    with open(path, "r+b") as file:
+        file.seek(-20, os.SEEK_END)
+        byte = file.read(1)
+        file.seek(-1, os.SEEK_CUR)
+        file.write(bytes([byte[0] ^ 0x10]))
+
+    refused = BrokerProcess(config, env=env, port=port, state_dir=state_dir)
+    assert refused.process.wait(15) != 0
+    log = refused.log_text
+    refused.stop()
+    assert f"{journal} at offset" in log and "fails authentication" in log, log
+    assert "torn" not in log
+
+    # The operator's explicit choice: start with what precedes the damage, the file kept aside.
+    accepted = BrokerProcess(config, env=env, port=port, state_dir=state_dir, args=["--accept-damaged-state"])
+    try:
+        assert "damaged state file set aside" in accepted.log_text
+        assert any(name.startswith(journal + ".damaged-") for name in os.listdir(state_dir))
+        # ... and a snapshot at once, so that the next start begins from what was accepted.
+        assert wait_for(lambda: os.path.exists(os.path.join(state_dir, "snapshot.tbs")))
+    finally:
+        assert accepted.stop() == 0

@@ -9,7 +9,8 @@
 //           one when bit 2 of the mode byte is set);
 //   mode 3  raw bytes after a valid header (journal, or snapshot when bit 2 is set): frame
 //           lengths, torn tails, authentication failures, end markers.
-// Invariant: records that decode re-encode to bytes that decode to the same bytes again.
+// Invariants: records that decode re-encode to bytes that decode to the same bytes again; a torn
+// tail is only ever the end of the file, and it ends no record that was read.
 import BrokerCrypto
 import Foundation
 @testable import BrokerCore
@@ -64,6 +65,12 @@ private func readFile(_ bytes: [UInt8], kind: StateFileHeader.Kind) {
     do {
         let scan = try StateFileReader.read(path, kind: kind, keys: fuzzKeys) { records.append($0) }
         invariant(scan.records == records.count, "a scan counts \(scan.records) records but applied \(records.count)")
+        if let torn = scan.tornTail {
+            invariant(kind == .journal && torn.offset + torn.size == bytes.count, "a torn tail that does not end the file")
+            let whole = FrameLayout.prefixSize(version: StateFileHeader.version) + FrameLayout.tag
+            invariant(torn.size < whole || Int(BigEndian.read(bytes, at: torn.offset, width: 4)) + whole - FrameLayout.tag > torn.size,
+                      "a torn tail that holds a whole frame")
+        }
     } catch {
         _ = String(describing: error)
     }
@@ -126,6 +133,9 @@ let stateTarget = FuzzTarget(name: "state", run: { bytes in
     let frame1 = try! FrameLayout.seal(encodeAll([.sessionRemoved(digest(1))]), type: .records, index: 1, header: journalHead, key: fuzzKey)
     seeds.append(("state-raw-journal", [3] + frame0 + frame1))
     seeds.append(("state-raw-journal-torn", [3] + frame0 + frame1.dropLast(5)))
+    var flippedLength = frame1
+    flippedLength[2] ^= 0x01
+    seeds.append(("state-raw-journal-flipped-length", [3] + frame0 + flippedLength))
     let snapshotHead = header(.snapshot)
     var end: [UInt8] = []
     BigEndian.append(UInt64(all.count), to: &end, width: 8)

@@ -9,6 +9,7 @@ extension ConfigDraft {
                                    file: String?) -> [ConfigProblem] {
         guard let reference = stateKeyReference else { return [] }
         state.keySource = reference.source(baseDirectory: baseDirectory)
+        if case .file(let path) = reference { state.keyFile = SecretReference.absolutePath(path, baseDirectory: baseDirectory) }
         switch reference.resolve(environment: environment, baseDirectory: baseDirectory) {
         case .success(let keys):
             state.keys = keys

@@ -12,6 +12,8 @@ public struct StateSettings: Sendable, Equatable {
     /// Where the keys come from, for messages: `env BROKER_STATE_KEY` or
     /// `file /run/secrets/state-key` (a file's path made absolute).
     public var keySource: String
+    /// The state key file's absolute path, when the keys come from `state.key_file`.
+    public var keyFile: String?
     /// Seconds between two snapshots.
     public var snapshotIntervalSeconds: Double
     /// A snapshot is also taken when the journal grows past this many bytes.

@@ -12,6 +12,8 @@ final class BrokerState: StateStore {
     private let logger: Logger
     private let metrics: BrokerMetrics?
     private let snapshotting = Atomic<Bool>(false)
+    /// The start set damage aside (`--accept-damaged-state`): what was read is not yet a base.
+    let startedPastDamage: Bool
 
     /// Where and how the state is kept on disk.
     struct Disk: Sendable {
@@ -27,6 +29,7 @@ final class BrokerState: StateStore {
         disk = nil
         self.logger = logger
         metrics = nil
+        startedPastDamage = false
     }
 
     /// Loads the state from `directory` (snapshot, then journals) and starts a new journal.
@@ -73,6 +76,7 @@ final class BrokerState: StateStore {
         disk = Disk(directory: directory, keys: keys, journal: journal)
         self.logger = logger
         self.metrics = metrics
+        startedPastDamage = !report.damaged.isEmpty
         for torn in report.tornTails {
             logger.warning("dropped a torn journal record (a crash during its write, never acknowledged)", metadata: [
                 "file": "\(torn.path)", "offset": "\(torn.offset)", "size": "\(torn.size)",

@@ -4,11 +4,15 @@ import BrokerCrypto
 ///
 ///     header (32 bytes, plaintext): magic (4) | version (u16) | reserved (u16) | key id (u64)
 ///                                   | generation (u64) | created, Unix seconds (u64)
-///     frames: length of sealed part (u32) | type (u8) | nonce (12) | ciphertext | tag (16)
+///     frames: length of sealed part (u32) | type (u8) | check (u32) | nonce (12) | ciphertext
+///             | tag (16)
 ///
 /// Each frame is AES-256-GCM under the key the header names, with the header, the frame type
 /// and the frame's index as additional data: frames cannot be moved, swapped between files or
-/// reordered without failing authentication. All integers are big-endian.
+/// reordered without failing authentication. The check is the CRC-32C of the length and type:
+/// a length that fails it is damage, so only a frame whose intact length runs past the end of
+/// the file is taken for a write a crash cut short. Version 1 frames had no check; they are
+/// still read. All integers are big-endian.
 struct StateFileHeader: Equatable {
     enum Kind: String {
         case snapshot = "TBSN"
@@ -16,17 +20,21 @@ struct StateFileHeader: Equatable {
     }
 
     static let size = 32
-    static let version: UInt16 = 1
+    /// The version this broker writes.
+    static let version: UInt16 = 2
+    /// The versions this broker reads.
+    static let readableVersions: ClosedRange<UInt16> = 1...2
 
     let kind: Kind
     let keyID: UInt64
     /// Snapshot: the first journal generation it does not cover. Journal: its generation.
     let generation: UInt64
     let createdAt: UInt64
+    var version = Self.version
 
     var bytes: [UInt8] {
         var out = Array(kind.rawValue.utf8)
-        BigEndian.append(UInt64(Self.version), to: &out, width: 2)
+        BigEndian.append(UInt64(version), to: &out, width: 2)
         BigEndian.append(0, to: &out, width: 2)
         BigEndian.append(keyID, to: &out, width: 8)
         BigEndian.append(generation, to: &out, width: 8)
@@ -40,14 +48,15 @@ struct StateFileHeader: Equatable {
             throw StateFileProblem(offset: 0, "this is not a \(expected) file of the broker (wrong magic number)")
         }
         let version = UInt16(BigEndian.read(bytes, at: 4, width: 2))
-        guard version == Self.version else {
-            throw StateFileProblem(offset: 4, "format version \(version) is not one this broker reads (it reads \(Self.version))")
+        guard readableVersions.contains(version) else {
+            throw StateFileProblem(offset: 4, "format version \(version) is not one this broker reads (it reads \(readableVersions.lowerBound) to \(readableVersions.upperBound))")
         }
         return StateFileHeader(
             kind: expected,
             keyID: BigEndian.read(bytes, at: 8, width: 8),
             generation: BigEndian.read(bytes, at: 16, width: 8),
-            createdAt: BigEndian.read(bytes, at: 24, width: 8)
+            createdAt: BigEndian.read(bytes, at: 24, width: 8),
+            version: version
         )
     }
 }
@@ -61,8 +70,8 @@ enum FrameType: UInt8 {
 }
 
 enum FrameLayout {
-    /// length (4) + type (1) + nonce (12).
-    static let prefix = 17
+    /// length (4) + type (1) + check (4) + nonce (12); version 1 had no check.
+    static func prefixSize(version: UInt16) -> Int { version == 1 ? 17 : 21 }
     static let tag = 16
     /// No frame is larger; a larger length means a damaged file.
     static let maxSealed = 64 << 20
@@ -71,13 +80,21 @@ enum FrameLayout {
     static func seal(_ plaintext: [UInt8], type: FrameType, index: UInt64, header: [UInt8], key: SymmetricKey) throws(CryptoError) -> [UInt8] {
         let box = try AESGCM.seal(plaintext, key: key, authenticating: additionalData(header, type.rawValue, index))
         var frame: [UInt8] = []
-        frame.reserveCapacity(prefix + plaintext.count + tag)
+        frame.reserveCapacity(prefixSize(version: StateFileHeader.version) + plaintext.count + tag)
         BigEndian.append(UInt64(box.ciphertext.count + tag), to: &frame, width: 4)
         frame.append(type.rawValue)
+        BigEndian.append(UInt64(CRC32C.checksum(frame)), to: &frame, width: 4)
         frame += box.nonce
         frame += box.ciphertext
         frame += box.tag
         return frame
+    }
+
+    /// The length of the sealed part a whole prefix gives, or nil when its check fails.
+    static func sealedLength(prefix: ArraySlice<UInt8>, version: UInt16) -> Int? {
+        let lengthAndType = prefix.prefix(5)
+        if version != 1 && BigEndian.read(prefix, at: 5, width: 4) != CRC32C.checksum(lengthAndType) { return nil }
+        return Int(BigEndian.read(lengthAndType, at: 0, width: 4))
     }
 
     /// Opens a frame's sealed part (nonce excluded) read at `index`.

@@ -17,8 +17,8 @@ struct StateFileScan: Sendable {
     let header: StateFileHeader
     var frames = 0
     var records = 0
-    /// A journal's last frame, cut short by a crash while it was written: dropped (its batch
-    /// was never acknowledged to a client).
+    /// A journal's last frame, cut short by the end of the file: a crash interrupted its write,
+    /// before the sync that precedes any acknowledgement. Dropped.
     var tornTail: (offset: Int, size: Int)?
 }
 
@@ -59,21 +59,32 @@ enum StateFileReader {
             var scan = StateFileScan(header: header)
             var scopes = ScopeTable() // one for the file: its sessions share their scope lists
             var sawEnd = false
+            let prefixSize = FrameLayout.prefixSize(version: header.version)
             while true {
                 let frameOffset = file.offset
-                let prefix = try next(FrameLayout.prefix)
+                let prefix = try next(prefixSize)
                 if prefix.isEmpty { break }
-                let remaining = file.size - frameOffset
                 guard !sawEnd else { throw problem(frameOffset, "data follows the snapshot's end marker") }
-                // A prefix cut short (fewer than its 17 bytes) has no length to read.
-                let length = prefix.count < FrameLayout.prefix ? 0 : Int(BigEndian.read(prefix, at: 0, width: 4))
-                let runsPastEnd = prefix.count < FrameLayout.prefix || frameOffset + FrameLayout.prefix + length > file.size
-                if runsPastEnd || length < FrameLayout.tag || length > FrameLayout.maxSealed {
-                    if kind == .journal && runsPastEnd {
-                        scan.tornTail = (frameOffset, remaining)
+                // A whole prefix whose check fails is damage; a prefix cut short by the end of the
+                // file has no length to check.
+                var length: Int?
+                if prefix.count == prefixSize {
+                    guard let sealed = FrameLayout.sealedLength(prefix: prefix, version: header.version) else {
+                        throw problem(frameOffset, "frame \(scan.frames)'s length fails its checksum: the file is damaged")
+                    }
+                    guard sealed >= FrameLayout.tag, sealed <= FrameLayout.maxSealed else {
+                        throw problem(frameOffset, "frame \(scan.frames) has an impossible length")
+                    }
+                    length = sealed
+                }
+                guard let length, frameOffset + prefixSize + length <= file.size else {
+                    // The end of the file cuts this frame short: in a journal, the last write, which
+                    // a crash interrupted before its sync, so before anything in it was acknowledged.
+                    if kind == .journal {
+                        scan.tornTail = (frameOffset, file.size - frameOffset)
                         break
                     }
-                    throw problem(frameOffset, runsPastEnd ? "the file is truncated inside frame \(scan.frames)" : "frame \(scan.frames) has an impossible length")
+                    throw problem(frameOffset, "the file is truncated inside frame \(scan.frames)")
                 }
                 let type = prefix[prefix.startIndex + 4]
                 let nonce = Array(prefix.suffix(12))
@@ -82,10 +93,6 @@ enum StateFileReader {
                 do throws(CryptoError) {
                     plaintext = try FrameLayout.open(nonce: nonce, sealed: sealed, type: type, index: UInt64(scan.frames), header: headerBytes, key: key)
                 } catch {
-                    if kind == .journal && file.offset == file.size {
-                        scan.tornTail = (frameOffset, remaining)
-                        break
-                    }
                     throw problem(frameOffset, "frame \(scan.frames) fails authentication: the file is damaged")
                 }
                 switch FrameType(rawValue: type) {

@@ -3,7 +3,8 @@ import Foundation
 /// Loads the state at start: the snapshot, then every journal it does not cover, in order.
 ///
 /// A journal's torn last frame (a crash in the middle of a write, before anything was
-/// acknowledged) is cut off and reported. Any other damage, a missing key or an unknown format
+/// acknowledged) is cut off and reported. Any other damage, a missing file (the snapshot that
+/// the journals follow, or a journal between two others), a missing key or an unknown format
 /// stops the start with a `StateLoadError` naming the file and offset — unless the operator
 /// accepts damage (`--accept-damaged-state`), in which case the damaged file is kept aside as
 /// `<name>.damaged-<time>`, what could be read before the damage is used, and the start goes on.
@@ -31,7 +32,8 @@ enum StateRecovery {
 
         var covered: UInt64 = 0
         let snapshot = SnapshotWriter.path(directory)
-        if FileManager.default.fileExists(atPath: snapshot) {
+        let hasSnapshot = FileManager.default.fileExists(atPath: snapshot)
+        if hasSnapshot {
             do {
                 let scan = try StateFileReader.read(snapshot, kind: .snapshot, keys: keys, apply: apply)
                 report.snapshotRecords = scan.records
@@ -42,19 +44,34 @@ enum StateRecovery {
                 setAside(snapshot)
             }
         }
-        for (generation, path) in journals {
+        // The journals a start reads run without a gap from the snapshot's generation (1 with no
+        // snapshot: the first journal), because a journal is retired only by a snapshot that
+        // covers it.
+        var expected = hasSnapshot ? covered : 1
+        var lastKept: UInt64 = 0
+        for (index, (generation, path)) in journals.enumerated() {
             guard generation >= covered else {
                 // Covered by the snapshot; its deletion did not happen before a restart.
                 try? FileManager.default.removeItem(atPath: path)
                 continue
             }
+            if generation > expected {
+                // With no snapshot, a first journal after generation 1 follows a snapshot that is gone.
+                let gone = hasSnapshot ? Journal.path(directory, generation: expected) : snapshot
+                let missing = StateLoadError(path: gone, offset: 0, reason: "the file is missing, but \(path) follows it: what it held would be lost")
+                guard acceptDamage else { throw missing }
+                report.damaged.append(missing)
+            }
+            expected = generation + 1
             let size = ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.intValue ?? 0
-            if size < StateFileHeader.size {
-                // A crash while the journal was being created: nothing in it was ever acknowledged.
+            if size < StateFileHeader.size && index == journals.count - 1 {
+                // A crash while the newest journal was being created: nothing in it was ever
+                // acknowledged. Its generation is taken again.
                 report.tornTails.append((path, 0, size))
                 try? FileManager.default.removeItem(atPath: path)
                 continue
             }
+            lastKept = generation
             do {
                 let scan = try StateFileReader.read(path, kind: .journal, keys: keys, apply: apply)
                 report.journals += 1
@@ -69,7 +86,7 @@ enum StateRecovery {
                 setAside(path)
             }
         }
-        report.nextGeneration = max(covered, (journals.last?.0 ?? 0) + 1, 1)
+        report.nextGeneration = max(covered, lastKept + 1)
         return report
     }
 

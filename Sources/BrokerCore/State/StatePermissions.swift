@@ -1,0 +1,38 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Other users have no business with the state directory or the state key file. The files in the
+/// directory are created 0600 and encrypted, so an open directory exposes names and sizes, and an
+/// open key file the key that opens everything. A directory open to others is closed to them
+/// where the broker owns it; anything else is reported at start (a key file mounted by a
+/// container runtime is often 0444 or 0644, in a container with no other user: a warning, not a
+/// refusal). The group is left alone: Kubernetes' `fsGroup` gives the broker its volume through it.
+enum StatePermissions {
+    /// What the start should warn about; empty when both are private.
+    static func check(directory: String, keyFile: String?) -> [String] {
+        var warnings: [String] = []
+        if let mode = mode(of: directory), mode & 0o007 != 0 {
+            if chmod(directory, mode & ~0o007) == 0 {
+                warnings.append("the state directory \(directory) was open to other users (mode \(octal(mode))); it is now \(octal(mode & ~0o007))")
+            } else {
+                warnings.append("the state directory \(directory) is open to other users (mode \(octal(mode))) and the broker cannot change that: make it 0700 (or 0770 for the broker's group) and owned by the broker's user")
+            }
+        }
+        if let keyFile, let mode = mode(of: keyFile), mode & 0o004 != 0 {
+            warnings.append("the state key file \(keyFile) can be read by other users (mode \(octal(mode))): make it 0400 or 0600 and owned by the broker's user")
+        }
+        return warnings
+    }
+
+    private static func mode(of path: String) -> mode_t? {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        return status.st_mode & 0o7777
+    }
+
+    private static func octal(_ mode: mode_t) -> String {
+        "0" + String(mode, radix: 8)
+    }
+}
