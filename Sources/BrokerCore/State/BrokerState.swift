@@ -32,13 +32,15 @@ final class BrokerState: StateStore {
         startedPastDamage = false
     }
 
-    /// Loads the state from `directory` (snapshot, then journals) and starts a new journal.
+    /// Locks `directory` for this process, loads the state from it (snapshot, then journals) and
+    /// starts a new journal.
     init(
         directory: String, keys: StateKeys, lifetimes: SessionLifetimes, acceptDamage: Bool, logger: Logger,
         metrics: BrokerMetrics? = nil
     ) throws(StateOpenError) {
         do {
             try StateFileIO.createDirectory(directory)
+            try StateDirectoryLock.acquire(directory)
         } catch {
             throw StateOpenError(description: error.description)
         }
