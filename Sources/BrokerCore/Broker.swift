@@ -87,7 +87,7 @@ public final class Broker: Sendable {
             return (provider.id, issuer)
         }
         OperationsRoutes(
-            readiness: Readiness(issuers: issuers, discovery: discovery), metrics: metrics,
+            readiness: Readiness(issuers: issuers, discovery: discovery, stateFailure: { [state] in state.writeFailure }), metrics: metrics,
             liveSessions: { [state] in state.sessions.count }, requestsInFlight: { [server] in server.activeRequests }
         ).register(in: &router)
         self.config = config

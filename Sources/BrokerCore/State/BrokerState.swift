@@ -12,6 +12,7 @@ final class BrokerState: StateStore {
     private let logger: Logger
     private let metrics: BrokerMetrics?
     private let snapshotting = Atomic<Bool>(false)
+    private let snapshotFailure = Mutex<String?>(nil)
     /// The start set damage aside (`--accept-damaged-state`): what was read is not yet a base.
     let startedPastDamage: Bool
 
@@ -148,6 +149,12 @@ final class BrokerState: StateStore {
         if removed > 0 { logger.info("expired sessions removed", metadata: ["count": "\(removed)"]) }
     }
 
+    /// Why the state cannot be written, for `/readyz`: the last journal write or snapshot failed
+    /// (a full disk, a read-only or vanished directory), until one succeeds again. Nil in memory.
+    var writeFailure: String? {
+        disk?.journal.failure ?? snapshotFailure.withLock { $0 }
+    }
+
     /// Whether the journal has outgrown `limit` bytes.
     func journalExceeds(_ limit: Int) -> Bool {
         (disk?.journal.size ?? 0) > limit
@@ -159,6 +166,16 @@ final class BrokerState: StateStore {
     func snapshot() async throws(StateWriteError) {
         guard let disk, snapshotting.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else { return }
         defer { snapshotting.store(false, ordering: .releasing) }
+        do throws(StateWriteError) {
+            try await writeSnapshot(disk)
+            snapshotFailure.withLock { $0 = nil }
+        } catch {
+            snapshotFailure.withLock { $0 = error.description }
+            throw error
+        }
+    }
+
+    private func writeSnapshot(_ disk: Disk) async throws(StateWriteError) {
         let started = ContinuousClock.now
         let generation = try await disk.journal.rotate()
         let shards = sessions.capture()

@@ -32,6 +32,7 @@ final class Journal: ChangeLog, @unchecked Sendable {
     private static let stoppedError = StateWriteError(description: "the journal is closed (the broker is stopping)")
     private let wakeup = DispatchSemaphore(value: 0)
     private let bytesWritten = Atomic<Int>(0)
+    private let lastFailure = Mutex<String?>(nil)
     private let onCommit: @Sendable (Double) -> Void
     private var file: OpenJournal
 
@@ -68,6 +69,9 @@ final class Journal: ChangeLog, @unchecked Sendable {
 
     /// Bytes in the current journal file.
     var size: Int { bytesWritten.load(ordering: .relaxed) }
+
+    /// Why the last write failed, until a write succeeds again.
+    var failure: String? { lastFailure.withLock { $0 } }
 
     func enqueue(_ records: [StateRecord]) -> DurabilityTicket {
         var plaintext: [UInt8] = []
@@ -181,6 +185,9 @@ final class Journal: ChangeLog, @unchecked Sendable {
             // complete one.
             _ = ftruncate(file.descriptor, off_t(file.size))
             result = .failure(StateWriteError(description: "the journal \(file.path) could not be written: \(error)"))
+        }
+        lastFailure.withLock { failure in
+            if case .failure(let error) = result { failure = error.description } else { failure = nil }
         }
         for ticket in tickets { ticket.resolve(result) }
     }

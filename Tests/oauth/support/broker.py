@@ -40,7 +40,7 @@ def free_port() -> int:
 
 class BrokerProcess:
     def __init__(self, config: str, env: Optional[dict] = None, args=(), port: Optional[int] = None,
-                 state_dir: Optional[str] = None):
+                 state_dir: Optional[str] = None, preexec_fn=None):
         self.port = port or free_port()
         self.host = f"127.0.0.1:{self.port}"
         self.base_url = f"http://{self.host}"
@@ -57,7 +57,7 @@ class BrokerProcess:
         self._listening = threading.Event()
         self.process = subprocess.Popen(
             [broker_binary(), "serve", "--config", str(self.config_path), "--listen", self.host, *args],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=child_env, text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=child_env, text=True, preexec_fn=preexec_fn,
         )
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
