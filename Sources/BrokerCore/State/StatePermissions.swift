@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Other users have no business with the state directory or the state key file. The files in the
 /// directory are created 0600 and encrypted, so an open directory exposes names and sizes, and an
@@ -14,7 +11,7 @@ enum StatePermissions {
     static func check(directory: String, keyFile: String?) -> [String] {
         var warnings: [String] = []
         if let mode = mode(of: directory), mode & 0o007 != 0 {
-            if chmod(directory, mode & ~0o007) == 0 {
+            if (try? FileManager.default.setAttributes([.posixPermissions: mode & ~0o007], ofItemAtPath: directory)) != nil {
                 warnings.append("the state directory \(directory) was open to other users (mode \(octal(mode))); it is now \(octal(mode & ~0o007))")
             } else {
                 warnings.append("the state directory \(directory) is open to other users (mode \(octal(mode))) and the broker cannot change that: make it 0700 (or 0770 for the broker's group) and owned by the broker's user")
@@ -26,13 +23,11 @@ enum StatePermissions {
         return warnings
     }
 
-    private static func mode(of path: String) -> mode_t? {
-        var status = stat()
-        guard stat(path, &status) == 0 else { return nil }
-        return status.st_mode & 0o7777
+    private static func mode(of path: String) -> Int? {
+        (try? FileManager.default.attributesOfItem(atPath: path))?[.posixPermissions] as? Int
     }
 
-    private static func octal(_ mode: mode_t) -> String {
+    private static func octal(_ mode: Int) -> String {
         "0" + String(mode, radix: 8)
     }
 }
