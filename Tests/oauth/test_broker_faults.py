@@ -1,6 +1,7 @@
 """Failing providers: slow past the timeout, 5xx, HTML, broken JSON, a huge body, a closed or a
 refused connection. Every broker endpoint answers a bounded 502/503 with a clear description,
 no connection hangs, and no session is lost."""
+import json
 import tempfile
 import time
 
@@ -103,3 +104,31 @@ def test_provider_outage_during_sign_in_goes_back_to_the_app(broker_factory, aut
     auth_server.inject_fault("token", status=503, body="down", count=1)
     params, _ = app.sign_in("alice", state="s-outage")
     assert params["error"] == "server_error" and params["state"] == "s-outage"
+
+
+# OAuth errors in JSON, as providers send them (RFC 6749 §5.2): only `invalid_grant` ends a grant.
+TRANSIENT_OAUTH_ERRORS = [(400, "temporarily_unavailable"), (500, "server_error"), (401, "invalid_client"),
+                          (400, "invalid_request"), (503, "temporarily_unavailable")]
+
+
+@pytest.mark.parametrize("status,error", TRANSIENT_OAUTH_ERRORS)
+def test_an_oauth_error_other_than_invalid_grant_keeps_the_session(broker_factory, auth_server, status, error):
+    _, app, _, _ = broker_factory()
+    tokens = app.login("alice")
+    auth_server.inject_fault("token", status=status, body=json.dumps({"error": error, "error_description": "injected"}))
+    refresh = app.call("POST", "/refresh")
+    assert refresh.status_code in (502, 503), (status, error, refresh.text)
+    assert refresh.json()["error"] in ("upstream_error", "upstream_unavailable")
+    assert app.call("GET", "/session").status_code == 200
+    assert app.call("GET", "/token").json()["access_token"] == tokens["access_token"]
+    # The fault was used up: the next refresh reaches the real server and succeeds.
+    assert app.call("POST", "/refresh").status_code == 200
+
+
+def test_invalid_grant_in_json_ends_the_session(broker_factory, auth_server):
+    _, app, _, _ = broker_factory()
+    app.login("alice")
+    auth_server.inject_fault("token", status=400, body=json.dumps({"error": "invalid_grant"}))
+    refresh = app.call("POST", "/refresh")
+    assert refresh.status_code == 401 and refresh.json()["error"] == "login_required", refresh.text
+    assert app.call("GET", "/session").status_code == 401
