@@ -1,7 +1,4 @@
 """Development mode: the built-in provider and demo app, as the README's walk-through uses them."""
-import base64
-import hashlib
-import secrets
 import subprocess
 from urllib.parse import urlencode
 
@@ -9,12 +6,7 @@ import requests
 
 from support.broker import BrokerProcess, broker_binary, free_port
 from support.browser import query_params
-
-
-def pkce():
-    verifier = secrets.token_urlsafe(32)
-    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
-    return verifier, challenge
+from support.dev_login import pkce
 
 
 def test_walk_through_with_the_development_provider():
