@@ -15,7 +15,7 @@ public final class Broker: Sendable {
     public let metrics: BrokerMetrics
     private let server: HTTPServer
     private let router: Router
-    private let state: BrokerState
+    private let state: any StateStore
     private let refresher: Refresher
     private let maintenance = Mutex<Task<Void, Never>?>(nil)
     private let logOutput: LogOutput
@@ -88,7 +88,7 @@ public final class Broker: Sendable {
         }
         OperationsRoutes(
             readiness: Readiness(issuers: issuers, discovery: discovery, stateFailure: { [state] in state.writeFailure }), metrics: metrics,
-            liveSessions: { [state] in state.sessions.count }, requestsInFlight: { [server] in server.activeRequests }
+            liveSessions: { [state] in state.sessionCount }, requestsInFlight: { [server] in server.activeRequests }
         ).register(in: &router)
         self.config = config
         self.logger = logger
@@ -102,7 +102,7 @@ public final class Broker: Sendable {
 
     private static func openState(
         _ config: BrokerConfig, development: Bool, acceptDamage: Bool, logger: Logger, metrics: BrokerMetrics
-    ) throws(BrokerStartError) -> BrokerState {
+    ) throws(BrokerStartError) -> any StateStore {
         let lifetimes = SessionLifetimes(idle: config.sessions.idleLifetimeSeconds, absolute: config.sessions.absoluteLifetimeSeconds)
         guard let keys = config.state.keys else {
             guard development else {
@@ -112,13 +112,13 @@ public final class Broker: Sendable {
                     """)
             }
             logger.notice("development mode without a state key: sessions live in memory only and end with the process")
-            return BrokerState(lifetimes: lifetimes, logger: logger)
+            return BrokerState(lifetimes: lifetimes, clock: clock, logger: logger)
         }
         let state: BrokerState
         do {
             state = try BrokerState(
-                directory: config.state.directory, keys: keys, lifetimes: lifetimes, acceptDamage: acceptDamage,
-                logger: logger, metrics: metrics
+                settings: config.state, keys: keys, lifetimes: lifetimes, acceptDamage: acceptDamage,
+                clock: clock, logger: logger, metrics: metrics
             )
         } catch {
             throw BrokerStartError(error.description)
@@ -130,7 +130,7 @@ public final class Broker: Sendable {
     }
 
     private static func services(
-        _ config: BrokerConfig, state: BrokerState, providers: ProviderDirectory, upstream: UpstreamClient,
+        _ config: BrokerConfig, state: any StateStore, providers: ProviderDirectory, upstream: UpstreamClient,
         logger: Logger, metrics: BrokerMetrics
     ) -> BrokerServices {
         let now = Self.clock
@@ -174,35 +174,8 @@ public final class Broker: Sendable {
             "providers": "\(config.providers.map(\.id).joined(separator: ","))",
             "apps": "\(config.apps.map(\.id).joined(separator: ","))",
         ])
-        let upkeep = Task { [state, config, logger] in
-            await Self.upkeep(state, settings: config.state, logger: logger)
-        }
+        let upkeep = Task { [state] in await state.maintain() }
         maintenance.withLock { $0 = upkeep }
-    }
-
-    /// Sweeps expired entries every 30 s, and writes a snapshot every snapshot interval or as
-    /// soon as the journal outgrows its limit.
-    private static func upkeep(_ state: BrokerState, settings: StateSettings, logger: Logger) async {
-        // After a start past accepted damage, a snapshot at once becomes the new base: the next
-        // start must not meet the same damage (a file set aside, a gap) again.
-        var lastSnapshot = ContinuousClock.now - (state.startedPastDamage ? .seconds(settings.snapshotIntervalSeconds) : .zero)
-        var lastSweep = ContinuousClock.now
-        while !Task.isCancelled {
-            try? await Task.sleep(for: .seconds(1))
-            let now = ContinuousClock.now
-            if now - lastSweep >= .seconds(30) {
-                state.sweep(now: Date().timeIntervalSince1970)
-                lastSweep = now
-            }
-            if now - lastSnapshot >= .seconds(settings.snapshotIntervalSeconds) || state.journalExceeds(settings.journalMaxBytes) {
-                do {
-                    try await state.snapshot()
-                } catch {
-                    logger.error("snapshot failed; the journal keeps every change", metadata: ["reason": "\(error.description)"])
-                }
-                lastSnapshot = ContinuousClock.now
-            }
-        }
     }
 
     /// Stops accepting, lets pending requests finish within the configured grace period, and

@@ -27,7 +27,7 @@ struct StateFormatVersionTests {
     }
 
     private func open(_ path: String) throws(StateOpenError) -> BrokerState {
-        try BrokerState(directory: path, keys: keys, lifetimes: SessionLifetimes(idle: 1e10, absolute: 1e10), acceptDamage: false, logger: logger)
+        try BrokerState(settings: StateSettings(directory: path), keys: keys, lifetimes: SessionLifetimes(idle: 1e10, absolute: 1e10), acceptDamage: false, clock: { Date().timeIntervalSince1970 }, logger: logger)
     }
 
     @Test func version1FilesAreReadAndVersion2IsWritten() async throws {

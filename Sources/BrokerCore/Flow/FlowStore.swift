@@ -46,17 +46,8 @@ final class FlowStore: Sendable {
         }
     }
 
-    /// What redeeming `code` finds.
-    enum Redemption {
-        case unknown
-        case expired
-        /// Redeemed before: a replay. Carries the session to revoke.
-        case replayed(SHA256Digest?)
-        case fresh(Handoff)
-    }
-
     /// Marks `code` redeemed (whatever happens next, it never works again) and says what it was.
-    func redeem(_ code: SHA256Digest, now: Double) -> (Redemption, DurabilityTicket) {
+    func redeem(_ code: SHA256Digest, now: Double) -> (HandoffRedemption, DurabilityTicket) {
         entries.withLock { entries in
             guard var handoff = entries.handoffs[code] else { return (.unknown, .immediate) }
             if handoff.redeemed {

@@ -5,40 +5,45 @@ import Synchronization
 
 /// The state on one machine: in memory (sharded sessions, logins, handoff codes), made durable
 /// by an encrypted journal plus periodic snapshots in the state directory (README, "State").
+/// Upkeep (sweeping, snapshots) is in BrokerState+Upkeep.swift.
 final class BrokerState: StateStore {
     let sessions: SessionStore
     let flows: FlowStore
-    private let disk: Disk?
-    private let logger: Logger
-    private let metrics: BrokerMetrics?
-    private let snapshotting = Atomic<Bool>(false)
-    private let snapshotFailure = Mutex<String?>(nil)
+    let disk: Disk?
+    let clock: @Sendable () -> Double
+    let logger: Logger
+    let metrics: BrokerMetrics?
+    let snapshotting = Atomic<Bool>(false)
+    let snapshotFailure = Mutex<String?>(nil)
     /// The start set damage aside (`--accept-damaged-state`): what was read is not yet a base.
     let startedPastDamage: Bool
 
     /// Where and how the state is kept on disk.
     struct Disk: Sendable {
-        let directory: String
+        let settings: StateSettings
         let keys: StateKeys
         let journal: Journal
+        var directory: String { settings.directory }
     }
 
-    /// Memory only (development mode without a state key).
-    init(lifetimes: SessionLifetimes, logger: Logger) {
+    /// Memory only (development mode without a state key). `clock` gives Unix seconds.
+    init(lifetimes: SessionLifetimes, clock: @escaping @Sendable () -> Double, logger: Logger) {
         sessions = SessionStore(log: MemoryOnly(), lifetimes: lifetimes)
         flows = FlowStore(log: MemoryOnly())
         disk = nil
+        self.clock = clock
         self.logger = logger
         metrics = nil
         startedPastDamage = false
     }
 
-    /// Locks `directory` for this process, loads the state from it (snapshot, then journals) and
-    /// starts a new journal.
+    /// Locks `settings.directory` for this process, loads the state from it (snapshot, then
+    /// journals) and starts a new journal. `clock` gives Unix seconds.
     init(
-        directory: String, keys: StateKeys, lifetimes: SessionLifetimes, acceptDamage: Bool, logger: Logger,
-        metrics: BrokerMetrics? = nil
+        settings: StateSettings, keys: StateKeys, lifetimes: SessionLifetimes, acceptDamage: Bool,
+        clock: @escaping @Sendable () -> Double, logger: Logger, metrics: BrokerMetrics? = nil
     ) throws(StateOpenError) {
+        let directory = settings.directory
         do {
             try StateFileIO.createDirectory(directory)
             try StateDirectoryLock.acquire(directory)
@@ -76,7 +81,8 @@ final class BrokerState: StateStore {
         log.switchTo(journal)
         self.sessions = sessions
         self.flows = flows
-        disk = Disk(directory: directory, keys: keys, journal: journal)
+        disk = Disk(settings: settings, keys: keys, journal: journal)
+        self.clock = clock
         self.logger = logger
         self.metrics = metrics
         startedPastDamage = !report.damaged.isEmpty
@@ -134,97 +140,18 @@ final class BrokerState: StateStore {
         try await flows.addHandoff(code, handoff).wait()
     }
 
-    func redeemHandoff(_ code: SHA256Digest, now: Double) async throws(StateWriteError) -> FlowStore.Redemption {
+    func redeemHandoff(_ code: SHA256Digest, now: Double) async throws(StateWriteError) -> HandoffRedemption {
         let (redemption, ticket) = flows.redeem(code, now: now)
         try await ticket.wait()
         return redemption
     }
 
-    // MARK: Upkeep
-
-    /// Drops expired sessions, logins and codes.
-    func sweep(now: Double) {
-        let removed = sessions.sweep(now: now)
-        flows.sweep(now: now)
-        if removed > 0 { logger.info("expired sessions removed", metadata: ["count": "\(removed)"]) }
-    }
+    var sessionCount: Int { sessions.count }
 
     /// Why the state cannot be written, for `/readyz`: the last journal write or snapshot failed
     /// (a full disk, a read-only or vanished directory), until one succeeds again. Nil in memory.
     var writeFailure: String? {
         disk?.journal.failure ?? snapshotFailure.withLock { $0 }
-    }
-
-    /// Whether the journal has outgrown `limit` bytes.
-    func journalExceeds(_ limit: Int) -> Bool {
-        (disk?.journal.size ?? 0) > limit
-    }
-
-    /// Writes a snapshot of everything and retires the journals it covers. Request handling goes
-    /// on meanwhile: the journal rotates first, then each shard is copied (copy-on-write), then
-    /// the file is written on a thread of its own.
-    func snapshot() async throws(StateWriteError) {
-        guard let disk, snapshotting.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else { return }
-        defer { snapshotting.store(false, ordering: .releasing) }
-        do throws(StateWriteError) {
-            try await writeSnapshot(disk)
-            snapshotFailure.withLock { $0 = nil }
-        } catch {
-            snapshotFailure.withLock { $0 = error.description }
-            throw error
-        }
-    }
-
-    private func writeSnapshot(_ disk: Disk) async throws(StateWriteError) {
-        let started = ContinuousClock.now
-        let generation = try await disk.journal.rotate()
-        let shards = sessions.capture()
-        let flows = flows.capture()
-        let written: Result<(records: Int, bytes: Int), StateWriteError> = await Self.onOwnThread {
-            do throws(StateWriteError) {
-                return .success(try SnapshotWriter.write(directory: disk.directory, generation: generation, keys: disk.keys) { emit in
-                    for shard in shards { for session in shard.values { emit(.session(session)) } }
-                    for (state, pending) in flows.pending { emit(.pending(state, pending)) }
-                    for (code, handoff) in flows.handoffs { emit(.handoff(code, handoff)) }
-                })
-            } catch {
-                return .failure(error)
-            }
-        }
-        let (records, bytes) = try written.get()
-        Self.retireJournals(before: generation, in: disk.directory)
-        metrics?.snapshotWritten(seconds: (ContinuousClock.now - started).seconds, bytes: bytes)
-        logger.info("snapshot written", metadata: [
-            "records": "\(records)", "bytes": "\(bytes)", "generation": "\(generation)",
-            "seconds": "\((ContinuousClock.now - started).seconds)",
-        ])
-    }
-
-    /// A final snapshot, then the journal's writer stops.
-    func close() async {
-        do {
-            try await snapshot()
-        } catch {
-            logger.error("the final snapshot failed; the journal keeps every change", metadata: ["reason": "\(error.description)"])
-        }
-        await disk?.journal.stop()
-    }
-
-    private static func retireJournals(before generation: UInt64, in directory: String) {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-        for name in names {
-            if let number = Journal.generation(ofFileNamed: name), number < generation {
-                try? FileManager.default.removeItem(atPath: "\(directory)/\(name)")
-            }
-        }
-        try? StateFileIO.syncDirectory(directory)
-    }
-
-    /// Runs blocking file work on a thread of its own, off the concurrency pool.
-    private static func onOwnThread<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            Thread.detachNewThread { continuation.resume(returning: work()) }
-        }
     }
 }
 

@@ -1,33 +1,74 @@
 import BrokerCrypto
 
-/// The broker's state: sessions, logins in progress and handoff codes.
+/// The broker's state: sessions, logins in progress and handoff codes. The only place where
+/// state changes and is made durable; everything above it calls these methods.
 ///
-/// The contract every implementation keeps (today `BrokerState`: memory + an encrypted journal
-/// and snapshots on local disk; next, a shared store on PostgreSQL for several instances):
-/// - Reads (`session`) never block on I/O: they are on the hot path (`GET /token`).
-/// - A method marked `async throws` returns only once its change is durable — it survives a
-///   crash of this process (`kill -9`) — or throws, and the caller then tells the client the
-///   request failed. A client is never told about a session or token that a crash could lose.
-/// - Changes to one key are applied and made durable in the order they were made.
-/// - Logins in progress (`beginLogin`, `takeLogin`) are recorded without waiting: a crash may
-///   lose one begun in the last moments; its user signs in again.
-/// - Session tokens, handoff codes and `state` values are known only by their SHA-256 hashes.
-/// - Expired entries are never returned; they are removed in the background.
+/// Today's implementation is `BrokerState` (memory, with an encrypted journal and snapshots on
+/// local disk, or memory only in development mode); the next is a store on PostgreSQL shared by
+/// several broker instances. Every implementation keeps this contract:
+///
+/// - **Reads never wait for I/O.** `readSession` is on the hot path (`GET /token`) and answers
+///   from memory. With several instances, a read may see another instance's change a moment
+///   late; every change below is decided at the store, never on a stale read.
+/// - **Durable before it returns.** A method marked `async throws` returns only once its change
+///   survives a crash of this process and of the machine (synced to stable storage, or
+///   committed), or throws `StateWriteError` — and then the caller tells its client that the
+///   request failed. A client is never told of a session, token or code that a crash could lose.
+/// - **One order per key.** Changes to one session or one code are applied and made durable in
+///   the order they were made; concurrent `updateSession` calls on one session each see the
+///   others' effects (none is lost), across instances too.
+/// - **Single use is global.** A login (`takeLogin`) and a handoff code (`redeemHandoff`) are
+///   taken once, whichever instance asks first; every later attempt sees it taken.
+/// - **Logins in progress are cheap.** `beginLogin` and `takeLogin` do not wait for durability:
+///   a crash may lose a login begun in the last moments, and its user signs in again.
+/// - **Only hashes.** Session tokens, handoff codes and `state` values are known by their
+///   SHA-256 hashes; tokens inside a session are stored encrypted wherever they leave memory.
+/// - **Expiry.** Expired entries are never returned; `sweep` removes them, over the store's own
+///   clock, and `maintain` calls it periodically.
 protocol StateStore: Sendable {
-    /// Runs `body` on the live session `id` without copying it (see `session` for a copy);
-    /// nil when there is no such live session.
+    // MARK: Sessions
+
+    /// Runs `body` on the live session `id` without copying it (``session(_:now:)`` copies);
+    /// nil when there is no such live session at `now`. Never waits for I/O.
     func readSession<T: Sendable>(_ id: SHA256Digest, now: Double, _ body: (borrowing Session) -> T) -> T?
-    /// Stores a new session; with `code`, also records that this handoff code created it (so a
-    /// replay of the code can revoke it). Answers false when the code was replayed while the
-    /// session was being made: the caller must revoke it.
+    /// Stores a new session, durably. With `code`, also records that this handoff code created
+    /// it, so that a replay of the code can revoke it. Answers false when the code was replayed
+    /// while the session was being made: the caller must then remove the session.
     func saveSession(_ session: Session, createdBy code: SHA256Digest?) async throws(StateWriteError) -> Bool
+    /// Applies `change` to the session `id` and makes the result durable; the session as
+    /// changed, or nil when there is none. `change` runs on the current value at the store (with
+    /// several instances: inside the store's own serialisation of that session), so concurrent
+    /// changes compose.
     func updateSession(_ id: SHA256Digest, _ change: (inout Session) -> Void) async throws(StateWriteError) -> Session?
+    /// Removes the session `id` durably; the removed session, or nil when there was none.
     func removeSession(_ id: SHA256Digest) async throws(StateWriteError) -> Session?
 
+    // MARK: Logins and handoff codes
+
+    /// Records a login in progress under the hash of its `state`. Does not wait for durability.
     func beginLogin(_ state: SHA256Digest, _ pending: PendingAuthorization)
+    /// Takes the login begun under `state`: once, and not after it expired.
     func takeLogin(_ state: SHA256Digest, now: Double) -> PendingAuthorization?
+    /// Stores a handoff code durably: the app is about to be given it.
     func issueHandoff(_ code: SHA256Digest, _ handoff: Handoff) async throws(StateWriteError)
-    func redeemHandoff(_ code: SHA256Digest, now: Double) async throws(StateWriteError) -> FlowStore.Redemption
+    /// Marks `code` redeemed, durably (whatever happens next, it never works again), and says
+    /// what it was.
+    func redeemHandoff(_ code: SHA256Digest, now: Double) async throws(StateWriteError) -> HandoffRedemption
+
+    // MARK: Operations
+
+    /// Live sessions, for the metrics (with several instances: all of them).
+    var sessionCount: Int { get }
+    /// Why the store cannot make changes durable now (a full disk, a read-only directory, a
+    /// database out of reach), for `/readyz`; nil when it can.
+    var writeFailure: String? { get }
+    /// Removes expired sessions, logins and codes at the store clock's now.
+    func sweep()
+    /// Keeps the store in shape until the calling task is cancelled: sweeps, and whatever else
+    /// the implementation needs (`BrokerState`: snapshots that retire journals).
+    func maintain() async
+    /// Makes everything durable and releases the store; later changes fail.
+    func close() async
 }
 
 extension StateStore {

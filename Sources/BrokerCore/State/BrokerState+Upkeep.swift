@@ -1,0 +1,108 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// BrokerState's upkeep: sweeping expired entries, snapshots that retire journals, closing.
+extension BrokerState {
+    /// Drops expired sessions, logins and codes at the clock's now.
+    func sweep() {
+        let now = clock()
+        let removed = sessions.sweep(now: now)
+        flows.sweep(now: now)
+        if removed > 0 { logger.info("expired sessions removed", metadata: ["count": "\(removed)"]) }
+    }
+
+    /// Sweeps every 30 s, and writes a snapshot every snapshot interval or as soon as the journal
+    /// outgrows its limit, until the task is cancelled. After a start past accepted damage, the
+    /// first snapshot comes at once: it becomes the new base, so that the next start does not
+    /// meet the same damage (a file set aside, a gap) again.
+    func maintain() async {
+        let interval = Duration.seconds(disk?.settings.snapshotIntervalSeconds ?? 0)
+        var lastSnapshot = ContinuousClock.now - (startedPastDamage ? interval : .zero)
+        var lastSweep = ContinuousClock.now
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .seconds(1))
+            let now = ContinuousClock.now
+            if now - lastSweep >= .seconds(30) {
+                sweep()
+                lastSweep = now
+            }
+            guard let disk else { continue }
+            if now - lastSnapshot >= interval || disk.journal.size > disk.settings.journalMaxBytes {
+                do {
+                    try await snapshot()
+                } catch {
+                    logger.error("snapshot failed; the journal keeps every change", metadata: ["reason": "\(error.description)"])
+                }
+                lastSnapshot = ContinuousClock.now
+            }
+        }
+    }
+
+    /// A final snapshot, then the journal's writer stops.
+    func close() async {
+        do {
+            try await snapshot()
+        } catch {
+            logger.error("the final snapshot failed; the journal keeps every change", metadata: ["reason": "\(error.description)"])
+        }
+        await disk?.journal.stop()
+    }
+
+    /// Writes a snapshot of everything and retires the journals it covers. Request handling goes
+    /// on meanwhile: the journal rotates first, then each shard is copied (copy-on-write), then
+    /// the file is written on a thread of its own.
+    func snapshot() async throws(StateWriteError) {
+        guard let disk, snapshotting.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else { return }
+        defer { snapshotting.store(false, ordering: .releasing) }
+        do throws(StateWriteError) {
+            try await writeSnapshot(disk)
+            snapshotFailure.withLock { $0 = nil }
+        } catch {
+            snapshotFailure.withLock { $0 = error.description }
+            throw error
+        }
+    }
+
+    private func writeSnapshot(_ disk: Disk) async throws(StateWriteError) {
+        let started = ContinuousClock.now
+        let generation = try await disk.journal.rotate()
+        let shards = sessions.capture()
+        let flows = flows.capture()
+        let written: Result<(records: Int, bytes: Int), StateWriteError> = await Self.onOwnThread {
+            do throws(StateWriteError) {
+                return .success(try SnapshotWriter.write(directory: disk.directory, generation: generation, keys: disk.keys) { emit in
+                    for shard in shards { for session in shard.values { emit(.session(session)) } }
+                    for (state, pending) in flows.pending { emit(.pending(state, pending)) }
+                    for (code, handoff) in flows.handoffs { emit(.handoff(code, handoff)) }
+                })
+            } catch {
+                return .failure(error)
+            }
+        }
+        let (records, bytes) = try written.get()
+        Self.retireJournals(before: generation, in: disk.directory)
+        metrics?.snapshotWritten(seconds: (ContinuousClock.now - started).seconds, bytes: bytes)
+        logger.info("snapshot written", metadata: [
+            "records": "\(records)", "bytes": "\(bytes)", "generation": "\(generation)",
+            "seconds": "\((ContinuousClock.now - started).seconds)",
+        ])
+    }
+
+    private static func retireJournals(before generation: UInt64, in directory: String) {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        for name in names {
+            if let number = Journal.generation(ofFileNamed: name), number < generation {
+                try? FileManager.default.removeItem(atPath: "\(directory)/\(name)")
+            }
+        }
+        try? StateFileIO.syncDirectory(directory)
+    }
+
+    /// Runs blocking file work on a thread of its own, off the concurrency pool.
+    private static func onOwnThread<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(returning: work()) }
+        }
+    }
+}

@@ -1,0 +1,204 @@
+import BrokerCrypto
+import Foundation
+import Logging
+import Synchronization
+import Testing
+
+@testable import BrokerCore
+
+/// A store implementation under the suite: `open` opens the store at one location, and opened
+/// again there it is the store a restarted broker would find.
+protocol StoreHarness: Sendable {
+    func open(clock: TestClock) throws -> any StateStore
+}
+
+/// The embedded store: memory, an encrypted journal and snapshots in a directory.
+struct EmbeddedStoreHarness: StoreHarness {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("store-\(UUID().uuidString)").path
+    let keys = StateKeys(current: .generate())
+
+    func open(clock: TestClock) throws -> any StateStore {
+        try BrokerState(
+            settings: StateSettings(directory: directory), keys: keys, lifetimes: StoreConformanceTests.lifetimes,
+            acceptDamage: false, clock: { clock.seconds }, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+        )
+    }
+}
+
+/// The stores every test below runs against.
+enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case embedded
+
+    var testDescription: String { rawValue }
+
+    func harness() -> any StoreHarness {
+        switch self {
+        case .embedded: EmbeddedStoreHarness()
+        }
+    }
+}
+
+/// The `StateStore` contract (State/StateStore.swift), which every store must pass: durability
+/// and order per key, concurrent updates, single use of codes and replays, expiry and sweeping,
+/// removal, and restarts — after a clean close and after a crash (the store dropped unclosed) —
+/// with nothing acknowledged lost.
+@Suite(.serialized)
+struct StoreConformanceTests {
+    static let lifetimes = SessionLifetimes(idle: 3600, absolute: 86_400)
+
+    private func session(_ name: String, clock: TestClock) -> Session {
+        Session(
+            id: OpaqueToken.hash("tbs_\(name)"), provider: "dev", app: "demo", subject: "user-\(name)",
+            scopes: ["openid"], accessToken: "at-\(name)", accessTokenExpiresAt: clock.seconds + 600,
+            refreshToken: "rt-\(name)", idTokenClaims: nil, createdAt: clock.seconds, usedAt: clock.seconds
+        )
+    }
+
+    private func handoff(clock: TestClock, grant: Bool = true) -> Handoff {
+        Handoff(
+            app: "demo", redirectURI: "http://127.0.0.1/cb", appChallenge: "challenge", expiresAt: clock.seconds + 60,
+            grant: grant ? Grant(provider: "dev", subject: "s", scopes: ["openid"], accessToken: "at", accessTokenExpiresAt: nil,
+                                 refreshToken: "rt", idTokenClaims: nil) : nil,
+            sessionID: nil
+        )
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func changesToOneSessionLandInTheirOrder(_ kind: StoreKind) async throws {
+        let harness = kind.harness()
+        let clock = TestClock(Date(timeIntervalSince1970: 1_800_000_000))
+        let store = try harness.open(clock: clock)
+        let first = session("order", clock: clock)
+        #expect(try await store.saveSession(first, createdBy: nil))
+        for round in 1...20 {
+            let changed = try await store.updateSession(first.id) { $0.refreshToken = "rt-\(round)" }
+            #expect(changed?.refreshToken == "rt-\(round)")
+        }
+        for reopened in [try harness.open(clock: clock), try await closedAndReopened(store, harness, clock)] {
+            #expect(reopened.session(first.id, now: clock.seconds)?.refreshToken == "rt-20")
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func concurrentUpdatesOfOneSessionAllLand(_ kind: StoreKind) async throws {
+        let harness = kind.harness()
+        let clock = TestClock(Date(timeIntervalSince1970: 1_800_000_000))
+        let store = try harness.open(clock: clock)
+        let first = session("concurrent", clock: clock)
+        #expect(try await store.saveSession(first, createdBy: nil))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for number in 0..<50 {
+                group.addTask { _ = try await store.updateSession(first.id) { $0.scopes.append("scope-\(number)") } }
+            }
+            try await group.waitForAll()
+        }
+        #expect(store.session(first.id, now: clock.seconds)?.scopes.count == 51)
+        let reopened = try await closedAndReopened(store, harness, clock)
+        #expect(Set(reopened.session(first.id, now: clock.seconds)?.scopes ?? []) == Set(["openid"] + (0..<50).map { "scope-\($0)" }))
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aHandoffCodeWorksOnceAndAReplayNamesItsSession(_ kind: StoreKind) async throws {
+        let harness = kind.harness()
+        let clock = TestClock(Date(timeIntervalSince1970: 1_800_000_000))
+        let store = try harness.open(clock: clock)
+        let code = OpaqueToken.hash("tbh_once")
+        try await store.issueHandoff(code, handoff(clock: clock))
+        guard case .fresh(let redeemed) = try await store.redeemHandoff(code, now: clock.seconds) else {
+            Issue.record("a new code was not fresh")
+            return
+        }
+        #expect(redeemed.grant?.refreshToken == "rt")
+        let made = session("from-code", clock: clock)
+        #expect(try await store.saveSession(made, createdBy: code), "no replay happened while the session was made")
+        guard case .replayed(let named) = try await store.redeemHandoff(code, now: clock.seconds) else {
+            Issue.record("a second redemption was not a replay")
+            return
+        }
+        #expect(named == made.id)
+        let reopened = try await closedAndReopened(store, harness, clock)
+        guard case .replayed(let afterRestart) = try await reopened.redeemHandoff(code, now: clock.seconds) else {
+            Issue.record("a redeemed code worked again after a restart")
+            return
+        }
+        #expect(afterRestart == made.id)
+        guard case .unknown = try await reopened.redeemHandoff(OpaqueToken.hash("tbh_never"), now: clock.seconds) else {
+            Issue.record("a code never issued was not unknown")
+            return
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aReplayWhileTheSessionIsMadeIsReported(_ kind: StoreKind) async throws {
+        let clock = TestClock(Date(timeIntervalSince1970: 1_800_000_000))
+        let store = try kind.harness().open(clock: clock)
+        let code = OpaqueToken.hash("tbh_race")
+        try await store.issueHandoff(code, handoff(clock: clock))
+        _ = try await store.redeemHandoff(code, now: clock.seconds)
+        guard case .replayed(.none) = try await store.redeemHandoff(code, now: clock.seconds) else {
+            Issue.record("the replay before the session existed did not say so")
+            return
+        }
+        #expect(try await store.saveSession(session("raced", clock: clock), createdBy: code) == false, "the caller must revoke it")
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func expiredEntriesAreNeverReturnedAndSweepRemovesThem(_ kind: StoreKind) async throws {
+        let clock = TestClock(Date(timeIntervalSince1970: 1_800_000_000))
+        let store = try kind.harness().open(clock: clock)
+        let old = session("old", clock: clock)
+        #expect(try await store.saveSession(old, createdBy: nil))
+        let state = OpaqueToken.hash("state-1")
+        store.beginLogin(state, PendingAuthorization(
+            provider: "dev", app: "demo", redirectURI: "http://127.0.0.1/cb", appState: nil, appChallenge: "c", verifier: "v",
+            nonce: "n", requestedScopes: ["openid"], sessionID: nil, expiresAt: clock.seconds + 600
+        ))
+        let code = OpaqueToken.hash("tbh_late")
+        try await store.issueHandoff(code, handoff(clock: clock))
+        clock.advance(by: Self.lifetimes.idle + 1)
+        let fresh = session("fresh", clock: clock)
+        #expect(try await store.saveSession(fresh, createdBy: nil))
+        #expect(store.session(old.id, now: clock.seconds) == nil, "an idle session past its lifetime")
+        #expect(store.takeLogin(state, now: clock.seconds) == nil, "a login past its lifetime")
+        guard case .expired = try await store.redeemHandoff(code, now: clock.seconds) else {
+            Issue.record("a code past its lifetime was not expired")
+            return
+        }
+        #expect(store.sessionCount == 2)
+        store.sweep()
+        #expect(store.sessionCount == 1)
+        #expect(store.session(fresh.id, now: clock.seconds) != nil)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aRemovedSessionStaysRemoved(_ kind: StoreKind) async throws {
+        let harness = kind.harness()
+        let clock = TestClock(Date(timeIntervalSince1970: 1_800_000_000))
+        let store = try harness.open(clock: clock)
+        let gone = session("gone", clock: clock)
+        let kept = session("kept", clock: clock)
+        #expect(try await store.saveSession(gone, createdBy: nil))
+        #expect(try await store.saveSession(kept, createdBy: nil))
+        #expect(try await store.removeSession(gone.id)?.subject == "user-gone")
+        #expect(try await store.removeSession(gone.id) == nil, "removing twice finds nothing")
+        #expect(try await store.updateSession(gone.id) { $0.refreshToken = "revived" } == nil)
+        for reopened in [try harness.open(clock: clock), try await closedAndReopened(store, harness, clock)] {
+            #expect(reopened.session(gone.id, now: clock.seconds) == nil)
+            #expect(reopened.session(kept.id, now: clock.seconds) != nil)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aClosedStoreRefusesChanges(_ kind: StoreKind) async throws {
+        let clock = TestClock(Date(timeIntervalSince1970: 1_800_000_000))
+        let store = try kind.harness().open(clock: clock)
+        await store.close()
+        await #expect(throws: StateWriteError.self) { try await store.saveSession(session("late", clock: clock), createdBy: nil) }
+    }
+
+    /// Closes `store` and opens it again, as a clean restart does.
+    private func closedAndReopened(_ store: any StateStore, _ harness: any StoreHarness, _ clock: TestClock) async throws -> any StateStore {
+        await store.close()
+        return try harness.open(clock: clock)
+    }
+}
