@@ -5,7 +5,8 @@ import Foundation
 /// code — sessions made as `POST /token` makes them, kept in a `SessionStore`, written by
 /// `SnapshotWriter` as generation 1 — so that a broker started on the directory loads them as it
 /// would after a restart. Nothing in the served API is involved. Used by `broker-bench-state`
-/// (README, "Benchmark"); the broker itself never calls it.
+/// (README, "Benchmark"); the broker itself never calls it, and it is `package`: no API of the
+/// BrokerCore library.
 ///
 /// Each session looks like one the development provider makes: provider `dev`, app `demo`,
 /// subject `dev-userNNNNNNN`, scopes `openid profile email`, a 39-character access token
@@ -15,34 +16,34 @@ import Foundation
 /// bytes: `iss`, `sub`, `aud`, `exp`, `iat`, `nonce`, `name`, `email`, `email_verified`). The
 /// refresh tokens are unknown to any provider: these sessions answer `GET /token` but cannot be
 /// refreshed.
-public enum StateFixture {
+package enum StateFixture {
     /// What was written.
-    public struct Summary: Sendable {
+    package struct Summary: Sendable {
         /// Sessions in the snapshot.
-        public let sessions: Int
+        package let sessions: Int
         /// Size of `snapshot.tbs`.
-        public let snapshotBytes: Int
+        package let snapshotBytes: Int
         /// Per session: the session-token hash (32 bytes) plus the access and refresh tokens'
         /// characters — the "token bytes themselves".
-        public let tokenBytesPerSession: Int
+        package let tokenBytesPerSession: Int
         /// Per session: every stored field's bytes (token bytes, subject, provider, app, scopes,
         /// claims JSON, three 8-byte times).
-        public let payloadBytesPerSession: Int
+        package let payloadBytesPerSession: Int
         /// Time to build the sessions in the store.
-        public let buildSeconds: Double
+        package let buildSeconds: Double
         /// Time `SnapshotWriter` took (encrypt, write, fsync, rename).
-        public let writeSeconds: Double
+        package let writeSeconds: Double
     }
 
     /// Why the fixture could not be written.
-    public struct Failure: Error, Sendable, CustomStringConvertible {
-        public let description: String
+    package struct Failure: Error, Sendable, CustomStringConvertible {
+        package let description: String
     }
 
     /// Writes `count` live sessions to `directory` (which must hold no state yet) as
     /// `snapshot.tbs`, encrypted with the first key of `stateKey` (the `BROKER_STATE_KEY` form),
     /// and the plaintext session tokens, one a line, to `tokensFile`.
-    public static func writeSessions(
+    package static func writeSessions(
         count: Int, provider: String = "dev", app: String = "demo", directory: String, stateKey: String,
         tokensFile: String, issuer: String = "http://127.0.0.1:8080/dev",
         accessTokenLifetime: Double = 12 * 3600, now: Double? = nil
