@@ -28,8 +28,8 @@ final class BrokerState: StateStore {
 
     /// Memory only (development mode without a state key). `clock` gives Unix seconds.
     init(lifetimes: SessionLifetimes, clock: @escaping @Sendable () -> Double, logger: Logger) {
-        sessions = SessionStore(log: MemoryOnly(), lifetimes: lifetimes)
-        flows = FlowStore(log: MemoryOnly())
+        sessions = SessionStore(log: NoChangeLog(), lifetimes: lifetimes)
+        flows = FlowStore(log: NoChangeLog())
         disk = nil
         self.clock = clock
         self.logger = logger

@@ -51,15 +51,16 @@ protocol ChangeLog: Sendable {
     func enqueue(_ records: [StateRecord]) -> DurabilityTicket
 }
 
-/// No persistence: development mode without a state key.
-struct MemoryOnly: ChangeLog {
+/// A change log that keeps nothing: the state lives in memory only (development mode without a
+/// state key, and stores filled before their journal exists).
+struct NoChangeLog: ChangeLog {
     func enqueue(_ records: [StateRecord]) -> DurabilityTicket { .immediate }
 }
 
 /// A change log that can be replaced once: stores are filled from disk before the journal that
 /// will record their later changes exists.
 final class SwitchableLog: ChangeLog {
-    private let target = Mutex<any ChangeLog>(MemoryOnly())
+    private let target = Mutex<any ChangeLog>(NoChangeLog())
 
     func switchTo(_ log: any ChangeLog) {
         target.withLock { $0 = log }

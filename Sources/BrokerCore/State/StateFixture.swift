@@ -74,7 +74,7 @@ package enum StateFixture {
 
         let buildStarted = ContinuousClock.now
         // The sweeper's rules decide liveness, but nothing here sweeps: a store without lifetimes.
-        let store = SessionStore(log: MemoryOnly(), lifetimes: SessionLifetimes(idle: .infinity, absolute: .infinity))
+        let store = SessionStore(log: NoChangeLog(), lifetimes: SessionLifetimes(idle: .infinity, absolute: .infinity))
         let scopes = ["openid", "profile", "email"]
         var lines: [UInt8] = []
         lines.reserveCapacity(min(count, 1 << 16) * 50)
