@@ -533,6 +533,8 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
     parser.add_argument("--pin", action="store_true",
                         help="run wrk on the last CPU and the servers on the others, instead of all sharing every CPU")
+    parser.add_argument("--baseline-bin", help="folder with token-broker and broker-bench-state of another build "
+                        "(e.g. the commit before a change): its GET /token joins the rounds, on a large state of its own")
     args = parser.parse_args()
     cpus = sorted(os.sched_getaffinity(0))
     if args.pin and len(cpus) < 2:
@@ -542,7 +544,8 @@ def main() -> int:
 
     broker_bin = os.path.join(args.bin, "token-broker")
     fixture_bin = os.path.join(args.bin, "broker-bench-state")
-    for binary in (broker_bin, fixture_bin):
+    baseline = [os.path.join(args.baseline_bin, n) for n in ("token-broker", "broker-bench-state")] if args.baseline_bin else []
+    for binary in [broker_bin, fixture_bin] + baseline:
         if not os.access(binary, os.X_OK):
             sys.exit(f"missing {binary}: build with swift build -c release (make bench does)")
     for tool in ("wrk", "nginx", "gcc", "pkg-config"):
@@ -578,6 +581,16 @@ def run(args, broker_bin: str, fixture_bin: str, workdir: str, run_started: floa
     with open(sample, "w") as f:
         f.write("\n".join(random.sample(every, min(len(every), SAMPLE))) + "\n")
     del every
+    if args.baseline_bin:
+        # The baseline writes its own state, in the format it reads.
+        base_dir, base_tokens = os.path.join(workdir, "state-baseline"), os.path.join(workdir, "tokens-baseline.txt")
+        fixture(os.path.join(args.baseline_bin, "broker-bench-state"), base_dir, base_tokens, large, key, "http://127.0.0.1:8080/dev")
+        with open(base_tokens) as f:
+            every = f.read().split()
+        base_sample = os.path.join(workdir, "tokens-baseline-sample.txt")
+        with open(base_sample, "w") as f:
+            f.write("\n".join(random.sample(every, min(len(every), SAMPLE))) + "\n")
+        del every
     copy_dir = dirs[large] + "-nolog"
     shutil.copytree(dirs[large], copy_dir)
 
@@ -612,19 +625,22 @@ def run(args, broker_bin: str, fixture_bin: str, workdir: str, run_started: floa
     nginx, nginx_port = start_nginx(workdir, threads, same_headers, body)
 
     targets = [
-        ("broker GET /token (access log on, default)", a.port, "/token", lambda: [a.pid]),
-        ("broker GET /token (BROKER_LOG_ACCESS=false)", b.port, "/token", lambda: [b.pid]),
-        ("broker GET /healthz", a.port, "/healthz", lambda: [a.pid]),
-        (f"bare libmicrohttpd, {threads} threads, same bytes", bare_port, "/token", lambda: [bare.pid]),
-        (f"nginx return 200, {threads} workers, same bytes", nginx_port, "/token", lambda: [nginx.pid] + children(nginx.pid)),
+        ("broker GET /token (access log on, default)", a.port, "/token", lambda: [a.pid], sample),
+        ("broker GET /token (BROKER_LOG_ACCESS=false)", b.port, "/token", lambda: [b.pid], sample),
+        ("broker GET /healthz", a.port, "/healthz", lambda: [a.pid], sample),
+        (f"bare libmicrohttpd, {threads} threads, same bytes", bare_port, "/token", lambda: [bare.pid], sample),
+        (f"nginx return 200, {threads} workers, same bytes", nginx_port, "/token", lambda: [nginx.pid] + children(nginx.pid), sample),
     ]
+    if args.baseline_bin:
+        base = Broker("baseline", os.path.join(args.baseline_bin, "token-broker"), workdir, base_dir, key).start()
+        targets.append(("baseline build: broker GET /token (access log on)", base.port, "/token", lambda: [base.pid], base_sample))
     results: dict[str, list[dict]] = {t[0]: [] for t in targets}
     for round_number in range(args.rounds):
         order = targets[round_number % len(targets):] + targets[:round_number % len(targets)]
-        for name, port, path, pids in order:
+        for name, port, path, pids, tokens_file in order:
             if args.pin:
                 pin(pids(), args.server_cpus)
-            result = run_wrk(port, path, sample, args.seconds, pids(), args.wrk_cpus)
+            result = run_wrk(port, path, tokens_file, args.seconds, pids(), args.wrk_cpus)
             results[name].append(result)
             log(f"round {round_number + 1}: {name}: {result['rps']:.0f} req/s, p50 {result['p50']:.2f} ms, "
                 f"p99 {result['p99']:.2f} ms, {result['cpu_us']:.1f} µs CPU/req"
@@ -632,6 +648,8 @@ def run(args, broker_bin: str, fixture_bin: str, workdir: str, run_started: floa
     stop(bare)
     stop(nginx)
     b.stop()
+    if args.baseline_bin:
+        base.stop()
     if args.pin:
         pin([a.pid], os.sched_getaffinity(0))  # its snapshot at shutdown is timed on every CPU
 
@@ -721,7 +739,7 @@ def report(args, results, targets, rss, summaries, large, medium, first_ready, f
 
     med = {name: {k: median([r[k] for r in runs]) for k in ("rps", "p50", "p99", "cpu_us")} for name, runs in results.items()}
     names = [t[0] for t in targets]
-    token, nolog, healthz, bare, nginx = names
+    token, nolog, healthz, bare, nginx = names[:5]
     ratio = med[token]["cpu_us"] / med[bare]["cpu_us"]
     ratio_nolog = med[nolog]["cpu_us"] / med[bare]["cpu_us"]
 
@@ -738,6 +756,10 @@ def report(args, results, targets, rss, summaries, large, medium, first_ready, f
     ok = lambda good: "✓" if good else "✗ missed"  # noqa: E731
     rows.append(("/token CPU per request ÷ bare libmicrohttpd", "", "", "", "", f"{ratio:.2f}× (access log off: {ratio_nolog:.2f}×); by round {round_ratios(token)}× ({round_ratios(nolog)}×)", f"≤ 1.3× {ok(ratio <= 1.3)}"))
     rows.append(("/token p99 at -c64", "", "", "", "", f"{med[token]['p99']:.2f} ms (access log off: {med[nolog]['p99']:.2f} ms)", f"< 2 ms {ok(med[token]['p99'] < 2)}"))
+    if len(names) > 5:
+        rows.append(("/token CPU per request, this build ÷ the baseline build", "", "", "", "",
+                     f"{med[token]['cpu_us'] / med[names[5]]['cpu_us']:.2f}×; by round "
+                     + " / ".join(f"{r['cpu_us'] / b['cpu_us']:.2f}" for r, b in zip(results[token], results[names[5]])), ""))
 
     token_bytes = summaries[large]["token_bytes_per_session"]
     payload = summaries[large]["payload_bytes_per_session"]
@@ -790,7 +812,7 @@ def report(args, results, targets, rss, summaries, large, medium, first_ready, f
     for row in rows:
         print("| " + " | ".join(row) + " |")
     print()
-    labels = ["/token", "/token no access log", "/healthz", "bare MHD", "nginx"]
+    labels = ["/token", "/token no access log", "/healthz", "bare MHD", "nginx", "baseline /token"]
     for key, unit, digits in (("cpu_us", "µs CPU/req", 1), ("rps", "req/s", 0), ("p99", "ms p99", 2)):
         spread = "; ".join(f"{label} " + " / ".join(f"{r[key]:.{digits}f}" for r in results[name]) for label, name in zip(labels, names))
         print(f"Rounds, {unit}: {spread}")
