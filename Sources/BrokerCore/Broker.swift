@@ -67,7 +67,7 @@ public final class Broker: Sendable {
             }
             DevelopmentProvider(
                 issuer: DevelopmentMode.issuer(of: config).absoluteString, callbackURL: config.server.callbackURL.absoluteString,
-                clientSecret: secret, signer: await DevelopmentSigner.make(), now: Self.clock
+                clientSecret: secret, signer: await DevelopmentSigner.make(), now: systemClock
             ).register(in: &router)
         }
         var upstreamLimits = UpstreamClient.Limits()
@@ -112,13 +112,13 @@ public final class Broker: Sendable {
                     """)
             }
             logger.notice("development mode without a state key: sessions live in memory only and end with the process")
-            return BrokerState(lifetimes: lifetimes, clock: clock, logger: logger)
+            return BrokerState(lifetimes: lifetimes, clock: systemClock, logger: logger)
         }
         let state: BrokerState
         do {
             state = try BrokerState(
                 settings: config.state, keys: keys, lifetimes: lifetimes, acceptDamage: acceptDamage,
-                clock: clock, logger: logger, metrics: metrics
+                clock: systemClock, logger: logger, metrics: metrics
             )
         } catch {
             throw BrokerStartError(error.description)
@@ -133,7 +133,7 @@ public final class Broker: Sendable {
         _ config: BrokerConfig, state: any StateStore, providers: ProviderDirectory, upstream: UpstreamClient,
         logger: Logger, metrics: BrokerMetrics
     ) -> BrokerServices {
-        let now = Self.clock
+        let now = systemClock
         let calls = ProviderCalls(client: upstream, metrics: metrics)
         return BrokerServices(
             config: config,
@@ -144,7 +144,7 @@ public final class Broker: Sendable {
                 state: state, providers: providers, calls: calls, logger: logger, metrics: metrics,
                 webhooks: config.webhooks.map { WebhookSender(settings: $0, logger: logger, metrics: metrics) }, now: now
             ),
-            idTokens: IDTokenVerifier(jwks: JWKSCache(client: upstream)),
+            idTokens: IDTokenVerifier(jwks: JWKSCache(client: upstream, clock: now), clock: now),
             profiles: ProfileCache(lifetime: config.sessions.profileCacheSeconds),
             loginLimiter: RateLimiter(perMinute: config.server.limits.loginRequestsPerMinute),
             tokenLimiter: RateLimiter(perMinute: config.server.limits.tokenRequestsPerMinute),
@@ -154,8 +154,6 @@ public final class Broker: Sendable {
         )
     }
 
-    /// Unix seconds now, for everything that dates sessions, codes and tokens.
-    private static let clock: @Sendable () -> Double = { Date().timeIntervalSince1970 }
 
     /// The bound port.
     public var port: UInt16 { server.port }

@@ -1,3 +1,4 @@
+import BrokerCore
 import Foundation
 import Synchronization
 
@@ -15,9 +16,9 @@ final class TestClock: Sendable {
 
     func advance(by seconds: TimeInterval) { current.withLock { $0 += seconds } }
 
-    /// The clock as the verifier and cache take it.
-    var closure: @Sendable () -> Date { { self.now } }
-
-    /// Unix seconds, as the state store takes them.
+    /// Unix seconds now.
     var seconds: Double { now.timeIntervalSince1970 }
+
+    /// The clock as the broker's parts take it.
+    var closure: BrokerClock { { self.seconds } }
 }

@@ -21,7 +21,7 @@ private let issuer = "https://idp.example.test"
 private let clientID = "broker-client"
 private let nonce = "n-0S6_WzA2Mj"
 private let jwksURI = URL(string: "https://idp.example.test/jwks")!
-private let now = Date(timeIntervalSince1970: 1_700_000_100)
+private let now = 1_700_000_100.0
 
 /// Test keys of the fuzz harness only; they sign nothing but fuzz inputs.
 private let ecKey = try! P256.Signing.PrivateKey(rawRepresentation: Array(SHA256.hash(data: Array("broker-fuzz ec key".utf8))))

@@ -13,7 +13,7 @@ public struct IDTokenVerifier: Sendable {
     private let jwks: JWKSCache
     private let allowedAlgorithms: Set<SignatureAlgorithm>
     private let clockSkew: TimeInterval
-    private let clock: @Sendable () -> Date
+    private let clock: BrokerClock
 
     /// A verifier that takes keys from `jwks`.
     ///
@@ -27,7 +27,7 @@ public struct IDTokenVerifier: Sendable {
         jwks: JWKSCache,
         allowedAlgorithms: Set<String> = IDTokenVerifier.defaultAlgorithms,
         clockSkew: Duration = .seconds(60),
-        clock: @escaping @Sendable () -> Date = Date.init
+        clock: @escaping BrokerClock = systemClock
     ) {
         self.jwks = jwks
         self.allowedAlgorithms = Set(allowedAlgorithms.compactMap(SignatureAlgorithm.init(rawValue:)))
@@ -68,7 +68,7 @@ public struct IDTokenVerifier: Sendable {
         if claims.audience.count > 1, claims.authorizedParty == nil { throw .wrongAuthorizedParty }
         if let party = claims.authorizedParty, party != clientID { throw .wrongAuthorizedParty }
 
-        let now = clock()
+        let now = Date(timeIntervalSince1970: clock())
         guard now < claims.expiresAt.addingTimeInterval(clockSkew) else { throw .expired }
         if let issuedAt = claims.issuedAt, issuedAt > now.addingTimeInterval(clockSkew) {
             throw .issuedInTheFuture

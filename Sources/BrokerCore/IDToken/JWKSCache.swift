@@ -19,7 +19,7 @@ public final class JWKSCache: Sendable {
 
     private struct Entry {
         var keys: SigningKeySet?
-        var lastFetch: Date?
+        var lastFetch: Double?
         var inFlight: Load?
     }
 
@@ -28,14 +28,14 @@ public final class JWKSCache: Sendable {
 
     private let fetch: Fetch
     private let minimumRefetchInterval: TimeInterval?
-    private let clock: @Sendable () -> Date
+    private let clock: BrokerClock
     private let entries = Mutex<[URL: Entry]>([:])
 
     /// A cache that fetches key sets with `client`.
     public convenience init(
         client: UpstreamClient,
         minimumRefetchInterval: Duration = .seconds(60),
-        clock: @escaping @Sendable () -> Date = Date.init
+        clock: @escaping BrokerClock = systemClock
     ) {
         self.init(minimumRefetchInterval: minimumRefetchInterval, clock: clock) { uri throws(IDTokenError) in
             try await Self.download(uri, with: client)
@@ -46,7 +46,7 @@ public final class JWKSCache: Sendable {
     /// tests that count fetches.
     public init(
         minimumRefetchInterval: Duration = .seconds(60),
-        clock: @escaping @Sendable () -> Date = Date.init,
+        clock: @escaping BrokerClock = systemClock,
         fetch: @escaping Fetch
     ) {
         self.fetch = fetch
@@ -60,7 +60,7 @@ public final class JWKSCache: Sendable {
         let body = Array(staticJWKS.utf8)
         fetch = { _ throws(IDTokenError) in body }
         minimumRefetchInterval = nil
-        clock = Date.init
+        clock = systemClock
     }
 
     /// The key at `uri` for a token's `kid` and algorithm, refetching once on a miss when the
@@ -85,7 +85,7 @@ public final class JWKSCache: Sendable {
             var entry = entries[uri] ?? Entry()
             if let running = entry.inFlight { return (running, entry.keys) }
             if let keys = entry.keys, let lastFetch = entry.lastFetch {
-                let age = now.timeIntervalSince(lastFetch)
+                let age = now - lastFetch
                 if afterMiss {
                     guard let interval = minimumRefetchInterval, age >= interval else { return (nil, nil) }
                 } else if age < Self.maximumAge || minimumRefetchInterval == nil {

@@ -10,7 +10,7 @@ final class BrokerState: StateStore {
     let sessions: SessionStore
     let flows: FlowStore
     let disk: Disk?
-    let clock: @Sendable () -> Double
+    let clock: BrokerClock
     let logger: Logger
     let metrics: BrokerMetrics?
     let snapshotting = Atomic<Bool>(false)
@@ -26,8 +26,8 @@ final class BrokerState: StateStore {
         var directory: String { settings.directory }
     }
 
-    /// Memory only (development mode without a state key). `clock` gives Unix seconds.
-    init(lifetimes: SessionLifetimes, clock: @escaping @Sendable () -> Double, logger: Logger) {
+    /// Memory only (development mode without a state key).
+    init(lifetimes: SessionLifetimes, clock: @escaping BrokerClock, logger: Logger) {
         sessions = SessionStore(log: NoChangeLog(), lifetimes: lifetimes)
         flows = FlowStore(log: NoChangeLog())
         disk = nil
@@ -38,10 +38,10 @@ final class BrokerState: StateStore {
     }
 
     /// Locks `settings.directory` for this process, loads the state from it (snapshot, then
-    /// journals) and starts a new journal. `clock` gives Unix seconds.
+    /// journals) and starts a new journal.
     init(
         settings: StateSettings, keys: StateKeys, lifetimes: SessionLifetimes, acceptDamage: Bool,
-        clock: @escaping @Sendable () -> Double, logger: Logger, metrics: BrokerMetrics? = nil
+        clock: @escaping BrokerClock, logger: Logger, metrics: BrokerMetrics? = nil
     ) throws(StateOpenError) {
         let directory = settings.directory
         do {
