@@ -23,6 +23,7 @@
 // SHIM_DIR=... to fuzz a proposed fix before it lands).
 #include "server.c"
 #include "request.c"
+#include "framing.c"
 
 #include <linux/sockios.h>
 #include <poll.h>

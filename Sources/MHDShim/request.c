@@ -85,6 +85,8 @@ size_t tb_request_header_bytes(const tb_request *request) { return request->head
 
 tb_limit tb_request_limit(const tb_request *request) { return request->limit; }
 
+const char *tb_request_problem(const tb_request *request) { return request->problem; }
+
 int tb_request_client_ip(const tb_request *request, char *buffer, size_t size) {
     if (size < sizeof request->client_ip) return 0;
     memcpy(buffer, request->client_ip, sizeof request->client_ip);

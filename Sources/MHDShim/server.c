@@ -42,6 +42,8 @@ static void *tb_on_uri(void *cls, const char *uri, struct MHD_Connection *connec
     tb_request *request = calloc(1, sizeof(tb_request) + target_length + 1);
     if (request == NULL) return NULL; // the access handler then closes the connection
     if (target_length > 0) memcpy(request->target, uri, target_length);
+    request->raw_target = uri;
+    request->target_length = target_length;
     request->owner = tb_connection_of(connection);
     if (request->owner != NULL) {
         request->owner->open_request = request;
@@ -145,9 +147,13 @@ static enum MHD_Result tb_dispatch(tb_server *server, tb_request *request) {
     return ready != NULL ? tb_queue(request, ready) : MHD_NO;
 }
 
-static tb_limit tb_initial_limit(const tb_server *server, struct MHD_Connection *connection) {
+static tb_limit tb_initial_limit(const tb_server *server, tb_request *request,
+                                 const char *method, const char *version) {
+    struct MHD_Connection *connection = request->connection;
     const tb_connection *state = tb_connection_of(connection);
     if (state == NULL || !state->admitted) return TB_LIMIT_CONNECTIONS;
+    tb_limit framing = tb_check_framing(request, method, version);
+    if (framing != TB_LIMIT_NONE) return framing;
     const char *length =
         MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (length != NULL) {
@@ -188,7 +194,6 @@ static enum MHD_Result tb_on_access(void *cls, struct MHD_Connection *connection
                                     const char *upload_data, size_t *upload_data_size,
                                     void **con_cls) {
     (void)url;
-    (void)version;
     tb_server *server = cls;
     tb_request *request = *con_cls;
     if (request == NULL) return MHD_NO; // allocation failed in tb_on_uri
@@ -199,7 +204,7 @@ static enum MHD_Result tb_on_access(void *cls, struct MHD_Connection *connection
         request->method = method;
         MHD_get_connection_values(connection, MHD_HEADER_KIND, tb_count_header,
                                   &request->header_bytes);
-        request->limit = tb_initial_limit(server, connection);
+        request->limit = tb_initial_limit(server, request, method, version);
         if (request->limit != TB_LIMIT_NONE) return tb_dispatch(server, request);
         // libmicrohttpd 0.9.75 sends "100 Continue" even to a request without a body that asks
         // for it, and a pipelined byte after it then makes it spin a core until the idle timeout

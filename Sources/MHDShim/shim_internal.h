@@ -1,5 +1,5 @@
-// What the shim's two files share: its structures and two internal functions. Not part of
-// the boundary (include/mhd_shim.h is).
+// What the shim's files share: its structures and internal functions. Not part of the boundary
+// (include/mhd_shim.h is).
 #ifndef TB_SHIM_INTERNAL_H
 #define TB_SHIM_INTERNAL_H
 
@@ -44,6 +44,9 @@ struct tb_request {
     size_t header_bytes;
     uint64_t start_ns;
     tb_limit limit;
+    const char *problem; // with TB_LIMIT_MALFORMED or TB_LIMIT_UNSUPPORTED: why (framing.c)
+    const char *raw_target; // where libmicrohttpd holds the target (valid during the head)
+    size_t target_length;
     int started;    // the access handler has seen this request
     int dispatched; // on_request has been called
     int responded;  // a response is queued or pending
@@ -61,5 +64,10 @@ struct tb_request {
 void tb_request_release(tb_request *request);
 /// Queues `response` on the request's connection and frees it.
 enum MHD_Result tb_queue(tb_request *request, tb_response *response);
+
+/// Checks the request's head for what libmicrohttpd 0.9.75 lets through (framing.c); on the
+/// first call of the access handler. Returns TB_LIMIT_NONE, or TB_LIMIT_MALFORMED or
+/// TB_LIMIT_UNSUPPORTED with `request->problem` set.
+tb_limit tb_check_framing(tb_request *request, const char *method, const char *version);
 
 #endif

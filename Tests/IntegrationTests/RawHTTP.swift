@@ -64,6 +64,22 @@ final class RawConnection {
 
     func send(_ text: String) { send(Array(text.utf8)) }
 
+    /// What the server sends until it ends the connection (end of stream or reset) within
+    /// `seconds`; nil when it does not end it in time.
+    func bytesUntilEnd(seconds: Double) -> [UInt8]? {
+        let deadline = Date().addingTimeInterval(seconds)
+        var received: [UInt8] = []
+        while Date() < deadline {
+            var ready = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            guard poll(&ready, 1, Int32(max(1, deadline.timeIntervalSinceNow * 1000))) > 0 else { continue }
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            if count <= 0 { return received }
+            received += chunk[..<count]
+        }
+        return nil
+    }
+
     /// Reads one response (Content-Length framed, or until the server closes).
     func readResponse() throws -> RawHTTPResponse {
         var buffer: [UInt8] = []
