@@ -50,6 +50,8 @@ SEEDS = {
     "nul-in-value": (0, b"GET / HTTP/1.1\r\nHost: a\r\nX-Echo: b\x00c\r\n\r\n"),
     "no-host": (0, b"GET / HTTP/1.1\r\n\r\nGET /b HTTP/1.1\r\nHost: a\r\n\r\n"),
     "two-hosts": (8, b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"),
+    # Passes the body limit mid-body: answered directly (direct.c), the rest never read.
+    "chunked-far-over-limit": (0, b"POST /token HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n" + (b"400\r\n" + b"d" * 1024 + b"\r\n") * 8 + b"0\r\n\r\n"),
 }
 
 OUT.mkdir(parents=True, exist_ok=True)

@@ -24,6 +24,7 @@
 #include "server.c"
 #include "request.c"
 #include "framing.c"
+#include "direct.c"
 
 #include <linux/sockios.h>
 #include <poll.h>

@@ -130,6 +130,8 @@ static enum MHD_Result tb_dispatch(tb_server *server, tb_request *request) {
     request->dispatched = 1;
     server->callbacks.on_request(server->context, request);
     if (request->responded) return MHD_YES;
+    // Answered directly or not at all; never suspended (the connection closes now).
+    if (request->direct) return MHD_NO;
     pthread_mutex_lock(&request->lock);
     if (!request->deferred) {
         pthread_mutex_unlock(&request->lock);
@@ -223,7 +225,12 @@ static enum MHD_Result tb_on_access(void *cls, struct MHD_Connection *connection
         *upload_data_size = 0;
         if (!request->dispatched && request->limit == TB_LIMIT_NONE &&
             !tb_append_body(request, upload_data, size, server->max_body_bytes)) {
+            // A body (chunked: its length was not declared) passes the limit while it arrives:
+            // answer now and close without reading the rest (direct.c).
             request->limit = TB_LIMIT_BODY;
+            request->direct = 1;
+            tb_dispatch(server, request);
+            return MHD_NO;
         }
         return MHD_YES;
     }

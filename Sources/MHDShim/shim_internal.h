@@ -20,6 +20,8 @@ struct tb_server {
 struct tb_response {
     struct MHD_Response *mhd;
     unsigned int status;
+    const uint8_t *body; // owned by `mhd`; kept for tb_answer_directly()
+    size_t length;
 };
 
 // One per connection (libmicrohttpd's socket context): whether it was admitted, and the request
@@ -50,6 +52,7 @@ struct tb_request {
     int started;    // the access handler has seen this request
     int dispatched; // on_request has been called
     int responded;  // a response is queued or pending
+    int direct;     // libmicrohttpd takes no response now: tb_answer_directly() sends it
     // Guarded by `lock`: the deferred path crosses threads.
     pthread_mutex_t lock;
     int references; // libmicrohttpd's, plus Swift's while deferred
@@ -69,5 +72,10 @@ enum MHD_Result tb_queue(tb_request *request, tb_response *response);
 /// first call of the access handler. Returns TB_LIMIT_NONE, or TB_LIMIT_MALFORMED or
 /// TB_LIMIT_UNSUPPORTED with `request->problem` set.
 tb_limit tb_check_framing(tb_request *request, const char *method, const char *version);
+
+/// Writes `response` to the request's socket itself, with `Connection: close`, and frees it
+/// (direct.c): for a request libmicrohttpd no longer takes a response for. Returns 1 when it
+/// was sent; the caller then has libmicrohttpd close the connection.
+int tb_answer_directly(tb_request *request, tb_response *response);
 
 #endif

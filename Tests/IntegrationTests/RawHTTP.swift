@@ -52,17 +52,27 @@ final class RawConnection {
         close(descriptor)
     }
 
-    /// Sends bytes; stops quietly when the server has closed the connection.
-    func send(_ bytes: [UInt8]) {
+    /// Sends bytes; stops quietly when the server has closed the connection. Returns whether
+    /// every byte was sent.
+    @discardableResult
+    func send(_ bytes: [UInt8]) -> Bool {
         var offset = 0
         while offset < bytes.count {
             let written = bytes[offset...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if written <= 0 { return }
+            if written <= 0 { return false }
             offset += written
         }
+        return true
     }
 
-    func send(_ text: String) { send(Array(text.utf8)) }
+    @discardableResult
+    func send(_ text: String) -> Bool { send(Array(text.utf8)) }
+
+    /// Whether the server ends the connection (end of stream or reset) within `seconds`, reading
+    /// and dropping anything it sends before.
+    func endsWithin(seconds: Double) -> Bool {
+        bytesUntilEnd(seconds: seconds) != nil
+    }
 
     /// What the server sends until it ends the connection (end of stream or reset) within
     /// `seconds`; nil when it does not end it in time.

@@ -6,7 +6,8 @@
 //
 //   1. The server calls `on_request` once per request, on a server thread, when the request is
 //      complete (headers and body) or as soon as a limit is exceeded or its head is refused
-//      (tb_limit).
+//      (tb_limit). A request whose body passes `max_body_bytes` is answered before the rest of
+//      the body is read, and its connection closed.
 //   2. Inside that call Swift either answers with tb_request_respond(), or calls
 //      tb_request_defer() and answers later, from any thread, with tb_request_complete().
 //   3. The shim frees the request when both libmicrohttpd and Swift are done with it.
