@@ -9,12 +9,30 @@
 #include <netinet/in.h>
 #include <pthread.h>
 
+typedef struct tb_connection tb_connection;
+
+// Deadlines for receiving requests (watchdog.c): libmicrohttpd 0.9.75 only closes a connection
+// that goes completely silent, so a thread of the shim closes those whose request arrives too
+// slowly. It shuts their sockets down (shutdown(), never close(): libmicrohttpd owns them) and
+// libmicrohttpd, reading the end of the stream, closes them itself.
+typedef struct {
+    uint64_t head_ns;         // for a request head (0: no deadlines at all)
+    uint64_t body_min_rate;   // bytes per second a body must keep up (0: no deadline for bodies)
+    pthread_mutex_t lock;     // guards `connections` and `stopping`
+    pthread_cond_t wake;
+    tb_connection *connections; // every open connection, linked through `next`/`previous`
+    int stopping;
+    int running;              // the thread was started
+    pthread_t thread;
+} tb_watchdog;
+
 struct tb_server {
     struct MHD_Daemon *daemon;
     tb_callbacks callbacks;
     void *context;
     size_t max_body_bytes;
     int active_requests; // atomic: requests between arrival and completion
+    tb_watchdog watchdog;
 };
 
 struct tb_response {
@@ -29,11 +47,18 @@ struct tb_response {
 // without NOTIFY_COMPLETED (a second protocol error in one request, e.g. a 431 for cookies that
 // do not fit followed by a malformed Content-Length), but it always reports the connection's
 // close; the request is released there then.
-typedef struct {
+struct tb_connection {
     int admitted;
     struct tb_request *open_request;
     char client_ip[INET6_ADDRSTRLEN]; // text, formatted once per connection
-} tb_connection;
+    // The watchdog's: the socket, and by when the request now arriving must be in.
+    int fd;
+    uint64_t deadline_ns;     // atomic; 0: none (the request is with Swift, or no deadlines)
+    uint64_t body_started_ns; // when the request's head was complete
+    uint64_t body_bytes;      // of the request's body so far
+    tb_connection *previous;  // in tb_watchdog.connections, under its lock
+    tb_connection *next;
+};
 
 struct tb_request {
     struct MHD_Connection *connection;
@@ -77,5 +102,22 @@ tb_limit tb_check_framing(tb_request *request, const char *method, const char *v
 /// (direct.c): for a request libmicrohttpd no longer takes a response for. Returns 1 when it
 /// was sent; the caller then has libmicrohttpd close the connection.
 int tb_answer_directly(tb_request *request, tb_response *response);
+
+/// The watchdog (watchdog.c). Started before the daemon; stopped after it.
+int tb_watchdog_start(tb_server *server, unsigned int head_seconds, size_t body_min_rate,
+                      char *error, size_t error_size);
+void tb_watchdog_stop(tb_server *server);
+/// A connection opened: its first request head is due within the head timeout.
+void tb_watch_open(tb_server *server, tb_connection *connection, int fd);
+/// A connection closes; before libmicrohttpd closes its socket.
+void tb_watch_close(tb_server *server, tb_connection *connection);
+/// The connection waits for its next request's head (the previous request is done).
+void tb_watch_head(tb_server *server, tb_connection *connection);
+/// The request's head is in; its body (if any) now arrives.
+void tb_watch_body(tb_server *server, tb_connection *connection);
+/// `bytes` more of the body arrived.
+void tb_watch_body_bytes(tb_server *server, tb_connection *connection, size_t bytes);
+/// The request is with Swift: no deadline until it is done.
+void tb_watch_dispatched(tb_connection *connection);
 
 #endif

@@ -90,6 +90,21 @@ final class RawConnection {
         return nil
     }
 
+    /// Sends `bytes` one at a time, `interval` seconds apart, until the server ends the connection
+    /// or `seconds` have passed. Returns after how many seconds the server ended it, or nil.
+    func trickle(_ bytes: [UInt8], interval: Double, upTo seconds: Double) -> Double? {
+        let started = Date()
+        var next = bytes.startIndex
+        while Date().timeIntervalSince(started) < seconds {
+            if next < bytes.endIndex {
+                guard send([bytes[next]]) else { return Date().timeIntervalSince(started) }
+                next += 1
+            }
+            if endsWithin(seconds: interval) { return Date().timeIntervalSince(started) }
+        }
+        return nil
+    }
+
     /// Reads one response (Content-Length framed, or until the server closes).
     func readResponse() throws -> RawHTTPResponse {
         var buffer: [UInt8] = []

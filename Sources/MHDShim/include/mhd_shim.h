@@ -7,7 +7,8 @@
 //   1. The server calls `on_request` once per request, on a server thread, when the request is
 //      complete (headers and body) or as soon as a limit is exceeded or its head is refused
 //      (tb_limit). A request whose body passes `max_body_bytes` is answered before the rest of
-//      the body is read, and its connection closed.
+//      the body is read, and its connection closed. A connection whose request arrives too
+//      slowly (request_head_timeout_seconds, request_body_min_rate) is closed without a call.
 //   2. Inside that call Swift either answers with tb_request_respond(), or calls
 //      tb_request_defer() and answers later, from any thread, with tb_request_complete().
 //   3. The shim frees the request when both libmicrohttpd and Swift are done with it.
@@ -46,7 +47,8 @@ typedef struct {
     int (*on_connection_open)(void *context, const char *client_ip);
     /// An admitted connection closed.
     void (*on_connection_close)(void *context, const char *client_ip);
-    /// A message from libmicrohttpd itself (already formatted).
+    /// A message from libmicrohttpd itself, or from the shim's request watchdog (already
+    /// formatted; it may come from any thread).
     void (*on_log)(void *context, const char *message);
 } tb_callbacks;
 
@@ -60,6 +62,12 @@ typedef struct {
     unsigned int hard_connection_limit;
     /// Seconds a connection may stay idle before it is closed.
     unsigned int idle_timeout_seconds;
+    /// Seconds a request head may take to arrive, counted from the connection's opening or the
+    /// end of its previous request; a connection past it is closed without an answer. 0: none.
+    unsigned int request_head_timeout_seconds;
+    /// A body gets `request_head_timeout_seconds` from the end of its head, plus one second per
+    /// this many bytes received; past that its connection is closed. 0: no deadline for bodies.
+    size_t request_body_min_rate;
     /// Per-connection memory for the request line, headers and read buffer; libmicrohttpd answers
     /// 414 or 431 itself beyond it.
     size_t connection_memory_bytes;
