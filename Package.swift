@@ -37,7 +37,8 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
-        .target(name: "MHDShim", dependencies: ["CMicroHTTPD"]),
+        // GnuTLS (which libmicrohttpd-dev brings) for the shim's direct answers over HTTPS.
+        .target(name: "MHDShim", dependencies: ["CMicroHTTPD"], linkerSettings: [.linkedLibrary("gnutls")]),
         .target(name: "CryptoShim", dependencies: ["CLibCrypto"]),
         .target(name: "BrokerCrypto", dependencies: ["CryptoShim"]),
         .target(

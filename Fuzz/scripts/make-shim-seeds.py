@@ -41,6 +41,17 @@ SEEDS = {
     "long-header": (0, b"GET / HTTP/1.1\r\nHost: a\r\nCookie: " + b"c" * 17000 + b"\r\n\r\n"),
     "percent-target": (0, b"GET /%2e%2e/%00%ff?q=%zz&&=& HTTP/1.1\r\nHost: a\r\n\r\n"),
     "unknown-method": (1, b"BREW /pot HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n"),
+    # Refused by the shim's framing checks (framing.c), each with a smuggled request behind it.
+    "length-and-chunked": (0, b"POST /token HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /b HTTP/1.1\r\nHost: a\r\n\r\n"),
+    "gzip-coding": (0, b"POST /token HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\nabc"),
+    "gzip-chunked-coding": (2, b"POST /token HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\nGET /b HTTP/1.1\r\nHost: a\r\n\r\n"),
+    "space-before-colon": (0, b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length : 4\r\n\r\nGET /b HTTP/1.1\r\nHost: a\r\n\r\n"),
+    "nul-in-target": (0, b"GET /a\x00/b HTTP/1.1\r\nHost: a\r\n\r\n"),
+    "nul-in-value": (0, b"GET / HTTP/1.1\r\nHost: a\r\nX-Echo: b\x00c\r\n\r\n"),
+    "no-host": (0, b"GET / HTTP/1.1\r\n\r\nGET /b HTTP/1.1\r\nHost: a\r\n\r\n"),
+    "two-hosts": (8, b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"),
+    # Passes the body limit mid-body: answered directly (direct.c), the rest never read.
+    "chunked-far-over-limit": (0, b"POST /token HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n" + (b"400\r\n" + b"d" * 1024 + b"\r\n") * 8 + b"0\r\n\r\n"),
 }
 
 OUT.mkdir(parents=True, exist_ok=True)

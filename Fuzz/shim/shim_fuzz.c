@@ -23,6 +23,9 @@
 // SHIM_DIR=... to fuzz a proposed fix before it lands).
 #include "server.c"
 #include "request.c"
+#include "framing.c"
+#include "direct.c"
+#include "watchdog.c"
 
 #include <linux/sockios.h>
 #include <poll.h>
@@ -183,6 +186,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         .idle_timeout_seconds = 1,
         .connection_memory_bytes = 16384 + 8192 + 16384, // ServerConfiguration.connectionMemoryBytes
         .max_body_bytes = 2048,
+        .request_head_timeout_seconds = 10, // Limits.swift
+        .request_body_min_rate = 1024,
     };
     tb_callbacks callbacks = {on_request, on_connection_open, on_connection_close, on_log};
     fuzz_server = tb_server_start(&options, callbacks, NULL, error, sizeof error);

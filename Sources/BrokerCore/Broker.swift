@@ -212,6 +212,8 @@ public final class Broker: Sendable {
             maxConnections: limits.maxConnections,
             maxConnectionsPerIP: limits.maxConnectionsPerIP,
             idleTimeoutSeconds: limits.idleTimeoutSeconds,
+            requestHeadTimeoutSeconds: limits.requestHeadTimeoutSeconds,
+            requestBodyMinBytesPerSecond: limits.requestBodyMinBytesPerSecond,
             corsOrigins: Set(server.corsOrigins),
             trustedProxies: server.trustedProxies,
             tls: tls

@@ -57,6 +57,12 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
         )
     }
 
+    /// 400 (or 501 for a transfer coding the server does not implement) for a request whose head
+    /// the server refuses to read a body after: the connection closes (RFC 9112 §6.3).
+    public static func malformedRequest(status: Int, _ description: String) -> HTTPError {
+        HTTPError(status: status, code: "invalid_request", description: description, closeConnection: true)
+    }
+
     public static func uriTooLong(limit: Int) -> HTTPError {
         HTTPError(status: 414, code: "uri_too_long", description: "The request target is longer than the limit of \(limit) bytes.")
     }

@@ -49,6 +49,8 @@ public final class HTTPServer: Sendable {
             options.threads = UInt32(max(1, configuration.threads))
             options.hard_connection_limit = UInt32(configuration.hardConnectionLimit)
             options.idle_timeout_seconds = UInt32(configuration.idleTimeoutSeconds)
+            options.request_head_timeout_seconds = UInt32(configuration.requestHeadTimeoutSeconds)
+            options.request_body_min_rate = configuration.requestBodyMinBytesPerSecond
             options.connection_memory_bytes = configuration.connectionMemoryBytes
             options.max_body_bytes = configuration.maxBodyBytes
             let callbacks = tb_callbacks(

@@ -15,8 +15,14 @@ public struct ServerConfiguration: Sendable {
     public var maxConnections: Int
     /// Connections from one client IP beyond this get 503 and are closed.
     public var maxConnectionsPerIP: Int
-    /// Idle connections are closed after this many seconds (slow clients included).
+    /// Idle connections are closed after this many seconds.
     public var idleTimeoutSeconds: Int
+    /// A request head must arrive within this many seconds of the connection's opening or of
+    /// the end of its previous request; a body within as many seconds of its head plus one
+    /// second per `requestBodyMinBytesPerSecond` bytes. Slower connections are closed.
+    public var requestHeadTimeoutSeconds: Int
+    /// The rate a body must keep up, in bytes per second; 0: bodies have no deadline.
+    public var requestBodyMinBytesPerSecond: Int
     /// Browser origins (`https://app.example.com`, lowercased) allowed to read answers (CORS).
     public var corsOrigins: Set<String>
     /// Reverse proxies whose `X-Forwarded-For` names the client (`Request.clientIP`); empty: the
@@ -35,6 +41,8 @@ public struct ServerConfiguration: Sendable {
         maxConnections: Int = 1024,
         maxConnectionsPerIP: Int = 128,
         idleTimeoutSeconds: Int = 30,
+        requestHeadTimeoutSeconds: Int,
+        requestBodyMinBytesPerSecond: Int,
         corsOrigins: Set<String> = [],
         trustedProxies: [IPNetwork] = [],
         tls: (certificate: String, key: String)? = nil
@@ -48,6 +56,8 @@ public struct ServerConfiguration: Sendable {
         self.maxConnections = maxConnections
         self.maxConnectionsPerIP = maxConnectionsPerIP
         self.idleTimeoutSeconds = idleTimeoutSeconds
+        self.requestHeadTimeoutSeconds = requestHeadTimeoutSeconds
+        self.requestBodyMinBytesPerSecond = requestBodyMinBytesPerSecond
         self.corsOrigins = corsOrigins
         self.trustedProxies = trustedProxies
         self.tls = tls

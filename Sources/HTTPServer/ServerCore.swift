@@ -129,6 +129,10 @@ final class ServerCore: Sendable {
             return .serviceUnavailable("temporarily_unavailable", "Too many connections; retry shortly.", retryAfterSeconds: 1)
         case TB_LIMIT_BODY:
             return .payloadTooLarge(limit: configuration.maxBodyBytes)
+        case TB_LIMIT_MALFORMED:
+            return .malformedRequest(status: 400, Self.problem(of: pointer))
+        case TB_LIMIT_UNSUPPORTED:
+            return .malformedRequest(status: 501, Self.problem(of: pointer))
         default:
             break
         }
@@ -137,6 +141,11 @@ final class ServerCore: Sendable {
             return .headersTooLarge(limit: configuration.maxHeaderBytes)
         }
         return nil
+    }
+
+    /// The shim's sentence about a refused request head (it quotes nothing of the request).
+    private static func problem(of pointer: OpaquePointer) -> String {
+        tb_request_problem(pointer).map { String(cString: $0) } ?? "The request is malformed."
     }
 
     /// The request's `Origin` when it is one of the configured CORS origins.

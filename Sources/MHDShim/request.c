@@ -25,6 +25,10 @@ void tb_request_release(tb_request *request) {
 }
 
 enum MHD_Result tb_queue(tb_request *request, tb_response *response) {
+    if (request->direct) {
+        request->responded = tb_answer_directly(request, response);
+        return request->responded ? MHD_YES : MHD_NO;
+    }
     enum MHD_Result result =
         MHD_queue_response(request->connection, response->status, response->mhd);
     // Only a queued answer counts: otherwise the handler returns MHD_NO and the connection closes.
@@ -85,6 +89,8 @@ size_t tb_request_header_bytes(const tb_request *request) { return request->head
 
 tb_limit tb_request_limit(const tb_request *request) { return request->limit; }
 
+const char *tb_request_problem(const tb_request *request) { return request->problem; }
+
 int tb_request_client_ip(const tb_request *request, char *buffer, size_t size) {
     if (size < sizeof request->client_ip) return 0;
     memcpy(buffer, request->client_ip, sizeof request->client_ip);
@@ -96,10 +102,23 @@ uint64_t tb_request_start_ns(const tb_request *request) { return request->start_
 tb_response *tb_response_create(unsigned int status, const void *body, size_t length) {
     tb_response *response = malloc(sizeof(tb_response));
     if (response == NULL) return NULL;
+    // A copy that the response owns (MUST_FREE), and that tb_answer_directly() can still read.
+    uint8_t *copy = NULL;
+    if (length > 0) {
+        copy = malloc(length);
+        if (copy == NULL) {
+            free(response);
+            return NULL;
+        }
+        memcpy(copy, body, length);
+    }
     response->status = status;
-    response->mhd =
-        MHD_create_response_from_buffer(length, (void *)body, MHD_RESPMEM_MUST_COPY);
+    response->body = copy;
+    response->length = length;
+    response->mhd = MHD_create_response_from_buffer(
+        length, copy, copy != NULL ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
     if (response->mhd == NULL) {
+        free(copy);
         free(response);
         return NULL;
     }

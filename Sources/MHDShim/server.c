@@ -42,6 +42,8 @@ static void *tb_on_uri(void *cls, const char *uri, struct MHD_Connection *connec
     tb_request *request = calloc(1, sizeof(tb_request) + target_length + 1);
     if (request == NULL) return NULL; // the access handler then closes the connection
     if (target_length > 0) memcpy(request->target, uri, target_length);
+    request->raw_target = uri;
+    request->target_length = target_length;
     request->owner = tb_connection_of(connection);
     if (request->owner != NULL) {
         request->owner->open_request = request;
@@ -72,6 +74,8 @@ static void tb_on_completed(void *cls, struct MHD_Connection *connection, void *
     tb_request *request = *con_cls;
     *con_cls = NULL;
     if (request == NULL) return;
+    // The connection now waits for its next request.
+    if (request->owner != NULL) tb_watch_head(cls, request->owner);
     tb_finish(cls, request);
 }
 
@@ -89,12 +93,17 @@ static void tb_on_connection(void *cls, struct MHD_Connection *connection, void 
         } else {
             state->admitted = admitted;
             memcpy(state->client_ip, ip, sizeof ip);
+            const union MHD_ConnectionInfo *socket_info =
+                MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+            if (socket_info != NULL) tb_watch_open(server, state, socket_info->connect_fd);
         }
         *socket_context = state;
     } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
         tb_connection *state = *socket_context;
         *socket_context = NULL;
         if (state == NULL) return;
+        // First: libmicrohttpd closes the socket once this returns (watchdog.c).
+        tb_watch_close(server, state);
         // A request libmicrohttpd dropped without NOTIFY_COMPLETED (see tb_connection).
         if (state->open_request != NULL) tb_finish(server, state->open_request);
         if (state->admitted) server->callbacks.on_connection_close(server->context, state->client_ip);
@@ -126,8 +135,11 @@ static enum MHD_Result tb_count_header(void *cls, enum MHD_ValueKind kind, const
 // Hands the request to Swift, then suspends it if Swift deferred and has not answered yet.
 static enum MHD_Result tb_dispatch(tb_server *server, tb_request *request) {
     request->dispatched = 1;
+    if (request->owner != NULL) tb_watch_dispatched(request->owner);
     server->callbacks.on_request(server->context, request);
     if (request->responded) return MHD_YES;
+    // Answered directly or not at all; never suspended (the connection closes now).
+    if (request->direct) return MHD_NO;
     pthread_mutex_lock(&request->lock);
     if (!request->deferred) {
         pthread_mutex_unlock(&request->lock);
@@ -145,9 +157,13 @@ static enum MHD_Result tb_dispatch(tb_server *server, tb_request *request) {
     return ready != NULL ? tb_queue(request, ready) : MHD_NO;
 }
 
-static tb_limit tb_initial_limit(const tb_server *server, struct MHD_Connection *connection) {
+static tb_limit tb_initial_limit(const tb_server *server, tb_request *request,
+                                 const char *method, const char *version) {
+    struct MHD_Connection *connection = request->connection;
     const tb_connection *state = tb_connection_of(connection);
     if (state == NULL || !state->admitted) return TB_LIMIT_CONNECTIONS;
+    tb_limit framing = tb_check_framing(request, method, version);
+    if (framing != TB_LIMIT_NONE) return framing;
     const char *length =
         MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (length != NULL) {
@@ -188,7 +204,6 @@ static enum MHD_Result tb_on_access(void *cls, struct MHD_Connection *connection
                                     const char *upload_data, size_t *upload_data_size,
                                     void **con_cls) {
     (void)url;
-    (void)version;
     tb_server *server = cls;
     tb_request *request = *con_cls;
     if (request == NULL) return MHD_NO; // allocation failed in tb_on_uri
@@ -199,7 +214,8 @@ static enum MHD_Result tb_on_access(void *cls, struct MHD_Connection *connection
         request->method = method;
         MHD_get_connection_values(connection, MHD_HEADER_KIND, tb_count_header,
                                   &request->header_bytes);
-        request->limit = tb_initial_limit(server, connection);
+        if (request->owner != NULL) tb_watch_body(server, request->owner);
+        request->limit = tb_initial_limit(server, request, method, version);
         if (request->limit != TB_LIMIT_NONE) return tb_dispatch(server, request);
         // libmicrohttpd 0.9.75 sends "100 Continue" even to a request without a body that asks
         // for it, and a pipelined byte after it then makes it spin a core until the idle timeout
@@ -216,9 +232,15 @@ static enum MHD_Result tb_on_access(void *cls, struct MHD_Connection *connection
     if (*upload_data_size != 0) {
         size_t size = *upload_data_size;
         *upload_data_size = 0;
+        if (request->owner != NULL) tb_watch_body_bytes(server, request->owner, size);
         if (!request->dispatched && request->limit == TB_LIMIT_NONE &&
             !tb_append_body(request, upload_data, size, server->max_body_bytes)) {
+            // A body (chunked: its length was not declared) passes the limit while it arrives:
+            // answer now and close without reading the rest (direct.c).
             request->limit = TB_LIMIT_BODY;
+            request->direct = 1;
+            tb_dispatch(server, request);
+            return MHD_NO;
         }
         return MHD_YES;
     }
@@ -296,6 +318,12 @@ tb_server *tb_server_start(const tb_server_options *options, tb_callbacks callba
     server->callbacks = callbacks;
     server->context = context;
     server->max_body_bytes = options->max_body_bytes;
+    if (!tb_watchdog_start(server, options->request_head_timeout_seconds,
+                           options->request_body_min_rate, error, error_size)) {
+        close(options->listen_socket);
+        free(server);
+        return NULL;
+    }
 
     struct MHD_OptionItem items[] = {
         // First, so that libmicrohttpd's messages about the other options reach it too.
@@ -329,6 +357,7 @@ tb_server *tb_server_start(const tb_server_options *options, tb_callbacks callba
     if (server->daemon == NULL) {
         snprintf(error, error_size, "libmicrohttpd could not start (see its message above)");
         close(options->listen_socket);
+        tb_watchdog_stop(server);
         free(server);
         return NULL;
     }
@@ -345,6 +374,8 @@ void tb_server_quiesce(tb_server *server) {
 }
 
 void tb_server_stop(tb_server *server) {
+    // The daemon first: closing its connections still takes the watchdog's lock.
     MHD_stop_daemon(server->daemon);
+    tb_watchdog_stop(server);
     free(server);
 }

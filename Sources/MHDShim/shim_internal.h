@@ -1,5 +1,5 @@
-// What the shim's two files share: its structures and two internal functions. Not part of
-// the boundary (include/mhd_shim.h is).
+// What the shim's files share: its structures and internal functions. Not part of the boundary
+// (include/mhd_shim.h is).
 #ifndef TB_SHIM_INTERNAL_H
 #define TB_SHIM_INTERNAL_H
 
@@ -9,17 +9,37 @@
 #include <netinet/in.h>
 #include <pthread.h>
 
+typedef struct tb_connection tb_connection;
+
+// Deadlines for receiving requests (watchdog.c): libmicrohttpd 0.9.75 only closes a connection
+// that goes completely silent, so a thread of the shim closes those whose request arrives too
+// slowly. It shuts their sockets down (shutdown(), never close(): libmicrohttpd owns them) and
+// libmicrohttpd, reading the end of the stream, closes them itself.
+typedef struct {
+    uint64_t head_ns;         // for a request head (0: no deadlines at all)
+    uint64_t body_min_rate;   // bytes per second a body must keep up (0: no deadline for bodies)
+    pthread_mutex_t lock;     // guards `connections` and `stopping`
+    pthread_cond_t wake;
+    tb_connection *connections; // every open connection, linked through `next`/`previous`
+    int stopping;
+    int running;              // the thread was started
+    pthread_t thread;
+} tb_watchdog;
+
 struct tb_server {
     struct MHD_Daemon *daemon;
     tb_callbacks callbacks;
     void *context;
     size_t max_body_bytes;
     int active_requests; // atomic: requests between arrival and completion
+    tb_watchdog watchdog;
 };
 
 struct tb_response {
     struct MHD_Response *mhd;
     unsigned int status;
+    const uint8_t *body; // owned by `mhd`; kept for tb_answer_directly()
+    size_t length;
 };
 
 // One per connection (libmicrohttpd's socket context): whether it was admitted, and the request
@@ -27,11 +47,18 @@ struct tb_response {
 // without NOTIFY_COMPLETED (a second protocol error in one request, e.g. a 431 for cookies that
 // do not fit followed by a malformed Content-Length), but it always reports the connection's
 // close; the request is released there then.
-typedef struct {
+struct tb_connection {
     int admitted;
     struct tb_request *open_request;
     char client_ip[INET6_ADDRSTRLEN]; // text, formatted once per connection
-} tb_connection;
+    // The watchdog's: the socket, and by when the request now arriving must be in.
+    int fd;
+    uint64_t deadline_ns;     // atomic; 0: none (the request is with Swift, or no deadlines)
+    uint64_t body_started_ns; // when the request's head was complete
+    uint64_t body_bytes;      // of the request's body so far
+    tb_connection *previous;  // in tb_watchdog.connections, under its lock
+    tb_connection *next;
+};
 
 struct tb_request {
     struct MHD_Connection *connection;
@@ -44,9 +71,13 @@ struct tb_request {
     size_t header_bytes;
     uint64_t start_ns;
     tb_limit limit;
+    const char *problem; // with TB_LIMIT_MALFORMED or TB_LIMIT_UNSUPPORTED: why (framing.c)
+    const char *raw_target; // where libmicrohttpd holds the target (valid during the head)
+    size_t target_length;
     int started;    // the access handler has seen this request
     int dispatched; // on_request has been called
     int responded;  // a response is queued or pending
+    int direct;     // libmicrohttpd takes no response now: tb_answer_directly() sends it
     // Guarded by `lock`: the deferred path crosses threads.
     pthread_mutex_t lock;
     int references; // libmicrohttpd's, plus Swift's while deferred
@@ -61,5 +92,32 @@ struct tb_request {
 void tb_request_release(tb_request *request);
 /// Queues `response` on the request's connection and frees it.
 enum MHD_Result tb_queue(tb_request *request, tb_response *response);
+
+/// Checks the request's head for what libmicrohttpd 0.9.75 lets through (framing.c); on the
+/// first call of the access handler. Returns TB_LIMIT_NONE, or TB_LIMIT_MALFORMED or
+/// TB_LIMIT_UNSUPPORTED with `request->problem` set.
+tb_limit tb_check_framing(tb_request *request, const char *method, const char *version);
+
+/// Writes `response` to the request's socket itself, with `Connection: close`, and frees it
+/// (direct.c): for a request libmicrohttpd no longer takes a response for. Returns 1 when it
+/// was sent; the caller then has libmicrohttpd close the connection.
+int tb_answer_directly(tb_request *request, tb_response *response);
+
+/// The watchdog (watchdog.c). Started before the daemon; stopped after it.
+int tb_watchdog_start(tb_server *server, unsigned int head_seconds, size_t body_min_rate,
+                      char *error, size_t error_size);
+void tb_watchdog_stop(tb_server *server);
+/// A connection opened: its first request head is due within the head timeout.
+void tb_watch_open(tb_server *server, tb_connection *connection, int fd);
+/// A connection closes; before libmicrohttpd closes its socket.
+void tb_watch_close(tb_server *server, tb_connection *connection);
+/// The connection waits for its next request's head (the previous request is done).
+void tb_watch_head(tb_server *server, tb_connection *connection);
+/// The request's head is in; its body (if any) now arrives.
+void tb_watch_body(tb_server *server, tb_connection *connection);
+/// `bytes` more of the body arrived.
+void tb_watch_body_bytes(tb_server *server, tb_connection *connection, size_t bytes);
+/// The request is with Swift: no deadline until it is done.
+void tb_watch_dispatched(tb_connection *connection);
 
 #endif

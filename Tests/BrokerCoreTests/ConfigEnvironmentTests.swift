@@ -8,7 +8,8 @@ struct ConfigEnvironmentTests {
         #expect(table.map(\.variable) == [
             "BROKER_LISTEN", "BROKER_PUBLIC_URL", "BROKER_THREADS", "BROKER_SHUTDOWN_GRACE_SECONDS",
             "BROKER_MAX_BODY_BYTES", "BROKER_MAX_HEADER_BYTES", "BROKER_MAX_URL_BYTES", "BROKER_MAX_CONNECTIONS",
-            "BROKER_MAX_CONNECTIONS_PER_IP", "BROKER_IDLE_TIMEOUT_SECONDS", "BROKER_MAX_UPSTREAM_CALLS", "BROKER_UPSTREAM_TIMEOUT_SECONDS",
+            "BROKER_MAX_CONNECTIONS_PER_IP", "BROKER_IDLE_TIMEOUT_SECONDS", "BROKER_REQUEST_HEAD_TIMEOUT_SECONDS",
+            "BROKER_REQUEST_BODY_MIN_BYTES_PER_SECOND", "BROKER_MAX_UPSTREAM_CALLS", "BROKER_UPSTREAM_TIMEOUT_SECONDS",
             "BROKER_LOGIN_REQUESTS_PER_MINUTE", "BROKER_TOKEN_REQUESTS_PER_MINUTE", "BROKER_TLS_CERTIFICATE_FILE",
             "BROKER_TLS_KEY_FILE", "BROKER_WEBHOOK_URL", "BROKER_WEBHOOK_FAILURES_BEFORE_EVENT", "BROKER_CORS_ORIGINS",
             "BROKER_TRUSTED_PROXIES", "BROKER_LOG_LEVEL", "BROKER_LOG_FORMAT",
@@ -37,6 +38,8 @@ struct ConfigEnvironmentTests {
             "BROKER_MAX_CONNECTIONS": "64",
             "BROKER_MAX_CONNECTIONS_PER_IP": "8",
             "BROKER_IDLE_TIMEOUT_SECONDS": "5",
+            "BROKER_REQUEST_HEAD_TIMEOUT_SECONDS": "3",
+            "BROKER_REQUEST_BODY_MIN_BYTES_PER_SECOND": "0",
             "BROKER_LOG_LEVEL": "debug",
             "BROKER_LOG_FORMAT": "text",
             "BROKER_LOG_ACCESS": "false",
@@ -48,7 +51,8 @@ struct ConfigEnvironmentTests {
         #expect(config.server.threads == 6)
         #expect(config.server.shutdownGraceSeconds == 1.5)
         #expect(config.server.limits == Limits(maxBodyBytes: 2_048, maxHeaderBytes: 4_096, maxURLBytes: 1_024,
-                                               maxConnections: 64, maxConnectionsPerIP: 8, idleTimeoutSeconds: 5))
+                                               maxConnections: 64, maxConnectionsPerIP: 8, idleTimeoutSeconds: 5,
+                                               requestHeadTimeoutSeconds: 3, requestBodyMinBytesPerSecond: 0))
         #expect(config.log == LogConfig(level: .debug, format: .text, access: false))
     }
 

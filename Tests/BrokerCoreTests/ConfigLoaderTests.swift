@@ -18,6 +18,8 @@ struct ConfigLoaderTests {
         #expect(limits.maxConnections == 1_024)
         #expect(limits.maxConnectionsPerIP == 128)
         #expect(limits.idleTimeoutSeconds == 30)
+        #expect(limits.requestHeadTimeoutSeconds == 10)
+        #expect(limits.requestBodyMinBytesPerSecond == 1_024)
         #expect(config.log == LogConfig(level: .info, format: .auto, access: true))
         #expect(config.providers.isEmpty)
         #expect(config.apps.isEmpty)

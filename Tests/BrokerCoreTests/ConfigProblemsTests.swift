@@ -76,10 +76,13 @@ struct ConfigProblemsTests {
                 max_connections: 0
                 max_connections_per_ip: 0
                 idle_timeout_seconds: 0
+                request_head_timeout_seconds: 0
+                request_body_min_bytes_per_second: -1
             """)
         for key in ["threads", "shutdown_grace_seconds", "limits.max_body_bytes", "limits.max_header_bytes",
                     "limits.max_url_bytes", "limits.max_connections", "limits.max_connections_per_ip",
-                    "limits.idle_timeout_seconds"] {
+                    "limits.idle_timeout_seconds", "limits.request_head_timeout_seconds",
+                    "limits.request_body_min_bytes_per_second"] {
             expectProblem(found, key: "server.\(key)", contains: "must be between")
         }
         expectProblem(found, key: "server.limits.max_body_bytes", contains: "must be between 1024 and 67108864, got 0", line: 5)

@@ -52,17 +52,58 @@ final class RawConnection {
         close(descriptor)
     }
 
-    /// Sends bytes; stops quietly when the server has closed the connection.
-    func send(_ bytes: [UInt8]) {
+    /// Sends bytes; stops quietly when the server has closed the connection. Returns whether
+    /// every byte was sent.
+    @discardableResult
+    func send(_ bytes: [UInt8]) -> Bool {
         var offset = 0
         while offset < bytes.count {
             let written = bytes[offset...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if written <= 0 { return }
+            if written <= 0 { return false }
             offset += written
         }
+        return true
     }
 
-    func send(_ text: String) { send(Array(text.utf8)) }
+    @discardableResult
+    func send(_ text: String) -> Bool { send(Array(text.utf8)) }
+
+    /// Whether the server ends the connection (end of stream or reset) within `seconds`, reading
+    /// and dropping anything it sends before.
+    func endsWithin(seconds: Double) -> Bool {
+        bytesUntilEnd(seconds: seconds) != nil
+    }
+
+    /// What the server sends until it ends the connection (end of stream or reset) within
+    /// `seconds`; nil when it does not end it in time.
+    func bytesUntilEnd(seconds: Double) -> [UInt8]? {
+        let deadline = Date().addingTimeInterval(seconds)
+        var received: [UInt8] = []
+        while Date() < deadline {
+            var ready = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            guard poll(&ready, 1, Int32(max(1, deadline.timeIntervalSinceNow * 1000))) > 0 else { continue }
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            if count <= 0 { return received }
+            received += chunk[..<count]
+        }
+        return nil
+    }
+
+    /// Sends `bytes` one at a time, `interval` seconds apart, until the server ends the connection
+    /// or `seconds` have passed. Returns after how many seconds the server ended it, or nil.
+    func trickle(_ bytes: [UInt8], interval: Double, upTo seconds: Double) -> Double? {
+        let started = Date()
+        var next = bytes.startIndex
+        while Date().timeIntervalSince(started) < seconds {
+            if next < bytes.endIndex {
+                guard send([bytes[next]]) else { return Date().timeIntervalSince(started) }
+                next += 1
+            }
+            if endsWithin(seconds: interval) { return Date().timeIntervalSince(started) }
+        }
+        return nil
+    }
 
     /// Reads one response (Content-Length framed, or until the server closes).
     func readResponse() throws -> RawHTTPResponse {

@@ -7,10 +7,10 @@ struct TLSTests {
         try runProcess(URL(fileURLWithPath: "/usr/bin/env"), [executable] + arguments)
     }
 
-    @Test func servesHTTPSWithTheConfiguredCertificate() throws {
+    /// A self-signed certificate and key for 127.0.0.1 in a new directory (removed by the caller).
+    private func makeCertificate() throws -> (directory: URL, certificate: String, key: String) {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tls-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
         let certificate = directory.appendingPathComponent("cert.pem").path
         let key = directory.appendingPathComponent("key.pem").path
         let made = try run("openssl", [
@@ -19,6 +19,12 @@ struct TLSTests {
             "-addext", "subjectAltName=IP:127.0.0.1",
         ])
         #expect(made.status == 0, "\(made.output)")
+        return (directory, certificate, key)
+    }
+
+    @Test func servesHTTPSWithTheConfiguredCertificate() throws {
+        let (directory, certificate, key) = try makeCertificate()
+        defer { try? FileManager.default.removeItem(at: directory) }
         let broker = try BrokerProcess(config: "server:\n  tls_certificate_file: \(certificate)\n  tls_key_file: \(key)\n")
         let secure = try run("curl", ["-s", "--cacert", certificate, "https://127.0.0.1:\(broker.port)/healthz"])
         #expect(secure.status == 0)
@@ -27,5 +33,25 @@ struct TLSTests {
         #expect(untrusted.status != 0, "a client that does not trust the certificate must fail")
         #expect(throws: RawHTTPError.self) { try RawHTTP.request(port: broker.port, target: "/healthz") }
         #expect(broker.lines.contains { $0.contains(#""public_url":"https://127.0.0.1:"#) })
+    }
+
+    /// The early 413 of a chunked body over the limit is written through the TLS session too,
+    /// and the rest of the 32 MiB is not read (curl reports how much it could send).
+    @Test func chunkedBodyOverTheLimitIs413OverHTTPS() throws {
+        let (directory, certificate, key) = try makeCertificate()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let body = directory.appendingPathComponent("body")
+        try Data(repeating: 0x61, count: 32 << 20).write(to: body)
+        let broker = try BrokerProcess(config: "server:\n  tls_certificate_file: \(certificate)\n  tls_key_file: \(key)\n")
+        let upload = try run("curl", [
+            "-s", "--cacert", certificate, "-w", "\n%{http_code} %{size_upload}",
+            "-H", "Transfer-Encoding: chunked", "-H", "Content-Type: application/x-www-form-urlencoded",
+            "--data-binary", "@\(body.path)", "https://127.0.0.1:\(broker.port)/token",
+        ])
+        let lines = upload.output.split(separator: "\n")
+        #expect(lines.first?.contains("payload_too_large") == true)
+        let summary = lines.last?.split(separator: " ") ?? []
+        #expect(summary.first == "413")
+        #expect(summary.last.flatMap { Int($0) }.map { $0 < 32 << 20 } == true, "the broker must stop reading the body")
     }
 }

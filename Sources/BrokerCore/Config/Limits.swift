@@ -12,6 +12,11 @@ public struct Limits: Sendable, Equatable {
     public var maxConnectionsPerIP: Int
     /// Seconds an idle connection is kept open.
     public var idleTimeoutSeconds: Int
+    /// Seconds a request head may take to arrive (from the connection's opening or the end of
+    /// its previous request); a body gets as long plus a second per `requestBodyMinBytesPerSecond`.
+    public var requestHeadTimeoutSeconds: Int
+    /// The rate a request body must keep up, in bytes per second (0 = bodies have no deadline).
+    public var requestBodyMinBytesPerSecond: Int
     /// Provider calls in flight at once; requests needing one more get 503.
     public var maxUpstreamCalls: Int
     /// Seconds a provider call may take in all (connecting: at most half of it).
@@ -24,6 +29,7 @@ public struct Limits: Sendable, Equatable {
     /// Creates limits; the defaults are those of the embedded configuration.
     public init(maxBodyBytes: Int = 65_536, maxHeaderBytes: Int = 8_192, maxURLBytes: Int = 4_096,
                 maxConnections: Int = 1_024, maxConnectionsPerIP: Int = 128, idleTimeoutSeconds: Int = 30,
+                requestHeadTimeoutSeconds: Int = 10, requestBodyMinBytesPerSecond: Int = 1_024,
                 maxUpstreamCalls: Int = 256, upstreamTimeoutSeconds: Int = 10,
                 loginRequestsPerMinute: Int = 120, tokenRequestsPerMinute: Int = 120) {
         self.maxBodyBytes = maxBodyBytes
@@ -32,6 +38,8 @@ public struct Limits: Sendable, Equatable {
         self.maxConnections = maxConnections
         self.maxConnectionsPerIP = maxConnectionsPerIP
         self.idleTimeoutSeconds = idleTimeoutSeconds
+        self.requestHeadTimeoutSeconds = requestHeadTimeoutSeconds
+        self.requestBodyMinBytesPerSecond = requestBodyMinBytesPerSecond
         self.maxUpstreamCalls = maxUpstreamCalls
         self.upstreamTimeoutSeconds = upstreamTimeoutSeconds
         self.loginRequestsPerMinute = loginRequestsPerMinute
@@ -50,6 +58,10 @@ public struct Limits: Sendable, Equatable {
     static let maxConnectionsPerIPRange = 1...1_000_000
     /// Accepted range of `idle_timeout_seconds`: one second to one day.
     static let idleTimeoutSecondsRange = 1...86_400
+    /// Accepted range of `request_head_timeout_seconds`: one second to an hour.
+    static let requestHeadTimeoutSecondsRange = 1...3_600
+    /// Accepted range of `request_body_min_bytes_per_second`: off, or up to 1 GiB per second.
+    static let requestBodyMinBytesPerSecondRange = 0...1_073_741_824
     static let maxUpstreamCallsRange = 1...100_000
     static let upstreamTimeoutSecondsRange = 1...300
     static let requestsPerMinuteRange = 0...1_000_000

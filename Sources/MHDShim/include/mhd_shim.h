@@ -5,7 +5,10 @@
 // from another thread). This shim owns both and offers Swift a plain model instead:
 //
 //   1. The server calls `on_request` once per request, on a server thread, when the request is
-//      complete (headers and body) or as soon as a limit is exceeded.
+//      complete (headers and body) or as soon as a limit is exceeded or its head is refused
+//      (tb_limit). A request whose body passes `max_body_bytes` is answered before the rest of
+//      the body is read, and its connection closed. A connection whose request arrives too
+//      slowly (request_head_timeout_seconds, request_body_min_rate) is closed without a call.
 //   2. Inside that call Swift either answers with tb_request_respond(), or calls
 //      tb_request_defer() and answers later, from any thread, with tb_request_complete().
 //   3. The shim frees the request when both libmicrohttpd and Swift are done with it.
@@ -28,6 +31,12 @@ typedef enum {
     TB_LIMIT_BODY = 1,
     /// The connection was not admitted by `on_connection_open` (total or per-client limit).
     TB_LIMIT_CONNECTIONS = 2,
+    /// The head is malformed or frames the body ambiguously (RFC 9112): answer 400, which
+    /// closes the connection; tb_request_problem() says why.
+    TB_LIMIT_MALFORMED = 3,
+    /// A Transfer-Encoding other than chunked: answer 501, which closes the connection;
+    /// tb_request_problem() says why.
+    TB_LIMIT_UNSUPPORTED = 4,
 } tb_limit;
 
 typedef struct {
@@ -38,19 +47,27 @@ typedef struct {
     int (*on_connection_open)(void *context, const char *client_ip);
     /// An admitted connection closed.
     void (*on_connection_close)(void *context, const char *client_ip);
-    /// A message from libmicrohttpd itself (already formatted).
+    /// A message from libmicrohttpd itself, or from the shim's request watchdog (already
+    /// formatted; it may come from any thread).
     void (*on_log)(void *context, const char *message);
 } tb_callbacks;
 
 typedef struct {
     /// A listening socket from tb_listen().
-    int listen_socket;    /// Worker threads; 1 runs a single polling thread.
+    int listen_socket;
+    /// Worker threads; 1 runs a single polling thread.
     unsigned int threads;
     /// Hard cap libmicrohttpd enforces by closing sockets (set above the admitted limit so that
     /// Swift can answer 503 first).
     unsigned int hard_connection_limit;
     /// Seconds a connection may stay idle before it is closed.
     unsigned int idle_timeout_seconds;
+    /// Seconds a request head may take to arrive, counted from the connection's opening or the
+    /// end of its previous request; a connection past it is closed without an answer. 0: none.
+    unsigned int request_head_timeout_seconds;
+    /// A body gets `request_head_timeout_seconds` from the end of its head, plus one second per
+    /// this many bytes received; past that its connection is closed. 0: no deadline for bodies.
+    size_t request_body_min_rate;
     /// Per-connection memory for the request line, headers and read buffer; libmicrohttpd answers
     /// 414 or 431 itself beyond it.
     size_t connection_memory_bytes;
@@ -98,6 +115,9 @@ const uint8_t *tb_request_body(const tb_request *request, size_t *length);
 size_t tb_request_header_bytes(const tb_request *request);
 /// Which limit, if any, made the shim call early.
 tb_limit tb_request_limit(const tb_request *request);
+/// With TB_LIMIT_MALFORMED or TB_LIMIT_UNSUPPORTED: a sentence saying what is wrong, which
+/// quotes nothing of the request; NULL otherwise.
+const char *tb_request_problem(const tb_request *request);
 /// The client's address as text into `buffer`; returns 0 when unknown.
 int tb_request_client_ip(const tb_request *request, char *buffer, size_t size);
 /// CLOCK_MONOTONIC nanoseconds when the request line arrived.

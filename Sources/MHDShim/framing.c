@@ -1,0 +1,130 @@
+// What libmicrohttpd 0.9.75 lets through in a request head, checked when the head is complete
+// (RFC 9112): the building blocks of request smuggling behind a lenient proxy.
+//
+// libmicrohttpd uses the first of several Content-Length values, takes Transfer-Encoding over
+// Content-Length without closing afterwards, reads a body of an unknown transfer coding until the
+// client closes, keeps whitespace before a colon in the header's name, needs no Host, and ends a
+// target or a header value at a NUL byte without a word. It answers some malformed heads itself
+// (a Content-Length that is not a number, a line without a colon, a NUL in a header's name, an
+// unknown HTTP version); the checks here cover what reaches the shim.
+//
+// NUL bytes are found from where libmicrohttpd keeps the head: one piece of its connection
+// memory, each line ending overwritten with NULs (one per byte: CRLF or a bare LF). A target or
+// a value that ends early, before its line's end, contained a NUL. A folded header line (obs-fold)
+// breaks the same chain; RFC 9112 §5.2 allows refusing it.
+#include "shim_internal.h"
+
+#include <string.h>
+#include <strings.h>
+
+typedef struct {
+    const char *line_start; // where the next header line must start, give or take its line end
+    int broken;             // a gap: a NUL in a value, or a folded line
+    int space_in_name;
+    int hosts;
+    int content_lengths;
+    int transfer_encodings;
+    const char *transfer_encoding;
+} tb_head_scan;
+
+// Whether `start` follows `end` (the end of the previous line's text) across one line ending:
+// one or two NULs (CRLF or bare LF), nothing else.
+static int tb_follows(const char *end, const char *start) {
+    return start == end + 1 || start == end + 2;
+}
+
+static enum MHD_Result tb_scan_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                      const char *value) {
+    (void)kind;
+    tb_head_scan *scan = cls;
+    size_t key_length = strlen(key);
+    if (!tb_follows(scan->line_start, key) || value == NULL) {
+        scan->broken = 1;
+        return MHD_NO;
+    }
+    // The value starts after the colon (overwritten with a NUL) and optional whitespace.
+    if (value < key + key_length + 1) {
+        scan->broken = 1;
+        return MHD_NO;
+    }
+    for (const char *between = key + key_length + 1; between < value; between++) {
+        if (*between != ' ' && *between != '\t') {
+            scan->broken = 1;
+            return MHD_NO;
+        }
+    }
+    scan->line_start = value + strlen(value);
+    if (strpbrk(key, " \t") != NULL) scan->space_in_name = 1;
+    if (strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0) scan->hosts += 1;
+    if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) scan->content_lengths += 1;
+    if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
+        scan->transfer_encodings += 1;
+        scan->transfer_encoding = value;
+    }
+    return MHD_YES;
+}
+
+// Whether the last coding of a Transfer-Encoding list is chunked.
+static int tb_ends_chunked(const char *codings) {
+    const char *last = strrchr(codings, ',');
+    last = last != NULL ? last + 1 : codings;
+    while (*last == ' ' || *last == '\t') last++;
+    size_t length = strlen(last);
+    while (length > 0 && (last[length - 1] == ' ' || last[length - 1] == '\t')) length--;
+    return length == 7 && strncasecmp(last, "chunked", 7) == 0;
+}
+
+static tb_limit tb_refuse(tb_request *request, tb_limit limit, const char *problem) {
+    request->problem = problem;
+    return limit;
+}
+
+tb_limit tb_check_framing(tb_request *request, const char *method, const char *version) {
+    size_t version_length = strlen(version);
+    // Without a version (no target) libmicrohttpd has answered already; so it has a target here.
+    if (version_length > 0 && request->raw_target != NULL &&
+        (size_t)(version - 1 - request->raw_target) != request->target_length) {
+        return tb_refuse(request, TB_LIMIT_MALFORMED, "The request target contains a NUL byte.");
+    }
+    tb_head_scan scan = {.line_start = version + version_length};
+    MHD_get_connection_values(request->connection, MHD_HEADER_KIND, tb_scan_header, &scan);
+    const union MHD_ConnectionInfo *size =
+        MHD_get_connection_info(request->connection, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+    // The head ends with the last line's ending and an empty line: two to four bytes.
+    if (!scan.broken && size != NULL) {
+        const char *end = method + size->header_size;
+        scan.broken = end < scan.line_start + 2 || end > scan.line_start + 4;
+    }
+    if (scan.broken) {
+        return tb_refuse(request, TB_LIMIT_MALFORMED,
+                         "A request header contains a NUL byte or is folded over several lines.");
+    }
+    if (scan.space_in_name) {
+        return tb_refuse(request, TB_LIMIT_MALFORMED,
+                         "A request header has whitespace before its colon.");
+    }
+    int http_1_0 = strcmp(version, MHD_HTTP_VERSION_1_0) == 0;
+    if (scan.hosts > 1 || (scan.hosts == 0 && !http_1_0)) {
+        return tb_refuse(request, TB_LIMIT_MALFORMED, "An HTTP/1.1 request needs exactly one Host header.");
+    }
+    if (scan.content_lengths > 1) {
+        return tb_refuse(request, TB_LIMIT_MALFORMED, "Content-Length is given more than once.");
+    }
+    if (scan.transfer_encodings == 0) return TB_LIMIT_NONE;
+    if (scan.content_lengths > 0) {
+        return tb_refuse(request, TB_LIMIT_MALFORMED,
+                         "A request must not have both Content-Length and Transfer-Encoding.");
+    }
+    if (http_1_0) {
+        return tb_refuse(request, TB_LIMIT_MALFORMED, "An HTTP/1.0 request cannot use Transfer-Encoding.");
+    }
+    if (scan.transfer_encodings > 1 || !tb_ends_chunked(scan.transfer_encoding)) {
+        return tb_refuse(request, TB_LIMIT_MALFORMED,
+                         "Transfer-Encoding must be given once and end with chunked.");
+    }
+    if (strcasecmp(scan.transfer_encoding, "chunked") != 0) {
+        return tb_refuse(request, TB_LIMIT_UNSUPPORTED,
+                         "The only Transfer-Encoding accepted is chunked.");
+    }
+    return TB_LIMIT_NONE;
+}

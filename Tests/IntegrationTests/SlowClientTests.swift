@@ -1,0 +1,65 @@
+import Foundation
+import Testing
+
+/// Clients that send their request too slowly to ever reach the idle timeout (a byte now and
+/// then) are closed by the request deadlines (`request_head_timeout_seconds`,
+/// `request_body_min_bytes_per_second`); clients that keep up are not.
+@Suite(.serialized)
+struct SlowClientTests {
+    private static let config = """
+        server:
+          limits:
+            idle_timeout_seconds: 30
+            request_head_timeout_seconds: 2
+            request_body_min_bytes_per_second: 1024
+        """
+
+    @Test func aHeadTrickledByteByByteIsCutOffAtItsDeadline() throws {
+        let broker = try BrokerProcess(config: Self.config)
+        let connection = try RawConnection(port: broker.port)
+        let head = Array("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: \(String(repeating: "s", count: 64))\r\n\r\n".utf8)
+        // A byte every half second: far inside the idle timeout, far outside the head deadline.
+        let ended = connection.trickle(head, interval: 0.5, upTo: 8)
+        #expect(ended.map { $0 < 5 } == true, "the broker must close a connection whose head takes longer than 2 s")
+        #expect(try broker.get("/healthz").status == 200)
+    }
+
+    @Test func aBodyBelowTheMinimumRateIsCutOff() throws {
+        let broker = try BrokerProcess(config: Self.config)
+        let connection = try RawConnection(port: broker.port)
+        connection.send("POST /token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 60000\r\n\r\n")
+        // 100 bytes every half second: 200 bytes per second, below the minimum of 1024.
+        let ended = Self.sendSlowly(on: connection, chunk: 100, interval: 0.5, upTo: 8)
+        #expect(ended.map { $0 < 6 } == true, "the broker must close a connection whose body arrives below the minimum rate")
+    }
+
+    /// The negative control: a head sent at once and a body that keeps the minimum rate, yet
+    /// takes twice the head timeout, gets its answer.
+    @Test func aBodyThatKeepsTheRateIsAnswered() throws {
+        let broker = try BrokerProcess(config: Self.config)
+        let connection = try RawConnection(port: broker.port)
+        let body = "grant_type=refresh_token&refresh_token=" + String(repeating: "r", count: 8_152)
+        connection.send("POST /token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: \(body.utf8.count)\r\n\r\n")
+        // 512 bytes every 250 ms: 2048 bytes per second, for about four seconds.
+        var rest = Array(body.utf8)[...]
+        while !rest.isEmpty {
+            #expect(connection.send(Array(rest.prefix(512))))
+            rest = rest.dropFirst(512)
+            usleep(250_000)
+        }
+        let response = try connection.readResponse()
+        #expect(response.status == 400)
+        #expect(try response.json()["error"] as? String != nil)
+    }
+
+    /// Sends `chunk` bytes every `interval` seconds; returns after how many seconds the server
+    /// ended the connection, or nil.
+    private static func sendSlowly(on connection: RawConnection, chunk: Int, interval: Double, upTo seconds: Double) -> Double? {
+        let started = Date()
+        while Date().timeIntervalSince(started) < seconds {
+            guard connection.send([UInt8](repeating: 0x61, count: chunk)) else { return Date().timeIntervalSince(started) }
+            if connection.endsWithin(seconds: interval) { return Date().timeIntervalSince(started) }
+        }
+        return nil
+    }
+}
