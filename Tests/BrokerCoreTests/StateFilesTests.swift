@@ -172,27 +172,23 @@ struct StateFilesTests {
         state = try open(path, keys) // journal 4 starts
         try await state.saveSession(session(5), createdBy: nil)
 
-        let gap = directory()
-        for name in try FileManager.default.contentsOfDirectory(atPath: path) where name != "journal-00000003.tbj" {
-            try FileManager.default.copyItem(atPath: "\(path)/\(name)", toPath: "\(gap)/\(name)")
+        /// A copy of the directory without `missing`, and the error its start gives.
+        func startWithout(_ missing: String) throws -> (copy: String, error: String) {
+            let copy = directory()
+            for name in try FileManager.default.contentsOfDirectory(atPath: path) where name != missing {
+                try FileManager.default.copyItem(atPath: "\(path)/\(name)", toPath: "\(copy)/\(name)")
+            }
+            do {
+                _ = try open(copy, keys)
+                return (copy, "started")
+            } catch {
+                return (copy, error.description)
+            }
         }
-        do {
-            _ = try open(gap, keys)
-            Issue.record("started with journal 3 missing")
-        } catch {
-            #expect(error.description.contains("journal-00000003.tbj at offset 0: the file is missing, but \(gap)/journal-00000004.tbj follows it"), "\(error)")
-        }
-
-        let noSnapshot = directory()
-        for name in try FileManager.default.contentsOfDirectory(atPath: path) where name != SnapshotWriter.fileName {
-            try FileManager.default.copyItem(atPath: "\(path)/\(name)", toPath: "\(noSnapshot)/\(name)")
-        }
-        do {
-            _ = try open(noSnapshot, keys)
-            Issue.record("started with the snapshot missing")
-        } catch {
-            #expect(error.description.contains("snapshot.tbs at offset 0: the file is missing, but \(noSnapshot)/journal-00000003.tbj follows it"), "\(error)")
-        }
+        let gap = try startWithout("journal-00000003.tbj")
+        #expect(gap.error.contains("journal-00000003.tbj at offset 0: the file is missing, but \(gap.copy)/journal-00000004.tbj follows it"), "\(gap.error)")
+        let (noSnapshot, error) = try startWithout(SnapshotWriter.fileName)
+        #expect(error.contains("snapshot.tbs at offset 0: the file is missing, but \(noSnapshot)/journal-00000003.tbj follows it"), "\(error)")
         let accepted = try open(noSnapshot, keys, acceptDamage: true)
         #expect(accepted.startedPastDamage)
         #expect(accepted.sessions.count == 2, "journals 3 and 4 hold sessions 4 and 5")

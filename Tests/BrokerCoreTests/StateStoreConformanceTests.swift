@@ -46,6 +46,8 @@ enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
 struct StoreConformanceTests {
     static let lifetimes = SessionLifetimes(idle: 3600, absolute: 86_400)
 
+    static func clock() -> TestClock { TestClock(Date(timeIntervalSince1970: 1_800_000_000)) }
+
     private func session(_ name: String, clock: TestClock) -> Session {
         Session(
             id: OpaqueToken.hash("tbs_\(name)"), provider: "dev", app: "demo", subject: "user-\(name)",
@@ -66,7 +68,7 @@ struct StoreConformanceTests {
     @Test(arguments: StoreKind.allCases)
     func changesToOneSessionLandInTheirOrder(_ kind: StoreKind) async throws {
         let harness = kind.harness()
-        let clock = TestClock(Date(timeIntervalSince1970: 1_800_000_000))
+        let clock = Self.clock()
         let store = try harness.open(clock: clock)
         let first = session("order", clock: clock)
         #expect(try await store.saveSession(first, createdBy: nil))
@@ -82,7 +84,7 @@ struct StoreConformanceTests {
     @Test(arguments: StoreKind.allCases)
     func concurrentUpdatesOfOneSessionAllLand(_ kind: StoreKind) async throws {
         let harness = kind.harness()
-        let clock = TestClock(Date(timeIntervalSince1970: 1_800_000_000))
+        let clock = Self.clock()
         let store = try harness.open(clock: clock)
         let first = session("concurrent", clock: clock)
         #expect(try await store.saveSession(first, createdBy: nil))
@@ -100,7 +102,7 @@ struct StoreConformanceTests {
     @Test(arguments: StoreKind.allCases)
     func aHandoffCodeWorksOnceAndAReplayNamesItsSession(_ kind: StoreKind) async throws {
         let harness = kind.harness()
-        let clock = TestClock(Date(timeIntervalSince1970: 1_800_000_000))
+        let clock = Self.clock()
         let store = try harness.open(clock: clock)
         let code = OpaqueToken.hash("tbh_once")
         try await store.issueHandoff(code, handoff(clock: clock))
@@ -130,7 +132,7 @@ struct StoreConformanceTests {
 
     @Test(arguments: StoreKind.allCases)
     func aReplayWhileTheSessionIsMadeIsReported(_ kind: StoreKind) async throws {
-        let clock = TestClock(Date(timeIntervalSince1970: 1_800_000_000))
+        let clock = Self.clock()
         let store = try kind.harness().open(clock: clock)
         let code = OpaqueToken.hash("tbh_race")
         try await store.issueHandoff(code, handoff(clock: clock))
@@ -144,7 +146,7 @@ struct StoreConformanceTests {
 
     @Test(arguments: StoreKind.allCases)
     func expiredEntriesAreNeverReturnedAndSweepRemovesThem(_ kind: StoreKind) async throws {
-        let clock = TestClock(Date(timeIntervalSince1970: 1_800_000_000))
+        let clock = Self.clock()
         let store = try kind.harness().open(clock: clock)
         let old = session("old", clock: clock)
         #expect(try await store.saveSession(old, createdBy: nil))
@@ -173,7 +175,7 @@ struct StoreConformanceTests {
     @Test(arguments: StoreKind.allCases)
     func aRemovedSessionStaysRemoved(_ kind: StoreKind) async throws {
         let harness = kind.harness()
-        let clock = TestClock(Date(timeIntervalSince1970: 1_800_000_000))
+        let clock = Self.clock()
         let store = try harness.open(clock: clock)
         let gone = session("gone", clock: clock)
         let kept = session("kept", clock: clock)
@@ -190,7 +192,7 @@ struct StoreConformanceTests {
 
     @Test(arguments: StoreKind.allCases)
     func aClosedStoreRefusesChanges(_ kind: StoreKind) async throws {
-        let clock = TestClock(Date(timeIntervalSince1970: 1_800_000_000))
+        let clock = Self.clock()
         let store = try kind.harness().open(clock: clock)
         await store.close()
         await #expect(throws: StateWriteError.self) { try await store.saveSession(session("late", clock: clock), createdBy: nil) }
