@@ -101,7 +101,7 @@ public struct Request {
         var pairs: [(String, String)] = []
         for (name, value) in members {
             guard case .string(let text) = value else {
-                throw .badRequest("Parameter \(FormFields.printable(name)) must be a string.")
+                throw .badRequest("Every parameter of a JSON body must be a string.")
             }
             pairs.append((name, text))
         }

@@ -46,6 +46,13 @@ struct RequestTests {
         #expect(error?.status == 400)
     }
 
+    @Test func aNonStringValueIsRefusedWithoutNamingIt() {
+        let request = Request(method: "POST", target: "/token", headers: ["Content-Type": "application/json"],
+                              body: Array(#"{"ZQXMARK":1}"#.utf8))
+        let error = #expect(throws: HTTPError.self) { try request.form() }
+        #expect(error?.description.contains("ZQXMARK") == false)
+    }
+
     @Test func otherMediaTypesAre415() {
         let request = Request(method: "POST", target: "/token", headers: ["Content-Type": "text/plain"], body: Array("a=1".utf8))
         let error = #expect(throws: HTTPError.self) { try request.form() }
