@@ -32,4 +32,22 @@ struct InputEchoTests {
         #expect(echoed.status == 404)
         try waitUntil { broker.lines.contains { $0.contains(Self.marker) } }
     }
+
+    @Test func aDuplicateJSONKeyIsTheSame400AsADuplicateFormParameter() throws {
+        let broker = try BrokerProcess()
+        let form = try RawHTTP.request(port: broker.port, method: "POST", target: "/token",
+                                       headers: ["Content-Type": "application/x-www-form-urlencoded"],
+                                       body: Array("grant_type=authorization_code&code=a&code=b".utf8))
+        let json = try RawHTTP.request(port: broker.port, method: "POST", target: "/token",
+                                       headers: ["Content-Type": "application/json"],
+                                       body: Array(#"{"grant_type":"authorization_code","code":"a","code":"b"}"#.utf8))
+        #expect(form.status == 400)
+        #expect(json.status == 400)
+        #expect(json.text == form.text)
+        // Spelled differently, the same key is still the same key.
+        let escaped = try RawHTTP.request(port: broker.port, method: "POST", target: "/token",
+                                          headers: ["Content-Type": "application/json"],
+                                          body: Array(#"{"code":"a","c\u006fde":"b"}"#.utf8))
+        #expect(escaped.text == form.text)
+    }
 }
