@@ -70,9 +70,12 @@ struct TokenRoutes: Sendable {
             services.metrics.handoffRedemption(outcome: "unknown")
             throw .badRequest("The code is unknown or expired.", code: "invalid_grant")
         case .replayed(let sessionID):
-            // A code used twice has leaked: end the session it created (RFC 6749 §4.1.2).
-            if let sessionID, try await durably({ () async throws(StateWriteError) in try await services.state.removeSession(sessionID) }) != nil {
-                services.logger.warning("handoff code replayed; its session was revoked")
+            // A code used twice has leaked: end the session it created, here and at the provider,
+            // where its first redeemer's access token would otherwise keep working (RFC 6749 §4.1.2).
+            if let sessionID, let session = try await durably({ () async throws(StateWriteError) in try await services.state.removeSession(sessionID) }) {
+                services.profiles.remove(sessionID)
+                let revocation = await services.revokeAtProvider(session)
+                services.logger.warning("handoff code replayed; its session was revoked", metadata: ["provider_revocation": "\(revocation.rawValue)"])
             }
             services.metrics.rejected(route: "/token", reason: "replayed_handoff_code")
             services.metrics.handoffRedemption(outcome: "replayed")
@@ -107,6 +110,8 @@ struct TokenRoutes: Sendable {
         guard kept else {
             // The code was replayed while this session was being made: it has leaked.
             _ = try await durably { () async throws(StateWriteError) in try await services.state.removeSession(session.id) }
+            let revocation = await services.revokeAtProvider(grant.provider, accessToken: grant.accessToken, refreshToken: grant.refreshToken)
+            services.logger.warning("handoff code replayed; its session was revoked", metadata: ["provider_revocation": "\(revocation.rawValue)"])
             throw .badRequest("The code was used twice; its session has been revoked.", code: "invalid_grant")
         }
         return session.tokenAnswer(at: now, sessionToken: token)
