@@ -3,7 +3,9 @@ import HTTPServer
 import Logging
 
 /// `POST /token` redeems a handoff code; `GET /token` hands out the current access token,
-/// refreshing it first when it is about to expire; `POST /refresh` refreshes now.
+/// refreshing it first when it is about to expire; `POST /refresh` refreshes now. A request that
+/// would refresh counts against the client's `refresh_requests_per_minute`, and the refresher
+/// bounds refreshes per session (`Refresher`); a `GET /token` answered from memory does neither.
 struct TokenRoutes: Sendable {
     let services: BrokerServices
 
@@ -16,6 +18,7 @@ struct TokenRoutes: Sendable {
         router.add("GET", "/token") { [self] request throws(HTTPError) in try current(request) }
         router.add("POST", "/refresh") { [self] request throws(HTTPError) in
             let session = try services.authenticate(request)
+            try services.admit(request, to: services.refreshLimiter, route: "/refresh")
             return refreshed(session.id, force: true, minimumValidity: services.refreshSkew)
         }
     }
@@ -31,7 +34,10 @@ struct TokenRoutes: Sendable {
             session.accessTokenValid(for: minimumValidity, at: now) ? session.tokenAnswer(at: now) : nil
         }
         _ = try requested.get()
-        guard let fresh else { return refreshed(id, force: false, minimumValidity: minimumValidity) }
+        guard let fresh else {
+            try services.admit(request, to: services.refreshLimiter, route: "/token")
+            return refreshed(id, force: false, minimumValidity: minimumValidity)
+        }
         return .now(fresh)
     }
 
@@ -46,7 +52,9 @@ struct TokenRoutes: Sendable {
 
     private func refreshed(_ id: SHA256Digest, force: Bool, minimumValidity: Double) -> Reply {
         .awaiting { [services] () async throws(HTTPError) -> Response in
-            try await services.refresher.session(id, force: force, minimumValidity: minimumValidity).tokenAnswer(at: services.now())
+            let outcome = await services.refresher.refresh(id, force: force, minimumValidity: minimumValidity)
+            if case .tooSoon = outcome { services.metrics.rejected(route: "/refresh", reason: "refreshed_moments_ago") }
+            return try outcome.session().tokenAnswer(at: services.now())
         }
     }
 
