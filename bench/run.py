@@ -172,6 +172,10 @@ class Broker:
             # The load comes from one address: per-IP rate limits would measure the limiter.
             "BROKER_LOGIN_REQUESTS_PER_MINUTE": "0",
             "BROKER_TOKEN_REQUESTS_PER_MINUTE": "0",
+            "BROKER_REFRESH_REQUESTS_PER_MINUTE": "0",
+            # Refreshes are measured as fast as they go (POST /refresh on 16 sessions, waves of
+            # min_ttl=86400): the per-session bound would turn them into 429s and current tokens.
+            "BROKER_MIN_REFRESH_INTERVAL_SECONDS": "0",
         })
         env.update(extra_env or {})
         self.env = env

@@ -142,12 +142,14 @@ public final class Broker: Sendable {
             state: state,
             refresher: Refresher(
                 state: state, providers: providers, calls: calls, logger: logger, metrics: metrics,
-                webhooks: config.webhooks.map { WebhookSender(settings: $0, logger: logger, metrics: metrics) }, now: now
+                webhooks: config.webhooks.map { WebhookSender(settings: $0, logger: logger, metrics: metrics) },
+                minInterval: config.sessions.minRefreshIntervalSeconds, now: now
             ),
             idTokens: IDTokenVerifier(jwks: JWKSCache(client: upstream, clock: now), clock: now),
             profiles: ProfileCache(lifetime: config.sessions.profileCacheSeconds),
             loginLimiter: RateLimiter(perMinute: config.server.limits.loginRequestsPerMinute),
             tokenLimiter: RateLimiter(perMinute: config.server.limits.tokenRequestsPerMinute),
+            refreshLimiter: RateLimiter(perMinute: config.server.limits.refreshRequestsPerMinute),
             metrics: metrics,
             logger: logger,
             now: now

@@ -3,8 +3,8 @@
 /// Parsing follows the URL Standard's urlencoded parser with two deliberate refusals, because
 /// OAuth parameters are security decisions: a repeated name is an error (RFC 6749 §3.1: "request
 /// and response parameters MUST NOT be included more than once"), and so is a malformed
-/// percent-escape or a value that is not UTF-8. Error messages name the parameter, never echo
-/// a value (values may be codes or tokens).
+/// percent-escape or a value that is not UTF-8. Error messages echo neither a value (values may
+/// be codes or tokens) nor a name the client sent: only names the broker itself asks for.
 public struct FormFields: Sendable, Equatable {
     private var values: [String: String]
 
@@ -31,10 +31,8 @@ public struct FormFields: Sendable, Equatable {
             guard !name.isEmpty else {
                 throw .badRequest("A parameter has an empty name.")
             }
-            let value = try Self.decode(rawValue, describing: "parameter \(Self.printable(name))")
-            guard values.updateValue(value, forKey: name) == nil else {
-                throw .badRequest("Parameter \(Self.printable(name)) appears more than once.")
-            }
+            let value = try Self.decode(rawValue, describing: "a parameter value")
+            guard values.updateValue(value, forKey: name) == nil else { throw .repeatedParameter }
             names.append(name)
         }
     }
@@ -93,12 +91,6 @@ public struct FormFields: Sendable, Equatable {
         case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
         default: nil
         }
-    }
-
-    /// A parameter name safe to quote in an error: short, printable ASCII.
-    static func printable(_ name: String) -> String {
-        let safe = name.unicodeScalars.allSatisfy { $0.isASCII && $0.value >= 0x21 && $0.value < 0x7F }
-        return safe && name.count <= 40 ? name : "(unprintable name)"
     }
 }
 

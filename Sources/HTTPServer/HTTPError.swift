@@ -36,14 +36,19 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
         HTTPError(status: 400, code: code, description: description)
     }
 
+    /// A parameter given twice (RFC 6749 §3.1), in a form or as a JSON key; not named, as the
+    /// name came from the client.
+    public static let repeatedParameter = HTTPError.badRequest("A parameter appears more than once.")
+
     /// The path is not echoed: whatever a client put in it stays out of the answer.
     public static let notFound = HTTPError(status: 404, code: "not_found", description: "There is no endpoint at this path.")
 
-    public static func methodNotAllowed(_ method: String, allowed: [String]) -> HTTPError {
+    /// The request's method is not repeated: whatever a client sent as one stays out of the answer.
+    public static func methodNotAllowed(allowed: [String]) -> HTTPError {
         HTTPError(
             status: 405,
             code: "method_not_allowed",
-            description: "\(method) is not allowed here; use \(allowed.joined(separator: " or ")).",
+            description: "This method is not allowed here; use \(allowed.joined(separator: " or ")).",
             headers: [HTTPHeader("Allow", allowed.joined(separator: ", "))]
         )
     }

@@ -94,14 +94,17 @@ public struct Request {
         }
     }
 
+    /// A JSON object of strings, held to the rules of a form body: a key given twice is the same
+    /// 400 as a repeated form parameter, and no error repeats a key.
     private func jsonForm() throws(HTTPError) -> FormFields {
         guard let document = try? JSONValue.parse(body), case .object(let members) = document else {
             throw .badRequest("The body is not a JSON object.")
         }
+        guard JSONMemberCount.of(body) == members.count else { throw .repeatedParameter }
         var pairs: [(String, String)] = []
         for (name, value) in members {
             guard case .string(let text) = value else {
-                throw .badRequest("Parameter \(FormFields.printable(name)) must be a string.")
+                throw .badRequest("Every parameter of a JSON body must be a string.")
             }
             pairs.append((name, text))
         }

@@ -84,7 +84,7 @@ public struct Router: Sendable {
         case .found(let handler):
             do { reply = try handler(request) } catch { reply = .now(error.response) }
         case .methodNotAllowed(let allowed):
-            reply = .now(HTTPError.methodNotAllowed(request.method, allowed: allowed).response)
+            reply = .now(HTTPError.methodNotAllowed(allowed: allowed).response)
         case .notFound:
             reply = .now(HTTPError.notFound.response)
         }

@@ -16,6 +16,16 @@ struct AbuseTests {
         #expect(throws: HTTPError.self) { try limiter.admit("10.0.0.1", now: 121) }
     }
 
+    @Test func anIPv6ClientIsLimitedByItsSlash64() throws {
+        let limiter = RateLimiter(perMinute: 2)
+        try limiter.admit("2001:db8:1:2::1", now: 100)
+        try limiter.admit("2001:db8:1:2:ffff::2", now: 100)
+        #expect(throws: HTTPError.self, "the same /64") { try limiter.admit("2001:db8:1:2:1:2:3:4", now: 100) }
+        try limiter.admit("2001:db8:1:3::1", now: 100) // the next /64
+        try limiter.admit("::ffff:10.0.0.1", now: 100)
+        try limiter.admit("10.0.0.2", now: 100) // IPv4 addresses count one by one
+    }
+
     @Test func zeroMeansNoLimit() throws {
         let limiter = RateLimiter(perMinute: 0)
         for _ in 0..<10_000 { try limiter.admit("10.0.0.1", now: 1) }

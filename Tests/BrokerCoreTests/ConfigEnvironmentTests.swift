@@ -10,11 +10,12 @@ struct ConfigEnvironmentTests {
             "BROKER_MAX_BODY_BYTES", "BROKER_MAX_HEADER_BYTES", "BROKER_MAX_URL_BYTES", "BROKER_MAX_CONNECTIONS",
             "BROKER_MAX_CONNECTIONS_PER_IP", "BROKER_IDLE_TIMEOUT_SECONDS", "BROKER_REQUEST_HEAD_TIMEOUT_SECONDS",
             "BROKER_REQUEST_BODY_MIN_BYTES_PER_SECOND", "BROKER_MAX_UPSTREAM_CALLS", "BROKER_UPSTREAM_TIMEOUT_SECONDS",
-            "BROKER_LOGIN_REQUESTS_PER_MINUTE", "BROKER_TOKEN_REQUESTS_PER_MINUTE", "BROKER_TLS_CERTIFICATE_FILE",
+            "BROKER_LOGIN_REQUESTS_PER_MINUTE", "BROKER_TOKEN_REQUESTS_PER_MINUTE", "BROKER_REFRESH_REQUESTS_PER_MINUTE",
+            "BROKER_TLS_CERTIFICATE_FILE",
             "BROKER_TLS_KEY_FILE", "BROKER_WEBHOOK_URL", "BROKER_WEBHOOK_FAILURES_BEFORE_EVENT", "BROKER_CORS_ORIGINS",
             "BROKER_TRUSTED_PROXIES", "BROKER_LOG_LEVEL", "BROKER_LOG_FORMAT",
             "BROKER_LOG_ACCESS", "BROKER_SESSION_IDLE_LIFETIME_SECONDS", "BROKER_SESSION_ABSOLUTE_LIFETIME_SECONDS",
-            "BROKER_REFRESH_SKEW_SECONDS", "BROKER_PROFILE_CACHE_SECONDS", "BROKER_LOGIN_LIFETIME_SECONDS",
+            "BROKER_REFRESH_SKEW_SECONDS", "BROKER_MIN_REFRESH_INTERVAL_SECONDS", "BROKER_PROFILE_CACHE_SECONDS", "BROKER_LOGIN_LIFETIME_SECONDS",
             "BROKER_HANDOFF_LIFETIME_SECONDS", "BROKER_STATE_DIR", "BROKER_SNAPSHOT_INTERVAL_SECONDS",
         ])
         #expect(table.first { $0.variable == "BROKER_MAX_BODY_BYTES" }?.key == "server.limits.max_body_bytes")
@@ -54,6 +55,27 @@ struct ConfigEnvironmentTests {
                                                maxConnections: 64, maxConnectionsPerIP: 8, idleTimeoutSeconds: 5,
                                                requestHeadTimeoutSeconds: 3, requestBodyMinBytesPerSecond: 0))
         #expect(config.log == LogConfig(level: .debug, format: .text, access: false))
+    }
+
+    @Test func forcedRefreshBoundsComeFromOneRowEach() throws {
+        let defaults = try ConfigLoader.load(path: nil, environment: [:])
+        #expect(defaults.sessions.minRefreshIntervalSeconds == 30)
+        #expect(defaults.server.limits.refreshRequestsPerMinute == 120)
+        let file = try loadConfig("server:\n  limits:\n    refresh_requests_per_minute: 7\nsessions:\n  min_refresh_interval_seconds: 5\n")
+        #expect(file.sessions.minRefreshIntervalSeconds == 5)
+        #expect(file.server.limits.refreshRequestsPerMinute == 7)
+        let environment = try ConfigLoader.load(path: nil, environment: [
+            "BROKER_MIN_REFRESH_INTERVAL_SECONDS": "0", "BROKER_REFRESH_REQUESTS_PER_MINUTE": "0",
+        ])
+        #expect(environment.sessions.minRefreshIntervalSeconds == 0, "0 turns the bound off")
+        #expect(environment.server.limits.refreshRequestsPerMinute == 0)
+        let problem = try #require(throws: ConfigError.self) {
+            try ConfigLoader.load(path: nil, environment: ["BROKER_MIN_REFRESH_INTERVAL_SECONDS": "3601"])
+        }
+        #expect(problem.description.contains("BROKER_MIN_REFRESH_INTERVAL_SECONDS"))
+        let help = ConfigLoader.environmentOverrides.first { $0.variable == "BROKER_MIN_REFRESH_INTERVAL_SECONDS" }
+        #expect(help?.key == "sessions.min_refresh_interval_seconds")
+        #expect(help?.description.contains("(0...3600)") == true)
     }
 
     @Test func environmentWinsOverTheFile() throws {

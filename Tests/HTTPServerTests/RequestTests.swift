@@ -46,6 +46,28 @@ struct RequestTests {
         #expect(error?.status == 400)
     }
 
+    @Test(arguments: [#"{"code":"a","code":"b"}"#, #"{"code":"a","c\u006fde":"b"}"#, #"{"a":"1","code":"a","b":"2","code":"a"}"#])
+    func duplicateJSONKeysAreTheDuplicateParameterError(_ body: String) throws {
+        let request = Request(method: "POST", target: "/token", headers: ["Content-Type": "application/json"], body: Array(body.utf8))
+        let json = #expect(throws: HTTPError.self) { try request.form() }
+        let form = #expect(throws: HTTPError.self) { try FormFields(parsing: "code=a&code=b") }
+        #expect(json?.status == 400)
+        #expect(json?.description == form?.description)
+    }
+
+    @Test func colonsAndKeysInsideStringValuesAreNotMembers() throws {
+        let request = Request(method: "POST", target: "/token", headers: ["Content-Type": "application/json"],
+                              body: Array(#"{"a":"x:y,\"z\":","b":"{\"a\":1}"}"#.utf8))
+        #expect(try request.form()["a"] == #"x:y,"z":"#)
+    }
+
+    @Test func aNonStringValueIsRefusedWithoutNamingIt() {
+        let request = Request(method: "POST", target: "/token", headers: ["Content-Type": "application/json"],
+                              body: Array(#"{"ZQXMARK":1}"#.utf8))
+        let error = #expect(throws: HTTPError.self) { try request.form() }
+        #expect(error?.description.contains("ZQXMARK") == false)
+    }
+
     @Test func otherMediaTypesAre415() {
         let request = Request(method: "POST", target: "/token", headers: ["Content-Type": "text/plain"], body: Array("a=1".utf8))
         let error = #expect(throws: HTTPError.self) { try request.form() }

@@ -41,6 +41,9 @@ struct RouterTests {
         #expect(wrong.header("Allow") == "GET, POST, HEAD")
         let json = try JSONValue.parse(wrong.body)
         #expect(json["error"] == .string("method_not_allowed"))
+        let invented = try #require(response(router().route(Request(method: "ZQXMARK", target: "/token")).reply))
+        #expect(invented.status == 405)
+        #expect(!String(decoding: invented.body, as: UTF8.self).contains("ZQXMARK"), "the method is not echoed")
     }
 
     @Test func thrownErrorsBecomeResponses() throws {

@@ -47,6 +47,31 @@ struct CommandLineTests {
         #expect(output.contains("server.listen"))
     }
 
+    /// The broker's start error with `config`, `arguments` and `environment`; nil when it starts.
+    private func startError(config: String = "", arguments: [String], environment: [String: String] = [:]) -> String? {
+        do {
+            _ = try BrokerProcess(config: config, arguments: arguments, environment: environment)
+            return nil
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    @Test func developmentModeRefusesAPublicURLOffLoopback() throws {
+        let refusal = try #require(startError(arguments: ["--dev"], environment: ["BROKER_PUBLIC_URL": "https://broker.example.com"]))
+        #expect(refusal.contains("cannot start: development mode"))
+        #expect(refusal.contains("public_url"))
+        #expect(startError(arguments: ["--dev"], environment: ["BROKER_PUBLIC_URL": "http://127.0.0.1:9"]) == nil,
+                "a loopback public URL is fine")
+    }
+
+    @Test func developmentModeRefusesTrustedProxies() throws {
+        let refusal = try #require(startError(config: "server:\n  trusted_proxies: 127.0.0.1\n", arguments: ["--dev"]))
+        #expect(refusal.contains("cannot start: development mode"))
+        #expect(refusal.contains("trusted_proxies"))
+        #expect(startError(config: "server:\n  trusted_proxies: 127.0.0.1\n", arguments: []) == nil, "outside development mode it is fine")
+    }
+
     @Test func versionAndHelp() throws {
         let version = try run(["version"])
         #expect(version.status == 0)

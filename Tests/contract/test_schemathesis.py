@@ -404,7 +404,8 @@ def test_flow_answers_conform(broker, schema):
     contract("GET", "/token", 200, token=token)
     contract("GET", "/token", 200, token=token, query={"min_ttl": 86400})
     assert contract("GET", "/profile", 200, token=token).json()["email"] == "alice@example.test"
-    contract("POST", "/refresh", 200, token=token)
+    # Refreshed by min_ttl=86400 moments ago: a forced refresh now is 429 with Retry-After.
+    assert contract("POST", "/refresh", 429, token=token).headers["Retry-After"].isdigit()
     _, challenge = dev_flow.pkce()
     more = dict(app=dev_flow.APP, redirect_uri=dev_flow.REDIRECT_URI, code_challenge=challenge,
                 code_challenge_method="S256", scope="offline_access")

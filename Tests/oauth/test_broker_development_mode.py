@@ -44,3 +44,23 @@ def test_development_mode_is_refused_off_loopback():
                             capture_output=True, text=True, timeout=30)
     assert result.returncode != 0
     assert "loopback" in result.stderr
+
+
+def test_only_the_demo_app_may_use_the_development_provider():
+    """An app of the configuration without a `providers` list may use every configured provider,
+    but not the built-in one, which signs in anyone who types a name."""
+    broker = BrokerProcess("apps:\n  web:\n    redirect_uris: [http://127.0.0.1/cb]\n", args=["--dev"])
+    try:
+        _, challenge = pkce()
+
+        def authorize(app, redirect_uri):
+            query = urlencode({"provider": "dev", "app": app, "redirect_uri": redirect_uri,
+                               "code_challenge": challenge, "code_challenge_method": "S256"})
+            return requests.get(broker.url("/authorize?" + query), allow_redirects=False, timeout=10)
+
+        refused = authorize("web", "http://127.0.0.1/cb")
+        assert refused.status_code == 400 and refused.json()["error"] == "unauthorized_client"
+        assert "Location" not in refused.headers
+        assert authorize("demo", "http://127.0.0.1/callback").status_code == 302
+    finally:
+        assert broker.stop() == 0

@@ -120,6 +120,25 @@ def test_replayed_handoff_code_is_rejected_and_revokes_the_session(broker_factor
     assert app.call("GET", "/session", token).status_code == 401
 
 
+def test_replayed_handoff_code_revokes_the_tokens_at_the_provider(broker_factory, auth_server):
+    """The winner of a leaked code holds the provider's access token: the replay kills it there too."""
+    broker, app, client_id, _ = broker_factory()
+    params, verifier = app.sign_in("alice")
+    first = app.redeem(params["code"], verifier)
+    assert first.status_code == 200
+    access_token = first.json()["access_token"]
+    refresh_tokens = [t["token"] for t in auth_server.user_tokens("alice", client_id)["refresh_tokens"] if t["active"]]
+    assert auth_server.token_active(access_token) and refresh_tokens
+    userinfo = requests.get(auth_server.userinfo_endpoint, headers={"Authorization": f"Bearer {access_token}"}, timeout=10)
+    assert userinfo.status_code == 200  # the negative control: the provider honours it before the replay
+    replay = app.redeem(params["code"], verifier)
+    assert replay.status_code == 400 and replay.json()["error"] == "invalid_grant"
+    assert not auth_server.token_active(access_token)
+    assert not any(auth_server.token_active(t) for t in refresh_tokens)
+    userinfo = requests.get(auth_server.userinfo_endpoint, headers={"Authorization": f"Bearer {access_token}"}, timeout=10)
+    assert userinfo.status_code in (401, 403)
+
+
 def test_wrong_code_verifier_or_binding_is_invalid_grant(broker_factory):
     broker, app, _, _ = broker_factory()
     params, verifier = app.sign_in("alice")

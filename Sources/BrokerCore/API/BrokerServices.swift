@@ -13,6 +13,8 @@ struct BrokerServices: Sendable {
     let profiles: ProfileCache
     let loginLimiter: RateLimiter
     let tokenLimiter: RateLimiter
+    /// `POST /refresh`, and `GET /token` when it would refresh.
+    let refreshLimiter: RateLimiter
     let metrics: BrokerMetrics
     let logger: Logger
     /// Unix seconds now; replaceable in tests.

@@ -33,16 +33,7 @@ struct SessionRoutes: Sendable {
             let removed = try await durably { () async throws(StateWriteError) in try await services.state.removeSession(id) }
             guard let session = removed else { return Self.revoked("not_attempted") }
             services.profiles.remove(id)
-            guard let provider = try? await services.providers.resolve(session.provider), provider.revocationEndpoint != nil else {
-                return Self.revoked("not_supported")
-            }
-            var confirmed = true
-            if let refreshToken = session.refreshToken {
-                confirmed = await services.calls.revoke(refreshToken, hint: "refresh_token", provider: provider)
-            }
-            confirmed = await services.calls.revoke(session.accessToken, hint: "access_token", provider: provider) && confirmed
-            if !confirmed { services.logger.warning("revocation at the provider failed", metadata: ["provider": "\(provider.id)"]) }
-            return Self.revoked(confirmed ? "succeeded" : "failed")
+            return Self.revoked(await services.revokeAtProvider(session).rawValue)
         }
     }
 

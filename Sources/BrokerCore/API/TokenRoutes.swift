@@ -3,7 +3,9 @@ import HTTPServer
 import Logging
 
 /// `POST /token` redeems a handoff code; `GET /token` hands out the current access token,
-/// refreshing it first when it is about to expire; `POST /refresh` refreshes now.
+/// refreshing it first when it is about to expire; `POST /refresh` refreshes now. A request that
+/// would refresh counts against the client's `refresh_requests_per_minute`, and the refresher
+/// bounds refreshes per session (`Refresher`); a `GET /token` answered from memory does neither.
 struct TokenRoutes: Sendable {
     let services: BrokerServices
 
@@ -16,6 +18,7 @@ struct TokenRoutes: Sendable {
         router.add("GET", "/token") { [self] request throws(HTTPError) in try current(request) }
         router.add("POST", "/refresh") { [self] request throws(HTTPError) in
             let session = try services.authenticate(request)
+            try services.admit(request, to: services.refreshLimiter, route: "/refresh")
             return refreshed(session.id, force: true, minimumValidity: services.refreshSkew)
         }
     }
@@ -31,7 +34,10 @@ struct TokenRoutes: Sendable {
             session.accessTokenValid(for: minimumValidity, at: now) ? session.tokenAnswer(at: now) : nil
         }
         _ = try requested.get()
-        guard let fresh else { return refreshed(id, force: false, minimumValidity: minimumValidity) }
+        guard let fresh else {
+            try services.admit(request, to: services.refreshLimiter, route: "/token")
+            return refreshed(id, force: false, minimumValidity: minimumValidity)
+        }
         return .now(fresh)
     }
 
@@ -46,7 +52,9 @@ struct TokenRoutes: Sendable {
 
     private func refreshed(_ id: SHA256Digest, force: Bool, minimumValidity: Double) -> Reply {
         .awaiting { [services] () async throws(HTTPError) -> Response in
-            try await services.refresher.session(id, force: force, minimumValidity: minimumValidity).tokenAnswer(at: services.now())
+            let outcome = await services.refresher.refresh(id, force: force, minimumValidity: minimumValidity)
+            if case .tooSoon = outcome { services.metrics.rejected(route: "/refresh", reason: "refreshed_moments_ago") }
+            return try outcome.session().tokenAnswer(at: services.now())
         }
     }
 
@@ -70,9 +78,12 @@ struct TokenRoutes: Sendable {
             services.metrics.handoffRedemption(outcome: "unknown")
             throw .badRequest("The code is unknown or expired.", code: "invalid_grant")
         case .replayed(let sessionID):
-            // A code used twice has leaked: end the session it created (RFC 6749 §4.1.2).
-            if let sessionID, try await durably({ () async throws(StateWriteError) in try await services.state.removeSession(sessionID) }) != nil {
-                services.logger.warning("handoff code replayed; its session was revoked")
+            // A code used twice has leaked: end the session it created, here and at the provider,
+            // where its first redeemer's access token would otherwise keep working (RFC 6749 §4.1.2).
+            if let sessionID, let session = try await durably({ () async throws(StateWriteError) in try await services.state.removeSession(sessionID) }) {
+                services.profiles.remove(sessionID)
+                let revocation = await services.revokeAtProvider(session)
+                services.logger.warning("handoff code replayed; its session was revoked", metadata: ["provider_revocation": "\(revocation.rawValue)"])
             }
             services.metrics.rejected(route: "/token", reason: "replayed_handoff_code")
             services.metrics.handoffRedemption(outcome: "replayed")
@@ -107,6 +118,8 @@ struct TokenRoutes: Sendable {
         guard kept else {
             // The code was replayed while this session was being made: it has leaked.
             _ = try await durably { () async throws(StateWriteError) in try await services.state.removeSession(session.id) }
+            let revocation = await services.revokeAtProvider(grant.provider, accessToken: grant.accessToken, refreshToken: grant.refreshToken)
+            services.logger.warning("handoff code replayed; its session was revoked", metadata: ["provider_revocation": "\(revocation.rawValue)"])
             throw .badRequest("The code was used twice; its session has been revoked.", code: "invalid_grant")
         }
         return session.tokenAnswer(at: now, sessionToken: token)

@@ -1,8 +1,9 @@
 import HTTPServer
 import Synchronization
 
-/// Requests per client IP per minute, as token buckets: a client may burst up to the limit and
-/// regains one request every `60 / limit` seconds. Beyond it: 429 with `Retry-After`.
+/// Requests per client per minute (an IPv4 address, or an IPv6 /64: `ClientKey`), as token
+/// buckets: a client may burst up to the limit and regains one request every `60 / limit`
+/// seconds. Beyond it: 429 with `Retry-After`.
 final class RateLimiter: Sendable {
     private struct Bucket {
         var tokens: Double
@@ -22,15 +23,16 @@ final class RateLimiter: Sendable {
         guard perMinute > 0 else { return }
         let capacity = Double(perMinute)
         let rate = capacity / 60
+        let key = ClientKey.of(client)
         let wait: Double? = buckets.withLock { buckets in
             if buckets.count > 100_000 {
                 // Forget full buckets: a client that stayed away long enough starts afresh anyway.
                 buckets = buckets.filter { $0.value.tokens + (now - $0.value.updated) * rate < capacity }
             }
-            var bucket = buckets[client] ?? Bucket(tokens: capacity, updated: now)
+            var bucket = buckets[key] ?? Bucket(tokens: capacity, updated: now)
             bucket.tokens = min(capacity, bucket.tokens + (now - bucket.updated) * rate)
             bucket.updated = now
-            defer { buckets[client] = bucket }
+            defer { buckets[key] = bucket }
             guard bucket.tokens >= 1 else { return (1 - bucket.tokens) / rate }
             bucket.tokens -= 1
             return nil

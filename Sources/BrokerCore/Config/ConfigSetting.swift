@@ -62,6 +62,9 @@ struct ConfigSetting: Sendable {
         limit("token_requests_per_minute", "BROKER_TOKEN_REQUESTS_PER_MINUTE",
               "POST /token requests per client IP per minute (0 = no limit); beyond, 429",
               Limits.requestsPerMinuteRange, { $0.tokenRequestsPerMinute = $1 }),
+        limit("refresh_requests_per_minute", "BROKER_REFRESH_REQUESTS_PER_MINUTE",
+              "POST /refresh requests, and GET /token requests that would refresh, per client IP per minute (0 = no limit); beyond, 429",
+              Limits.requestsPerMinuteRange, { $0.refreshRequestsPerMinute = $1 }),
         ConfigSetting(key: "server.tls_certificate_file", variable: "BROKER_TLS_CERTIFICATE_FILE",
                       description: "serve HTTPS with this PEM certificate chain (with server.tls_key_file); default: plain HTTP",
                       expected: "a file path") { draft, text in
@@ -117,6 +120,10 @@ struct ConfigSetting: Sendable {
         seconds("sessions.refresh_skew_seconds", "BROKER_REFRESH_SKEW_SECONDS",
                 "GET /token refreshes an access token expiring within this many seconds",
                 SessionSettings.refreshSkewSecondsRange, { $0.sessions.refreshSkewSeconds = $1 }),
+        seconds("sessions.min_refresh_interval_seconds", "BROKER_MIN_REFRESH_INTERVAL_SECONDS",
+                "a session's unexpired token is refreshed at the provider at most once in this many seconds "
+                    + "(POST /refresh: 429 sooner; GET /token: the current token); 0 = no bound",
+                SessionSettings.minRefreshIntervalSecondsRange, { $0.sessions.minRefreshIntervalSeconds = $1 }),
         seconds("sessions.profile_cache_seconds", "BROKER_PROFILE_CACHE_SECONDS",
                 "seconds GET /profile answers are cached; 0 = off",
                 SessionSettings.profileCacheSecondsRange, { $0.sessions.profileCacheSeconds = $1 }),

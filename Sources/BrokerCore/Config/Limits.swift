@@ -25,13 +25,17 @@ public struct Limits: Sendable, Equatable {
     public var loginRequestsPerMinute: Int
     /// `POST /token` requests per client IP per minute (0 = no limit); 429 above.
     public var tokenRequestsPerMinute: Int
+    /// `POST /refresh` requests, and `GET /token` requests that would refresh, per client IP per
+    /// minute (0 = no limit); 429 above.
+    public var refreshRequestsPerMinute: Int
 
     /// Creates limits; the defaults are those of the embedded configuration.
     public init(maxBodyBytes: Int = 65_536, maxHeaderBytes: Int = 8_192, maxURLBytes: Int = 4_096,
                 maxConnections: Int = 1_024, maxConnectionsPerIP: Int = 128, idleTimeoutSeconds: Int = 30,
                 requestHeadTimeoutSeconds: Int = 10, requestBodyMinBytesPerSecond: Int = 1_024,
                 maxUpstreamCalls: Int = 256, upstreamTimeoutSeconds: Int = 10,
-                loginRequestsPerMinute: Int = 120, tokenRequestsPerMinute: Int = 120) {
+                loginRequestsPerMinute: Int = 120, tokenRequestsPerMinute: Int = 120,
+                refreshRequestsPerMinute: Int = 120) {
         self.maxBodyBytes = maxBodyBytes
         self.maxHeaderBytes = maxHeaderBytes
         self.maxURLBytes = maxURLBytes
@@ -44,6 +48,7 @@ public struct Limits: Sendable, Equatable {
         self.upstreamTimeoutSeconds = upstreamTimeoutSeconds
         self.loginRequestsPerMinute = loginRequestsPerMinute
         self.tokenRequestsPerMinute = tokenRequestsPerMinute
+        self.refreshRequestsPerMinute = refreshRequestsPerMinute
     }
 
     /// Accepted range of `max_body_bytes`: 1 KiB to 64 MiB.

@@ -8,6 +8,10 @@ public struct SessionSettings: Sendable, Equatable {
     public var absoluteLifetimeSeconds: Double
     /// `GET /token` refreshes an access token that expires within this (default 60).
     public var refreshSkewSeconds: Double
+    /// A session's token is refreshed at the provider at most once in this many seconds while it
+    /// has not expired, however a client insists (`POST /refresh`, a `min_ttl` above the
+    /// provider's lifetime); 0 removes the bound (default 30).
+    public var minRefreshIntervalSeconds: Double
     /// How long a `GET /profile` answer is cached; 0 turns the cache off (default 60).
     public var profileCacheSeconds: Double
     /// Time from `GET /authorize` to the provider's redirect back to `/callback`: the life of the
@@ -19,13 +23,15 @@ public struct SessionSettings: Sendable, Equatable {
     /// Creates session settings; the defaults are those of the embedded configuration.
     public init(idleLifetimeSeconds: Double = 2_592_000, absoluteLifetimeSeconds: Double = 7_776_000,
                 refreshSkewSeconds: Double = 60, profileCacheSeconds: Double = 60,
-                loginLifetimeSeconds: Double = 600, handoffLifetimeSeconds: Double = 60) {
+                loginLifetimeSeconds: Double = 600, handoffLifetimeSeconds: Double = 60,
+                minRefreshIntervalSeconds: Double = 30) {
         self.idleLifetimeSeconds = idleLifetimeSeconds
         self.absoluteLifetimeSeconds = absoluteLifetimeSeconds
         self.refreshSkewSeconds = refreshSkewSeconds
         self.profileCacheSeconds = profileCacheSeconds
         self.loginLifetimeSeconds = loginLifetimeSeconds
         self.handoffLifetimeSeconds = handoffLifetimeSeconds
+        self.minRefreshIntervalSeconds = minRefreshIntervalSeconds
     }
 
     /// Accepted range of `idle_lifetime_seconds`: one minute to five years.
@@ -34,6 +40,8 @@ public struct SessionSettings: Sendable, Equatable {
     static let absoluteLifetimeSecondsRange = 60.0...157_680_000.0
     /// Accepted range of `refresh_skew_seconds`: up to one hour.
     static let refreshSkewSecondsRange = 0.0...3_600.0
+    /// Accepted range of `min_refresh_interval_seconds`: off, or up to one hour.
+    static let minRefreshIntervalSecondsRange = 0.0...3_600.0
     /// Accepted range of `profile_cache_seconds`: off, or up to one hour.
     static let profileCacheSecondsRange = 0.0...3_600.0
     /// Accepted range of `login_lifetime_seconds`: ten seconds to one hour.

@@ -3,7 +3,8 @@ import BrokerCrypto
 
 /// Development mode: the broker runs with a built-in identity provider (`dev`) and a demo app
 /// (`demo`), so that a newcomer can walk the whole flow with curl and no provider account.
-/// Loopback only: the built-in provider signs anyone in who types a name.
+/// Loopback only — listening, advertised and reached: the built-in provider signs anyone in who
+/// types a name, so no public URL, no proxy, and no app but the demo app may reach it.
 public enum DevelopmentMode {
     public static let providerID = "dev"
     public static let appID = "demo"
@@ -16,6 +17,16 @@ public enum DevelopmentMode {
         guard config.server.listen.isLoopback else {
             return "development mode only listens on a loopback address (127.0.0.1 or [::1]), not \(config.server.listen)"
         }
+        if !config.server.publicURLIsDerived, !ConfigHost.isLoopback(config.server.publicURL.host ?? "") {
+            // A proxy could publish the loopback listener under this URL: every provider
+            // redirect and the development provider's own pages would then be public.
+            return "development mode only runs with a loopback public_url (http://127.0.0.1:PORT or http://[::1]:PORT); "
+                + "unset server.public_url (BROKER_PUBLIC_URL)"
+        }
+        if !config.server.trustedProxies.isEmpty {
+            return "development mode accepts no server.trusted_proxies (BROKER_TRUSTED_PROXIES): "
+                + "its built-in provider signs anyone in and must not be reached through a proxy"
+        }
         if config.provider(id: providerID) != nil || config.app(id: appID) != nil {
             return "development mode adds a provider '\(providerID)' and an app '\(appID)'; the configuration already has one"
         }
@@ -23,7 +34,8 @@ public enum DevelopmentMode {
     }
 
     /// `config` plus the built-in provider (found by discovery at `<public_url>/dev`, so the broker
-    /// talks to it over HTTP like to any provider) and the demo app.
+    /// talks to it over HTTP like to any provider) and the demo app, the only app that may use it:
+    /// an app of `config` without a `providers` list keeps every provider `config` has.
     static func configure(_ config: BrokerConfig, clientSecret: String) throws(ConfigError) -> BrokerConfig {
         let issuer = issuer(of: config)
         let provider = ProviderConfig(
@@ -33,10 +45,14 @@ public enum DevelopmentMode {
             clientSecret: Secret(clientSecret, source: "development mode"),
             scopes: ["openid", "profile", "email"]
         )
-        let app = AppConfig(id: appID, redirectURIs: [try RedirectURI(parsing: demoRedirectURI)])
+        let demo = AppConfig(id: appID, redirectURIs: [try RedirectURI(parsing: demoRedirectURI)])
+        let configured = config.providers.map(\.id)
+        let apps = config.apps.map { app in
+            AppConfig(id: app.id, redirectURIs: app.redirectURIs, providers: app.providers ?? configured)
+        }
         return BrokerConfig(
             server: config.server, log: config.log, sessions: config.sessions, state: config.state,
-            providers: config.providers + [provider], apps: config.apps + [app]
+            providers: config.providers + [provider], apps: apps + [demo]
         )
     }
 

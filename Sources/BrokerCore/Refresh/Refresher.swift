@@ -6,6 +6,12 @@ import Synchronization
 /// Refreshes access tokens with the provider, one upstream call per session at a time: callers
 /// that arrive while a refresh of their session is running wait for its result instead of
 /// starting their own (AppAuth's rule, and the only safe one with rotating refresh tokens).
+///
+/// And at most one per session in `minInterval` while its token has not expired: a client that
+/// insists (`POST /refresh`, a `min_ttl` above the provider's lifetime) cannot make the broker
+/// call the provider — under its one client id, which the provider throttles for every user —
+/// and sync the journal on every request. Within the interval a caller that did not force the
+/// refresh gets the current token; one that did gets 429 with `Retry-After`.
 final class Refresher: Sendable {
     enum Outcome: Sendable {
         /// The session now (refreshed, or already fresh enough).
@@ -18,6 +24,8 @@ final class Refresher: Sendable {
         case failed(ProviderCallError)
         /// The outcome could not be saved.
         case unsaved
+        /// Forced within `minInterval` of the session's last refresh: retry after this many seconds.
+        case tooSoon(retryAfter: Int)
 
         /// The session, or the error a client gets.
         func session() throws(HTTPError) -> Session {
@@ -27,6 +35,12 @@ final class Refresher: Sendable {
             case .gone: throw .invalidToken("The session token is unknown, expired or revoked.")
             case .failed(let error): throw error.httpError
             case .unsaved: throw .unsaved
+            case .tooSoon(let seconds):
+                throw HTTPError(
+                    status: 429, code: "rate_limited",
+                    description: "This session's token was refreshed moments ago; use it, or retry later.",
+                    headers: [HTTPHeader("Retry-After", String(seconds))]
+                )
             }
         }
     }
@@ -53,14 +67,20 @@ final class Refresher: Sendable {
     private let failures = Mutex<[SHA256Digest: Int]>([:])
     private let now: @Sendable () -> Double
     private let inFlight = Mutex<[SHA256Digest: Running]>([:])
+    /// Seconds between two refreshes of a session whose token has not expired; 0: no bound.
+    private let minInterval: Double
+    /// When each session was last refreshed at the provider (within about `minInterval`).
+    private let lastRefreshed = Mutex<[SHA256Digest: Double]>([:])
 
-    init(state: any StateStore, providers: ProviderDirectory, calls: ProviderCalls, logger: Logger, metrics: BrokerMetrics, webhooks: WebhookSender?, now: @escaping @Sendable () -> Double) {
+    init(state: any StateStore, providers: ProviderDirectory, calls: ProviderCalls, logger: Logger, metrics: BrokerMetrics,
+         webhooks: WebhookSender?, minInterval: Double, now: @escaping @Sendable () -> Double) {
         self.state = state
         self.providers = providers
         self.calls = calls
         self.logger = logger
         self.metrics = metrics
         self.webhooks = webhooks
+        self.minInterval = minInterval
         self.now = now
     }
 
@@ -112,6 +132,9 @@ final class Refresher: Sendable {
             logger.info("session ended: nothing to refresh with", metadata: ["provider": "\(session.provider)"])
             return .loginRequired
         }
+        if let wait = secondsUntilRefreshAllowed(session) {
+            return force ? .tooSoon(retryAfter: wait) : .fresh(session)
+        }
         let provider: Provider
         do {
             provider = try await providers.resolve(session.provider)
@@ -145,6 +168,7 @@ final class Refresher: Sendable {
             return .failed(error)
         }
         let refreshedAt = now()
+        remember(id, refreshedAt: refreshedAt)
         do {
             // Durable before any caller sees the new token: a rotated refresh token is never lost.
             let updated = try await state.updateSession(id) { session in
@@ -166,9 +190,28 @@ final class Refresher: Sendable {
         }
     }
 
+    /// Seconds until `session` may be refreshed at the provider again; nil when it may be now:
+    /// its token has expired, or its last refresh is `minInterval` old (or unknown).
+    private func secondsUntilRefreshAllowed(_ session: Session) -> Int? {
+        guard minInterval > 0, session.accessTokenValid(for: 0, at: now()),
+              let last = lastRefreshed.withLock({ $0[session.id] }) else { return nil }
+        let wait = last + minInterval - now()
+        return wait > 0 ? max(1, Int(wait.rounded(.up))) : nil
+    }
+
+    /// Notes a refresh at the provider, forgetting those older than `minInterval` when many.
+    private func remember(_ id: SHA256Digest, refreshedAt: Double) {
+        guard minInterval > 0 else { return }
+        lastRefreshed.withLock { last in
+            if last.count > 100_000 { last = last.filter { refreshedAt - $0.value < minInterval } }
+            last[id] = refreshedAt
+        }
+    }
+
     /// Ends session `id`; false when that could not be saved.
     private func remove(_ id: SHA256Digest) async -> Bool {
         failures.withLock { $0[id] = nil }
+        lastRefreshed.withLock { $0[id] = nil }
         return (try? await state.removeSession(id)) != nil
     }
 }

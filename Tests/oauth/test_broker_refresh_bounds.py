@@ -1,0 +1,60 @@
+"""Forced refreshes are bounded: per session (sessions.min_refresh_interval_seconds) and per client
+address (server.limits.refresh_requests_per_minute), so that no signed-in client can make the
+broker hammer the provider under its one client id."""
+import concurrent.futures
+import time
+
+import requests
+
+
+def test_forced_refreshes_of_one_session_reach_the_provider_once_per_interval(broker_factory, auth_server):
+    broker, app, _, _ = broker_factory()
+    tokens = app.login("alice")
+    auth_server.reset_stats()
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda _: app.call("GET", "/token", params={"min_ttl": "86400"}), range(120)))
+    assert all(a.status_code == 200 for a in answers), {a.status_code for a in answers}
+    handed_out = {a.json()["access_token"] for a in answers}
+    assert tokens["access_token"] not in handed_out and len(handed_out) == 1, "one new token, then that one while it lives"
+    assert auth_server.stats().get("refresh_token") == 1
+    # Asking to refresh now, so soon after: 429 with Retry-After, no call to the provider.
+    again = app.call("POST", "/refresh")
+    assert again.status_code == 429 and again.json()["error"] == "rate_limited"
+    assert 1 <= int(again.headers["Retry-After"]) <= 30
+    assert "access_token" not in again.json()
+    assert auth_server.stats().get("refresh_token") == 1
+    # The hot path is untouched: a token that is fresh enough is answered as before.
+    assert app.call("GET", "/token").json()["access_token"] in handed_out
+
+
+def test_an_expired_token_is_refreshed_whatever_the_interval(broker_factory, auth_server):
+    broker, app, _, _ = broker_factory()
+    auth_server.set_access_token_lifetime(2)  # inside the 60 s skew: every GET /token wants a refresh
+    tokens = app.login("alice")
+    auth_server.reset_stats()
+    first = app.call("GET", "/token").json()["access_token"]
+    assert first != tokens["access_token"]
+    assert app.call("GET", "/token").json()["access_token"] == first, "still valid: no second refresh yet"
+    assert auth_server.stats().get("refresh_token") == 1
+    time.sleep(2.5)
+    expired = app.call("GET", "/token")
+    assert expired.status_code == 200 and expired.json()["access_token"] != first
+    assert auth_server.stats().get("refresh_token") == 2
+
+
+def test_refreshes_are_limited_per_client_address(broker_factory, auth_server):
+    broker, app, _, _ = broker_factory(env={"BROKER_MIN_REFRESH_INTERVAL_SECONDS": "0",
+                                            "BROKER_REFRESH_REQUESTS_PER_MINUTE": "3"})
+    app.login("alice")
+    auth_server.reset_stats()
+    for _ in range(3):
+        assert app.call("POST", "/refresh").status_code == 200
+    limited = app.call("POST", "/refresh")
+    assert limited.status_code == 429 and limited.json()["error"] == "rate_limited"
+    assert 1 <= int(limited.headers["Retry-After"]) <= 20
+    forced = app.call("GET", "/token", params={"min_ttl": "86400"})
+    assert forced.status_code == 429, "a GET /token that would refresh shares the budget"
+    assert app.call("GET", "/token").status_code == 200, "one that needs no refresh does not"
+    assert auth_server.stats().get("refresh_token") == 3
+    metrics = requests.get(broker.url("/metrics"), timeout=10).text
+    assert 'broker_rejected_requests_total{route="/refresh",reason="rate_limited"} 1' in metrics
