@@ -58,3 +58,26 @@ def test_refreshes_are_limited_per_client_address(broker_factory, auth_server):
     assert auth_server.stats().get("refresh_token") == 3
     metrics = requests.get(broker.url("/metrics"), timeout=10).text
     assert 'broker_rejected_requests_total{route="/refresh",reason="rate_limited"} 1' in metrics
+
+
+def test_concurrent_refreshes_with_different_force_and_min_ttl_share_one(broker_factory, auth_server):
+    """Plain GET /token, GET /token?min_ttl above the provider's lifetime and POST /refresh, all at
+    once on one session: one refresh at the provider; every caller that asked for a refresh gets
+    the new token (or, for POST /refresh after it, 429); a plain caller gets the old or the new."""
+    broker, app, _, _ = broker_factory()
+    tokens = app.login("alice")
+    auth_server.reset_stats()
+    calls = [("GET", {}), ("GET", {"min_ttl": "86400"}), ("POST", {})] * 30
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        answers = list(pool.map(lambda call: (call, app.call(call[0], "/token" if call[0] == "GET" else "/refresh", params=call[1])), calls))
+    assert auth_server.stats().get("refresh_token") == 1
+    new = {a.json()["access_token"] for (method, params), a in answers if a.status_code == 200 and (params or method == "POST")}
+    assert len(new) == 1 and tokens["access_token"] not in new, new
+    for (method, params), answer in answers:
+        if method == "POST":
+            assert answer.status_code in (200, 429), answer.text
+        else:
+            assert answer.status_code == 200, answer.text
+            allowed = new if params else new | {tokens["access_token"]}
+            assert answer.json()["access_token"] in allowed
+    assert app.call("GET", "/session").status_code == 200

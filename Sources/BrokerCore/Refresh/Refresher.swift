@@ -103,6 +103,9 @@ final class Refresher: Sendable {
             inFlight.withLock { tasks in
                 if tasks[id]?.task == running.task { tasks[id] = nil }
             }
+            // A forced refresh refused as too soon refuses only who forced it: a caller who
+            // joined it without forcing gets the session as it is.
+            if case .tooSoon = outcome, !force { return await perform(id, force: false, minimumValidity: minimumValidity) }
             guard joined, !running.serves(force: force, minimumValidity: minimumValidity), case .fresh = outcome else {
                 return outcome
             }
