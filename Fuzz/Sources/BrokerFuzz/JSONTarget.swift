@@ -1,8 +1,10 @@
 // JSON bodies: HTTPServer.JSONValue.parse (Foundation's decoder under the broker's JSONValue).
 //
-// Invariant: whatever parses serializes (JSONValue.serialized, used for every JSON response)
-// to JSON that parses back to the same value, numbers compared by value.
-import HTTPServer
+// Invariants: whatever parses serializes (JSONValue.serialized, used for every JSON response)
+// to JSON that parses back to the same value, numbers compared by value; JSONMemberCount (which
+// finds a key written twice in a JSON body) counts no fewer members than an object decodes to,
+// and exactly as many in the serialized form, where every key is written once.
+@testable import HTTPServer
 
 /// Equality that treats 1 and 1.0 as the same number: serialization may change a number's
 /// representation, never its value.
@@ -36,6 +38,10 @@ let jsonTarget = FuzzTarget(name: "json", run: { bytes in
     } catch {
         invariant(false, "serialized JSON does not parse: \(String(decoding: text, as: UTF8.self).prefix(200)) (\(error))")
         return
+    }
+    if case .object(let members) = value {
+        invariant(JSONMemberCount.of(bytes) >= members.count, "JSONMemberCount counts fewer members than the object has")
+        invariant(JSONMemberCount.of(text) == members.count, "JSONMemberCount miscounts a serialized object")
     }
     if !holdsNonFinite(value) {
         invariant(sameJSON(value, again), "JSON changes through serialize + parse: \(String(decoding: text, as: UTF8.self).prefix(200))")
