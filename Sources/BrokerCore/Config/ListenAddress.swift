@@ -8,7 +8,9 @@ public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
     /// The TCP port; 0 means any free port.
     public let port: UInt16
 
-    /// Creates an address from parts already known to be valid.
+    /// Creates an address from parts already known to be valid. Usable from inlinable code so
+    /// that ``ServerConfig``'s default `listen` can be written as a default argument.
+    @usableFromInline
     init(host: String, port: UInt16) {
         self.host = host
         self.port = port
