@@ -70,11 +70,7 @@ public final class Broker: Sendable {
                 clientSecret: secret, signer: await DevelopmentSigner.make(), now: systemClock
             ).register(in: &router)
         }
-        var upstreamLimits = UpstreamClient.Limits()
-        upstreamLimits.maxInFlight = config.server.limits.maxUpstreamCalls
-        upstreamLimits.totalTimeout = .seconds(config.server.limits.upstreamTimeoutSeconds)
-        upstreamLimits.connectTimeout = .seconds(max(1, config.server.limits.upstreamTimeoutSeconds / 2))
-        let upstream = UpstreamClient(limits: upstreamLimits)
+        let upstream = UpstreamClient(limits: config.server.limits.upstream)
         let discovery = DiscoveryCache(client: upstream)
         let providers = ProviderDirectory(providers: config.providers, discovery: discovery)
         let services = Self.services(config, state: state, providers: providers, upstream: upstream, logger: logger, metrics: metrics)
