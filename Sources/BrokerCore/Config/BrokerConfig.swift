@@ -14,7 +14,8 @@
 ///   built from ``ServerConfig`` in one function, `ServerConfig.serverConfiguration()`.
 ///
 /// `ConfigSetting` is the one table of keys, `BROKER_*` variables and descriptions; README's
-/// Configuration table and `config/example.yaml` state the same defaults.
+/// Configuration table and `config/example.yaml` state the same defaults, and
+/// `ConfigDefaultsTests` fails when any of them, or the transport's, differs from this model.
 public struct BrokerConfig: Sendable {
     /// HTTP server settings.
     public var server: ServerConfig
