@@ -38,7 +38,7 @@ public final class Broker: Sendable {
         var config = config
         if development, let refusal = DevelopmentMode.refusal(config) { throw BrokerStartError(refusal) }
         // The cheap checks that can fail (TLS files, the port) come before loading the state.
-        let serverConfiguration = try Self.serverConfiguration(config.server)
+        let serverConfiguration = try config.server.serverConfiguration()
         let server: HTTPServer
         do {
             server = try HTTPServer(
@@ -70,11 +70,7 @@ public final class Broker: Sendable {
                 clientSecret: secret, signer: await DevelopmentSigner.make(), now: systemClock
             ).register(in: &router)
         }
-        var upstreamLimits = UpstreamClient.Limits()
-        upstreamLimits.maxInFlight = config.server.limits.maxUpstreamCalls
-        upstreamLimits.totalTimeout = .seconds(config.server.limits.upstreamTimeoutSeconds)
-        upstreamLimits.connectTimeout = .seconds(max(1, config.server.limits.upstreamTimeoutSeconds / 2))
-        let upstream = UpstreamClient(limits: upstreamLimits)
+        let upstream = UpstreamClient(limits: config.server.limits.upstream)
         let discovery = DiscoveryCache(client: upstream)
         let providers = ProviderDirectory(providers: config.providers, discovery: discovery)
         let services = Self.services(config, state: state, providers: providers, upstream: upstream, logger: logger, metrics: metrics)
@@ -192,34 +188,6 @@ public final class Broker: Sendable {
         await state.close()
         logger.notice("stopped", metadata: ["requests_cut_short": "\(cutShort)"])
         logOutput.flush()
-    }
-
-    static func serverConfiguration(_ server: ServerConfig) throws(BrokerStartError) -> ServerConfiguration {
-        let limits = server.limits
-        var tls: (certificate: String, key: String)?
-        if let files = server.tls {
-            guard let certificate = try? String(contentsOfFile: files.certificateFile, encoding: .utf8),
-                  let key = try? String(contentsOfFile: files.keyFile, encoding: .utf8) else {
-                throw BrokerStartError("cannot read the TLS certificate or key (\(files.certificateFile), \(files.keyFile))")
-            }
-            tls = (certificate, key)
-        }
-        return ServerConfiguration(
-            host: server.listen.host == "localhost" ? "127.0.0.1" : server.listen.host,
-            port: server.listen.port,
-            threads: server.threads,
-            maxBodyBytes: limits.maxBodyBytes,
-            maxHeaderBytes: limits.maxHeaderBytes,
-            maxURLBytes: limits.maxURLBytes,
-            maxConnections: limits.maxConnections,
-            maxConnectionsPerIP: limits.maxConnectionsPerIP,
-            idleTimeoutSeconds: limits.idleTimeoutSeconds,
-            requestHeadTimeoutSeconds: limits.requestHeadTimeoutSeconds,
-            requestBodyMinBytesPerSecond: limits.requestBodyMinBytesPerSecond,
-            corsOrigins: Set(server.corsOrigins),
-            trustedProxies: server.trustedProxies,
-            tls: tls
-        )
     }
 }
 

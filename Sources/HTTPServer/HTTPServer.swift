@@ -46,7 +46,7 @@ public final class HTTPServer: Sendable {
             let core = ServerCore(configuration: configuration, router: router, observer: observer)
             var options = tb_server_options()
             options.listen_socket = listener
-            options.threads = UInt32(max(1, configuration.threads))
+            options.threads = UInt32(configuration.threads)
             options.hard_connection_limit = UInt32(configuration.hardConnectionLimit)
             options.idle_timeout_seconds = UInt32(configuration.idleTimeoutSeconds)
             options.request_head_timeout_seconds = UInt32(configuration.requestHeadTimeoutSeconds)

@@ -1,9 +1,14 @@
 /// What the HTTP server needs to know: where to listen and its limits.
+///
+/// It has no defaults: every value comes from the broker's one configuration model, which alone
+/// writes the defaults, so that the server cannot run on a default the configuration does not
+/// state.
 public struct ServerConfiguration: Sendable {
     /// An IPv4 or IPv6 literal.
     public var host: String
     /// 0 picks a free port (see `HTTPServer.port`).
     public var port: UInt16
+    /// Request threads, at least 1 (the configuration resolves "one per core").
     public var threads: Int
     /// Bodies larger than this get 413.
     public var maxBodyBytes: Int
@@ -32,21 +37,22 @@ public struct ServerConfiguration: Sendable {
     public var tls: (certificate: String, key: String)?
 
     public init(
-        host: String = "127.0.0.1",
-        port: UInt16 = 8080,
-        threads: Int = 1,
-        maxBodyBytes: Int = 64 * 1024,
-        maxHeaderBytes: Int = 8 * 1024,
-        maxURLBytes: Int = 4 * 1024,
-        maxConnections: Int = 1024,
-        maxConnectionsPerIP: Int = 128,
-        idleTimeoutSeconds: Int = 30,
+        host: String,
+        port: UInt16,
+        threads: Int,
+        maxBodyBytes: Int,
+        maxHeaderBytes: Int,
+        maxURLBytes: Int,
+        maxConnections: Int,
+        maxConnectionsPerIP: Int,
+        idleTimeoutSeconds: Int,
         requestHeadTimeoutSeconds: Int,
         requestBodyMinBytesPerSecond: Int,
-        corsOrigins: Set<String> = [],
-        trustedProxies: [IPNetwork] = [],
-        tls: (certificate: String, key: String)? = nil
+        corsOrigins: Set<String>,
+        trustedProxies: [IPNetwork],
+        tls: (certificate: String, key: String)?
     ) {
+        precondition(threads >= 1, "threads must be resolved to at least 1 by the configuration")
         self.host = host
         self.port = port
         self.threads = threads

@@ -1,4 +1,21 @@
 /// The broker's whole configuration, validated: what ``ConfigLoader`` answers.
+///
+/// This is the one configuration model. Each default is written once, as a default argument of
+/// the initializer of the section it belongs to (``ServerConfig``, ``Limits``, ``LogConfig``,
+/// ``SessionSettings``, ``StateSettings``, ``WebhookSettings``), so `BrokerConfig()` is the
+/// embedded configuration. The other two shapes take their values from here and write none:
+///
+/// - `ConfigDraft` is the configuration while the file and the environment are read. It exists
+///   because some settings are not yet final there: the public URL is derived from `listen` only
+///   when none was given, the TLS files and the webhook URL and secret arrive one key at a time
+///   and are checked together, and each value remembers its file line for messages. It starts
+///   from ``defaults`` and ends in `finish()`, which builds this model.
+/// - HTTPServer's `ServerConfiguration` is what the transport needs: it has no defaults and is
+///   built from ``ServerConfig`` in one function, `ServerConfig.serverConfiguration()`.
+///
+/// `ConfigSetting` is the one table of keys, `BROKER_*` variables and descriptions; README's
+/// Configuration table and `config/example.yaml` state the same defaults, and
+/// `ConfigDefaultsTests` fails when any of them, or the transport's, differs from this model.
 public struct BrokerConfig: Sendable {
     /// HTTP server settings.
     public var server: ServerConfig
@@ -17,9 +34,9 @@ public struct BrokerConfig: Sendable {
 
     /// Creates a configuration; providers and apps are sorted by id. The loader validates its
     /// input; this initializer does not.
-    public init(server: ServerConfig, log: LogConfig, sessions: SessionSettings = SessionSettings(),
-                state: StateSettings = StateSettings(), webhooks: WebhookSettings? = nil,
-                providers: [ProviderConfig], apps: [AppConfig]) {
+    public init(server: ServerConfig = ServerConfig(), log: LogConfig = LogConfig(),
+                sessions: SessionSettings = SessionSettings(), state: StateSettings = StateSettings(),
+                webhooks: WebhookSettings? = nil, providers: [ProviderConfig] = [], apps: [AppConfig] = []) {
         self.server = server
         self.log = log
         self.sessions = sessions
@@ -29,15 +46,8 @@ public struct BrokerConfig: Sendable {
         self.apps = apps.sorted { $0.id < $1.id }
     }
 
-    /// The embedded defaults: listen on 127.0.0.1:8080, one thread per core, 10 s shutdown
-    /// grace, the default limits, `info` logs in the automatic format with access lines, the
-    /// default session lifetimes, state in `state/` with no keys read, and no providers or apps.
-    public static let defaults = BrokerConfig(
-        server: ServerConfig(listen: ListenAddress(host: "127.0.0.1", port: 8080)),
-        log: LogConfig(),
-        providers: [],
-        apps: []
-    )
+    /// The embedded configuration: every section's defaults, no webhooks, providers or apps.
+    public static let defaults = BrokerConfig()
 
     /// The provider with this id.
     public func provider(id: String) -> ProviderConfig? {

@@ -2,25 +2,30 @@ import Foundation
 import HTTPServer
 
 /// The configuration while it is being assembled from defaults, the file and the environment,
-/// before derived values (the public URL, the thread count) are worked out.
+/// before derived values (the public URL) are worked out and settings that arrive one key at a
+/// time (TLS files, the webhook URL and secret) are checked together. It starts from
+/// ``BrokerConfig/defaults`` and writes no default of its own (see ``BrokerConfig``).
 struct ConfigDraft: Sendable {
-    var listen = ListenAddress(host: "127.0.0.1", port: 8080)
+    var listen = BrokerConfig.defaults.server.listen
+    /// The configured public URL; nil: derived from `listen` in ``finish()``.
     var publicURL: URL?
-    var threads = 0
-    var shutdownGraceSeconds = 10.0
-    var limits = Limits()
-    var corsOrigins: [String] = []
-    var trustedProxies: [IPNetwork] = []
+    /// Request threads as configured; 0 (one per core) is resolved by ``ServerConfig``, as the
+    /// default already is.
+    var threads = BrokerConfig.defaults.server.threads
+    var shutdownGraceSeconds = BrokerConfig.defaults.server.shutdownGraceSeconds
+    var limits = BrokerConfig.defaults.server.limits
+    var corsOrigins = BrokerConfig.defaults.server.corsOrigins
+    var trustedProxies = BrokerConfig.defaults.server.trustedProxies
     var webhookURL: URL?
-    var webhookFailuresBeforeEvent = 3
+    var webhookFailuresBeforeEvent = WebhookSettings.defaultFailuresBeforeEvent
     var webhookSecret: Secret?
     var tlsCertificateFile: String?
     var tlsKeyFile: String?
-    var log = LogConfig()
-    var sessions = SessionSettings()
+    var log = BrokerConfig.defaults.log
+    var sessions = BrokerConfig.defaults.sessions
     /// The `state` settings; ``resolveStateKeys(environment:baseDirectory:file:)`` fills in its
     /// keys and key source.
-    var state = StateSettings()
+    var state = BrokerConfig.defaults.state
     /// Where the state keys are read from; `nil` when `state.key_env` or `state.key_file` was
     /// wrong (already reported), so that nothing is read.
     var stateKeyReference: StateKeyReference? = .environment(StateSettings.defaultKeyVariable)

@@ -83,9 +83,10 @@ struct ConfigSetting: Sendable {
             ConfigURLRules.parse(text, allowInsecureHTTP: false, allowQuery: true).map { draft.webhookURL = $0 }
         },
         ConfigSetting(key: "webhooks.failures_before_event", variable: "BROKER_WEBHOOK_FAILURES_BEFORE_EVENT",
-                      description: "consecutive failed refreshes of a session before a refresh.failing event (1...100)",
+                      description: "consecutive failed refreshes of a session before a refresh.failing event "
+                          + "(\(WebhookSettings.failuresBeforeEventRange.lowerBound)...\(WebhookSettings.failuresBeforeEventRange.upperBound))",
                       expected: "an integer") { draft, text in
-            ConfigValueParsing.integer(text, in: 1...100).map { draft.webhookFailuresBeforeEvent = $0 }
+            ConfigValueParsing.integer(text, in: WebhookSettings.failuresBeforeEventRange).map { draft.webhookFailuresBeforeEvent = $0 }
         },
         ConfigSetting(key: "server.cors_origins", variable: "BROKER_CORS_ORIGINS",
                       description: "browser origins allowed to call the API (CORS), comma-separated, e.g. https://app.example.com; empty = none",

@@ -22,7 +22,7 @@ enum ConfigURLRules {
         case "https":
             break
         case "http":
-            guard allowInsecureHTTP || ConfigHost.isLoopback(host) else {
+            guard allowInsecureHTTP || HostClassification.isLoopback(host) else {
                 return fail("plain http is only allowed for loopback hosts (127.0.0.1, [::1], localhost); "
                     + "use https or set allow_insecure_http: true")
             }

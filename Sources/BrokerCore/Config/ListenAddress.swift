@@ -8,7 +8,9 @@ public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
     /// The TCP port; 0 means any free port.
     public let port: UInt16
 
-    /// Creates an address from parts already known to be valid.
+    /// Creates an address from parts already known to be valid. Usable from inlinable code so
+    /// that ``ServerConfig``'s default `listen` can be written as a default argument.
+    @usableFromInline
     init(host: String, port: UInt16) {
         self.host = host
         self.port = port
@@ -26,10 +28,10 @@ public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Whether the host only accepts connections from this machine (127.0.0.0/8, ::1, localhost).
-    public var isLoopback: Bool { ConfigHost.isLoopback(host) }
+    public var isLoopback: Bool { HostClassification.isLoopback(host) }
 
     /// Whether the host is an IPv6 literal, written in brackets in URLs and in `description`.
-    public var isIPv6: Bool { ConfigHost.ipv6(host) != nil }
+    public var isIPv6: Bool { HostClassification.ipv6(host) != nil }
 
     /// `HOST:PORT`, with an IPv6 host in brackets.
     public var description: String {
@@ -51,7 +53,7 @@ public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
                 return .failure(ConfigValueError("missing :PORT after the address; \(expected)"))
             }
             portText = rest.dropFirst()
-            guard ConfigHost.ipv6(host) != nil else {
+            guard HostClassification.ipv6(host) != nil else {
                 return .failure(ConfigValueError("\(ConfigValueParsing.quoted(host)) is not an IPv6 address"))
             }
         } else {
@@ -63,7 +65,7 @@ public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
             if host.contains(":") {
                 return .failure(ConfigValueError("an IPv6 address must be written in brackets, as [::1]:8080"))
             }
-            guard host == "localhost" || ConfigHost.ipv4(host) != nil else {
+            guard host == "localhost" || HostClassification.ipv4(host) != nil else {
                 return .failure(ConfigValueError(
                     "host must be an IP address or localhost, got \(ConfigValueParsing.quoted(host))"))
             }

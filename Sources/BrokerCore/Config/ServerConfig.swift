@@ -11,7 +11,8 @@ public struct ServerConfig: Sendable, Equatable {
     /// Whether ``publicURL`` was derived from ``listen`` rather than configured. With port 0 the
     /// HTTP layer should then rebuild it from the port actually bound.
     public var publicURLIsDerived: Bool
-    /// Number of request threads, already resolved: a configured 0 becomes the number of cores.
+    /// Number of request threads, already resolved: a configured 0 becomes the number of cores,
+    /// so this is at least 1.
     public var threads: Int
     /// On SIGTERM, how long pending requests get to finish, in seconds.
     public var shutdownGraceSeconds: Double
@@ -24,9 +25,10 @@ public struct ServerConfig: Sendable, Equatable {
     /// PEM files to serve HTTPS with (certificate chain, private key); nil: plain HTTP.
     public var tls: TLSFiles?
 
-    /// Creates server settings. `publicURL` defaults to `http(s)://<listen>`; `threads` 0 means
-    /// one per core and is resolved here.
-    public init(listen: ListenAddress, publicURL: URL? = nil,
+    /// Creates server settings; the defaults are those of the embedded configuration, written
+    /// here only. `publicURL` defaults to `http(s)://<listen>`. `threads` 0 means one per core and
+    /// is resolved here, the one place it is: every later layer sees a positive count.
+    public init(listen: ListenAddress = ListenAddress(host: "127.0.0.1", port: 8080), publicURL: URL? = nil,
                 threads: Int = 0, shutdownGraceSeconds: Double = 10, limits: Limits = Limits(),
                 corsOrigins: [String] = [], trustedProxies: [IPNetwork] = [], tls: TLSFiles? = nil) {
         self.listen = listen

@@ -1,26 +1,27 @@
 /// How long sessions, logins and handoff codes live, and when tokens are refreshed: the
 /// `sessions` section. Every value is in seconds.
 public struct SessionSettings: Sendable, Equatable {
-    /// A session not used for this long ends (default 30 days).
+    /// A session not used for this long ends.
     public var idleLifetimeSeconds: Double
-    /// A session ends this long after sign-in, however much it is used (default 90 days). Never
-    /// shorter than ``idleLifetimeSeconds``.
+    /// A session ends this long after sign-in, however much it is used. Never shorter than
+    /// ``idleLifetimeSeconds``.
     public var absoluteLifetimeSeconds: Double
-    /// `GET /token` refreshes an access token that expires within this (default 60).
+    /// `GET /token` refreshes an access token that expires within this.
     public var refreshSkewSeconds: Double
     /// A session's token is refreshed at the provider at most once in this many seconds while it
     /// has not expired, however a client insists (`POST /refresh`, a `min_ttl` above the
-    /// provider's lifetime); 0 removes the bound (default 30).
+    /// provider's lifetime); 0 removes the bound.
     public var minRefreshIntervalSeconds: Double
-    /// How long a `GET /profile` answer is cached; 0 turns the cache off (default 60).
+    /// How long a `GET /profile` answer is cached; 0 turns the cache off.
     public var profileCacheSeconds: Double
     /// Time from `GET /authorize` to the provider's redirect back to `/callback`: the life of the
-    /// broker's `state` (default 600).
+    /// broker's `state`.
     public var loginLifetimeSeconds: Double
-    /// Time the app has to redeem a handoff code at `POST /token` (default 60).
+    /// Time the app has to redeem a handoff code at `POST /token`.
     public var handoffLifetimeSeconds: Double
 
-    /// Creates session settings; the defaults are those of the embedded configuration.
+    /// Creates session settings; the defaults are those of the embedded configuration, written
+    /// here only.
     public init(idleLifetimeSeconds: Double = 2_592_000, absoluteLifetimeSeconds: Double = 7_776_000,
                 refreshSkewSeconds: Double = 60, profileCacheSeconds: Double = 60,
                 loginLifetimeSeconds: Double = 600, handoffLifetimeSeconds: Double = 60,

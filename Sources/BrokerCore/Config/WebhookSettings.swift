@@ -8,11 +8,19 @@ public struct WebhookSettings: Sendable {
     /// Consecutive failed refreshes of one session before a `refresh.failing` event.
     public let failuresBeforeEvent: Int
 
-    public init(url: URL, secret: Secret, failuresBeforeEvent: Int) {
+    /// Creates webhook settings; the default is that of the embedded configuration.
+    public init(url: URL, secret: Secret, failuresBeforeEvent: Int = WebhookSettings.defaultFailuresBeforeEvent) {
         self.url = url
         self.secret = secret
         self.failuresBeforeEvent = failuresBeforeEvent
     }
+
+    /// `failures_before_event` when none is configured. A named constant rather than only an
+    /// argument default: without a URL there are no settings, but the configuration keeps the
+    /// count while the URL and the secret are still being read.
+    public static let defaultFailuresBeforeEvent = 3
+    /// Accepted range of `failures_before_event`.
+    static let failuresBeforeEventRange = 1...100
 }
 
 extension ConfigDocumentDecoder {

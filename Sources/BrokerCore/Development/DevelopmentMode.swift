@@ -17,7 +17,7 @@ public enum DevelopmentMode {
         guard config.server.listen.isLoopback else {
             return "development mode only listens on a loopback address (127.0.0.1 or [::1]), not \(config.server.listen)"
         }
-        if !config.server.publicURLIsDerived, !ConfigHost.isLoopback(config.server.publicURL.host ?? "") {
+        if !config.server.publicURLIsDerived, !HostClassification.isLoopback(config.server.publicURL.host ?? "") {
             // A proxy could publish the loopback listener under this URL: every provider
             // redirect and the development provider's own pages would then be public.
             return "development mode only runs with a loopback public_url (http://127.0.0.1:PORT or http://[::1]:PORT); "

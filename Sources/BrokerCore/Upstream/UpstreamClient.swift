@@ -12,14 +12,22 @@ import Synchronization
 /// timeout and a total deadline, redirects are never followed (a token endpoint that redirects is
 /// misconfigured or hostile), and a response larger than the cap is abandoned.
 public final class UpstreamClient: Sendable {
+    /// What calls may take. The broker's come from the configuration (`Limits.upstream`), which
+    /// writes their defaults; this type writes none but the response cap, which is not configured.
     public struct Limits: Sendable {
-        public var connectTimeout: Duration = .seconds(5)
-        public var totalTimeout: Duration = .seconds(10)
+        public var connectTimeout: Duration
+        public var totalTimeout: Duration
         public var maxResponseBytes = 1 << 20
         /// Calls in flight at once; one more fails at once (the client gets a 503).
-        public var maxInFlight = 256
+        public var maxInFlight: Int
 
-        public init() {}
+        /// Calls that take at most `totalTimeoutSeconds` in all and connect within half of it
+        /// (at least a second).
+        public init(maxInFlight: Int, totalTimeoutSeconds: Int) {
+            self.maxInFlight = maxInFlight
+            totalTimeout = .seconds(totalTimeoutSeconds)
+            connectTimeout = .seconds(max(1, totalTimeoutSeconds / 2))
+        }
     }
 
     /// A provider's answer.
@@ -34,7 +42,7 @@ public final class UpstreamClient: Sendable {
     private let maxInFlight: Int
     private let inFlight = Atomic<Int>(0)
 
-    public init(limits: Limits = Limits()) {
+    public init(limits: Limits) {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.timeoutIntervalForRequest = limits.connectTimeout.seconds
         configuration.timeoutIntervalForResource = limits.totalTimeout.seconds

@@ -25,10 +25,7 @@ final class WebhookSender: Sendable {
 
     init(settings: WebhookSettings, logger: Logger, metrics: BrokerMetrics) {
         self.settings = settings
-        var limits = UpstreamClient.Limits()
-        limits.totalTimeout = .seconds(10)
-        limits.maxInFlight = 32
-        client = UpstreamClient(limits: limits)
+        client = UpstreamClient(limits: UpstreamClient.Limits(maxInFlight: 32, totalTimeoutSeconds: 10))
         self.logger = logger
         self.metrics = metrics
     }

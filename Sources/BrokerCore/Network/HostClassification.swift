@@ -1,7 +1,10 @@
 import HTTPServer
 
-/// Classifies host names found in listen addresses and URLs.
-enum ConfigHost {
+/// Classifies the hosts of listen addresses and URLs: whether a host is an IPv4 or IPv6 literal,
+/// and whether it names this machine (loopback). The literals are parsed by ``IPNetwork``, the
+/// parser the server uses for client addresses and trusted proxies, so the configuration and
+/// the server agree on what an address is.
+enum HostClassification {
     /// The 4 bytes of a dotted-quad IPv4 literal.
     static func ipv4(_ host: String) -> [UInt8]? {
         IPNetwork.addressBytes(host[...]).flatMap { $0.count == 4 ? $0 : nil }
