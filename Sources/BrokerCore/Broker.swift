@@ -4,6 +4,7 @@ import Foundation
 import Glibc
 #endif
 import HTTPServer
+import WireValues
 public import Logging
 import Synchronization
 

@@ -1,3 +1,5 @@
+public import WireValues
+
 /// An error that is also an HTTP answer: its status, the JSON error body of the API
 /// (`{"error", "error_description"}`) and any headers the status calls for.
 ///
@@ -36,9 +38,14 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
         HTTPError(status: 400, code: code, description: description)
     }
 
+    /// 400 for a query string or form body that does not parse.
+    public init(_ error: FormFieldsError) {
+        self.init(status: 400, code: "invalid_request", description: error.description)
+    }
+
     /// A parameter given twice (RFC 6749 §3.1), in a form or as a JSON key; not named, as the
     /// name came from the client.
-    public static let repeatedParameter = HTTPError.badRequest("A parameter appears more than once.")
+    public static let repeatedParameter = HTTPError(FormFieldsError.repeatedParameter)
 
     /// The path is not echoed: whatever a client put in it stays out of the answer.
     public static let notFound = HTTPError(status: 404, code: "not_found", description: "There is no endpoint at this path.")

@@ -1,3 +1,5 @@
+public import WireValues
+
 /// What the HTTP server needs to know: where to listen and its limits.
 public struct ServerConfiguration: Sendable {
     /// An IPv4 or IPv6 literal.

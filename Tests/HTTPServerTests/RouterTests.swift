@@ -1,4 +1,5 @@
 import Testing
+import WireValues
 
 @testable import HTTPServer
 

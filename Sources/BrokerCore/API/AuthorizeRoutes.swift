@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import WireValues
 
 /// `GET /authorize` starts a login; `POST /authorize` asks for more scopes on an existing
 /// session (incremental authorization). Both validate everything before anything is stored, and

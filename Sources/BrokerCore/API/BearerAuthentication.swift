@@ -1,5 +1,6 @@
 import BrokerCrypto
 import HTTPServer
+import WireValues
 
 extension BrokerServices {
     /// The session named by `Authorization: Bearer <session token>`. A missing, malformed or

@@ -1,5 +1,4 @@
 import Foundation
-import HTTPServer
 import Logging
 
 /// What the API handlers share: configuration, providers, stores and the calls they make.

@@ -2,6 +2,7 @@ import BrokerCrypto
 import Foundation
 import HTTPServer
 import Logging
+import WireValues
 
 /// `GET /callback`: the provider sends the browser back here. The broker's `state` must name a
 /// login in progress (else a 400 page, never a redirect); from then on every outcome goes back to

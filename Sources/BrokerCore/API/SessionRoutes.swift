@@ -2,6 +2,7 @@ import BrokerCrypto
 import Foundation
 import HTTPServer
 import Logging
+import WireValues
 
 /// `GET /session` describes the session, `GET /profile` says who the user is, and
 /// `POST /revoke` ends the session at the provider and here.

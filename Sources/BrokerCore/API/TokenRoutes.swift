@@ -1,6 +1,7 @@
 import BrokerCrypto
 import HTTPServer
 import Logging
+import WireValues
 
 /// `POST /token` redeems a handoff code; `GET /token` hands out the current access token,
 /// refreshing it first when it is about to expire; `POST /refresh` refreshes now. A request that

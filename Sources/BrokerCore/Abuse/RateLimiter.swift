@@ -1,4 +1,5 @@
 import HTTPServer
+import WireValues
 import Synchronization
 
 /// Requests per client per minute (an IPv4 address, or an IPv6 /64: `ClientKey`), as token

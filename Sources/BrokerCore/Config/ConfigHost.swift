@@ -1,4 +1,4 @@
-import HTTPServer
+import WireValues
 
 /// Classifies host names found in listen addresses and URLs.
 enum ConfigHost {

@@ -1,6 +1,7 @@
 import BrokerCrypto
 import Foundation
 import HTTPServer
+import WireValues
 
 /// The built-in development identity provider, served under `/dev` by the broker itself: an
 /// OpenID Connect provider with discovery, a sign-in page that accepts any name, PKCE, rotating

@@ -1,4 +1,5 @@
 import HTTPServer
+import WireValues
 
 /// Why a call to a provider's token, revocation or userinfo endpoint failed.
 enum ProviderCallError: Error, Sendable {

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import WireValues
 
 /// `/readyz`: the broker is ready when its state can be written (it is loaded before the broker
 /// listens; a failed journal write or snapshot fails the check until a write succeeds again) and

@@ -1,5 +1,6 @@
 import BrokerCrypto
 import HTTPServer
+import WireValues
 
 /// One user's grant at one provider, held for one app. The session token itself is never
 /// stored: the session is found by the token's SHA-256 hash (`id`).
