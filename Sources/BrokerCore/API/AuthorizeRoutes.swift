@@ -27,7 +27,8 @@ struct AuthorizeRoutes: Sendable {
             return .now(answer(location: begin(login, provider), json: json))
         }
         return .awaiting { [self] () async throws(HTTPError) -> Response in
-            let provider = try await services.providers.resolve(login.provider)
+            let provider: Provider
+            do throws(ProviderLookupError) { provider = try await services.providers.resolve(login.provider) } catch { throw error.httpError }
             return answer(location: begin(login, provider), json: json)
         }
     }
