@@ -26,7 +26,7 @@ struct AuthorizeRoutes: Sendable {
         if let provider = services.providers.ready(login.provider) {
             return .now(answer(location: begin(login, provider), json: json))
         }
-        return .awaiting { [self] () async throws(HTTPError) -> Response in
+        return .deferredCatching { [self] () async throws(HTTPError) -> Response in
             let provider: Provider
             do throws(ProviderLookupError) { provider = try await services.providers.resolve(login.provider) } catch { throw error.httpError }
             return answer(location: begin(login, provider), json: json)

@@ -26,7 +26,7 @@ struct CallbackRoute: Sendable {
             } catch {
                 return .now(wantsHTML ? Self.page(error) : error.response)
             }
-            return .later { [self] in await complete(fields, pending) }
+            return .deferred { [self] in await complete(fields, pending) }
         }
     }
 

@@ -30,7 +30,7 @@ struct SessionRoutes: Sendable {
     /// unknown session token is answered 200 with `not_attempted`.
     private func revoke(_ request: Request) throws(HTTPError) -> Reply {
         let id = try services.sessionID(request)
-        return .awaiting { [services] () async throws(HTTPError) -> Response in
+        return .deferredCatching { [services] () async throws(HTTPError) -> Response in
             let removed = try await durably { () async throws(StateWriteError) in try await services.state.removeSession(id) }
             guard let session = removed else { return Self.revoked("not_attempted") }
             services.profiles.remove(id)
@@ -47,7 +47,7 @@ struct SessionRoutes: Sendable {
     private func profile(_ request: Request) throws(HTTPError) -> Reply {
         let session = try services.authenticate(request)
         if let cached = services.profiles.get(session.id, now: services.now()) { return .now(.json(cached)) }
-        return .awaiting { [services] () async throws(HTTPError) -> Response in
+        return .deferredCatching { [services] () async throws(HTTPError) -> Response in
             let provider: Provider
             do throws(ProviderLookupError) { provider = try await services.providers.resolve(session.provider) } catch { throw error.httpError }
             guard let endpoint = provider.userinfoEndpoint else {

@@ -14,7 +14,7 @@ struct TokenRoutes: Sendable {
         router.add("POST", "/token") { [self] request throws(HTTPError) in
             try services.admit(request, to: services.tokenLimiter, route: "/token")
             let form = try request.form()
-            return .awaiting { [self] () async throws(HTTPError) -> Response in try await redeem(form) }
+            return .deferredCatching { [self] () async throws(HTTPError) -> Response in try await redeem(form) }
         }
         router.add("GET", "/token") { [self] request throws(HTTPError) in try current(request) }
         router.add("POST", "/refresh") { [self] request throws(HTTPError) in
@@ -52,7 +52,7 @@ struct TokenRoutes: Sendable {
     }
 
     private func refreshed(_ id: SHA256Digest, force: Bool, minimumValidity: Double) -> Reply {
-        .awaiting { [services] () async throws(HTTPError) -> Response in
+        .deferredCatching { [services] () async throws(HTTPError) -> Response in
             let outcome = await services.refresher.refresh(id, force: force, minimumValidity: minimumValidity)
             if case .tooSoon = outcome { services.metrics.rejected(route: "/refresh", reason: "refreshed_moments_ago") }
             return try outcome.session().tokenAnswer(at: services.now())

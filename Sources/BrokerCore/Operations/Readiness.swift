@@ -18,7 +18,7 @@ struct Readiness: Sendable {
         let state = stateFailure()
         let missing = issuers.filter { discovery.cached($0.issuer) == nil }
         guard !missing.isEmpty else { return .now(Self.response(state: state, checks: issuers.map { ($0.provider, nil) })) }
-        return .later { [issuers, discovery] in
+        return .deferred { [issuers, discovery] in
             let failures = await withTaskGroup(of: (String, String?).self) { group in
                 for (provider, issuer) in missing {
                     group.addTask {
