@@ -121,7 +121,7 @@ struct AuthorizeRoutes: Sendable {
         for scope in login.scopes where !scopes.contains(scope) { scopes.append(scope) }
         let now = services.now()
         services.metrics.login(provider: provider.id, outcome: "started")
-        services.state.beginLogin(OpaqueToken.hash(state), PendingAuthorization(
+        services.store.beginLogin(OpaqueToken.hash(state), PendingAuthorization(
             provider: provider.id, app: login.app, redirectURI: login.redirectURI, appState: login.appState,
             appChallenge: login.challenge, verifier: verifier, nonce: nonce, requestedScopes: scopes,
             sessionID: login.session?.id, expiresAt: now + services.config.sessions.loginLifetimeSeconds

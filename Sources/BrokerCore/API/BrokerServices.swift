@@ -6,7 +6,7 @@ struct BrokerServices: Sendable {
     let config: BrokerConfig
     let providers: ProviderDirectory
     let calls: ProviderCalls
-    let state: any StateStore
+    let store: any StateStore
     let refresher: Refresher
     let idTokens: IDTokenVerifier
     let profiles: ProfileCache

@@ -31,7 +31,7 @@ struct SessionRoutes: Sendable {
     private func revoke(_ request: Request) throws(HTTPError) -> Reply {
         let id = try services.sessionID(request)
         return .deferredCatching { [services] () async throws(HTTPError) -> Response in
-            let removed = try await durably { () async throws(StateWriteError) in try await services.state.removeSession(id) }
+            let removed = try await durably { () async throws(StateWriteError) in try await services.store.removeSession(id) }
             guard let session = removed else { return Self.revoked("not_attempted") }
             services.profiles.remove(id)
             return Self.revoked(await services.revokeAtProvider(session).rawValue)

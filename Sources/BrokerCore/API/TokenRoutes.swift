@@ -73,7 +73,7 @@ struct TokenRoutes: Sendable {
         let codeID = OpaqueToken.hash(code)
         let now = services.now()
         let handoff: Handoff
-        switch try await durably({ () async throws(StateWriteError) in try await services.state.redeemHandoff(codeID, now: now) }) {
+        switch try await durably({ () async throws(StateWriteError) in try await services.store.redeemHandoff(codeID, now: now) }) {
         case .unknown, .expired:
             services.metrics.rejected(route: "/token", reason: "unknown_handoff_code")
             services.metrics.handoffRedemption(outcome: "unknown")
@@ -81,7 +81,7 @@ struct TokenRoutes: Sendable {
         case .replayed(let sessionID):
             // A code used twice has leaked: end the session it created, here and at the provider,
             // where its first redeemer's access token would otherwise keep working (RFC 6749 §4.1.2).
-            if let sessionID, let session = try await durably({ () async throws(StateWriteError) in try await services.state.removeSession(sessionID) }) {
+            if let sessionID, let session = try await durably({ () async throws(StateWriteError) in try await services.store.removeSession(sessionID) }) {
                 services.profiles.remove(sessionID)
                 let revocation = await services.revokeAtProvider(session)
                 services.logger.warning("handoff code replayed; its session was revoked", metadata: ["provider_revocation": "\(revocation.rawValue)"])
@@ -104,7 +104,7 @@ struct TokenRoutes: Sendable {
         services.metrics.handoffRedemption(outcome: "redeemed")
         guard let grant = handoff.grant else {
             // Incremental authorization: the grant is already in the app's session.
-            guard let sessionID = handoff.sessionID, let session = services.state.session(sessionID, now: now) else {
+            guard let sessionID = handoff.sessionID, let session = services.store.session(sessionID, now: now) else {
                 throw .invalidToken("The session token is unknown, expired or revoked.")
             }
             return session.tokenAnswer(at: now)
@@ -115,10 +115,10 @@ struct TokenRoutes: Sendable {
             scopes: grant.scopes, accessToken: grant.accessToken, accessTokenExpiresAt: grant.accessTokenExpiresAt,
             refreshToken: grant.refreshToken, idTokenClaims: grant.idTokenClaims, createdAt: now, usedAt: now
         )
-        let kept = try await durably { () async throws(StateWriteError) in try await services.state.saveSession(session, createdBy: codeID) }
+        let kept = try await durably { () async throws(StateWriteError) in try await services.store.saveSession(session, createdBy: codeID) }
         guard kept else {
             // The code was replayed while this session was being made: it has leaked.
-            _ = try await durably { () async throws(StateWriteError) in try await services.state.removeSession(session.id) }
+            _ = try await durably { () async throws(StateWriteError) in try await services.store.removeSession(session.id) }
             let revocation = await services.revokeAtProvider(grant.provider, accessToken: grant.accessToken, refreshToken: grant.refreshToken)
             services.logger.warning("handoff code replayed; its session was revoked", metadata: ["provider_revocation": "\(revocation.rawValue)"])
             throw .badRequest("The code was used twice; its session has been revoked.", code: "invalid_grant")

@@ -39,7 +39,7 @@ final class Refresher: Sendable {
         }
     }
 
-    private let state: any StateStore
+    private let store: any StateStore
     private let providers: ProviderDirectory
     private let calls: ProviderCalls
     private let logger: Logger
@@ -54,9 +54,9 @@ final class Refresher: Sendable {
     /// When each session was last refreshed at the provider (within about `minInterval`).
     private let lastRefreshed = Mutex<[SHA256Digest: Double]>([:])
 
-    init(state: any StateStore, providers: ProviderDirectory, calls: ProviderCalls, logger: Logger, metrics: BrokerMetrics,
+    init(store: any StateStore, providers: ProviderDirectory, calls: ProviderCalls, logger: Logger, metrics: BrokerMetrics,
          webhooks: WebhookSender?, minInterval: Double, now: @escaping @Sendable () -> Double) {
-        self.state = state
+        self.store = store
         self.providers = providers
         self.calls = calls
         self.logger = logger
@@ -103,7 +103,7 @@ final class Refresher: Sendable {
     }
 
     private func perform(_ id: SHA256Digest, force: Bool, minimumValidity: Double) async -> Outcome {
-        guard let session = state.session(id, now: now()) else { return .gone }
+        guard let session = store.session(id, now: now()) else { return .gone }
         if !force && session.accessTokenValid(for: minimumValidity, at: now()) { return .fresh(session) }
         guard let refreshToken = session.refreshToken else {
             if !force && session.accessTokenValid(for: 0, at: now()) { return .fresh(session) }
@@ -151,7 +151,7 @@ final class Refresher: Sendable {
         remember(id, refreshedAt: refreshedAt)
         do {
             // Durable before any caller sees the new token: a rotated refresh token is never lost.
-            let updated = try await state.updateSession(id) { session in
+            let updated = try await store.updateSession(id) { session in
                 session.accessToken = response.accessToken
                 session.accessTokenExpiresAt = response.expiresIn.map { refreshedAt + Double($0) }
                 // A rotated refresh token replaces the old one; none in the answer keeps it.
@@ -192,6 +192,6 @@ final class Refresher: Sendable {
     private func remove(_ id: SHA256Digest) async -> Bool {
         failures.withLock { $0[id] = nil }
         lastRefreshed.withLock { $0[id] = nil }
-        return (try? await state.removeSession(id)) != nil
+        return (try? await store.removeSession(id)) != nil
     }
 }
