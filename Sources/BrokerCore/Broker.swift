@@ -4,7 +4,6 @@ import Foundation
 import Glibc
 #endif
 import HTTPServer
-import WireValues
 public import Logging
 import Synchronization
 

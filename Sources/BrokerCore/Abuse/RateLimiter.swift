@@ -1,5 +1,5 @@
-import WireValues
 import Synchronization
+import WireValues
 
 /// Requests per client per minute (an IPv4 address, or an IPv6 /64: `ClientKey`), as token
 /// buckets: a client may burst up to the limit and regains one request every `60 / limit`
