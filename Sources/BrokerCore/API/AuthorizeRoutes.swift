@@ -28,7 +28,11 @@ struct AuthorizeRoutes: Sendable {
         }
         return .deferredCatching { [self] () async throws(HTTPError) -> Response in
             let provider: Provider
-            do throws(ProviderLookupError) { provider = try await services.providers.resolve(login.provider) } catch { throw error.httpError }
+            do throws(ProviderLookupError) {
+                provider = try await services.providers.resolve(login.provider)
+            } catch {
+                throw error.httpError
+            }
             return answer(location: begin(login, provider), json: json)
         }
     }

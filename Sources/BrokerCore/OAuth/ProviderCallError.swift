@@ -31,8 +31,9 @@ enum ProviderCallError: Error, Sendable, CustomStringConvertible {
         }
     }
 
-    /// The failure in one word, as the client's `error` code and a `refresh.failing` event's
-    /// reason: `upstream_unavailable` when a retry may succeed, `upstream_error` otherwise.
+    /// The failure in one word, a `refresh.failing` event's reason: the `error` code a client
+    /// gets for it (`ProviderCallError+HTTPError`), `upstream_unavailable` when a retry may
+    /// succeed, `upstream_error` otherwise.
     var code: String {
         if case .unavailable = self { return "upstream_unavailable" }
         return "upstream_error"
