@@ -6,8 +6,9 @@ import PackageDescription
 //   MHDShim                  the only code that includes microhttpd.h
 //   CryptoShim               the only code that includes OpenSSL headers
 //   BrokerCrypto             Swift wrapper over CryptoShim
-//   HTTPServer               request, response, router, server; alone knows MHDShim
-//   BrokerCore               configuration, operations, logging, metrics; imports no C
+//   WireValues               values both sides of the HTTP edge use: JSON, form fields, IP networks, byte writers
+//   HTTPServer               transport: request, response, router, limits, server; alone knows MHDShim
+//   BrokerCore               the broker (its API/ layer alone speaks HTTP); imports no C
 //   token-broker             the executable: command line, signals, start and stop
 let package = Package(
     name: "TokenBroker",
@@ -18,6 +19,7 @@ let package = Package(
         // For Fuzz/, a package of its own that depends on this one by path.
         .library(name: "BrokerCore", targets: ["BrokerCore"]),
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
+        .library(name: "WireValues", targets: ["WireValues"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -41,10 +43,12 @@ let package = Package(
         .target(name: "MHDShim", dependencies: ["CMicroHTTPD"], linkerSettings: [.linkedLibrary("gnutls")]),
         .target(name: "CryptoShim", dependencies: ["CLibCrypto"]),
         .target(name: "BrokerCrypto", dependencies: ["CryptoShim"]),
+        .target(name: "WireValues"),
         .target(
             name: "HTTPServer",
             dependencies: [
                 "MHDShim",
+                "WireValues",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -52,6 +56,7 @@ let package = Package(
             name: "BrokerCore",
             dependencies: [
                 "HTTPServer",
+                "WireValues",
                 "BrokerCrypto",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -70,8 +75,9 @@ let package = Package(
         // Bench-only: writes a state directory of N sessions through the broker's own code (bench/).
         .executableTarget(name: "broker-bench-state", dependencies: ["BrokerCore"]),
         .testTarget(name: "BrokerCryptoTests", dependencies: ["BrokerCrypto"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
-        .testTarget(name: "BrokerCoreTests", dependencies: ["BrokerCore", "HTTPServer"], resources: [.copy("Resources")]),
+        .testTarget(name: "WireValuesTests", dependencies: ["WireValues"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "WireValues"]),
+        .testTarget(name: "BrokerCoreTests", dependencies: ["BrokerCore", "HTTPServer", "WireValues"], resources: [.copy("Resources")]),
         .testTarget(name: "IntegrationTests"),
     ]
 )

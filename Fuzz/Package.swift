@@ -26,6 +26,7 @@ let package = Package(
             dependencies: [
                 .product(name: "BrokerCore", package: "TokenBroker"),
                 .product(name: "HTTPServer", package: "TokenBroker"),
+                .product(name: "WireValues", package: "TokenBroker"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 "FuzzDriver",

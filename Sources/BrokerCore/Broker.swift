@@ -15,7 +15,7 @@ public final class Broker: Sendable {
     public let metrics: BrokerMetrics
     private let server: HTTPServer
     private let router: Router
-    private let state: any StateStore
+    private let store: any StateStore
     private let refresher: Refresher
     private let maintenance = Mutex<Task<Void, Never>?>(nil)
     private let logOutput: LogOutput
@@ -51,7 +51,7 @@ public final class Broker: Sendable {
         } catch {
             throw BrokerStartError(error.description)
         }
-        let state = try Self.openState(config, development: development, acceptDamage: acceptDamagedState, logger: logger, metrics: metrics)
+        let store = try Self.openState(config, development: development, acceptDamage: acceptDamagedState, logger: logger, metrics: metrics)
         if config.server.publicURLIsDerived {
             // With port 0 the public URL (and the callback URL providers see) takes the real port.
             config.server.publicURL = ListenAddress(host: config.server.listen.host, port: server.port)
@@ -73,7 +73,7 @@ public final class Broker: Sendable {
         let upstream = UpstreamClient(limits: config.server.limits.upstream)
         let discovery = DiscoveryCache(client: upstream)
         let providers = ProviderDirectory(providers: config.providers, discovery: discovery)
-        let services = Self.services(config, state: state, providers: providers, upstream: upstream, logger: logger, metrics: metrics)
+        let services = Self.services(config, store: store, providers: providers, upstream: upstream, logger: logger, metrics: metrics)
         AuthorizeRoutes(services: services).register(in: &router)
         CallbackRoute(services: services).register(in: &router)
         TokenRoutes(services: services).register(in: &router)
@@ -83,15 +83,15 @@ public final class Broker: Sendable {
             return (provider.id, issuer)
         }
         OperationsRoutes(
-            readiness: Readiness(issuers: issuers, discovery: discovery, stateFailure: { [state] in state.writeFailure }), metrics: metrics,
-            liveSessions: { [state] in state.sessionCount }, requestsInFlight: { [server] in server.activeRequests }
+            readiness: Readiness(issuers: issuers, discovery: discovery, stateFailure: { [store] in store.writeFailure }), metrics: metrics,
+            liveSessions: { [store] in store.sessionCount }, requestsInFlight: { [server] in server.activeRequests }
         ).register(in: &router)
         self.config = config
         self.logger = logger
         self.metrics = metrics
         self.server = server
         self.router = router
-        self.state = state
+        self.store = store
         self.logOutput = logOutput
         refresher = services.refresher
     }
@@ -110,9 +110,9 @@ public final class Broker: Sendable {
             logger.notice("development mode without a state key: sessions live in memory only and end with the process")
             return BrokerState(lifetimes: lifetimes, clock: systemClock, logger: logger)
         }
-        let state: BrokerState
+        let store: BrokerState
         do {
-            state = try BrokerState(
+            store = try BrokerState(
                 settings: config.state, keys: keys, lifetimes: lifetimes, acceptDamage: acceptDamage,
                 clock: systemClock, logger: logger, metrics: metrics
             )
@@ -122,11 +122,11 @@ public final class Broker: Sendable {
         for warning in StatePermissions.check(directory: config.state.directory, keyFile: config.state.keyFile) {
             logger.warning("\(warning)")
         }
-        return state
+        return store
     }
 
     private static func services(
-        _ config: BrokerConfig, state: any StateStore, providers: ProviderDirectory, upstream: UpstreamClient,
+        _ config: BrokerConfig, store: any StateStore, providers: ProviderDirectory, upstream: UpstreamClient,
         logger: Logger, metrics: BrokerMetrics
     ) -> BrokerServices {
         let now = systemClock
@@ -135,9 +135,9 @@ public final class Broker: Sendable {
             config: config,
             providers: providers,
             calls: calls,
-            state: state,
+            store: store,
             refresher: Refresher(
-                state: state, providers: providers, calls: calls, logger: logger, metrics: metrics,
+                store: store, providers: providers, calls: calls, logger: logger, metrics: metrics,
                 webhooks: config.webhooks.map { WebhookSender(settings: $0, logger: logger, metrics: metrics) },
                 minInterval: config.sessions.minRefreshIntervalSeconds, now: now
             ),
@@ -170,7 +170,7 @@ public final class Broker: Sendable {
             "providers": "\(config.providers.map(\.id).joined(separator: ","))",
             "apps": "\(config.apps.map(\.id).joined(separator: ","))",
         ])
-        let upkeep = Task { [state] in await state.maintain() }
+        let upkeep = Task { [store] in await store.maintain() }
         maintenance.withLock { $0 = upkeep }
     }
 
@@ -185,7 +185,7 @@ public final class Broker: Sendable {
         let upkeep = maintenance.withLock { $0 }
         upkeep?.cancel()
         await upkeep?.value
-        await state.close()
+        await store.close()
         logger.notice("stopped", metadata: ["requests_cut_short": "\(cutShort)"])
         logOutput.flush()
     }

@@ -1,4 +1,5 @@
 import Synchronization
+import WireValues
 
 /// Counts open connections, in total and per client (an IPv6 client by its /64: `ClientKey`),
 /// and admits a new one only under both limits. Requests on a connection that was not admitted

@@ -1,3 +1,5 @@
+import WireValues
+
 /// The client's address behind trusted reverse proxies, from `X-Forwarded-For`.
 ///
 /// Each proxy appends the address it received the request from, so the list reads left to

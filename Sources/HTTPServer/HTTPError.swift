@@ -1,3 +1,5 @@
+public import WireValues
+
 /// An error that is also an HTTP answer: its status, the JSON error body of the API
 /// (`{"error", "error_description"}`) and any headers the status calls for.
 ///
@@ -36,9 +38,14 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
         HTTPError(status: 400, code: code, description: description)
     }
 
+    /// 400 for a query string or form body that does not parse.
+    public init(_ error: FormFieldsError) {
+        self.init(status: 400, code: "invalid_request", description: error.description)
+    }
+
     /// A parameter given twice (RFC 6749 §3.1), in a form or as a JSON key; not named, as the
     /// name came from the client.
-    public static let repeatedParameter = HTTPError.badRequest("A parameter appears more than once.")
+    public static let repeatedParameter = HTTPError(FormFieldsError.repeatedParameter)
 
     /// The path is not echoed: whatever a client put in it stays out of the answer.
     public static let notFound = HTTPError(status: 404, code: "not_found", description: "There is no endpoint at this path.")
@@ -92,38 +99,5 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
             headers: retryAfterSeconds.map { [HTTPHeader("Retry-After", String($0))] } ?? [],
             closeConnection: true
         )
-    }
-}
-
-extension HTTPError {
-    /// 401 for a missing, unknown or expired session token (RFC 6750 §3).
-    public static func invalidToken(_ description: String) -> HTTPError {
-        HTTPError(
-            status: 401, code: "invalid_token", description: description,
-            headers: [HTTPHeader("WWW-Authenticate", #"Bearer error="invalid_token""#)]
-        )
-    }
-
-    /// 401: the provider no longer honours the grant; the session is gone and the app must start
-    /// again at `/authorize`.
-    public static func loginRequired(_ description: String) -> HTTPError {
-        HTTPError(
-            status: 401, code: "login_required", description: description,
-            headers: [HTTPHeader("WWW-Authenticate", #"Bearer error="invalid_token""#)]
-        )
-    }
-
-    /// 502: the provider answered with an error or something unreadable.
-    public static func upstreamError(_ description: String) -> HTTPError {
-        HTTPError(status: 502, code: "upstream_error", description: description)
-    }
-
-    /// 503: a change could not be made durable; nothing the client could act on was lost.
-    public static let unsaved = HTTPError.serviceUnavailable(
-        "temporarily_unavailable", "The broker could not save the change; retry shortly.", retryAfterSeconds: 5)
-
-    /// 503: the provider could not be reached or did not answer in time.
-    public static func upstreamUnavailable(_ description: String) -> HTTPError {
-        HTTPError(status: 503, code: "upstream_unavailable", description: description, headers: [HTTPHeader("Retry-After", "5")])
     }
 }

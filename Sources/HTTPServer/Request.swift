@@ -1,5 +1,6 @@
 internal import Foundation
 internal import MHDShim
+public import WireValues
 
 /// One HTTP request, as a handler sees it.
 ///
@@ -70,7 +71,7 @@ public struct Request {
     /// The query string's parameters.
     public func query() throws(HTTPError) -> FormFields {
         guard let rawQuery else { return FormFields() }
-        return try FormFields(parsing: rawQuery)
+        do { return try FormFields(parsing: rawQuery) } catch { throw HTTPError(error) }
     }
 
     /// The body's parameters: an `application/x-www-form-urlencoded` body, or a JSON object whose
@@ -84,7 +85,7 @@ public struct Request {
             guard let text = String(validating: body, as: UTF8.self) else {
                 throw .badRequest("The form body is not UTF-8 text.")
             }
-            return try FormFields(parsing: text)
+            do { return try FormFields(parsing: text) } catch { throw HTTPError(error) }
         case "application/json":
             return try jsonForm()
         case nil where body.isEmpty:

@@ -1,3 +1,5 @@
+public import WireValues
+
 /// One HTTP header line of a response.
 public struct HTTPHeader: Sendable, Equatable {
     public var name: String

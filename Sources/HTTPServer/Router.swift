@@ -1,19 +1,22 @@
-/// How a handler answers: at once on the server thread (the fast path), or later after awaiting
-/// I/O, during which the connection is suspended.
+/// How a handler answers: at once on the server thread (the fast path), or deferred until some
+/// I/O has been awaited, during which the connection is suspended.
 public enum Reply: Sendable {
+    /// Sent from the server thread that ran the handler.
     case now(Response)
-    case later(@Sendable () async -> Response)
+    /// The connection is suspended while `work` runs in a task; its response is the answer.
+    case deferred(@Sendable () async -> Response)
 
-    /// Answers later with the response `work` returns, or with the error it throws.
-    public static func awaiting(_ work: @escaping @Sendable () async throws(HTTPError) -> Response) -> Reply {
-        .later {
+    /// Deferred like `deferred`, for work that may throw: the response `work` returns, or the
+    /// `HTTPError` it throws as its response.
+    public static func deferredCatching(_ work: @escaping @Sendable () async throws(HTTPError) -> Response) -> Reply {
+        .deferred {
             do throws(HTTPError) { return try await work() } catch { return error.response }
         }
     }
 }
 
 /// A request handler. It runs on a server thread and must not block: anything that waits on
-/// I/O goes into `Reply.later`.
+/// I/O goes into `Reply.deferred` or `Reply.deferredCatching`.
 public typealias Handler = @Sendable (Request) throws(HTTPError) -> Reply
 
 /// Routes by exact method and path. Unknown paths get 404; known paths with another method get

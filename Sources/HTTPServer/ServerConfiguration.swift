@@ -1,3 +1,5 @@
+public import WireValues
+
 /// What the HTTP server needs to know: where to listen and its limits.
 ///
 /// It has no defaults: every value comes from the broker's one configuration model, which alone

@@ -2,7 +2,7 @@ internal import MHDShim
 import Synchronization
 
 /// Where requests enter, on a server thread: limits first, then the router. A `Reply.now` is
-/// sent from the same thread (the fast path); a `Reply.later` suspends the connection, runs in a
+/// sent from the same thread (the fast path); a `Reply.deferred` suspends the connection, runs in a
 /// task, and resumes it with the answer.
 final class ServerCore: Sendable {
     private let configuration: ServerConfiguration
@@ -87,7 +87,7 @@ final class ServerCore: Sendable {
         case .now(let response):
             tb_request_respond(pointer, makeResponse(response, requestID: request.id, origin: origin))
             finish(record, response, startNanos: tb_request_start_ns(pointer))
-        case .later(let work):
+        case .deferred(let work):
             tb_request_defer(pointer)
             guard let ticket = deferred.add(shim) else {
                 // The shutdown has already answered the waiting: answer this one the same way,

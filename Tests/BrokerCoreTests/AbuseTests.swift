@@ -1,5 +1,6 @@
 import HTTPServer
 import Testing
+import WireValues
 
 @testable import BrokerCore
 

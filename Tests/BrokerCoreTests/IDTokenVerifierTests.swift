@@ -1,8 +1,8 @@
 import BrokerCore
 import Foundation
 import Testing
-#if canImport(HTTPServer)
-import HTTPServer
+#if canImport(WireValues)
+import WireValues
 #endif
 
 struct IDTokenVerifierTests {

@@ -1,6 +1,7 @@
 import BrokerCore
 import HTTPServer
 import Testing
+import WireValues
 
 struct ProfileMappingTests {
     private func json(_ text: String) throws -> JSONValue {

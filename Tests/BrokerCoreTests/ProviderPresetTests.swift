@@ -2,6 +2,7 @@ import BrokerCore
 import Foundation
 import HTTPServer
 import Testing
+import WireValues
 
 struct ProviderPresetTests {
     /// The normalised profile each preset must give for its recorded response in

@@ -1,6 +1,7 @@
 import Testing
 
 import HTTPServer
+import WireValues
 @testable import BrokerCore
 
 struct TokenResponseTests {

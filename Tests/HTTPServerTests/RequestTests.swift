@@ -1,4 +1,5 @@
 import Testing
+import WireValues
 
 @testable import HTTPServer
 
@@ -50,7 +51,7 @@ struct RequestTests {
     func duplicateJSONKeysAreTheDuplicateParameterError(_ body: String) throws {
         let request = Request(method: "POST", target: "/token", headers: ["Content-Type": "application/json"], body: Array(body.utf8))
         let json = #expect(throws: HTTPError.self) { try request.form() }
-        let form = #expect(throws: HTTPError.self) { try FormFields(parsing: "code=a&code=b") }
+        let form = #expect(throws: FormFieldsError.self) { try FormFields(parsing: "code=a&code=b") }
         #expect(json?.status == 400)
         #expect(json?.description == form?.description)
     }

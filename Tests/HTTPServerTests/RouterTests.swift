@@ -1,4 +1,5 @@
 import Testing
+import WireValues
 
 @testable import HTTPServer
 
@@ -65,9 +66,9 @@ struct RouterTests {
         #expect(router().routes.map { "\($0.method) \($0.path)" } == ["GET /fails", "GET /token", "POST /token"])
     }
 
-    @Test func awaitingMapsErrors() async {
-        let reply = Reply.awaiting { () async throws(HTTPError) -> Response in throw .badRequest("Late failure.") }
-        guard case .later(let work) = reply else {
+    @Test func deferredCatchingMapsErrors() async {
+        let reply = Reply.deferredCatching { () async throws(HTTPError) -> Response in throw .badRequest("Late failure.") }
+        guard case .deferred(let work) = reply else {
             Issue.record("expected a deferred reply")
             return
         }

@@ -1,8 +1,10 @@
-// Query strings and application/x-www-form-urlencoded bodies: HTTPServer.FormFields.
+// Query strings and application/x-www-form-urlencoded bodies: WireValues.FormFields, and the
+// HTTP layer's FormFields.required and .optional.
 //
 // Invariants beyond "no crash": a parsed form re-encoded with FormFields.encode parses back to
 // the same names and values (what the broker sends upstream is what it read).
 import HTTPServer
+import WireValues
 
 let formTarget = FuzzTarget(name: "form", run: { bytes in
     let text = String(decoding: bytes, as: UTF8.self)

@@ -1,5 +1,5 @@
-// Client addresses behind trusted proxies: HTTPServer.IPNetwork(parsing:) (server.trusted_proxies
-// entries) and ForwardedFor.client (X-Forwarded-For from the network).
+// Client addresses behind trusted proxies: WireValues.IPNetwork(parsing:) (server.trusted_proxies
+// entries) and HTTPServer.ForwardedFor.client (X-Forwarded-For from the network).
 //
 // Input: the connection's address, a newline, then the X-Forwarded-For value. Trusted proxies
 // are fixed: 10.0.0.0/8, fd00::/8 and 127.0.0.1. Every comma-separated piece of the input is
@@ -12,6 +12,7 @@
 // the left end of the addresses. The client is in its one spelling; a proxy, when named, is the
 // connection's address. A parsed entry prints as a range that parses to itself.
 @testable import HTTPServer
+@testable import WireValues
 
 private let trusted = ["10.0.0.0/8", "fd00::/8", "127.0.0.1"].compactMap { IPNetwork(parsing: $0) }
 

@@ -1,10 +1,10 @@
-// JSON bodies: HTTPServer.JSONValue.parse (Foundation's decoder under the broker's JSONValue).
+// JSON bodies: WireValues.JSONValue.parse (Foundation's decoder under the broker's JSONValue).
 //
 // Invariants: whatever parses serializes (JSONValue.serialized, used for every JSON response)
 // to JSON that parses back to the same value, numbers compared by value; JSONMemberCount (which
 // finds a key written twice in a JSON body) counts no fewer members than an object decodes to,
 // and exactly as many in the serialized form, where every key is written once.
-@testable import HTTPServer
+@testable import WireValues
 
 /// Equality that treats 1 and 1.0 as the same number: serialization may change a number's
 /// representation, never its value.

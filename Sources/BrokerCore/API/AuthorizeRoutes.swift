@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import WireValues
 
 /// `GET /authorize` starts a login; `POST /authorize` asks for more scopes on an existing
 /// session (incremental authorization). Both validate everything before anything is stored, and
@@ -25,8 +26,13 @@ struct AuthorizeRoutes: Sendable {
         if let provider = services.providers.ready(login.provider) {
             return .now(answer(location: begin(login, provider), json: json))
         }
-        return .awaiting { [self] () async throws(HTTPError) -> Response in
-            let provider = try await services.providers.resolve(login.provider)
+        return .deferredCatching { [self] () async throws(HTTPError) -> Response in
+            let provider: Provider
+            do throws(ProviderLookupError) {
+                provider = try await services.providers.resolve(login.provider)
+            } catch {
+                throw error.httpError
+            }
             return answer(location: begin(login, provider), json: json)
         }
     }
@@ -119,7 +125,7 @@ struct AuthorizeRoutes: Sendable {
         for scope in login.scopes where !scopes.contains(scope) { scopes.append(scope) }
         let now = services.now()
         services.metrics.login(provider: provider.id, outcome: "started")
-        services.state.beginLogin(OpaqueToken.hash(state), PendingAuthorization(
+        services.store.beginLogin(OpaqueToken.hash(state), PendingAuthorization(
             provider: provider.id, app: login.app, redirectURI: login.redirectURI, appState: login.appState,
             appChallenge: login.challenge, verifier: verifier, nonce: nonce, requestedScopes: scopes,
             sessionID: login.session?.id, expiresAt: now + services.config.sessions.loginLifetimeSeconds

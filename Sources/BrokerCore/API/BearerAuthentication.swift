@@ -1,5 +1,6 @@
 import BrokerCrypto
 import HTTPServer
+import WireValues
 
 extension BrokerServices {
     /// The session named by `Authorization: Bearer <session token>`. A missing, malformed or
@@ -11,7 +12,7 @@ extension BrokerServices {
     /// Runs `body` on the session `id` (of the bearer token of `request`) where it lies, without
     /// copying it (the hot path); unknown, it is the 401 of `authenticate`.
     func withSession<T: Sendable>(_ id: SHA256Digest, of request: Request, _ body: (borrowing Session) -> T) throws(HTTPError) -> T {
-        guard let result = state.readSession(id, now: now(), body) else {
+        guard let result = store.readSession(id, now: now(), body) else {
             metrics.rejected(route: String(request.path), reason: "unknown_session_token")
             throw .invalidToken("The session token is unknown, expired or revoked.")
         }

@@ -1,5 +1,4 @@
 import Foundation
-import HTTPServer
 import Logging
 
 /// What the API handlers share: configuration, providers, stores and the calls they make.
@@ -7,7 +6,7 @@ struct BrokerServices: Sendable {
     let config: BrokerConfig
     let providers: ProviderDirectory
     let calls: ProviderCalls
-    let state: any StateStore
+    let store: any StateStore
     let refresher: Refresher
     let idTokens: IDTokenVerifier
     let profiles: ProfileCache

@@ -2,6 +2,7 @@ import BrokerCrypto
 import Foundation
 import HTTPServer
 import Logging
+import WireValues
 
 /// `GET /callback`: the provider sends the browser back here. The broker's `state` must name a
 /// login in progress (else a 400 page, never a redirect); from then on every outcome goes back to
@@ -18,14 +19,14 @@ struct CallbackRoute: Sendable {
             do throws(HTTPError) {
                 fields = try request.query()
                 let state = try fields.required("state")
-                guard let found = services.state.takeLogin(OpaqueToken.hash(state), now: services.now()) else {
+                guard let found = services.store.takeLogin(OpaqueToken.hash(state), now: services.now()) else {
                     throw .badRequest("This sign-in link is unknown, expired or already used; start again from the app.")
                 }
                 pending = found
             } catch {
                 return .now(wantsHTML ? Self.page(error) : error.response)
             }
-            return .later { [self] in await complete(fields, pending) }
+            return .deferred { [self] in await complete(fields, pending) }
         }
     }
 
@@ -127,7 +128,7 @@ struct CallbackRoute: Sendable {
     private func finish(_ grant: Grant, _ pending: PendingAuthorization) async throws(CallbackFailure) -> Response {
         var handoffGrant: Grant? = grant
         if let sessionID = pending.sessionID {
-            guard let current = services.state.session(sessionID, now: services.now()) else {
+            guard let current = services.store.session(sessionID, now: services.now()) else {
                 throw CallbackFailure(code: "access_denied", description: "The session ended during the sign-in.", log: "session gone before merge")
             }
             guard current.subject == grant.subject else {
@@ -135,7 +136,7 @@ struct CallbackRoute: Sendable {
             }
             let merged: Session?
             do {
-                merged = try await services.state.updateSession(sessionID) { session in
+                merged = try await services.store.updateSession(sessionID) { session in
                     session.accessToken = grant.accessToken
                     session.accessTokenExpiresAt = grant.accessTokenExpiresAt
                     if let refreshToken = grant.refreshToken { session.refreshToken = refreshToken }
@@ -157,7 +158,7 @@ struct CallbackRoute: Sendable {
             expiresAt: services.now() + services.config.sessions.handoffLifetimeSeconds, grant: handoffGrant, sessionID: pending.sessionID
         )
         do {
-            try await services.state.issueHandoff(OpaqueToken.hash(code), handoff)
+            try await services.store.issueHandoff(OpaqueToken.hash(code), handoff)
         } catch {
             throw CallbackFailure(code: "server_error", description: "The sign-in could not be saved.", log: error.description)
         }

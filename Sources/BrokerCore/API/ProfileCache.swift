@@ -1,6 +1,6 @@
 import BrokerCrypto
-import HTTPServer
 import Synchronization
+import WireValues
 
 /// Normalised profiles by session, kept for a short time so that apps calling `/profile` often
 /// do not hammer the provider.

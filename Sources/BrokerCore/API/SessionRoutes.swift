@@ -2,6 +2,7 @@ import BrokerCrypto
 import Foundation
 import HTTPServer
 import Logging
+import WireValues
 
 /// `GET /session` describes the session, `GET /profile` says who the user is, and
 /// `POST /revoke` ends the session at the provider and here.
@@ -29,8 +30,8 @@ struct SessionRoutes: Sendable {
     /// unknown session token is answered 200 with `not_attempted`.
     private func revoke(_ request: Request) throws(HTTPError) -> Reply {
         let id = try services.sessionID(request)
-        return .awaiting { [services] () async throws(HTTPError) -> Response in
-            let removed = try await durably { () async throws(StateWriteError) in try await services.state.removeSession(id) }
+        return .deferredCatching { [services] () async throws(HTTPError) -> Response in
+            let removed = try await durably { () async throws(StateWriteError) in try await services.store.removeSession(id) }
             guard let session = removed else { return Self.revoked("not_attempted") }
             services.profiles.remove(id)
             return Self.revoked(await services.revokeAtProvider(session).rawValue)
@@ -46,8 +47,13 @@ struct SessionRoutes: Sendable {
     private func profile(_ request: Request) throws(HTTPError) -> Reply {
         let session = try services.authenticate(request)
         if let cached = services.profiles.get(session.id, now: services.now()) { return .now(.json(cached)) }
-        return .awaiting { [services] () async throws(HTTPError) -> Response in
-            let provider = try await services.providers.resolve(session.provider)
+        return .deferredCatching { [services] () async throws(HTTPError) -> Response in
+            let provider: Provider
+            do throws(ProviderLookupError) {
+                provider = try await services.providers.resolve(session.provider)
+            } catch {
+                throw error.httpError
+            }
             guard let endpoint = provider.userinfoEndpoint else {
                 guard let bytes = session.idTokenClaims, let claims = try? JSONValue.parse(bytes) else {
                     throw HTTPError(status: 404, code: "not_found", description: "This provider has no profile endpoint.")

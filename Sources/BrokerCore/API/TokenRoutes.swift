@@ -1,6 +1,7 @@
 import BrokerCrypto
 import HTTPServer
 import Logging
+import WireValues
 
 /// `POST /token` redeems a handoff code; `GET /token` hands out the current access token,
 /// refreshing it first when it is about to expire; `POST /refresh` refreshes now. A request that
@@ -13,7 +14,7 @@ struct TokenRoutes: Sendable {
         router.add("POST", "/token") { [self] request throws(HTTPError) in
             try services.admit(request, to: services.tokenLimiter, route: "/token")
             let form = try request.form()
-            return .awaiting { [self] () async throws(HTTPError) -> Response in try await redeem(form) }
+            return .deferredCatching { [self] () async throws(HTTPError) -> Response in try await redeem(form) }
         }
         router.add("GET", "/token") { [self] request throws(HTTPError) in try current(request) }
         router.add("POST", "/refresh") { [self] request throws(HTTPError) in
@@ -51,7 +52,7 @@ struct TokenRoutes: Sendable {
     }
 
     private func refreshed(_ id: SHA256Digest, force: Bool, minimumValidity: Double) -> Reply {
-        .awaiting { [services] () async throws(HTTPError) -> Response in
+        .deferredCatching { [services] () async throws(HTTPError) -> Response in
             let outcome = await services.refresher.refresh(id, force: force, minimumValidity: minimumValidity)
             if case .tooSoon = outcome { services.metrics.rejected(route: "/refresh", reason: "refreshed_moments_ago") }
             return try outcome.session().tokenAnswer(at: services.now())
@@ -72,7 +73,7 @@ struct TokenRoutes: Sendable {
         let codeID = OpaqueToken.hash(code)
         let now = services.now()
         let handoff: Handoff
-        switch try await durably({ () async throws(StateWriteError) in try await services.state.redeemHandoff(codeID, now: now) }) {
+        switch try await durably({ () async throws(StateWriteError) in try await services.store.redeemHandoff(codeID, now: now) }) {
         case .unknown, .expired:
             services.metrics.rejected(route: "/token", reason: "unknown_handoff_code")
             services.metrics.handoffRedemption(outcome: "unknown")
@@ -80,7 +81,7 @@ struct TokenRoutes: Sendable {
         case .replayed(let sessionID):
             // A code used twice has leaked: end the session it created, here and at the provider,
             // where its first redeemer's access token would otherwise keep working (RFC 6749 §4.1.2).
-            if let sessionID, let session = try await durably({ () async throws(StateWriteError) in try await services.state.removeSession(sessionID) }) {
+            if let sessionID, let session = try await durably({ () async throws(StateWriteError) in try await services.store.removeSession(sessionID) }) {
                 services.profiles.remove(sessionID)
                 let revocation = await services.revokeAtProvider(session)
                 services.logger.warning("handoff code replayed; its session was revoked", metadata: ["provider_revocation": "\(revocation.rawValue)"])
@@ -103,7 +104,7 @@ struct TokenRoutes: Sendable {
         services.metrics.handoffRedemption(outcome: "redeemed")
         guard let grant = handoff.grant else {
             // Incremental authorization: the grant is already in the app's session.
-            guard let sessionID = handoff.sessionID, let session = services.state.session(sessionID, now: now) else {
+            guard let sessionID = handoff.sessionID, let session = services.store.session(sessionID, now: now) else {
                 throw .invalidToken("The session token is unknown, expired or revoked.")
             }
             return session.tokenAnswer(at: now)
@@ -114,10 +115,10 @@ struct TokenRoutes: Sendable {
             scopes: grant.scopes, accessToken: grant.accessToken, accessTokenExpiresAt: grant.accessTokenExpiresAt,
             refreshToken: grant.refreshToken, idTokenClaims: grant.idTokenClaims, createdAt: now, usedAt: now
         )
-        let kept = try await durably { () async throws(StateWriteError) in try await services.state.saveSession(session, createdBy: codeID) }
+        let kept = try await durably { () async throws(StateWriteError) in try await services.store.saveSession(session, createdBy: codeID) }
         guard kept else {
             // The code was replayed while this session was being made: it has leaked.
-            _ = try await durably { () async throws(StateWriteError) in try await services.state.removeSession(session.id) }
+            _ = try await durably { () async throws(StateWriteError) in try await services.store.removeSession(session.id) }
             let revocation = await services.revokeAtProvider(grant.provider, accessToken: grant.accessToken, refreshToken: grant.refreshToken)
             services.logger.warning("handoff code replayed; its session was revoked", metadata: ["provider_revocation": "\(revocation.rawValue)"])
             throw .badRequest("The code was used twice; its session has been revoked.", code: "invalid_grant")

@@ -1,9 +1,9 @@
-import HTTPServer
 import Synchronization
+import WireValues
 
 /// Requests per client per minute (an IPv4 address, or an IPv6 /64: `ClientKey`), as token
 /// buckets: a client may burst up to the limit and regains one request every `60 / limit`
-/// seconds. Beyond it: 429 with `Retry-After`.
+/// seconds. Beyond it, the client is told when to come back (`admit`: 429 with `Retry-After`).
 final class RateLimiter: Sendable {
     private struct Bucket {
         var tokens: Double
@@ -18,13 +18,14 @@ final class RateLimiter: Sendable {
         self.perMinute = perMinute
     }
 
-    /// Takes one request from `client`'s bucket, or throws 429 saying when to come back.
-    func admit(_ client: String, now: Double) throws(HTTPError) {
-        guard perMinute > 0 else { return }
+    /// Takes one request from `client`'s bucket: nil when it had one, otherwise the seconds
+    /// until it will.
+    func take(_ client: String, now: Double) -> Double? {
+        guard perMinute > 0 else { return nil }
         let capacity = Double(perMinute)
         let rate = capacity / 60
         let key = ClientKey.of(client)
-        let wait: Double? = buckets.withLock { buckets in
+        return buckets.withLock { buckets in
             if buckets.count > 100_000 {
                 // Forget full buckets: a client that stayed away long enough starts afresh anyway.
                 buckets = buckets.filter { $0.value.tokens + (now - $0.value.updated) * rate < capacity }
@@ -36,13 +37,6 @@ final class RateLimiter: Sendable {
             guard bucket.tokens >= 1 else { return (1 - bucket.tokens) / rate }
             bucket.tokens -= 1
             return nil
-        }
-        if let wait {
-            throw HTTPError(
-                status: 429, code: "rate_limited",
-                description: "Too many requests from this address; retry later.",
-                headers: [HTTPHeader("Retry-After", String(Int(wait.rounded(.up))))]
-            )
         }
     }
 }

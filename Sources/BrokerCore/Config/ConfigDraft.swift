@@ -1,5 +1,5 @@
 import Foundation
-import HTTPServer
+import WireValues
 
 /// The configuration while it is being assembled from defaults, the file and the environment,
 /// before derived values (the public URL) are worked out and settings that arrive one key at a

@@ -1,5 +1,5 @@
 public import Foundation
-public import HTTPServer
+public import WireValues
 
 /// HTTP server settings: the `server` section.
 public struct ServerConfig: Sendable, Equatable {

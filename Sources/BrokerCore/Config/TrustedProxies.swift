@@ -1,5 +1,5 @@
 import Foundation
-import HTTPServer
+import WireValues
 
 /// `server.trusted_proxies`: the reverse proxies (addresses or CIDR ranges) whose
 /// `X-Forwarded-For` names the client. Any address listed can claim to be any client, so the

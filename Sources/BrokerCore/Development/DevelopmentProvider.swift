@@ -1,6 +1,7 @@
 import BrokerCrypto
 import Foundation
 import HTTPServer
+import WireValues
 
 /// The built-in development identity provider, served under `/dev` by the broker itself: an
 /// OpenID Connect provider with discovery, a sign-in page that accepts any name, PKCE, rotating
@@ -43,7 +44,7 @@ struct DevelopmentProvider: Sendable {
         router.add("POST", "/dev/token") { [self] request throws(HTTPError) in
             let form = try request.form()
             try authenticateClient(request, form)
-            return .awaiting { [self] () async throws(HTTPError) -> Response in try await token(form) }
+            return .deferredCatching { [self] () async throws(HTTPError) -> Response in try await token(form) }
         }
         router.add("GET", "/dev/userinfo") { [self] request throws(HTTPError) in .now(try userinfo(request)) }
         router.add("POST", "/dev/revoke") { [self] request throws(HTTPError) in

@@ -1,5 +1,4 @@
 import BrokerCrypto
-import HTTPServer
 
 /// A login in progress, between `/authorize` and `/callback`, found by the hash of the broker's
 /// own `state` value. Single use; expires after `sessions.login_lifetime_seconds`.

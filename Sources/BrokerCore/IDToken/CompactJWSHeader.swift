@@ -1,6 +1,6 @@
 import Foundation
-#if canImport(HTTPServer)
-import HTTPServer
+#if canImport(WireValues)
+import WireValues
 #endif
 
 /// What the verifier reads from a compact JWS (RFC 7515 §7.1) before it trusts anything: the

@@ -1,6 +1,6 @@
 public import Foundation
-#if canImport(HTTPServer)
-public import HTTPServer
+#if canImport(WireValues)
+public import WireValues
 #endif
 
 /// The claims of a verified ID token (OpenID Connect Core §2 and §5.1).

@@ -1,6 +1,6 @@
 import JWTKit
-#if canImport(HTTPServer)
-import HTTPServer
+#if canImport(WireValues)
+import WireValues
 #endif
 
 /// A JWT payload as jwt-kit hands it over after the signature checked out: every claim, as JSON.

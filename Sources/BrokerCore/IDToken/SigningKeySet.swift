@@ -1,7 +1,7 @@
 import Foundation
 import JWTKit
-#if canImport(HTTPServer)
-import HTTPServer  // JSONValue lives there in the broker; in a package without it, BrokerCore has it
+#if canImport(WireValues)
+import WireValues  // JSONValue lives there in the broker; in a package without it, BrokerCore has it
 #endif
 
 /// The keys of one provider's JWKS document that can check an ID token's signature.

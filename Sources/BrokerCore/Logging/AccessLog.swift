@@ -1,4 +1,5 @@
 import HTTPServer
+import WireValues
 
 /// The access log: one line per request, written straight to bytes and handed to the output's
 /// buffer (`LogOutput.writeSoon`). It is on every request's path, so it skips swift-log's

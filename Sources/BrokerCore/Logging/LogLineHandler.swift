@@ -1,5 +1,5 @@
 public import Logging
-import HTTPServer
+import WireValues
 
 /// A swift-log handler that writes one line per event to standard output: a JSON object (for
 /// log collectors) or, on a terminal, a line a person reads.

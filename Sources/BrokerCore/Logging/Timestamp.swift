@@ -1,5 +1,5 @@
 import Foundation
-import HTTPServer
+import WireValues
 
 /// RFC 3339 timestamps in UTC, as logs and the API print them. The calendar date is computed
 /// from the day number (days-from-civil inverted, Howard Hinnant's algorithm): no `gmtime`, no

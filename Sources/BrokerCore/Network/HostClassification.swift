@@ -1,4 +1,4 @@
-import HTTPServer
+import WireValues
 
 /// Classifies the hosts of listen addresses and URLs: whether a host is an IPv4 or IPv6 literal,
 /// and whether it names this machine (loopback). The literals are parsed by ``IPNetwork``, the

@@ -2,7 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import HTTPServer
+import WireValues
 
 /// The broker's calls to a provider: code exchange, refresh, revocation and userinfo, each
 /// authenticated with the provider's client credentials where the protocol asks for them.

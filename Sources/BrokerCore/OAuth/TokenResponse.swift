@@ -1,5 +1,5 @@
 import Foundation
-import HTTPServer
+import WireValues
 
 /// A successful answer of a provider's token endpoint (RFC 6749 §5.1), in JSON or, as GitHub
 /// answers by default, form encoding.

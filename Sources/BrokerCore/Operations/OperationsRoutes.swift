@@ -1,4 +1,5 @@
 import HTTPServer
+import WireValues
 
 /// `/healthz`, `/readyz` and `/metrics`: for orchestrators and Prometheus.
 struct OperationsRoutes: Sendable {

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import WireValues
 
 /// `/readyz`: the broker is ready when its state can be written (it is loaded before the broker
 /// listens; a failed journal write or snapshot fails the check until a write succeeds again) and
@@ -17,7 +18,7 @@ struct Readiness: Sendable {
         let state = stateFailure()
         let missing = issuers.filter { discovery.cached($0.issuer) == nil }
         guard !missing.isEmpty else { return .now(Self.response(state: state, checks: issuers.map { ($0.provider, nil) })) }
-        return .later { [issuers, discovery] in
+        return .deferred { [issuers, discovery] in
             let failures = await withTaskGroup(of: (String, String?).self) { group in
                 for (provider, issuer) in missing {
                     group.addTask {

@@ -1,4 +1,4 @@
-import HTTPServer
+import WireValues
 
 extension JSONValue {
     /// The value at a dot-separated path such as `data.0.login` (numeric segments index arrays);

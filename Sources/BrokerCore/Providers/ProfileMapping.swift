@@ -1,4 +1,4 @@
-public import HTTPServer
+public import WireValues
 
 /// How a provider's userinfo/profile response maps onto the broker's ``NormalisedProfile``.
 ///

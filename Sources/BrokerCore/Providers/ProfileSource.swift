@@ -1,4 +1,4 @@
-public import HTTPServer
+public import WireValues
 
 /// One place a profile field may come from. A field lists several, tried in order; the first
 /// that yields a usable value wins.

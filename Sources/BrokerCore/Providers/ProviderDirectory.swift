@@ -1,5 +1,4 @@
 import Foundation
-import HTTPServer
 
 /// Every configured provider, resolved on demand. Providers with explicit endpoints are ready at
 /// once; providers by `issuer` are ready once their discovery document is cached, and are
@@ -27,15 +26,15 @@ struct ProviderDirectory: Sendable {
     }
 
     /// The provider, fetching its discovery document when needed.
-    func resolve(_ id: String) async throws(HTTPError) -> Provider {
+    func resolve(_ id: String) async throws(ProviderLookupError) -> Provider {
         if let ready = ready(id) { return ready }
         guard let config = configs[id], case .discovery(let issuer) = config.endpoints else {
-            throw .badRequest("Unknown provider.")
+            throw .unknown
         }
         do {
             return Provider(config: config, discovered: try await discovery.document(for: issuer))
         } catch {
-            throw .upstreamUnavailable("The provider's discovery document could not be fetched.")
+            throw .discoveryFailed
         }
     }
 }

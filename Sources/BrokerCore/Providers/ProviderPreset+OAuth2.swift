@@ -1,4 +1,4 @@
-import HTTPServer
+import WireValues
 
 // Presets for plain OAuth 2.0 providers: explicit endpoints and a provider-specific profile.
 

@@ -1,5 +1,4 @@
 import BrokerCrypto
-import HTTPServer
 import Logging
 import Synchronization
 
@@ -26,23 +25,6 @@ final class Refresher: Sendable {
         case unsaved
         /// Forced within `minInterval` of the session's last refresh: retry after this many seconds.
         case tooSoon(retryAfter: Int)
-
-        /// The session, or the error a client gets.
-        func session() throws(HTTPError) -> Session {
-            switch self {
-            case .fresh(let session): return session
-            case .loginRequired: throw .loginRequired("The provider no longer honours this sign-in; start again at /authorize.")
-            case .gone: throw .invalidToken("The session token is unknown, expired or revoked.")
-            case .failed(let error): throw error.httpError
-            case .unsaved: throw .unsaved
-            case .tooSoon(let seconds):
-                throw HTTPError(
-                    status: 429, code: "rate_limited",
-                    description: "This session's token was refreshed moments ago; use it, or retry later.",
-                    headers: [HTTPHeader("Retry-After", String(seconds))]
-                )
-            }
-        }
     }
 
     /// A refresh under way and what it was started for.
@@ -57,7 +39,7 @@ final class Refresher: Sendable {
         }
     }
 
-    private let state: any StateStore
+    private let store: any StateStore
     private let providers: ProviderDirectory
     private let calls: ProviderCalls
     private let logger: Logger
@@ -72,9 +54,9 @@ final class Refresher: Sendable {
     /// When each session was last refreshed at the provider (within about `minInterval`).
     private let lastRefreshed = Mutex<[SHA256Digest: Double]>([:])
 
-    init(state: any StateStore, providers: ProviderDirectory, calls: ProviderCalls, logger: Logger, metrics: BrokerMetrics,
+    init(store: any StateStore, providers: ProviderDirectory, calls: ProviderCalls, logger: Logger, metrics: BrokerMetrics,
          webhooks: WebhookSender?, minInterval: Double, now: @escaping @Sendable () -> Double) {
-        self.state = state
+        self.store = store
         self.providers = providers
         self.calls = calls
         self.logger = logger
@@ -113,11 +95,6 @@ final class Refresher: Sendable {
         return await perform(id, force: force, minimumValidity: minimumValidity)
     }
 
-    /// The session refreshed as `refresh` does, or the error its outcome means for a client.
-    func session(_ id: SHA256Digest, force: Bool, minimumValidity: Double) async throws(HTTPError) -> Session {
-        try await refresh(id, force: force, minimumValidity: minimumValidity).session()
-    }
-
     /// Waits for every refresh under way (at shutdown, so that what they bring is saved).
     func drain() async {
         for running in inFlight.withLock({ Array($0.values) }) {
@@ -126,7 +103,7 @@ final class Refresher: Sendable {
     }
 
     private func perform(_ id: SHA256Digest, force: Bool, minimumValidity: Double) async -> Outcome {
-        guard let session = state.session(id, now: now()) else { return .gone }
+        guard let session = store.session(id, now: now()) else { return .gone }
         if !force && session.accessTokenValid(for: minimumValidity, at: now()) { return .fresh(session) }
         guard let refreshToken = session.refreshToken else {
             if !force && session.accessTokenValid(for: 0, at: now()) { return .fresh(session) }
@@ -157,13 +134,13 @@ final class Refresher: Sendable {
                 logger.info("session ended: the provider refused the refresh token", metadata: ["provider": "\(session.provider)"])
                 return .loginRequired
             }
-            logger.warning("refresh failed", metadata: ["provider": "\(session.provider)", "reason": "\(error.httpError.description)"])
+            logger.warning("refresh failed", metadata: ["provider": "\(session.provider)", "reason": "\(error.description)"])
             let streak = failures.withLock { failures in
                 failures[id, default: 0] += 1
                 return failures[id, default: 0]
             }
             if let webhooks, streak == webhooks.failuresBeforeEvent {
-                webhooks.refreshFailing(session, consecutiveFailures: streak, reason: error.httpError.code)
+                webhooks.refreshFailing(session, consecutiveFailures: streak, reason: error.code)
             }
             // A token that has not actually expired is still the best answer to a caller who
             // did not insist on a new one.
@@ -174,7 +151,7 @@ final class Refresher: Sendable {
         remember(id, refreshedAt: refreshedAt)
         do {
             // Durable before any caller sees the new token: a rotated refresh token is never lost.
-            let updated = try await state.updateSession(id) { session in
+            let updated = try await store.updateSession(id) { session in
                 session.accessToken = response.accessToken
                 session.accessTokenExpiresAt = response.expiresIn.map { refreshedAt + Double($0) }
                 // A rotated refresh token replaces the old one; none in the answer keeps it.
@@ -215,6 +192,6 @@ final class Refresher: Sendable {
     private func remove(_ id: SHA256Digest) async -> Bool {
         failures.withLock { $0[id] = nil }
         lastRefreshed.withLock { $0[id] = nil }
-        return (try? await state.removeSession(id)) != nil
+        return (try? await store.removeSession(id)) != nil
     }
 }

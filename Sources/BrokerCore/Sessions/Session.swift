@@ -1,5 +1,4 @@
 import BrokerCrypto
-import HTTPServer
 
 /// One user's grant at one provider, held for one app. The session token itself is never
 /// stored: the session is found by the token's SHA-256 hash (`id`).
@@ -29,33 +28,5 @@ struct Session: Sendable {
     /// Seconds the access token has left, for `expires_in`; nil when unknown.
     func expiresIn(at now: Double) -> Int? {
         accessTokenExpiresAt.map { max(0, Int(($0 - now).rounded(.down))) }
-    }
-
-    /// The token answer (`POST /token`, `GET /token`, `POST /refresh`):
-    /// `{[session_token,] access_token, token_type, expires_in, scope, provider}`, written
-    /// straight to bytes — `GET /token` is the hot path.
-    func tokenAnswer(at now: Double, sessionToken: String? = nil) -> Response {
-        var body: [UInt8] = []
-        body.reserveCapacity(160 + accessToken.utf8.count)
-        body.append(UInt8(ascii: "{"))
-        if let sessionToken {
-            body.append(literal: #""session_token":"#)
-            JSONValue.appendString(sessionToken, to: &body)
-            body.append(UInt8(ascii: ","))
-        }
-        body.append(literal: #""access_token":"#)
-        JSONValue.appendString(accessToken, to: &body)
-        body.append(literal: #","token_type":"Bearer","expires_in":"#)
-        if let expiresIn = expiresIn(at: now) {
-            body.append(decimal: expiresIn)
-        } else {
-            body.append(literal: "null")
-        }
-        body.append(literal: #","scope":"#)
-        JSONValue.appendString(joining: scopes, separator: " ", to: &body)
-        body.append(literal: #","provider":"#)
-        JSONValue.appendString(provider, to: &body)
-        body.append(UInt8(ascii: "}"))
-        return .json(serialized: body)
     }
 }

@@ -3,9 +3,9 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import HTTPServer
 import Logging
 import Synchronization
+import WireValues
 
 /// Reports sessions that end (the provider refused the grant) or keep failing to refresh, as
 /// signed JSON POSTs to the configured URL. Delivery runs in the background with retries and

@@ -42,14 +42,14 @@ public struct IPNetwork: Sendable, Equatable, CustomStringConvertible {
     /// Whether `address` (bytes from `addressBytes`) is in this range. An IPv4-mapped IPv6
     /// address (`::ffff:10.1.2.3`, how a dual-stack socket sees IPv4 clients) counts as its
     /// IPv4 address.
-    func contains(_ address: [UInt8]) -> Bool {
+    package func contains(_ address: [UInt8]) -> Bool {
         let address = Self.unmapped(address)
         guard address.count == self.address.count else { return false }
         return Self.masked(address, to: prefixLength) == self.address
     }
 
     /// Whether any of `networks` contains `address`.
-    static func any(_ networks: [IPNetwork], contains address: [UInt8]) -> Bool {
+    package static func any(_ networks: [IPNetwork], contains address: [UInt8]) -> Bool {
         networks.contains { $0.contains(address) }
     }
 
@@ -67,7 +67,7 @@ public struct IPNetwork: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// An IPv4-mapped IPv6 address as its IPv4 address; any other as it is.
-    static func unmapped(_ address: [UInt8]) -> [UInt8] {
+    package static func unmapped(_ address: [UInt8]) -> [UInt8] {
         guard address.count == 16, address[0..<10].allSatisfy({ $0 == 0 }), address[10] == 0xFF, address[11] == 0xFF else {
             return address
         }
@@ -82,7 +82,7 @@ public struct IPNetwork: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The usual text of an address (`inet_ntop`): one spelling per address.
-    static func text(of address: [UInt8]) -> String {
+    package static func text(of address: [UInt8]) -> String {
         var buffer = [CChar](repeating: 0, count: 46)
         _ = address.withUnsafeBytes { bytes in
             inet_ntop(address.count == 4 ? AF_INET : AF_INET6, bytes.baseAddress, &buffer, socklen_t(buffer.count))

@@ -1,10 +1,10 @@
 /// How many members a JSON object document writes, counted on its bytes: decoding keeps one
 /// value per key, so a key written twice (`{"code":"a","code":"b"}`, or spelled once with an
 /// escape, `"c\u006fde"`) shows only as a count above the decoded object's.
-enum JSONMemberCount {
+package enum JSONMemberCount {
     /// The members of the outermost object of `document`, which must be valid JSON: the colons
     /// at depth one, outside strings.
-    static func of(_ document: [UInt8]) -> Int {
+    package static func of(_ document: [UInt8]) -> Int {
         var members = 0
         var depth = 0
         var inString = false

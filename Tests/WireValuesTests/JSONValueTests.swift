@@ -1,6 +1,6 @@
 import Testing
 
-@testable import HTTPServer
+@testable import WireValues
 
 struct JSONValueTests {
     @Test func serializesInOrderWithEscapes() {

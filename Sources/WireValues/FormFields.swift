@@ -5,6 +5,7 @@
 /// and response parameters MUST NOT be included more than once"), and so is a malformed
 /// percent-escape or a value that is not UTF-8. Error messages echo neither a value (values may
 /// be codes or tokens) nor a name the client sent: only names the broker itself asks for.
+/// (`required` and `optional`, which answer a client, are the HTTP layer's: `FormFields+Required`.)
 public struct FormFields: Sendable, Equatable {
     private var values: [String: String]
 
@@ -21,7 +22,7 @@ public struct FormFields: Sendable, Equatable {
 
     /// Parses `a=1&b=x+y%21`. `+` decodes to a space, as both query strings built by HTML forms
     /// and form bodies use it.
-    public init(parsing encoded: some StringProtocol) throws(HTTPError) {
+    public init(parsing encoded: some StringProtocol) throws(FormFieldsError) {
         self.init()
         for segment in Substring(encoded).utf8.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
             let equals = segment.firstIndex(of: UInt8(ascii: "="))
@@ -29,7 +30,7 @@ public struct FormFields: Sendable, Equatable {
             let rawValue = equals.map { segment[segment.index(after: $0)...] } ?? segment[segment.endIndex...]
             let name = try Self.decode(rawName, describing: "a parameter name")
             guard !name.isEmpty else {
-                throw .badRequest("A parameter has an empty name.")
+                throw FormFieldsError("A parameter has an empty name.")
             }
             let value = try Self.decode(rawValue, describing: "a parameter value")
             guard values.updateValue(value, forKey: name) == nil else { throw .repeatedParameter }
@@ -39,23 +40,8 @@ public struct FormFields: Sendable, Equatable {
 
     public subscript(name: String) -> String? { values[name] }
 
-    /// The value of `name`, which must be present and non-empty.
-    public func required(_ name: String) throws(HTTPError) -> String {
-        guard let value = values[name], !value.isEmpty else {
-            throw .badRequest("Missing required parameter \(name).")
-        }
-        return value
-    }
-
-    /// The value of `name`, or nil when absent; present but empty is an error.
-    public func optional(_ name: String) throws(HTTPError) -> String? {
-        guard let value = values[name] else { return nil }
-        guard !value.isEmpty else { throw .badRequest("Parameter \(name) is empty.") }
-        return value
-    }
-
     /// Percent-decodes `bytes` (and `+` as space) into UTF-8 text.
-    static func decode(_ bytes: Substring.UTF8View, describing what: String) throws(HTTPError) -> String {
+    static func decode(_ bytes: Substring.UTF8View, describing what: String) throws(FormFieldsError) -> String {
         var output: [UInt8] = []
         output.reserveCapacity(bytes.count)
         var index = bytes.startIndex
@@ -69,7 +55,7 @@ public struct FormFields: Sendable, Equatable {
                 guard first < bytes.endIndex, bytes.index(after: first) < bytes.endIndex,
                       let high = hexValue(bytes[first]), let low = hexValue(bytes[bytes.index(after: first)])
                 else {
-                    throw .badRequest("Malformed percent-encoding in \(what).")
+                    throw FormFieldsError("Malformed percent-encoding in \(what).")
                 }
                 output.append(high << 4 | low)
                 index = bytes.index(after: first)
@@ -79,7 +65,7 @@ public struct FormFields: Sendable, Equatable {
             index = bytes.index(after: index)
         }
         guard !output.contains(0), let text = String(validating: output, as: UTF8.self) else {
-            throw .badRequest("\(what.prefix(1).uppercased() + what.dropFirst()) is not valid UTF-8 text.")
+            throw FormFieldsError("\(what.prefix(1).uppercased() + what.dropFirst()) is not valid UTF-8 text.")
         }
         return text
     }

@@ -1,0 +1,35 @@
+import HTTPServer
+
+/// The broker's own error answers: sessions, sign-ins, providers and saving.
+extension HTTPError {
+    /// 401 for a missing, unknown or expired session token (RFC 6750 §3).
+    static func invalidToken(_ description: String) -> HTTPError {
+        HTTPError(
+            status: 401, code: "invalid_token", description: description,
+            headers: [HTTPHeader("WWW-Authenticate", #"Bearer error="invalid_token""#)]
+        )
+    }
+
+    /// 401: the provider no longer honours the grant; the session is gone and the app must start
+    /// again at `/authorize`.
+    static func loginRequired(_ description: String) -> HTTPError {
+        HTTPError(
+            status: 401, code: "login_required", description: description,
+            headers: [HTTPHeader("WWW-Authenticate", #"Bearer error="invalid_token""#)]
+        )
+    }
+
+    /// 502: the provider answered with an error or something unreadable.
+    static func upstreamError(_ description: String) -> HTTPError {
+        HTTPError(status: 502, code: "upstream_error", description: description)
+    }
+
+    /// 503: a change could not be made durable; nothing the client could act on was lost.
+    static let unsaved = HTTPError.serviceUnavailable(
+        "temporarily_unavailable", "The broker could not save the change; retry shortly.", retryAfterSeconds: 5)
+
+    /// 503: the provider could not be reached or did not answer in time.
+    static func upstreamUnavailable(_ description: String) -> HTTPError {
+        HTTPError(status: 503, code: "upstream_unavailable", description: description, headers: [HTTPHeader("Retry-After", "5")])
+    }
+}
