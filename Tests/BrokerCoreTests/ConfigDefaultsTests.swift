@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import WireValues
 import Testing
 
 @testable import BrokerCore
