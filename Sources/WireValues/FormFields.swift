@@ -87,6 +87,11 @@ extension FormFields {
         pairs.map { escape($0.0) + "=" + escape($0.1) }.joined(separator: "&")
     }
 
+    /// `url` with `pairs` added to its query: after `?`, or after `&` when it has a query already.
+    public static func url(_ url: String, adding pairs: [(String, String)]) -> String {
+        url + (url.contains("?") ? "&" : "?") + encode(pairs)
+    }
+
     /// One form-encoded component (see `encode`).
     public static func escape(_ text: String) -> String {
         var output: [UInt8] = []

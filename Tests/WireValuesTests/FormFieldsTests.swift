@@ -57,4 +57,9 @@ struct FormFieldsTests {
         let error = #expect(throws: FormFieldsError.self) { try FormFields(parsing: input) }
         #expect(error?.description.contains("ZQXMARK") == false)
     }
+
+    @Test func urlAddsPairsAfterQuestionMarkOrAmpersand() {
+        #expect(FormFields.url("https://idp.example/auth", adding: [("a", "1 2")]) == "https://idp.example/auth?a=1+2")
+        #expect(FormFields.url("myapp://cb?x=y", adding: [("code", "c"), ("state", "s&t")]) == "myapp://cb?x=y&code=c&state=s%26t")
+    }
 }

@@ -142,7 +142,6 @@ struct AuthorizeRoutes: Sendable {
             ("code_challenge", PKCE.challenge(for: verifier)),
             ("code_challenge_method", "S256"),
         ] + (scopes.contains("openid") ? [("nonce", nonce)] : []) + parameters.sorted { $0.key < $1.key }
-        let base = provider.authorizationEndpoint.absoluteString
-        return base + (base.contains("?") ? "&" : "?") + FormFields.encode(query)
+        return FormFields.url(provider.authorizationEndpoint.absoluteString, adding: query)
     }
 }

@@ -173,7 +173,7 @@ struct CallbackRoute: Sendable {
     }
 
     private static func redirect(to base: String, _ parameters: [(String, String)]) -> Response {
-        .redirect(to: base + (base.contains("?") ? "&" : "?") + FormFields.encode(parameters))
+        .redirect(to: FormFields.url(base, adding: parameters))
     }
 
     /// The error as a small HTML page, for a person looking at a browser.
