@@ -98,11 +98,8 @@ struct CallbackRoute: Sendable {
         }
         let subject = try await subject(claims, response, provider)
         let now = services.now()
-        return Grant(
-            provider: provider.id, subject: subject, scopes: response.scopes ?? pending.requestedScopes,
-            accessToken: response.accessToken, accessTokenExpiresAt: response.expiresIn.map { now + Double($0) },
-            refreshToken: response.refreshToken, idTokenClaims: claims?.raw.serialized()
-        )
+        return Grant(response, provider: provider.id, subject: subject, requestedScopes: pending.requestedScopes,
+                     idTokenClaims: claims?.raw.serialized(), at: now)
     }
 
     /// The user's stable id: the ID token's `sub`, or the profile's mapped subject.
@@ -136,13 +133,7 @@ struct CallbackRoute: Sendable {
             }
             let merged: Session?
             do {
-                merged = try await services.store.updateSession(sessionID) { session in
-                    session.accessToken = grant.accessToken
-                    session.accessTokenExpiresAt = grant.accessTokenExpiresAt
-                    if let refreshToken = grant.refreshToken { session.refreshToken = refreshToken }
-                    for scope in grant.scopes where !session.scopes.contains(scope) { session.scopes.append(scope) }
-                    if let claims = grant.idTokenClaims { session.idTokenClaims = claims }
-                }
+                merged = try await services.store.updateSession(sessionID) { $0.take(grant, scopes: .add) }
             } catch {
                 throw CallbackFailure(code: "server_error", description: "The sign-in could not be saved.", log: error.description)
             }

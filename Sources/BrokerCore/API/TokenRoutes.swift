@@ -110,11 +110,7 @@ struct TokenRoutes: Sendable {
             return session.tokenAnswer(at: now)
         }
         let token = OpaqueToken.make(prefix: OpaqueToken.sessionPrefix)
-        let session = Session(
-            id: OpaqueToken.hash(token), provider: grant.provider, app: handoff.app, subject: grant.subject,
-            scopes: grant.scopes, accessToken: grant.accessToken, accessTokenExpiresAt: grant.accessTokenExpiresAt,
-            refreshToken: grant.refreshToken, idTokenClaims: grant.idTokenClaims, createdAt: now, usedAt: now
-        )
+        let session = Session(id: OpaqueToken.hash(token), app: handoff.app, grant: grant, at: now)
         let kept = try await durably { () async throws(StateWriteError) in try await services.store.saveSession(session, createdBy: codeID) }
         guard kept else {
             // The code was replayed while this session was being made: it has leaked.

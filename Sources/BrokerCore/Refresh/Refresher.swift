@@ -152,11 +152,9 @@ final class Refresher: Sendable {
         do {
             // Durable before any caller sees the new token: a rotated refresh token is never lost.
             let updated = try await store.updateSession(id) { session in
-                session.accessToken = response.accessToken
-                session.accessTokenExpiresAt = response.expiresIn.map { refreshedAt + Double($0) }
-                // A rotated refresh token replaces the old one; none in the answer keeps it.
-                if let rotated = response.refreshToken { session.refreshToken = rotated }
-                if let scopes = response.scopes { session.scopes = scopes }
+                // Scopes the answer does not name stay as they are; so does the refresh token.
+                session.take(Grant(response, provider: session.provider, subject: session.subject, requestedScopes: session.scopes,
+                                   idTokenClaims: nil, at: refreshedAt), scopes: .replace)
             }
             guard let updated else {
                 // Revoked while the refresh ran: the grant it brought has no session to keep it.

@@ -1,0 +1,49 @@
+import BrokerCrypto
+
+/// The one place where what a provider's token endpoint answered becomes a session's: a new
+/// session (`POST /token`), an incremental grant merged at `/callback`, and a refresh
+/// (`Refresher`).
+extension Grant {
+    /// The grant a token answer makes: scopes as the answer names them, else as requested (RFC
+    /// 6749 §5.1); the expiry counted from `now`.
+    init(_ answer: TokenResponse, provider: String, subject: String, requestedScopes: [String], idTokenClaims: [UInt8]?, at now: Double) {
+        self.init(
+            provider: provider, subject: subject, scopes: answer.scopes ?? requestedScopes,
+            accessToken: answer.accessToken, accessTokenExpiresAt: answer.expiresIn.map { now + Double($0) },
+            refreshToken: answer.refreshToken, idTokenClaims: idTokenClaims
+        )
+    }
+}
+
+extension Session {
+    /// A new session of `app` holding `grant`, known by `id` (the hash of its token).
+    init(id: SHA256Digest, app: String, grant: Grant, at now: Double) {
+        self.init(
+            id: id, provider: grant.provider, app: app, subject: grant.subject, scopes: grant.scopes,
+            accessToken: grant.accessToken, accessTokenExpiresAt: grant.accessTokenExpiresAt,
+            refreshToken: grant.refreshToken, idTokenClaims: grant.idTokenClaims, createdAt: now, usedAt: now
+        )
+    }
+
+    /// How a later grant's scopes meet the session's.
+    enum ScopeChange: Sendable {
+        /// The grant's scopes are the session's now (a refresh).
+        case replace
+        /// The grant's scopes join the session's (an incremental authorization).
+        case add
+    }
+
+    /// Takes in a later grant of the same user at the same provider: its access token and expiry,
+    /// its refresh token when it has one (a rotated one replaces the old; none keeps it), its
+    /// ID-token claims when it has them, and its scopes as `scopes` says.
+    mutating func take(_ grant: Grant, scopes change: ScopeChange) {
+        accessToken = grant.accessToken
+        accessTokenExpiresAt = grant.accessTokenExpiresAt
+        if let refreshToken = grant.refreshToken { self.refreshToken = refreshToken }
+        if let claims = grant.idTokenClaims { idTokenClaims = claims }
+        switch change {
+        case .replace: scopes = grant.scopes
+        case .add: for scope in grant.scopes where !scopes.contains(scope) { scopes.append(scope) }
+        }
+    }
+}
