@@ -33,3 +33,12 @@ extension HTTPError {
         HTTPError(status: 503, code: "upstream_unavailable", description: description, headers: [HTTPHeader("Retry-After", "5")])
     }
 }
+
+/// Runs a state change; a change that could not be made durable is a 503 for the client.
+func durably<T>(_ change: () async throws(StateWriteError) -> T) async throws(HTTPError) -> T {
+    do {
+        return try await change()
+    } catch {
+        throw .unsaved
+    }
+}

@@ -122,12 +122,3 @@ struct TokenRoutes: Sendable {
         return session.tokenAnswer(at: now, sessionToken: token)
     }
 }
-
-/// Runs a state change; a change that could not be made durable is a 503 for the client.
-func durably<T>(_ change: () async throws(StateWriteError) -> T) async throws(HTTPError) -> T {
-    do {
-        return try await change()
-    } catch {
-        throw .unsaved
-    }
-}
