@@ -27,12 +27,7 @@ struct AuthorizeRoutes: Sendable {
             return .now(answer(location: begin(login, provider), json: json))
         }
         return .deferredCatching { [self] () async throws(HTTPError) -> Response in
-            let provider: Provider
-            do throws(ProviderLookupError) {
-                provider = try await services.providers.resolve(login.provider)
-            } catch {
-                throw error.httpError
-            }
+            let provider = try await services.providers.provider(login.provider)
             return answer(location: begin(login, provider), json: json)
         }
     }

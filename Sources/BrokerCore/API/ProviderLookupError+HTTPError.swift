@@ -9,3 +9,14 @@ extension ProviderLookupError {
         }
     }
 }
+
+extension ProviderDirectory {
+    /// The provider `id` for a route: the lookup's error as the client sees it.
+    func provider(_ id: String) async throws(HTTPError) -> Provider {
+        do throws(ProviderLookupError) {
+            return try await resolve(id)
+        } catch {
+            throw error.httpError
+        }
+    }
+}

@@ -48,12 +48,7 @@ struct SessionRoutes: Sendable {
         let session = try services.authenticate(request)
         if let cached = services.profiles.get(session.id, now: services.now()) { return .now(.json(cached)) }
         return .deferredCatching { [services] () async throws(HTTPError) -> Response in
-            let provider: Provider
-            do throws(ProviderLookupError) {
-                provider = try await services.providers.resolve(session.provider)
-            } catch {
-                throw error.httpError
-            }
+            let provider = try await services.providers.provider(session.provider)
             guard let endpoint = provider.userinfoEndpoint else {
                 guard let bytes = session.idTokenClaims, let claims = try? JSONValue.parse(bytes) else {
                     throw HTTPError(status: 404, code: "not_found", description: "This provider has no profile endpoint.")
