@@ -18,6 +18,7 @@
 #include <strings.h>
 
 typedef struct {
+    size_t bytes;           // names and values, for request->header_bytes
     const char *line_start; // where the next header line must start, give or take its line end
     int broken;             // a gap: a NUL in a value, or a folded line
     int space_in_name;
@@ -38,19 +39,23 @@ static enum MHD_Result tb_scan_header(void *cls, enum MHD_ValueKind kind, const 
     (void)kind;
     tb_head_scan *scan = cls;
     size_t key_length = strlen(key);
+    // Names and values both count: tb_request_header_joined's callers rely on a header's values,
+    // joined by two-byte separators, fitting in this total. So the walk goes on when broken.
+    scan->bytes += key_length + (value != NULL ? strlen(value) : 0);
+    if (scan->broken) return MHD_YES;
     if (!tb_follows(scan->line_start, key) || value == NULL) {
         scan->broken = 1;
-        return MHD_NO;
+        return MHD_YES;
     }
     // The value starts after the colon (overwritten with a NUL) and optional whitespace.
     if (value < key + key_length + 1) {
         scan->broken = 1;
-        return MHD_NO;
+        return MHD_YES;
     }
     for (const char *between = key + key_length + 1; between < value; between++) {
         if (*between != ' ' && *between != '\t') {
             scan->broken = 1;
-            return MHD_NO;
+            return MHD_YES;
         }
     }
     scan->line_start = value + strlen(value);
@@ -81,13 +86,14 @@ static tb_limit tb_refuse(tb_request *request, tb_limit limit, const char *probl
 
 tb_limit tb_check_framing(tb_request *request, const char *method, const char *version) {
     size_t version_length = strlen(version);
+    tb_head_scan scan = {.line_start = version + version_length};
+    MHD_get_connection_values(request->connection, MHD_HEADER_KIND, tb_scan_header, &scan);
+    request->header_bytes = scan.bytes;
     // Without a version (no target) libmicrohttpd has answered already; so it has a target here.
     if (version_length > 0 && request->raw_target != NULL &&
         (size_t)(version - 1 - request->raw_target) != request->target_length) {
         return tb_refuse(request, TB_LIMIT_MALFORMED, "The request target contains a NUL byte.");
     }
-    tb_head_scan scan = {.line_start = version + version_length};
-    MHD_get_connection_values(request->connection, MHD_HEADER_KIND, tb_scan_header, &scan);
     const union MHD_ConnectionInfo *size =
         MHD_get_connection_info(request->connection, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
     // The head ends with the last line's ending and an empty line: two to four bytes.

@@ -122,16 +122,6 @@ static void tb_on_log(void *cls, const char *format, va_list arguments) {
     server->callbacks.on_log(server->context, message);
 }
 
-// Names and values both count: tb_request_header_joined's callers rely on a header's values,
-// joined by two-byte separators, fitting in this total.
-static enum MHD_Result tb_count_header(void *cls, enum MHD_ValueKind kind, const char *key,
-                                       const char *value) {
-    (void)kind;
-    size_t *total = cls;
-    *total += strlen(key) + (value != NULL ? strlen(value) : 0);
-    return MHD_YES;
-}
-
 // Hands the request to Swift, then suspends it if Swift deferred and has not answered yet.
 static enum MHD_Result tb_dispatch(tb_server *server, tb_request *request) {
     request->dispatched = 1;
@@ -157,12 +147,11 @@ static enum MHD_Result tb_dispatch(tb_server *server, tb_request *request) {
     return ready != NULL ? tb_queue(request, ready) : MHD_NO;
 }
 
-static tb_limit tb_initial_limit(const tb_server *server, tb_request *request,
-                                 const char *method, const char *version) {
+static tb_limit tb_initial_limit(const tb_server *server, const tb_request *request,
+                                 tb_limit framing) {
     struct MHD_Connection *connection = request->connection;
     const tb_connection *state = tb_connection_of(connection);
     if (state == NULL || !state->admitted) return TB_LIMIT_CONNECTIONS;
-    tb_limit framing = tb_check_framing(request, method, version);
     if (framing != TB_LIMIT_NONE) return framing;
     const char *length =
         MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -212,10 +201,10 @@ static enum MHD_Result tb_on_access(void *cls, struct MHD_Connection *connection
         request->started = 1;
         request->connection = connection;
         request->method = method;
-        MHD_get_connection_values(connection, MHD_HEADER_KIND, tb_count_header,
-                                  &request->header_bytes);
+        // One walk over the headers: the framing checks, and header_bytes.
+        tb_limit framing = tb_check_framing(request, method, version);
         if (request->owner != NULL) tb_watch_body(server, request->owner);
-        request->limit = tb_initial_limit(server, request, method, version);
+        request->limit = tb_initial_limit(server, request, framing);
         if (request->limit != TB_LIMIT_NONE) return tb_dispatch(server, request);
         // libmicrohttpd 0.9.75 sends "100 Continue" even to a request without a body that asks
         // for it, and a pipelined byte after it then makes it spin a core until the idle timeout

@@ -93,9 +93,10 @@ void tb_request_release(tb_request *request);
 /// Queues `response` on the request's connection and frees it.
 enum MHD_Result tb_queue(tb_request *request, tb_response *response);
 
-/// Checks the request's head for what libmicrohttpd 0.9.75 lets through (framing.c); on the
-/// first call of the access handler. Returns TB_LIMIT_NONE, or TB_LIMIT_MALFORMED or
-/// TB_LIMIT_UNSUPPORTED with `request->problem` set.
+/// Checks the request's head for what libmicrohttpd 0.9.75 lets through (framing.c) and sets
+/// `request->header_bytes`, in one walk over the headers; on the first call of the access
+/// handler. Returns TB_LIMIT_NONE, or TB_LIMIT_MALFORMED or TB_LIMIT_UNSUPPORTED with
+/// `request->problem` set.
 tb_limit tb_check_framing(tb_request *request, const char *method, const char *version);
 
 /// Writes `response` to the request's socket itself, with `Connection: close`, and frees it
