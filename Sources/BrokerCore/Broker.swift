@@ -93,7 +93,7 @@ public final class Broker: Sendable {
         self.router = router
         self.store = store
         self.logOutput = logOutput
-        refresher = services.refresher
+        refresher = services.sessions.refresher
     }
 
     private static func openState(
@@ -126,23 +126,31 @@ public final class Broker: Sendable {
     }
 
     private static func services(
-        _ config: BrokerConfig, store: any StateStore, providers: ProviderDirectory, upstream: UpstreamClient,
+        _ config: BrokerConfig, store: any StateStore, providers: ProviderDirectory, upstream: any UpstreamTransport,
         logger: Logger, metrics: BrokerMetrics
     ) -> BrokerServices {
         let now = systemClock
         let calls = ProviderCalls(client: upstream, metrics: metrics)
+        let profiles = ProfileCache(lifetime: config.sessions.profileCacheSeconds)
+        let revoker = GrantRevoker(providers: providers, calls: calls, logger: logger)
+        let refresher = Refresher(
+            store: store, providers: providers, calls: calls, logger: logger, metrics: metrics,
+            webhooks: config.webhooks.map { WebhookSender(settings: $0, logger: logger, metrics: metrics) },
+            minInterval: config.sessions.minRefreshIntervalSeconds, now: now
+        )
         return BrokerServices(
             config: config,
             providers: providers,
-            calls: calls,
-            store: store,
-            refresher: Refresher(
-                store: store, providers: providers, calls: calls, logger: logger, metrics: metrics,
-                webhooks: config.webhooks.map { WebhookSender(settings: $0, logger: logger, metrics: metrics) },
-                minInterval: config.sessions.minRefreshIntervalSeconds, now: now
+            login: LoginFlow(
+                settings: config.sessions, callbackURL: config.server.callbackURL.absoluteString, providers: providers, calls: calls,
+                store: store, idTokens: IDTokenVerifier(jwks: JWKSCache(client: upstream, clock: now), clock: now),
+                profiles: profiles, revoker: revoker, metrics: metrics, logger: logger, now: now
             ),
-            idTokens: IDTokenVerifier(jwks: JWKSCache(client: upstream, clock: now), clock: now),
-            profiles: ProfileCache(lifetime: config.sessions.profileCacheSeconds),
+            sessions: SessionOperations(
+                store: store, refresher: refresher, providers: providers, calls: calls, profiles: profiles, revoker: revoker,
+                refreshSkew: config.sessions.refreshSkewSeconds, now: now
+            ),
+            store: store,
             loginLimiter: RateLimiter(perMinute: config.server.limits.loginRequestsPerMinute),
             tokenLimiter: RateLimiter(perMinute: config.server.limits.tokenRequestsPerMinute),
             refreshLimiter: RateLimiter(perMinute: config.server.limits.refreshRequestsPerMinute),
@@ -151,7 +159,6 @@ public final class Broker: Sendable {
             now: now
         )
     }
-
 
     /// The bound port.
     public var port: UInt16 { server.port }

@@ -24,11 +24,11 @@ struct AuthorizeRoutes: Sendable {
     private func start(_ fields: FormFields, session: Session?, json: Bool) throws(HTTPError) -> Reply {
         let login = try validate(fields, session: session)
         if let provider = services.providers.ready(login.provider) {
-            return .now(answer(location: begin(login, provider), json: json))
+            return .now(answer(location: services.login.begin(login, at: provider), json: json))
         }
         return .deferredCatching { [self] () async throws(HTTPError) -> Response in
             let provider = try await services.providers.provider(login.provider)
-            return answer(location: begin(login, provider), json: json)
+            return answer(location: services.login.begin(login, at: provider), json: json)
         }
     }
 
@@ -36,20 +36,7 @@ struct AuthorizeRoutes: Sendable {
         json ? .json(.object([("authorization_url", .string(location))])) : .redirect(to: location)
     }
 
-    /// A validated login request.
-    private struct Login: Sendable {
-        let provider: String
-        let app: String
-        let redirectURI: String
-        let appState: String?
-        let challenge: String
-        let scopes: [String]
-        let loginHint: String?
-        let prompt: String?
-        let session: Session?
-    }
-
-    private func validate(_ fields: FormFields, session: Session?) throws(HTTPError) -> Login {
+    private func validate(_ fields: FormFields, session: Session?) throws(HTTPError) -> LoginRequest {
         let appID = if let session { session.app } else { try fields.required("app") }
         if let session, let named = try fields.optional("app"), named != session.app {
             throw .badRequest("The session was created through another app.")
@@ -91,7 +78,7 @@ struct AuthorizeRoutes: Sendable {
         }
         let loginHint = try fields.optional("login_hint")
         if let loginHint, loginHint.utf8.count > 256 { throw .badRequest("login_hint is longer than 256 bytes.") }
-        return Login(
+        return LoginRequest(
             provider: providerID, app: app.id, redirectURI: redirectURI, appState: state, challenge: challenge,
             scopes: scopes, loginHint: loginHint, prompt: prompt, session: session
         )
@@ -108,35 +95,5 @@ struct AuthorizeRoutes: Sendable {
         }
         guard valid, scopes.count <= 64 else { throw .badRequest("scope is not a list of valid scope tokens.") }
         return scopes
-    }
-
-    /// Stores the login and builds the provider's authorization URL.
-    private func begin(_ login: Login, _ provider: Provider) -> String {
-        let state = OpaqueToken.make(prefix: OpaqueToken.statePrefix)
-        let verifier = PKCE.makeVerifier()
-        let nonce = OpaqueToken.make(prefix: "")
-        var scopes = provider.config.scopes
-        for scope in login.session?.scopes ?? [] where !scopes.contains(scope) { scopes.append(scope) }
-        for scope in login.scopes where !scopes.contains(scope) { scopes.append(scope) }
-        let now = services.now()
-        services.metrics.login(provider: provider.id, outcome: "started")
-        services.store.beginLogin(OpaqueToken.hash(state), PendingAuthorization(
-            provider: provider.id, app: login.app, redirectURI: login.redirectURI, appState: login.appState,
-            appChallenge: login.challenge, verifier: verifier, nonce: nonce, requestedScopes: scopes,
-            sessionID: login.session?.id, expiresAt: now + services.config.sessions.loginLifetimeSeconds
-        ))
-        var parameters = provider.config.authorizationParameters
-        if let prompt = login.prompt { parameters["prompt"] = prompt }
-        if let hint = login.loginHint { parameters["login_hint"] = hint }
-        let query = [
-            ("response_type", "code"),
-            ("client_id", provider.config.clientID),
-            ("redirect_uri", services.callbackURL),
-            ("scope", scopes.joined(separator: provider.config.scopeSeparator)),
-            ("state", state),
-            ("code_challenge", PKCE.challenge(for: verifier)),
-            ("code_challenge_method", "S256"),
-        ] + (scopes.contains("openid") ? [("nonce", nonce)] : []) + parameters.sorted { $0.key < $1.key }
-        return FormFields.url(provider.authorizationEndpoint.absoluteString, adding: query)
     }
 }

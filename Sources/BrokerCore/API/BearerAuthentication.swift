@@ -12,11 +12,14 @@ extension BrokerServices {
     /// Runs `body` on the session `id` (of the bearer token of `request`) where it lies, without
     /// copying it (the hot path); unknown, it is the 401 of `authenticate`.
     func withSession<T: Sendable>(_ id: SHA256Digest, of request: Request, _ body: (borrowing Session) -> T) throws(HTTPError) -> T {
-        guard let result = store.readSession(id, now: now(), body) else {
-            metrics.rejected(route: String(request.path), reason: "unknown_session_token")
-            throw .invalidToken("The session token is unknown, expired or revoked.")
-        }
+        guard let result = store.readSession(id, now: now(), body) else { throw unknownSession(request) }
         return result
+    }
+
+    /// The 401 for a session token that names no live session, counted.
+    func unknownSession(_ request: Request) -> HTTPError {
+        metrics.rejected(route: String(request.path), reason: "unknown_session_token")
+        return .invalidToken("The session token is unknown, expired or revoked.")
     }
 
     /// `bearer ` in lowercase ASCII.

@@ -1,15 +1,13 @@
-import Foundation
 import Logging
 
-/// What the API handlers share: configuration, providers, stores and the calls they make.
+/// What the API handlers share: the configuration, the flow services they call, the rate limits
+/// at the door, and the store, read to authenticate a bearer session token.
 struct BrokerServices: Sendable {
     let config: BrokerConfig
     let providers: ProviderDirectory
-    let calls: ProviderCalls
+    let login: LoginFlow
+    let sessions: SessionOperations
     let store: any StateStore
-    let refresher: Refresher
-    let idTokens: IDTokenVerifier
-    let profiles: ProfileCache
     let loginLimiter: RateLimiter
     let tokenLimiter: RateLimiter
     /// `POST /refresh`, and `GET /token` when it would refresh.
@@ -17,11 +15,8 @@ struct BrokerServices: Sendable {
     let metrics: BrokerMetrics
     let logger: Logger
     /// Unix seconds now; replaceable in tests.
-    let now: @Sendable () -> Double
-
-    /// Where providers send the browser back: `<public_url>/callback`.
-    var callbackURL: String { config.server.callbackURL.absoluteString }
+    let now: BrokerClock
 
     /// Refresh access tokens that expire within this many seconds (AppAuth's 60 s by default).
-    var refreshSkew: Double { config.sessions.refreshSkewSeconds }
+    var refreshSkew: Double { sessions.refreshSkew }
 }

@@ -34,11 +34,7 @@ extension HTTPError {
     }
 }
 
-/// Runs a state change; a change that could not be made durable is a 503 for the client.
-func durably<T>(_ change: () async throws(StateWriteError) -> T) async throws(HTTPError) -> T {
-    do {
-        return try await change()
-    } catch {
-        throw .unsaved
-    }
+extension StateWriteError {
+    /// A change that could not be made durable is a 503 for the client.
+    var httpError: HTTPError { .unsaved }
 }

@@ -33,7 +33,7 @@ public final class JWKSCache: Sendable {
 
     /// A cache that fetches key sets with `client`.
     public convenience init(
-        client: UpstreamClient,
+        client: any UpstreamTransport,
         minimumRefetchInterval: Duration = .seconds(60),
         clock: @escaping BrokerClock = systemClock
     ) {
@@ -125,10 +125,10 @@ public final class JWKSCache: Sendable {
     }
 
     /// Fetches a JWKS document over HTTP.
-    private static func download(_ uri: URL, with client: UpstreamClient) async throws(IDTokenError) -> [UInt8] {
+    private static func download(_ uri: URL, with client: any UpstreamTransport) async throws(IDTokenError) -> [UInt8] {
         var request = URLRequest(url: uri)
         request.setValue("application/jwk-set+json, application/json", forHTTPHeaderField: "Accept")
-        let response: UpstreamClient.Response
+        let response: UpstreamResponse
         do {
             response = try await client.send(request)
         } catch {

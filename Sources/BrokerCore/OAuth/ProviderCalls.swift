@@ -7,7 +7,7 @@ import WireValues
 /// The broker's calls to a provider: code exchange, refresh, revocation and userinfo, each
 /// authenticated with the provider's client credentials where the protocol asks for them.
 struct ProviderCalls: Sendable {
-    let client: UpstreamClient
+    let client: any UpstreamTransport
     let metrics: BrokerMetrics
 
     /// Exchanges an authorization code (RFC 6749 §4.1.3), proving the PKCE verifier (RFC 7636).
@@ -57,7 +57,7 @@ struct ProviderCalls: Sendable {
         return try TokenResponse.parse(response.body, contentType: response.contentType, status: response.status)
     }
 
-    private func send(_ request: URLRequest, provider: String, endpoint: String) async throws(ProviderCallError) -> UpstreamClient.Response {
+    private func send(_ request: URLRequest, provider: String, endpoint: String) async throws(ProviderCallError) -> UpstreamResponse {
         do {
             return try await timed(provider, endpoint) { () async throws(UpstreamError) in try await client.send(request) }
         } catch {

@@ -22,10 +22,10 @@ public struct DiscoveryError: Error, Sendable, CustomStringConvertible {
 
 /// Fetches discovery documents and keeps each one after the first success.
 public final class DiscoveryCache: Sendable {
-    private let client: UpstreamClient
+    private let client: any UpstreamTransport
     private let documents = Mutex<[URL: DiscoveryDocument]>([:])
 
-    public init(client: UpstreamClient) {
+    public init(client: any UpstreamTransport) {
         self.client = client
     }
 
@@ -40,7 +40,7 @@ public final class DiscoveryCache: Sendable {
         let location = Self.discoveryURL(for: issuer)
         var request = URLRequest(url: location)
         request.setValue("application/json", forHTTPHeaderField: "Accept")
-        let response: UpstreamClient.Response
+        let response: UpstreamResponse
         do {
             response = try await client.send(request)
         } catch {

@@ -30,13 +30,6 @@ public final class UpstreamClient: Sendable {
         }
     }
 
-    /// A provider's answer.
-    public struct Response: Sendable {
-        public let status: Int
-        public let contentType: String?
-        public let body: [UInt8]
-    }
-
     private let session: URLSession
     private let guardian: SessionGuardian
     private let maxInFlight: Int
@@ -59,7 +52,7 @@ public final class UpstreamClient: Sendable {
     }
 
     /// Sends `request` and returns the answer, whatever its status.
-    public func send(_ request: URLRequest) async throws(UpstreamError) -> Response {
+    public func send(_ request: URLRequest) async throws(UpstreamError) -> UpstreamResponse {
         guard inFlight.wrappingAdd(1, ordering: .relaxed).newValue <= maxInFlight else {
             inFlight.wrappingSubtract(1, ordering: .relaxed)
             throw UpstreamError.busy(host: request.url?.host ?? "?")
@@ -80,7 +73,7 @@ public final class UpstreamClient: Sendable {
         guard data.count <= guardian.maxResponseBytes else {
             throw UpstreamError.tooLarge(host: request.url?.host ?? "?")
         }
-        return Response(
+        return UpstreamResponse(
             status: http.statusCode,
             contentType: http.value(forHTTPHeaderField: "Content-Type"),
             body: [UInt8](data)

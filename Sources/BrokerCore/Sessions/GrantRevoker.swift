@@ -11,12 +11,15 @@ enum ProviderRevocation: String, Sendable {
     case notSupported = "not_supported"
 }
 
-extension BrokerServices {
-    /// Asks the provider to revoke a grant's refresh token, then its access token (RFC 7009):
-    /// after `POST /revoke`, and after a replayed handoff code, whose first redeemer may hold
-    /// the access token. The session must already be gone here: whatever the provider says
-    /// next, it stays gone.
-    func revokeAtProvider(_ providerID: String, accessToken: String, refreshToken: String?) async -> ProviderRevocation {
+/// Asks a provider to revoke a grant's refresh token, then its access token (RFC 7009): after
+/// `POST /revoke`, and after a replayed handoff code, whose first redeemer may hold the access
+/// token. The session must already be gone here: whatever the provider says next, it stays gone.
+struct GrantRevoker: Sendable {
+    let providers: ProviderDirectory
+    let calls: ProviderCalls
+    let logger: Logger
+
+    func revoke(_ providerID: String, accessToken: String, refreshToken: String?) async -> ProviderRevocation {
         guard let provider = try? await providers.resolve(providerID), provider.revocationEndpoint != nil else {
             return .notSupported
         }
@@ -29,8 +32,8 @@ extension BrokerServices {
         return confirmed ? .succeeded : .failed
     }
 
-    /// `revokeAtProvider` for the tokens of an ended session.
-    func revokeAtProvider(_ session: Session) async -> ProviderRevocation {
-        await revokeAtProvider(session.provider, accessToken: session.accessToken, refreshToken: session.refreshToken)
+    /// The tokens of an ended session.
+    func revoke(_ session: Session) async -> ProviderRevocation {
+        await revoke(session.provider, accessToken: session.accessToken, refreshToken: session.refreshToken)
     }
 }

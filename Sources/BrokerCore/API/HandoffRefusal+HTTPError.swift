@@ -1,0 +1,15 @@
+import HTTPServer
+
+extension HandoffRefusal {
+    /// The error a client gets: RFC 6749 §5.2's `invalid_grant` for a code that does not work.
+    var httpError: HTTPError {
+        switch self {
+        case .unknownCode: .badRequest("The code is unknown or expired.", code: "invalid_grant")
+        case .replayed: .badRequest("The code was already used; its session has been revoked.", code: "invalid_grant")
+        case .wrongClient: .badRequest("The code was issued to another app or redirect_uri.", code: "invalid_grant")
+        case .wrongVerifier: .badRequest("code_verifier does not match the code_challenge.", code: "invalid_grant")
+        case .sessionGone: .invalidToken("The session token is unknown, expired or revoked.")
+        case .unsaved: .unsaved
+        }
+    }
+}

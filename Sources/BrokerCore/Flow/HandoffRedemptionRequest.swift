@@ -1,0 +1,34 @@
+import BrokerCrypto
+
+/// An app's redemption of a handoff code (`POST /token`, RFC 6749 §4.1.3 shape).
+struct HandoffRedemptionRequest: Sendable {
+    let code: String
+    /// The PKCE verifier of the challenge the app sent to `/authorize`.
+    let verifier: String
+    let redirectURI: String
+    let app: String
+}
+
+/// The session a redeemed handoff code stands for.
+struct RedeemedSession: Sendable {
+    let session: Session
+    /// The new session's token, handed out this once; nil when the code completed an incremental
+    /// authorization of a session the app already holds.
+    let token: String?
+}
+
+/// Why a handoff code was not redeemed.
+enum HandoffRefusal: Error, Sendable, Equatable {
+    /// Never issued, expired, or swept.
+    case unknownCode
+    /// Redeemed before: the code has leaked, and the session it created has been revoked.
+    case replayed
+    /// Issued to another app or redirect URI.
+    case wrongClient
+    /// The PKCE verifier does not match the app's challenge.
+    case wrongVerifier
+    /// The session an incremental authorization merged into has ended since.
+    case sessionGone
+    /// The change could not be made durable; nothing was handed out.
+    case unsaved
+}

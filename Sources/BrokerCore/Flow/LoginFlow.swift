@@ -1,0 +1,188 @@
+import BrokerCrypto
+import Foundation
+import Logging
+import WireValues
+
+/// The login flow, in one place: `begin` stores a login and builds the provider's
+/// authorization URL (`/authorize`); `takeLogin` and `complete` finish it when the provider sends
+/// the browser back (`/callback`): the RFC 9207 issuer check, the code exchange, the ID-token
+/// policy, merging an incremental grant, and the handoff code; `redeem` turns the code into a
+/// session (`POST /token`, `LoginFlow+Redemption.swift`). It takes and returns domain values;
+/// the API layer reads requests and writes answers.
+struct LoginFlow: Sendable {
+    let settings: SessionSettings
+    /// Where providers send the browser back: `<public_url>/callback`.
+    let callbackURL: String
+    let providers: ProviderDirectory
+    let calls: ProviderCalls
+    let store: any StateStore
+    let idTokens: IDTokenVerifier
+    let profiles: ProfileCache
+    let revoker: GrantRevoker
+    let metrics: BrokerMetrics
+    let logger: Logger
+    let now: BrokerClock
+
+    /// Stores the login in progress and returns the provider's authorization URL: the broker's
+    /// own `state`, PKCE challenge and (for OpenID Connect) nonce; the provider's configured
+    /// scopes, the session's (incremental authorization) and the requested ones.
+    func begin(_ login: LoginRequest, at provider: Provider) -> String {
+        let state = OpaqueToken.make(prefix: OpaqueToken.statePrefix)
+        let verifier = PKCE.makeVerifier()
+        let nonce = OpaqueToken.make(prefix: "")
+        var scopes = provider.config.scopes
+        for scope in login.session?.scopes ?? [] where !scopes.contains(scope) { scopes.append(scope) }
+        for scope in login.scopes where !scopes.contains(scope) { scopes.append(scope) }
+        metrics.login(provider: provider.id, outcome: "started")
+        store.beginLogin(OpaqueToken.hash(state), PendingAuthorization(
+            provider: provider.id, app: login.app, redirectURI: login.redirectURI, appState: login.appState,
+            appChallenge: login.challenge, verifier: verifier, nonce: nonce, requestedScopes: scopes,
+            sessionID: login.session?.id, expiresAt: now() + settings.loginLifetimeSeconds
+        ))
+        var parameters = provider.config.authorizationParameters
+        if let prompt = login.prompt { parameters["prompt"] = prompt }
+        if let hint = login.loginHint { parameters["login_hint"] = hint }
+        let query = [
+            ("response_type", "code"),
+            ("client_id", provider.config.clientID),
+            ("redirect_uri", callbackURL),
+            ("scope", scopes.joined(separator: provider.config.scopeSeparator)),
+            ("state", state),
+            ("code_challenge", PKCE.challenge(for: verifier)),
+            ("code_challenge_method", "S256"),
+        ] + (scopes.contains("openid") ? [("nonce", nonce)] : []) + parameters.sorted { $0.key < $1.key }
+        return FormFields.url(provider.authorizationEndpoint.absoluteString, adding: query)
+    }
+
+    /// The login begun under the broker's `state`: once, and not after it expired. Nil means the
+    /// browser holds a stale, forged or used link, and is not sent anywhere.
+    func takeLogin(state: String) -> PendingAuthorization? {
+        store.takeLogin(OpaqueToken.hash(state), now: now())
+    }
+
+    /// Completes the login with what the provider sent back. Every outcome goes to the app's
+    /// redirect URI: a handoff code for the grant (or, for an incremental authorization, for the
+    /// session it merged into), or an OAuth error.
+    func complete(_ pending: PendingAuthorization, with answer: CallbackAnswer) async -> LoginCompletion {
+        func refused(_ error: String, _ description: String?) -> LoginCompletion {
+            LoginCompletion(redirectURI: pending.redirectURI, appState: pending.appState, outcome: .refused(error: error, description: description))
+        }
+        if let error = answer.error {
+            metrics.login(provider: pending.provider, outcome: error == "access_denied" ? "denied" : "failed")
+            // The provider's code and text go to the app as they are when they are well-formed
+            // (RFC 6749 §4.1.2.1); anything else is reported as the provider's malformed answer.
+            guard FormFields.isOAuthErrorText(error) else {
+                return refused("invalid_request", "The provider answered with a malformed error.")
+            }
+            return refused(error, answer.errorDescription.flatMap { FormFields.isOAuthErrorText($0, limit: 1024) ? $0 : nil })
+        }
+        guard let code = answer.code, !code.isEmpty else {
+            return refused("invalid_request", "The provider sent no authorization code.")
+        }
+        guard let provider = try? await providers.resolve(pending.provider) else {
+            return refused("temporarily_unavailable", "The provider is unavailable.")
+        }
+        // RFC 9207: when the provider names its issuer, it must be the one this login went to.
+        if let iss = answer.issuer, let issuer = provider.issuer, iss != issuer {
+            return refused("invalid_request", "The response came from another issuer.")
+        }
+        do throws(Failure) {
+            let grant = try await exchange(code, pending, provider)
+            let handoff = try await handOff(grant, pending)
+            metrics.login(provider: provider.id, outcome: "completed")
+            return LoginCompletion(redirectURI: pending.redirectURI, appState: pending.appState, outcome: .handoff(code: handoff))
+        } catch {
+            metrics.login(provider: provider.id, outcome: "failed")
+            logger.warning("login failed", metadata: ["provider": "\(provider.id)", "reason": "\(error.log)"])
+            return refused(error.code, error.description)
+        }
+    }
+
+    /// A failed completion: what the app is told, and what the log says (never a token).
+    private struct Failure: Error {
+        let code: String
+        let description: String
+        let log: String
+    }
+
+    /// Exchanges the code, verifies the ID token, and establishes who the user is.
+    private func exchange(_ code: String, _ pending: PendingAuthorization, _ provider: Provider) async throws(Failure) -> Grant {
+        let response: TokenResponse
+        do {
+            response = try await calls.exchange(code: code, verifier: pending.verifier, callbackURL: callbackURL, provider: provider)
+        } catch {
+            let code = if case .unavailable = error { "temporarily_unavailable" } else { "server_error" }
+            throw Failure(code: code, description: "The provider did not accept the sign-in.", log: error.description)
+        }
+        var claims: IDTokenClaims?
+        // An ID token is verified and used when the provider is an OpenID Connect issuer; from a
+        // plain OAuth 2.0 provider it is ignored (never trusted unverified).
+        if let idToken = response.idToken, let issuer = provider.issuer {
+            guard let jwksURI = provider.jwksURI else {
+                throw Failure(code: "server_error", description: "The provider's ID token cannot be verified.", log: "no jwks_uri")
+            }
+            do {
+                claims = try await idTokens.verify(idToken, jwksURI: jwksURI, issuer: issuer, clientID: provider.config.clientID, nonce: pending.nonce)
+            } catch {
+                throw Failure(code: "server_error", description: "The provider's ID token is invalid.", log: error.description)
+            }
+        } else if pending.requestedScopes.contains("openid"), provider.issuer != nil {
+            throw Failure(code: "server_error", description: "The provider sent no ID token.", log: "openid requested, no id_token")
+        }
+        let subject = try await subject(claims, response, provider)
+        return Grant(response, provider: provider.id, subject: subject, requestedScopes: pending.requestedScopes,
+                     idTokenClaims: claims?.raw.serialized(), at: now())
+    }
+
+    /// The user's stable id: the ID token's `sub`, or the profile's mapped subject.
+    private func subject(_ claims: IDTokenClaims?, _ response: TokenResponse, _ provider: Provider) async throws(Failure) -> String {
+        if let claims { return claims.subject }
+        guard let endpoint = provider.userinfoEndpoint else {
+            throw Failure(code: "server_error", description: "The provider does not say who signed in.", log: "no ID token and no userinfo endpoint")
+        }
+        let raw: JSONValue
+        do {
+            raw = try await calls.userinfo(accessToken: response.accessToken, endpoint: endpoint, method: provider.config.userinfoMethod, provider: provider.id)
+        } catch {
+            throw Failure(code: "server_error", description: "The provider's profile could not be read.", log: error.description)
+        }
+        guard let profile = provider.config.profileMapping.profile(from: raw) else {
+            throw Failure(code: "server_error", description: "The provider's profile has no user id.", log: "profile without subject")
+        }
+        return profile.subject
+    }
+
+    /// Stores the grant behind a fresh handoff code, durably, and returns the code. For an
+    /// incremental authorization the grant is merged into its session first (same user only),
+    /// and the code stands for that session.
+    private func handOff(_ grant: Grant, _ pending: PendingAuthorization) async throws(Failure) -> String {
+        var handoffGrant: Grant? = grant
+        if let sessionID = pending.sessionID {
+            let gone = Failure(code: "access_denied", description: "The session ended during the sign-in.", log: "session gone before merge")
+            guard let current = store.session(sessionID, now: now()) else { throw gone }
+            guard current.subject == grant.subject else {
+                throw Failure(code: "access_denied", description: "A different account signed in than the session's.", log: "subject mismatch on incremental authorization")
+            }
+            let merged: Session?
+            do {
+                merged = try await store.updateSession(sessionID) { $0.take(grant, scopes: .add) }
+            } catch {
+                throw Failure(code: "server_error", description: "The sign-in could not be saved.", log: error.description)
+            }
+            guard merged != nil else { throw gone }
+            profiles.remove(sessionID) // new scopes may show more of the profile
+            handoffGrant = nil
+        }
+        let code = OpaqueToken.make(prefix: OpaqueToken.handoffPrefix)
+        let handoff = Handoff(
+            app: pending.app, redirectURI: pending.redirectURI, appChallenge: pending.appChallenge,
+            expiresAt: now() + settings.handoffLifetimeSeconds, grant: handoffGrant, sessionID: pending.sessionID
+        )
+        do {
+            try await store.issueHandoff(OpaqueToken.hash(code), handoff)
+        } catch {
+            throw Failure(code: "server_error", description: "The sign-in could not be saved.", log: error.description)
+        }
+        return code
+    }
+}

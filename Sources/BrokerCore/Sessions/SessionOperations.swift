@@ -1,0 +1,50 @@
+import BrokerCrypto
+
+/// What an app does with a session it holds: read its current token (refreshed when due), force
+/// a refresh, revoke it, and read the user's profile (`SessionOperations+Profile.swift`). Takes
+/// and returns domain values; the API layer reads the bearer token and writes the answers.
+struct SessionOperations: Sendable {
+    let store: any StateStore
+    let refresher: Refresher
+    let providers: ProviderDirectory
+    let calls: ProviderCalls
+    let profiles: ProfileCache
+    let revoker: GrantRevoker
+    /// Refresh access tokens that expire within this many seconds (AppAuth's 60 s by default).
+    let refreshSkew: Double
+    let now: BrokerClock
+
+    /// What ``current(_:validFor:_:)`` found.
+    enum CurrentToken<Answer: Sendable>: Sendable {
+        /// The access token is good for long enough: `answer` made of the session.
+        case fresh(Answer)
+        /// The access token must be refreshed first (``refresh(_:force:minimumValidity:)``).
+        case refreshDue
+        /// No such live session.
+        case unknownSession
+    }
+
+    /// The current token without waiting (the hot path, `GET /token`): `answer` is made of the
+    /// session where it lies, when its access token stays valid for `validity` more seconds.
+    func current<Answer: Sendable>(_ id: SHA256Digest, validFor validity: Double,
+                                   _ answer: (borrowing Session, _ now: Double) -> Answer) -> CurrentToken<Answer> {
+        let at = now()
+        return store.readSession(id, now: at) { session in
+            session.accessTokenValid(for: validity, at: at) ? CurrentToken.fresh(answer(session, at)) : .refreshDue
+        } ?? .unknownSession
+    }
+
+    /// The session with a token valid for `minimumValidity` seconds, refreshed at the provider
+    /// first when it is due or `force`d (one refresh per session at a time: ``Refresher``).
+    func refresh(_ id: SHA256Digest, force: Bool, minimumValidity: Double) async throws(RefreshFailure) -> Session {
+        try await refresher.refresh(id, force: force, minimumValidity: minimumValidity).session()
+    }
+
+    /// Ends the session `id` durably, then asks the provider to revoke its tokens; what the
+    /// provider did, or nil when there was no such session (revoking is idempotent).
+    func revoke(_ id: SHA256Digest) async throws(StateWriteError) -> ProviderRevocation? {
+        guard let removed = try await store.removeSession(id) else { return nil }
+        profiles.remove(id)
+        return await revoker.revoke(removed)
+    }
+}

@@ -1,0 +1,26 @@
+import Foundation
+#if canImport(FoundationNetworking)
+public import FoundationNetworking
+#endif
+
+/// Sends one request to a provider and returns its answer, whatever its status: what provider
+/// calls, discovery and key-set downloads need of the network. The broker's is
+/// ``UpstreamClient``; the flow services' unit tests answer in the process, without sockets.
+public protocol UpstreamTransport: Sendable {
+    func send(_ request: URLRequest) async throws(UpstreamError) -> UpstreamResponse
+}
+
+/// A provider's answer.
+public struct UpstreamResponse: Sendable {
+    public let status: Int
+    public let contentType: String?
+    public let body: [UInt8]
+
+    public init(status: Int, contentType: String?, body: [UInt8]) {
+        self.status = status
+        self.contentType = contentType
+        self.body = body
+    }
+}
+
+extension UpstreamClient: UpstreamTransport {}

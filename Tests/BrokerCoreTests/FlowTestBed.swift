@@ -1,0 +1,65 @@
+import BrokerCrypto
+import Foundation
+import Logging
+
+@testable import BrokerCore
+
+/// The flow services as the broker assembles them, over the in-memory store, a clock the test
+/// moves and a ``ScriptedProvider``: no socket, no disk.
+struct FlowTestBed {
+    static let app = "demo-app"
+    static let redirectURI = "com.example.app:/done"
+    static let callbackURL = "https://broker.test/callback"
+
+    let clock = TestClock(Date(timeIntervalSince1970: 1_800_000_000))
+    let provider: ScriptedProvider
+    let store: BrokerState
+    let login: LoginFlow
+    let sessions: SessionOperations
+    let settings = SessionSettings()
+
+    init() async {
+        provider = await ScriptedProvider.make(clock: clock)
+        let logger = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+        let metrics = BrokerMetrics()
+        store = BrokerState(lifetimes: SessionLifetimes(idle: settings.idleLifetimeSeconds, absolute: settings.absoluteLifetimeSeconds),
+                            clock: clock.closure, logger: logger)
+        let providers = ProviderDirectory(providers: [ScriptedProvider.config()], discovery: DiscoveryCache(client: provider))
+        let calls = ProviderCalls(client: provider, metrics: metrics)
+        let profiles = ProfileCache(lifetime: settings.profileCacheSeconds)
+        let revoker = GrantRevoker(providers: providers, calls: calls, logger: logger)
+        login = LoginFlow(
+            settings: settings, callbackURL: Self.callbackURL, providers: providers, calls: calls, store: store,
+            idTokens: IDTokenVerifier(jwks: JWKSCache(client: provider, clock: clock.closure), clock: clock.closure),
+            profiles: profiles, revoker: revoker, metrics: metrics, logger: logger, now: clock.closure
+        )
+        let refresher = Refresher(store: store, providers: providers, calls: calls, logger: logger, metrics: metrics,
+                                  webhooks: nil, minInterval: settings.minRefreshIntervalSeconds, now: clock.closure)
+        sessions = SessionOperations(store: store, refresher: refresher, providers: providers, calls: calls, profiles: profiles,
+                                     revoker: revoker, refreshSkew: settings.refreshSkewSeconds, now: clock.closure)
+    }
+
+    /// A login request of the test app, for a new session or (with `session`) more scopes.
+    func request(scopes: [String] = [], session: Session? = nil, challenge: String) -> LoginRequest {
+        LoginRequest(provider: "idp", app: Self.app, redirectURI: Self.redirectURI, appState: "app-state", challenge: challenge,
+                     scopes: scopes, loginHint: nil, prompt: nil, session: session)
+    }
+
+    /// `begin`, the user's sign-in as `subject`, and `complete`: what the app's redirect URI gets.
+    func signIn(subject: String = "alice", scopes: [String] = [], session: Session? = nil, verifier: String,
+                issuer: String? = ScriptedProvider.issuer) async throws -> LoginCompletion {
+        let provider = try await login.providers.resolve("idp")
+        let url = login.begin(request(scopes: scopes, session: session, challenge: PKCE.challenge(for: verifier)), at: provider)
+        let (code, state) = try self.provider.signIn(url, subject: subject)
+        guard let pending = login.takeLogin(state: state) else { throw ScriptError("the login was not stored") }
+        return await login.complete(pending, with: CallbackAnswer(code: code, error: nil, errorDescription: nil, issuer: issuer))
+    }
+
+    /// A whole sign-in and redemption: the new session and its token.
+    func newSession(subject: String = "alice") async throws -> RedeemedSession {
+        let verifier = PKCE.makeVerifier()
+        let completion = try await signIn(subject: subject, verifier: verifier)
+        guard case .handoff(let code) = completion.outcome else { throw ScriptError("sign-in failed: \(completion.outcome)") }
+        return try await login.redeem(HandoffRedemptionRequest(code: code, verifier: verifier, redirectURI: Self.redirectURI, app: Self.app))
+    }
+}

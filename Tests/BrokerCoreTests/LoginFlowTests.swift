@@ -1,0 +1,143 @@
+import BrokerCrypto
+import Foundation
+import Testing
+import WireValues
+
+@testable import BrokerCore
+
+/// The login flow as a service (`LoginFlow`): begin, complete at the callback, redeem the
+/// handoff code, merge an incremental grant — against an in-process provider, over the
+/// in-memory store, with a clock the test moves.
+struct LoginFlowTests {
+    @Test func aSignInBecomesASessionOnce() async throws {
+        let bed = await FlowTestBed()
+        let verifier = PKCE.makeVerifier()
+        let completion = try await bed.signIn(verifier: verifier)
+        guard case .handoff(let code) = completion.outcome else { Issue.record("no code: \(completion.outcome)"); return }
+        #expect(completion.redirectURI == FlowTestBed.redirectURI)
+        #expect(completion.parameters.map(\.0) == ["code", "state"] && completion.parameters.last?.1 == "app-state")
+        let redemption = HandoffRedemptionRequest(code: code, verifier: verifier, redirectURI: FlowTestBed.redirectURI, app: FlowTestBed.app)
+        let redeemed = try await bed.login.redeem(redemption)
+        let token = try #require(redeemed.token)
+        #expect(token.hasPrefix(OpaqueToken.sessionPrefix) && redeemed.session.id == OpaqueToken.hash(token))
+        let stored = try #require(bed.store.session(redeemed.session.id, now: bed.clock.seconds))
+        #expect(stored.subject == "alice" && stored.scopes == ["openid", "email"] && stored.app == FlowTestBed.app)
+        #expect(bed.provider.accepts(stored.accessToken) && stored.refreshToken != nil)
+        #expect(stored.idTokenClaims.map { String(decoding: $0, as: UTF8.self).contains(#""sub":"alice""#) } == true)
+        await #expect(throws: HandoffRefusal.replayed) { try await bed.login.redeem(redemption) }
+    }
+
+    @Test func theAuthorizationURLCarriesTheBrokersOwnStatePKCEAndNonce() async throws {
+        let bed = await FlowTestBed()
+        let provider = try await bed.login.providers.resolve("idp")
+        let url = bed.login.begin(bed.request(scopes: ["profile"], challenge: PKCE.challenge(for: PKCE.makeVerifier())), at: provider)
+        #expect(url.hasPrefix("\(ScriptedProvider.issuer)/authorize?"))
+        let query = try FormFields(parsing: url.split(separator: "?", maxSplits: 1)[1])
+        #expect(query["redirect_uri"] == FlowTestBed.callbackURL && query["scope"] == "openid email profile")
+        #expect(query["state"]?.hasPrefix(OpaqueToken.statePrefix) == true && query["nonce"] != nil)
+        // The provider leg has its own verifier: the app's challenge never leaves the broker.
+        #expect(query["code_challenge"] != bed.request(challenge: "x").challenge && query["code_challenge_method"] == "S256")
+    }
+
+    @Test func aLoginIsTakenOnceAndNotAfterItExpired() async throws {
+        let bed = await FlowTestBed()
+        let provider = try await bed.login.providers.resolve("idp")
+        let challenge = PKCE.challenge(for: PKCE.makeVerifier())
+        let (_, first) = try bed.provider.signIn(bed.login.begin(bed.request(challenge: challenge), at: provider), subject: "alice")
+        #expect(bed.login.takeLogin(state: first) != nil)
+        #expect(bed.login.takeLogin(state: first) == nil)
+        let (_, second) = try bed.provider.signIn(bed.login.begin(bed.request(challenge: challenge), at: provider), subject: "alice")
+        bed.clock.advance(by: bed.settings.loginLifetimeSeconds + 1)
+        #expect(bed.login.takeLogin(state: second) == nil)
+    }
+
+    @Test func anAnswerFromAnotherIssuerIsRefused() async throws {
+        let bed = await FlowTestBed()
+        let completion = try await bed.signIn(verifier: PKCE.makeVerifier(), issuer: "https://elsewhere.test")
+        #expect(completion.outcome == .refused(error: "invalid_request", description: "The response came from another issuer."))
+        #expect(bed.store.sessionCount == 0)
+    }
+
+    @Test func anIDTokenForAnotherLoginIsRefused() async throws {
+        let bed = await FlowTestBed()
+        bed.provider.forgeNextNonce("someone-elses-nonce")
+        let completion = try await bed.signIn(verifier: PKCE.makeVerifier())
+        #expect(completion.outcome == .refused(error: "server_error", description: "The provider's ID token is invalid."))
+    }
+
+    @Test func theProvidersErrorGoesToTheAppWhenWellFormed() async throws {
+        let bed = await FlowTestBed()
+        let provider = try await bed.login.providers.resolve("idp")
+        for (error, expected) in [("access_denied", "access_denied"), ("bad\"code", "invalid_request")] {
+            let url = bed.login.begin(bed.request(challenge: PKCE.challenge(for: PKCE.makeVerifier())), at: provider)
+            let pending = try #require(bed.login.takeLogin(state: try bed.provider.signIn(url, subject: "alice").state))
+            let completion = await bed.login.complete(pending, with: CallbackAnswer(code: nil, error: error, errorDescription: "No.", issuer: nil))
+            guard case .refused(let code, _) = completion.outcome else { Issue.record("not refused"); continue }
+            #expect(code == expected)
+        }
+    }
+
+    @Test func aCodeWorksOnlyForItsAppRedirectAndVerifierAndOnlyInTime() async throws {
+        let bed = await FlowTestBed()
+        func code(_ verifier: String) async throws -> String {
+            guard case .handoff(let code) = try await bed.signIn(verifier: verifier).outcome else { throw ScriptError("no code") }
+            return code
+        }
+        let verifier = PKCE.makeVerifier()
+        let cases: [(HandoffRedemptionRequest, HandoffRefusal)] = [
+            (HandoffRedemptionRequest(code: try await code(verifier), verifier: verifier, redirectURI: FlowTestBed.redirectURI, app: "other"), .wrongClient),
+            (HandoffRedemptionRequest(code: try await code(verifier), verifier: verifier, redirectURI: "com.example.app:/other", app: FlowTestBed.app), .wrongClient),
+            (HandoffRedemptionRequest(code: try await code(verifier), verifier: PKCE.makeVerifier(), redirectURI: FlowTestBed.redirectURI, app: FlowTestBed.app), .wrongVerifier),
+            (HandoffRedemptionRequest(code: "tbh_made-up", verifier: verifier, redirectURI: FlowTestBed.redirectURI, app: FlowTestBed.app), .unknownCode),
+        ]
+        for (request, refusal) in cases {
+            await #expect(throws: refusal) { try await bed.login.redeem(request) }
+        }
+        let late = try await code(verifier)
+        bed.clock.advance(by: bed.settings.handoffLifetimeSeconds + 1)
+        await #expect(throws: HandoffRefusal.unknownCode) {
+            try await bed.login.redeem(HandoffRedemptionRequest(code: late, verifier: verifier, redirectURI: FlowTestBed.redirectURI, app: FlowTestBed.app))
+        }
+        #expect(bed.store.sessionCount == 0)
+    }
+
+    @Test func aReplayedCodeEndsItsSessionHereAndAtTheProvider() async throws {
+        let bed = await FlowTestBed()
+        let verifier = PKCE.makeVerifier()
+        guard case .handoff(let code) = try await bed.signIn(verifier: verifier).outcome else { Issue.record("no code"); return }
+        let request = HandoffRedemptionRequest(code: code, verifier: verifier, redirectURI: FlowTestBed.redirectURI, app: FlowTestBed.app)
+        let session = try await bed.login.redeem(request).session
+        await #expect(throws: HandoffRefusal.replayed) { try await bed.login.redeem(request) }
+        #expect(bed.store.session(session.id, now: bed.clock.seconds) == nil)
+        #expect(bed.provider.revoked == [session.refreshToken, session.accessToken].compactMap { $0 })
+        #expect(!bed.provider.accepts(session.accessToken))
+    }
+
+    @Test func anIncrementalGrantMergesIntoTheSessionOfTheSameUserOnly() async throws {
+        let bed = await FlowTestBed()
+        let session = try await bed.newSession(subject: "alice").session
+        let verifier = PKCE.makeVerifier()
+        let completion = try await bed.signIn(subject: "alice", scopes: ["calendar"], session: session, verifier: verifier)
+        guard case .handoff(let code) = completion.outcome else { Issue.record("no code: \(completion.outcome)"); return }
+        let redeemed = try await bed.login.redeem(
+            HandoffRedemptionRequest(code: code, verifier: verifier, redirectURI: FlowTestBed.redirectURI, app: FlowTestBed.app))
+        #expect(redeemed.token == nil && redeemed.session.id == session.id)
+        #expect(redeemed.session.scopes == ["openid", "email", "calendar"] && redeemed.session.accessToken != session.accessToken)
+
+        let other = try await bed.signIn(subject: "mallory", scopes: ["drive"], session: redeemed.session, verifier: verifier)
+        #expect(other.outcome == .refused(error: "access_denied", description: "A different account signed in than the session's."))
+        #expect(bed.store.session(session.id, now: bed.clock.seconds)?.scopes == ["openid", "email", "calendar"])
+    }
+
+    @Test func anIncrementalGrantForAnEndedSessionIsRefused() async throws {
+        let bed = await FlowTestBed()
+        let session = try await bed.newSession().session
+        let provider = try await bed.login.providers.resolve("idp")
+        let url = bed.login.begin(bed.request(scopes: ["calendar"], session: session, challenge: PKCE.challenge(for: PKCE.makeVerifier())), at: provider)
+        let (code, state) = try bed.provider.signIn(url, subject: "alice")
+        _ = try await bed.sessions.revoke(session.id)
+        let pending = try #require(bed.login.takeLogin(state: state))
+        let completion = await bed.login.complete(pending, with: CallbackAnswer(code: code, error: nil, errorDescription: nil, issuer: nil))
+        #expect(completion.outcome == .refused(error: "access_denied", description: "The session ended during the sign-in."))
+    }
+}
