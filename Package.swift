@@ -2,10 +2,11 @@
 import PackageDescription
 
 // Layers, bottom to top:
-//   CMicroHTTPD, CLibCrypto  system libraries (Debian libmicrohttpd-dev, libssl-dev)
+//   CMicroHTTPD, CLibCrypto, CLibPQ  system libraries (Debian libmicrohttpd-dev, libssl-dev, libpq-dev)
 //   MHDShim                  the only code that includes microhttpd.h
 //   CryptoShim               the only code that includes OpenSSL headers
 //   BrokerCrypto             Swift wrapper over CryptoShim
+//   Postgres                 the only code that includes libpq: connections on threads of their own, a pool, LISTEN
 //   WireValues               values both sides of the HTTP edge use: JSON, form fields, IP networks, byte writers
 //   HTTPServer               transport: request, response, router, limits, server; alone knows MHDShim
 //   BrokerCore               the broker (its API/ layer alone speaks HTTP); imports no C
@@ -39,10 +40,16 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
         // GnuTLS (which libmicrohttpd-dev brings) for the shim's direct answers over HTTPS.
         .target(name: "MHDShim", dependencies: ["CMicroHTTPD"], linkerSettings: [.linkedLibrary("gnutls")]),
         .target(name: "CryptoShim", dependencies: ["CLibCrypto"]),
         .target(name: "BrokerCrypto", dependencies: ["CryptoShim"]),
+        .target(name: "Postgres", dependencies: ["CLibPQ"]),
         .target(name: "WireValues"),
         .target(
             name: "HTTPServer",
@@ -58,6 +65,7 @@ let package = Package(
                 "HTTPServer",
                 "WireValues",
                 "BrokerCrypto",
+                "Postgres",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Yams", package: "Yams"),

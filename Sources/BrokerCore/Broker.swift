@@ -51,7 +51,7 @@ public final class Broker: Sendable {
         } catch {
             throw BrokerStartError(error.description)
         }
-        let store = try Self.openState(config, development: development, acceptDamage: acceptDamagedState, logger: logger, metrics: metrics)
+        let store = try await Self.openState(config, development: development, acceptDamage: acceptDamagedState, logger: logger, metrics: metrics)
         if config.server.publicURLIsDerived {
             // With port 0 the public URL (and the callback URL providers see) takes the real port.
             config.server.publicURL = ListenAddress(host: config.server.listen.host, port: server.port)
@@ -98,7 +98,7 @@ public final class Broker: Sendable {
 
     private static func openState(
         _ config: BrokerConfig, development: Bool, acceptDamage: Bool, logger: Logger, metrics: BrokerMetrics
-    ) throws(BrokerStartError) -> any StateStore {
+    ) async throws(BrokerStartError) -> any StateStore {
         let lifetimes = SessionLifetimes(idle: config.sessions.idleLifetimeSeconds, absolute: config.sessions.absoluteLifetimeSeconds)
         guard let keys = config.state.keys else {
             guard development else {
@@ -109,6 +109,16 @@ public final class Broker: Sendable {
             }
             logger.notice("development mode without a state key: sessions live in memory only and end with the process")
             return BrokerState(lifetimes: lifetimes, clock: systemClock, logger: logger)
+        }
+        if config.state.backend == .postgres {
+            do {
+                return try await PostgresStateStore.open(
+                    settings: config.state.postgres, keys: keys, lifetimes: lifetimes,
+                    refreshLockWaitSeconds: config.server.limits.upstreamTimeoutSeconds + 5, clock: systemClock, logger: logger
+                )
+            } catch {
+                throw BrokerStartError(error.description)
+            }
         }
         let store: BrokerState
         do {

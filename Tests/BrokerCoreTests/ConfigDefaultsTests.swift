@@ -41,6 +41,9 @@ struct ConfigDefaultsTests {
             "sessions.handoff_lifetime_seconds": seconds(sessions.handoffLifetimeSeconds),
             "state.directory": config.state.directory,
             "state.snapshot_interval_seconds": seconds(config.state.snapshotIntervalSeconds),
+            "state.postgres.pool_size": "\(config.state.postgres.poolSize)",
+            "state.postgres.statement_timeout_seconds": "\(config.state.postgres.statementTimeoutSeconds)",
+            "state.postgres.cache_sessions": "\(config.state.postgres.cacheSessions)",
             "webhooks.failures_before_event": "\(WebhookSettings.defaultFailuresBeforeEvent)",
         ]
     }
@@ -75,7 +78,7 @@ struct ConfigDefaultsTests {
     }
 
     /// README's table lists exactly the variables and keys of the one settings table
-    /// (``ConfigLoader/environmentOverrides``), besides the three that are not overrides.
+    /// (``ConfigLoader/environmentOverrides``), besides the secret references, which are not overrides.
     @Test func readmeListsTheSettingsTable() throws {
         let readme = try String(contentsOfFile: ReadmeConfigTable.path, encoding: .utf8)
         var pairs: Set<String> = []
@@ -83,7 +86,7 @@ struct ConfigDefaultsTests {
             pairs.formUnion(zip(row.variables, row.keys).map { "\($0) \($1)" })
         }
         let table = Set(ConfigLoader.environmentOverrides.map { "\($0.variable) \($0.key)" })
-        #expect(pairs.subtracting(table) == ["BROKER_STATE_KEY state.key_env"])
+        #expect(pairs.subtracting(table) == ["BROKER_STATE_KEY state.key_env", "BROKER_POSTGRES_PASSWORD state.postgres.password_env"])
         #expect(table.subtracting(pairs) == [])
     }
 
@@ -101,6 +104,7 @@ struct ConfigDefaultsTests {
         #expect(example.server.trustedProxies == defaults.server.trustedProxies)
         #expect(example.log == defaults.log)
         #expect(example.sessions == defaults.sessions)
+        #expect(example.state.backend == defaults.state.backend && example.state.postgres == defaults.state.postgres)
     }
 
     /// The transport's settings, built from `BrokerConfig()`, are the defaults README states; the

@@ -107,3 +107,41 @@ struct ConfigStateTests {
                       contains: "expected a string, got a list", line: 2)
     }
 }
+
+/// `state.backend` and `state.postgres`: the URL never holds a password, the password comes
+/// from a variable or a file, and `postgres` needs a URL.
+struct ConfigPostgresTests {
+    private func load(_ yaml: String, _ environment: [String: String] = [:]) throws(ConfigError) -> BrokerConfig {
+        try ConfigLoader.load(yaml: yaml, fileName: "broker.yaml", environment: environment)
+    }
+
+    @Test func thePostgresStoreIsConfiguredWithItsPasswordApart() throws {
+        let config = try load("""
+            state:
+              backend: postgres
+              postgres:
+                url: postgres://broker@db.internal:5432/broker?sslmode=verify-full
+                password_env: DB_PASSWORD
+                pool_size: 4
+            """, ["DB_PASSWORD": "s3cret"])
+        #expect(config.state.backend == .postgres && config.state.postgres.poolSize == 4)
+        #expect(config.state.postgres.password?.reveal() == "s3cret")
+        #expect(!"\(config.state.postgres)".contains("s3cret"))
+    }
+
+    @Test func aPasswordInTheURLIsRefusedWithoutRepeatingIt() {
+        for url in ["postgres://broker:hunter2@db/broker", "postgres://db/broker?password=hunter2"] {
+            do {
+                _ = try load("state:\n  postgres:\n    url: \(url)\n")
+                Issue.record("accepted \(url)")
+            } catch {
+                #expect(error.description.contains("must not hold a password") && !error.description.contains("hunter2"))
+            }
+        }
+    }
+
+    @Test func thePostgresBackendNeedsAURL() {
+        #expect(throws: ConfigError.self) { try load("state:\n  backend: postgres\n") }
+        #expect(throws: ConfigError.self) { try load("state:\n  backend: mysql\n") }
+    }
+}

@@ -49,9 +49,9 @@ struct FlowTestBed {
     func signIn(subject: String = "alice", scopes: [String] = [], session: Session? = nil, verifier: String,
                 issuer: String? = ScriptedProvider.issuer) async throws -> LoginCompletion {
         let provider = try await login.providers.resolve("idp")
-        let url = login.begin(request(scopes: scopes, session: session, challenge: PKCE.challenge(for: verifier)), at: provider)
+        let url = try await login.begin(request(scopes: scopes, session: session, challenge: PKCE.challenge(for: verifier)), at: provider)
         let (code, state) = try self.provider.signIn(url, subject: subject)
-        guard let pending = login.takeLogin(state: state) else { throw ScriptError("the login was not stored") }
+        guard let pending = try await login.takeLogin(state: state) else { throw ScriptError("the login was not stored") }
         return await login.complete(pending, with: CallbackAnswer(code: code, error: nil, errorDescription: nil, issuer: issuer))
     }
 

@@ -30,7 +30,7 @@ struct LoginFlowTests {
     @Test func theAuthorizationURLCarriesTheBrokersOwnStatePKCEAndNonce() async throws {
         let bed = await FlowTestBed()
         let provider = try await bed.login.providers.resolve("idp")
-        let url = bed.login.begin(bed.request(scopes: ["profile"], challenge: PKCE.challenge(for: PKCE.makeVerifier())), at: provider)
+        let url = try await bed.login.begin(bed.request(scopes: ["profile"], challenge: PKCE.challenge(for: PKCE.makeVerifier())), at: provider)
         #expect(url.hasPrefix("\(ScriptedProvider.issuer)/authorize?"))
         let query = try FormFields(parsing: url.split(separator: "?", maxSplits: 1)[1])
         #expect(query["redirect_uri"] == FlowTestBed.callbackURL && query["scope"] == "openid email profile")
@@ -43,12 +43,12 @@ struct LoginFlowTests {
         let bed = await FlowTestBed()
         let provider = try await bed.login.providers.resolve("idp")
         let challenge = PKCE.challenge(for: PKCE.makeVerifier())
-        let (_, first) = try bed.provider.signIn(bed.login.begin(bed.request(challenge: challenge), at: provider), subject: "alice")
-        #expect(bed.login.takeLogin(state: first) != nil)
-        #expect(bed.login.takeLogin(state: first) == nil)
-        let (_, second) = try bed.provider.signIn(bed.login.begin(bed.request(challenge: challenge), at: provider), subject: "alice")
+        let (_, first) = try bed.provider.signIn(try await bed.login.begin(bed.request(challenge: challenge), at: provider), subject: "alice")
+        #expect(try await bed.login.takeLogin(state: first) != nil)
+        #expect(try await bed.login.takeLogin(state: first) == nil)
+        let (_, second) = try bed.provider.signIn(try await bed.login.begin(bed.request(challenge: challenge), at: provider), subject: "alice")
         bed.clock.advance(by: bed.settings.loginLifetimeSeconds + 1)
-        #expect(bed.login.takeLogin(state: second) == nil)
+        #expect(try await bed.login.takeLogin(state: second) == nil)
     }
 
     @Test func anAnswerFromAnotherIssuerIsRefused() async throws {
@@ -69,8 +69,8 @@ struct LoginFlowTests {
         let bed = await FlowTestBed()
         let provider = try await bed.login.providers.resolve("idp")
         for (error, expected) in [("access_denied", "access_denied"), ("bad\"code", "invalid_request")] {
-            let url = bed.login.begin(bed.request(challenge: PKCE.challenge(for: PKCE.makeVerifier())), at: provider)
-            let pending = try #require(bed.login.takeLogin(state: try bed.provider.signIn(url, subject: "alice").state))
+            let url = try await bed.login.begin(bed.request(challenge: PKCE.challenge(for: PKCE.makeVerifier())), at: provider)
+            let pending = try #require(try await bed.login.takeLogin(state: try bed.provider.signIn(url, subject: "alice").state))
             let completion = await bed.login.complete(pending, with: CallbackAnswer(code: nil, error: error, errorDescription: "No.", issuer: nil))
             guard case .refused(let code, _) = completion.outcome else { Issue.record("not refused"); continue }
             #expect(code == expected)
@@ -133,10 +133,10 @@ struct LoginFlowTests {
         let bed = await FlowTestBed()
         let session = try await bed.newSession().session
         let provider = try await bed.login.providers.resolve("idp")
-        let url = bed.login.begin(bed.request(scopes: ["calendar"], session: session, challenge: PKCE.challenge(for: PKCE.makeVerifier())), at: provider)
+        let url = try await bed.login.begin(bed.request(scopes: ["calendar"], session: session, challenge: PKCE.challenge(for: PKCE.makeVerifier())), at: provider)
         let (code, state) = try bed.provider.signIn(url, subject: "alice")
         _ = try await bed.sessions.revoke(session.id)
-        let pending = try #require(bed.login.takeLogin(state: state))
+        let pending = try #require(try await bed.login.takeLogin(state: state))
         let completion = await bed.login.complete(pending, with: CallbackAnswer(code: code, error: nil, errorDescription: nil, issuer: nil))
         #expect(completion.outcome == .refused(error: "access_denied", description: "The session ended during the sign-in."))
     }

@@ -9,7 +9,7 @@ import Testing
 /// A store implementation under the suite: `open` opens the store at one location, and opened
 /// again there it is the store a restarted broker would find.
 protocol StoreHarness: Sendable {
-    func open(clock: TestClock) throws -> any StateStore
+    func open(clock: TestClock) async throws -> any StateStore
 }
 
 /// The embedded store: memory, an encrypted journal and snapshots in a directory.
@@ -25,15 +25,36 @@ struct EmbeddedStoreHarness: StoreHarness {
     }
 }
 
+/// The PostgreSQL store on a database of its own in the tests' throwaway cluster; opened again,
+/// it is another broker instance on the same database.
+struct PostgresStoreHarness: StoreHarness {
+    let url: String
+    let keys = StateKeys(current: .generate())
+
+    init() throws {
+        url = try PostgresTestCluster.shared.get().createDatabase()
+    }
+
+    func open(clock: TestClock) async throws -> any StateStore {
+        try await PostgresStateStore.open(
+            settings: PostgresSettings(url: url, password: Secret(PostgresTestCluster.password, source: "test"), poolSize: 4),
+            keys: keys, lifetimes: StoreConformanceTests.lifetimes, refreshLockWaitSeconds: 10, clock: { clock.seconds },
+            logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+        )
+    }
+}
+
 /// The stores every test below runs against.
 enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
     case embedded
+    case postgres
 
     var testDescription: String { rawValue }
 
-    func harness() -> any StoreHarness {
+    func harness() throws -> any StoreHarness {
         switch self {
         case .embedded: EmbeddedStoreHarness()
+        case .postgres: try PostgresStoreHarness()
         }
     }
 }
@@ -67,25 +88,25 @@ struct StoreConformanceTests {
 
     @Test(arguments: StoreKind.allCases)
     func changesToOneSessionLandInTheirOrder(_ kind: StoreKind) async throws {
-        let harness = kind.harness()
+        let harness = try kind.harness()
         let clock = Self.clock()
-        let store = try harness.open(clock: clock)
+        let store = try await harness.open(clock: clock)
         let first = session("order", clock: clock)
         #expect(try await store.saveSession(first, createdBy: nil))
         for round in 1...20 {
             let changed = try await store.updateSession(first.id) { $0.refreshToken = "rt-\(round)" }
             #expect(changed?.refreshToken == "rt-\(round)")
         }
-        for reopened in [try harness.open(clock: clock), try await closedAndReopened(store, harness, clock)] {
-            #expect(reopened.session(first.id, now: clock.seconds)?.refreshToken == "rt-20")
+        for reopened in [try await harness.open(clock: clock), try await closedAndReopened(store, harness, clock)] {
+            #expect((try await reopened.loadSession(first.id, now: clock.seconds))?.refreshToken == "rt-20")
         }
     }
 
     @Test(arguments: StoreKind.allCases)
     func concurrentUpdatesOfOneSessionAllLand(_ kind: StoreKind) async throws {
-        let harness = kind.harness()
+        let harness = try kind.harness()
         let clock = Self.clock()
-        let store = try harness.open(clock: clock)
+        let store = try await harness.open(clock: clock)
         let first = session("concurrent", clock: clock)
         #expect(try await store.saveSession(first, createdBy: nil))
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -94,16 +115,16 @@ struct StoreConformanceTests {
             }
             try await group.waitForAll()
         }
-        #expect(store.session(first.id, now: clock.seconds)?.scopes.count == 51)
+        #expect((try await store.loadSession(first.id, now: clock.seconds))?.scopes.count == 51)
         let reopened = try await closedAndReopened(store, harness, clock)
-        #expect(Set(reopened.session(first.id, now: clock.seconds)?.scopes ?? []) == Set(["openid"] + (0..<50).map { "scope-\($0)" }))
+        #expect(Set((try await reopened.loadSession(first.id, now: clock.seconds))?.scopes ?? []) == Set(["openid"] + (0..<50).map { "scope-\($0)" }))
     }
 
     @Test(arguments: StoreKind.allCases)
     func aHandoffCodeWorksOnceAndAReplayNamesItsSession(_ kind: StoreKind) async throws {
-        let harness = kind.harness()
+        let harness = try kind.harness()
         let clock = Self.clock()
-        let store = try harness.open(clock: clock)
+        let store = try await harness.open(clock: clock)
         let code = OpaqueToken.hash("tbh_once")
         try await store.issueHandoff(code, handoff(clock: clock))
         guard case .fresh(let redeemed) = try await store.redeemHandoff(code, now: clock.seconds) else {
@@ -133,7 +154,7 @@ struct StoreConformanceTests {
     @Test(arguments: StoreKind.allCases)
     func aReplayWhileTheSessionIsMadeIsReported(_ kind: StoreKind) async throws {
         let clock = Self.clock()
-        let store = try kind.harness().open(clock: clock)
+        let store = try await kind.harness().open(clock: clock)
         let code = OpaqueToken.hash("tbh_race")
         try await store.issueHandoff(code, handoff(clock: clock))
         _ = try await store.redeemHandoff(code, now: clock.seconds)
@@ -147,11 +168,11 @@ struct StoreConformanceTests {
     @Test(arguments: StoreKind.allCases)
     func expiredEntriesAreNeverReturnedAndSweepRemovesThem(_ kind: StoreKind) async throws {
         let clock = Self.clock()
-        let store = try kind.harness().open(clock: clock)
+        let store = try await kind.harness().open(clock: clock)
         let old = session("old", clock: clock)
         #expect(try await store.saveSession(old, createdBy: nil))
         let state = OpaqueToken.hash("state-1")
-        store.beginLogin(state, PendingAuthorization(
+        try await store.beginLogin(state, PendingAuthorization(
             provider: "dev", app: "demo", redirectURI: "http://127.0.0.1/cb", appState: nil, appChallenge: "c", verifier: "v",
             nonce: "n", requestedScopes: ["openid"], sessionID: nil, expiresAt: clock.seconds + 600
         ))
@@ -160,23 +181,23 @@ struct StoreConformanceTests {
         clock.advance(by: Self.lifetimes.idle + 1)
         let fresh = session("fresh", clock: clock)
         #expect(try await store.saveSession(fresh, createdBy: nil))
-        #expect(store.session(old.id, now: clock.seconds) == nil, "an idle session past its lifetime")
-        #expect(store.takeLogin(state, now: clock.seconds) == nil, "a login past its lifetime")
+        #expect((try await store.loadSession(old.id, now: clock.seconds)) == nil, "an idle session past its lifetime")
+        #expect(try await store.takeLogin(state, now: clock.seconds) == nil, "a login past its lifetime")
         guard case .expired = try await store.redeemHandoff(code, now: clock.seconds) else {
             Issue.record("a code past its lifetime was not expired")
             return
         }
         #expect(store.sessionCount == 2)
-        store.sweep()
+        await store.sweep()
         #expect(store.sessionCount == 1)
-        #expect(store.session(fresh.id, now: clock.seconds) != nil)
+        #expect((try await store.loadSession(fresh.id, now: clock.seconds)) != nil)
     }
 
     @Test(arguments: StoreKind.allCases)
     func aRemovedSessionStaysRemoved(_ kind: StoreKind) async throws {
-        let harness = kind.harness()
+        let harness = try kind.harness()
         let clock = Self.clock()
-        let store = try harness.open(clock: clock)
+        let store = try await harness.open(clock: clock)
         let gone = session("gone", clock: clock)
         let kept = session("kept", clock: clock)
         #expect(try await store.saveSession(gone, createdBy: nil))
@@ -184,23 +205,99 @@ struct StoreConformanceTests {
         #expect(try await store.removeSession(gone.id)?.subject == "user-gone")
         #expect(try await store.removeSession(gone.id) == nil, "removing twice finds nothing")
         #expect(try await store.updateSession(gone.id) { $0.refreshToken = "revived" } == nil)
-        for reopened in [try harness.open(clock: clock), try await closedAndReopened(store, harness, clock)] {
-            #expect(reopened.session(gone.id, now: clock.seconds) == nil)
-            #expect(reopened.session(kept.id, now: clock.seconds) != nil)
+        for reopened in [try await harness.open(clock: clock), try await closedAndReopened(store, harness, clock)] {
+            #expect((try await reopened.loadSession(gone.id, now: clock.seconds)) == nil)
+            #expect((try await reopened.loadSession(kept.id, now: clock.seconds)) != nil)
         }
     }
 
     @Test(arguments: StoreKind.allCases)
     func aClosedStoreRefusesChanges(_ kind: StoreKind) async throws {
         let clock = Self.clock()
-        let store = try kind.harness().open(clock: clock)
+        let store = try await kind.harness().open(clock: clock)
         await store.close()
         await #expect(throws: StateWriteError.self) { try await store.saveSession(session("late", clock: clock), createdBy: nil) }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aLoginIsTakenOnceWhicheverInstanceAsks(_ kind: StoreKind) async throws {
+        let harness = try kind.harness()
+        let clock = Self.clock()
+        let first = try await harness.open(clock: clock)
+        guard !first.holdsEverySession else { return } // one instance per embedded store
+        let second = try await harness.open(clock: clock)
+        let state = OpaqueToken.hash("state-shared")
+        try await first.beginLogin(state, PendingAuthorization(
+            provider: "dev", app: "demo", redirectURI: "http://127.0.0.1/cb", appState: "s", appChallenge: "c", verifier: "v",
+            nonce: "n", requestedScopes: ["openid"], sessionID: nil, expiresAt: clock.seconds + 600
+        ))
+        async let fromFirst = first.takeLogin(state, now: clock.seconds)
+        async let fromSecond = second.takeLogin(state, now: clock.seconds)
+        let taken = [try await fromFirst, try await fromSecond].compactMap { $0 }
+        #expect(taken.count == 1 && taken.first?.appState == "s")
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func anotherInstancesChangesReachThisOnesMemory(_ kind: StoreKind) async throws {
+        let harness = try kind.harness()
+        let clock = Self.clock()
+        let first = try await harness.open(clock: clock)
+        guard !first.holdsEverySession else { return }
+        let second = try await harness.open(clock: clock)
+        let shared = session("shared", clock: clock)
+        #expect(try await first.saveSession(shared, createdBy: nil))
+        #expect(second.session(shared.id, now: clock.seconds) == nil, "not in the second instance's memory yet")
+        #expect(try await second.loadSession(shared.id, now: clock.seconds)?.refreshToken == "rt-shared")
+        #expect(second.session(shared.id, now: clock.seconds) != nil, "kept after the load")
+        _ = try await first.updateSession(shared.id) { $0.accessToken = "at-rotated" }
+        #expect(await eventually { second.session(shared.id, now: clock.seconds)?.accessToken != "at-shared" },
+                "the second instance still serves the old token")
+        #expect(try await second.loadSession(shared.id, now: clock.seconds)?.accessToken == "at-rotated")
+        _ = try await second.removeSession(shared.id)
+        #expect(await eventually { first.session(shared.id, now: clock.seconds) == nil }, "the first instance still serves a removed session")
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func oneRefreshLockHolderAtATimeAcrossInstances(_ kind: StoreKind) async throws {
+        let harness = try kind.harness()
+        let clock = Self.clock()
+        let first = try await harness.open(clock: clock)
+        guard !first.holdsEverySession else { return }
+        let second = try await harness.open(clock: clock)
+        let id = OpaqueToken.hash("tbs_locked")
+        let holders = LockHolders()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for store in [first, second, first, second] {
+                group.addTask {
+                    try await store.whileRefreshing(id) {
+                        holders.count.withLock { $0.now += 1; $0.most = max($0.most, $0.now) }
+                        try? await Task.sleep(for: .milliseconds(150))
+                        holders.count.withLock { $0.now -= 1 }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(holders.count.withLock { $0.most } == 1)
+    }
+
+    /// Whether `condition` holds within two seconds.
+    private func eventually(_ condition: () -> Bool) async -> Bool {
+        for _ in 0..<200 {
+            if condition() { return true }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return false
     }
 
     /// Closes `store` and opens it again, as a clean restart does.
     private func closedAndReopened(_ store: any StateStore, _ harness: any StoreHarness, _ clock: TestClock) async throws -> any StateStore {
         await store.close()
-        return try harness.open(clock: clock)
+        return try await harness.open(clock: clock)
     }
+}
+
+/// How many callers held a lock at once, and the most at any time.
+final class LockHolders: Sendable {
+    let count = Mutex((now: 0, most: 0))
 }

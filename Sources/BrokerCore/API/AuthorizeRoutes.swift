@@ -16,24 +16,26 @@ struct AuthorizeRoutes: Sendable {
         }
         router.add("POST", "/authorize") { [self] request throws(HTTPError) in
             try services.admit(request, to: services.loginLimiter, route: "/authorize")
-            let session = try services.authenticate(request)
-            return try start(try request.form(), session: session, json: true)
+            // The form is read now (the request is gone later), its error answered after the session's.
+            let form = Result { () throws(HTTPError) in try request.form() }
+            return try services.withBearerSession(request) { [self] session throws(HTTPError) in
+                try start(try form.get(), session: session, json: true)
+            }
         }
     }
 
     private func start(_ fields: FormFields, session: Session?, json: Bool) throws(HTTPError) -> Reply {
         let login = try validate(fields, session: session)
-        if let provider = services.providers.ready(login.provider) {
-            return .now(answer(location: services.login.begin(login, at: provider), json: json))
-        }
-        return .deferredCatching { [self] () async throws(HTTPError) -> Response in
+        return .deferredCatching { [services] () async throws(HTTPError) -> Response in
             let provider = try await services.providers.provider(login.provider)
-            return answer(location: services.login.begin(login, at: provider), json: json)
+            let location: String
+            do throws(StateWriteError) {
+                location = try await services.login.begin(login, at: provider)
+            } catch {
+                throw error.httpError
+            }
+            return json ? .json(.object([("authorization_url", .string(location))])) : .redirect(to: location)
         }
-    }
-
-    private func answer(location: String, json: Bool) -> Response {
-        json ? .json(.object([("authorization_url", .string(location))])) : .redirect(to: location)
     }
 
     private func validate(_ fields: FormFields, session: Session?) throws(HTTPError) -> LoginRequest {

@@ -3,22 +3,37 @@ import HTTPServer
 import WireValues
 
 extension BrokerServices {
-    /// The session named by `Authorization: Bearer <session token>`. A missing, malformed or
-    /// unknown token is a 401 (RFC 6750 §3); the token is never repeated in the answer.
-    func authenticate(_ request: Request) throws(HTTPError) -> Session {
-        try withSession(sessionID(request), of: request) { copy $0 }
+    /// Runs `then` with the session named by `Authorization: Bearer <session token>`: at once
+    /// when this instance has it in memory; else, with a store shared by several instances (a
+    /// cache miss), once it is loaded from the store, the request suspended meanwhile. A missing,
+    /// malformed or unknown token is a 401 (RFC 6750 §3); the token is never repeated in the answer.
+    func withBearerSession(_ request: Request, _ then: @escaping @Sendable (Session) throws(HTTPError) -> Reply) throws(HTTPError) -> Reply {
+        let id = try sessionID(request)
+        if let session = store.session(id, now: now()) { return try then(session) }
+        let route = String(request.path)
+        guard !store.holdsEverySession else { throw unknownSession(route: route) }
+        return .deferredCatching { [self] () async throws(HTTPError) -> Response in
+            guard let session = try await load(id) else { throw unknownSession(route: route) }
+            switch try then(session) {
+            case .now(let response): return response
+            case .deferred(let work): return await work()
+            }
+        }
     }
 
-    /// Runs `body` on the session `id` (of the bearer token of `request`) where it lies, without
-    /// copying it (the hot path); unknown, it is the 401 of `authenticate`.
-    func withSession<T: Sendable>(_ id: SHA256Digest, of request: Request, _ body: (borrowing Session) -> T) throws(HTTPError) -> T {
-        guard let result = store.readSession(id, now: now(), body) else { throw unknownSession(request) }
-        return result
+    /// The session `id` from the store itself (after a miss in memory); a store out of reach is
+    /// a 503.
+    func load(_ id: SHA256Digest) async throws(HTTPError) -> Session? {
+        do throws(StateReadError) {
+            return try await store.loadSession(id, now: now())
+        } catch {
+            throw error.httpError
+        }
     }
 
     /// The 401 for a session token that names no live session, counted.
-    func unknownSession(_ request: Request) -> HTTPError {
-        metrics.rejected(route: String(request.path), reason: "unknown_session_token")
+    func unknownSession(route: String) -> HTTPError {
+        metrics.rejected(route: route, reason: "unknown_session_token")
         return .invalidToken("The session token is unknown, expired or revoked.")
     }
 
@@ -48,8 +63,13 @@ extension BrokerServices {
 extension BrokerServices {
     /// Applies a per-client rate limit, counting refusals.
     func admit(_ request: Request, to limiter: RateLimiter, route: String) throws(HTTPError) {
+        try admit(client: request.clientIP, to: limiter, route: route)
+    }
+
+    /// Applies a per-client rate limit to the client at address `client`, counting refusals.
+    func admit(client: String, to limiter: RateLimiter, route: String) throws(HTTPError) {
         do {
-            try limiter.admit(request.clientIP, now: now())
+            try limiter.admit(client, now: now())
         } catch {
             metrics.rejected(route: route, reason: "rate_limited")
             throw error

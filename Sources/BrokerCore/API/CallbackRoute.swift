@@ -14,18 +14,30 @@ struct CallbackRoute: Sendable {
             try services.admit(request, to: services.loginLimiter, route: "/callback")
             let wantsHTML = request.header("Accept")?.contains("text/html") == true
             let fields: FormFields
-            let pending: PendingAuthorization
+            let state: String
             do throws(HTTPError) {
                 fields = try request.query()
-                guard let found = services.login.takeLogin(state: try fields.required("state")) else {
-                    throw .badRequest("This sign-in link is unknown, expired or already used; start again from the app.")
-                }
-                pending = found
+                state = try fields.required("state")
             } catch {
                 return .now(wantsHTML ? Self.page(error) : error.response)
             }
             let answer = CallbackAnswer(code: fields["code"], error: fields["error"], errorDescription: fields["error_description"], issuer: fields["iss"])
             return .deferred { [services] in
+                let pending: PendingAuthorization
+                do throws(HTTPError) {
+                    let found: PendingAuthorization?
+                    do throws(StateWriteError) {
+                        found = try await services.login.takeLogin(state: state)
+                    } catch {
+                        throw error.httpError
+                    }
+                    guard let found else {
+                        throw .badRequest("This sign-in link is unknown, expired or already used; start again from the app.")
+                    }
+                    pending = found
+                } catch {
+                    return wantsHTML ? Self.page(error) : error.response
+                }
                 let completion = await services.login.complete(pending, with: answer)
                 return .redirect(to: FormFields.url(completion.redirectURI, adding: completion.parameters))
             }

@@ -34,6 +34,13 @@ extension HTTPError {
     }
 }
 
+extension StateReadError {
+    /// A store that cannot be read now is a 503 for the client.
+    var httpError: HTTPError {
+        .serviceUnavailable("temporarily_unavailable", "The broker's state store cannot be read now; retry shortly.", retryAfterSeconds: 5)
+    }
+}
+
 extension StateWriteError {
     /// A change that could not be made durable is a 503 for the client.
     var httpError: HTTPError { .unsaved }

@@ -8,15 +8,14 @@ struct SessionRoutes: Sendable {
 
     func register(in router: inout Router) {
         router.add("GET", "/session") { [services] request throws(HTTPError) in
-            let session = try services.authenticate(request)
-            return .now(.json(.object([
+            try services.withBearerSession(request) { session throws(HTTPError) in .now(.json(.object([
                 ("provider", .string(session.provider)),
                 ("subject", .string(session.subject)),
                 ("scopes", .array(session.scopes.map(JSONValue.string))),
                 ("created_at", .string(Timestamp.format(seconds: Int(session.createdAt)))),
                 ("access_token_expires_at", session.accessTokenExpiresAt.map { .string(Timestamp.format(seconds: Int($0))) } ?? .null),
                 ("refreshable", .bool(session.refreshToken != nil)),
-            ])))
+            ]))) }
         }
         router.add("POST", "/revoke") { [self] request throws(HTTPError) in try revoke(request) }
         router.add("GET", "/profile") { [self] request throws(HTTPError) in try profile(request) }
@@ -41,13 +40,14 @@ struct SessionRoutes: Sendable {
 
     /// The user's profile (``SessionOperations/profile(of:)``), from the cache when it can.
     private func profile(_ request: Request) throws(HTTPError) -> Reply {
-        let session = try services.authenticate(request)
-        if let cached = services.sessions.cachedProfile(session.id) { return .now(.json(cached)) }
-        return .deferredCatching { [services] () async throws(HTTPError) -> Response in
-            do throws(ProfileFailure) {
-                return .json(try await services.sessions.profile(of: session))
-            } catch {
-                throw error.httpError
+        try services.withBearerSession(request) { [services] session throws(HTTPError) in
+            if let cached = services.sessions.cachedProfile(session.id) { return .now(.json(cached)) }
+            return .deferredCatching { () async throws(HTTPError) -> Response in
+                do throws(ProfileFailure) {
+                    return .json(try await services.sessions.profile(of: session))
+                } catch {
+                    throw error.httpError
+                }
             }
         }
     }

@@ -17,9 +17,11 @@ struct TokenRoutes: Sendable {
         }
         router.add("GET", "/token") { [self] request throws(HTTPError) in try current(request) }
         router.add("POST", "/refresh") { [self] request throws(HTTPError) in
-            let session = try services.authenticate(request)
-            try services.admit(request, to: services.refreshLimiter, route: "/refresh")
-            return refreshed(session.id, force: true, minimumValidity: services.refreshSkew)
+            let client = request.clientIP
+            return try services.withBearerSession(request) { [self] session throws(HTTPError) in
+                try services.admit(client: client, to: services.refreshLimiter, route: "/refresh")
+                return refreshed(session.id, force: true, minimumValidity: services.refreshSkew)
+            }
         }
     }
 
@@ -31,7 +33,18 @@ struct TokenRoutes: Sendable {
         let minimumValidity = (try? requested.get()) ?? services.refreshSkew
         switch services.sessions.current(id, validFor: minimumValidity, { session, now in session.tokenAnswer(at: now) }) {
         case .unknownSession:
-            throw services.unknownSession(request)
+            let route = String(request.path)
+            guard !services.store.holdsEverySession else { throw services.unknownSession(route: route) }
+            _ = try requested.get()
+            let client = request.clientIP
+            // A shared store's cache miss: the session from the store, then as above.
+            return .deferredCatching { [services] () async throws(HTTPError) -> Response in
+                guard let session = try await services.load(id) else { throw services.unknownSession(route: route) }
+                let now = services.now()
+                if session.accessTokenValid(for: minimumValidity, at: now) { return session.tokenAnswer(at: now) }
+                try services.admit(client: client, to: services.refreshLimiter, route: "/token")
+                return try await refresh(id, force: false, minimumValidity: minimumValidity)
+            }
         case .fresh(let answer):
             _ = try requested.get()
             return .now(answer)
@@ -52,13 +65,15 @@ struct TokenRoutes: Sendable {
     }
 
     private func refreshed(_ id: SHA256Digest, force: Bool, minimumValidity: Double) -> Reply {
-        .deferredCatching { [services] () async throws(HTTPError) -> Response in
-            do throws(RefreshFailure) {
-                return try await services.sessions.refresh(id, force: force, minimumValidity: minimumValidity).tokenAnswer(at: services.now())
-            } catch {
-                if case .tooSoon = error { services.metrics.rejected(route: "/refresh", reason: "refreshed_moments_ago") }
-                throw error.httpError
-            }
+        .deferredCatching { [self] () async throws(HTTPError) -> Response in try await refresh(id, force: force, minimumValidity: minimumValidity) }
+    }
+
+    private func refresh(_ id: SHA256Digest, force: Bool, minimumValidity: Double) async throws(HTTPError) -> Response {
+        do throws(RefreshFailure) {
+            return try await services.sessions.refresh(id, force: force, minimumValidity: minimumValidity).tokenAnswer(at: services.now())
+        } catch {
+            if case .tooSoon = error { services.metrics.rejected(route: "/refresh", reason: "refreshed_moments_ago") }
+            throw error.httpError
         }
     }
 

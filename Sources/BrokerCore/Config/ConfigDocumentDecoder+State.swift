@@ -17,4 +17,14 @@ extension ConfigDocumentDecoder {
             draft.lines[reader.path.child(key).description] = reader.line(of: key)
         }
     }
+
+    /// Reads `state.postgres.password_env` or `password_file` (at most one) and resolves it.
+    /// Leaving both out takes `BROKER_POSTGRES_PASSWORD` when it is set, else no password.
+    func decodePostgresPassword(_ reader: YAMLMappingReader, into draft: inout ConfigDraft, problems: inout ConfigProblemList) {
+        guard case .found(let reference, let key) = reader.secretReference("password", problems: &problems) else { return }
+        switch reference.resolve(environment: environment, baseDirectory: baseDirectory) {
+        case .success(let secret): draft.state.postgres.password = secret
+        case .failure(let error): problems.add(reader.path.child(key), error.message, line: reader.line(of: key))
+        }
+    }
 }

@@ -20,8 +20,13 @@ struct ConfigDocumentDecoder {
         }
         if let node = reader.node("state"),
            let state = decodeSettings(node, at: ConfigKeyPath.root.child("state"),
-                                      handledElsewhere: StateKeyReference.configKeys, into: &draft, problems: &problems) {
+                                      handledElsewhere: StateKeyReference.configKeys + ["postgres"], into: &draft, problems: &problems) {
             decodeStateKeyReference(state, into: &draft, problems: &problems)
+            if let node = state.node("postgres"),
+               let postgres = decodeSettings(node, at: state.path.child("postgres"),
+                                             handledElsewhere: ["password_env", "password_file"], into: &draft, problems: &problems) {
+                decodePostgresPassword(postgres, into: &draft, problems: &problems)
+            }
         }
         if let node = reader.node("webhooks"),
            let webhooks = decodeSettings(node, at: ConfigKeyPath.root.child("webhooks"),

@@ -77,6 +77,12 @@ struct ConfigDraft: Sendable {
                 message: "must not exceed max_connections (\(limits.maxConnections)), got \(limits.maxConnectionsPerIP)",
                 line: line, file: line == nil ? nil : file))
         }
+        if state.backend == .postgres && state.postgres.url == nil {
+            let key = "state.backend"
+            let line = lines[key]
+            problems.append(ConfigProblem(key: "state.postgres.url", message: "state.backend postgres needs state.postgres.url (or BROKER_POSTGRES_URL)",
+                                          line: line, file: line == nil ? nil : file))
+        }
         if sessions.absoluteLifetimeSeconds < sessions.idleLifetimeSeconds {
             let key = "sessions.absolute_lifetime_seconds"
             let line = lines[key]

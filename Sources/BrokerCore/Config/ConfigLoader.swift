@@ -53,6 +53,10 @@ public enum ConfigLoader: Sendable {
         }
         problems.file = nil
         applyEnvironment(environment, to: &draft, problems: &problems)
+        let passwordVariable = PostgresSettings.defaultPasswordVariable
+        if draft.state.postgres.password == nil, let password = environment[passwordVariable], !password.isEmpty {
+            draft.state.postgres.password = Secret(password, source: "env \(passwordVariable)")
+        }
         let keyProblems = draft.resolveStateKeys(environment: environment, baseDirectory: baseDirectory,
                                                  file: fileName)
         // File problems in line order (a mapping's unknown keys are found before its values are

@@ -151,6 +151,37 @@ struct ConfigSetting: Sendable {
                       expected: "an integer") { draft, text in
             ConfigValueParsing.integer(text, in: StateSettings.journalMaxBytesRange).map { draft.state.journalMaxBytes = $0 }
         },
+        ConfigSetting(key: "state.backend", variable: "BROKER_STATE_BACKEND",
+                      description: "where the state is kept: embedded (this directory, one instance) or postgres (shared by several instances)",
+                      expected: "embedded or postgres") { draft, text in
+            guard let backend = StateBackend(rawValue: text) else { return .failure(ConfigValueError("must be embedded or postgres")) }
+            draft.state.backend = backend
+            return .success(())
+        },
+        ConfigSetting(key: "state.postgres.url", variable: "BROKER_POSTGRES_URL",
+                      description: "PostgreSQL connection URL, postgres://USER@HOST:PORT/DATABASE?sslmode=…, without a password",
+                      expected: "a URL") { draft, text in
+            if let problem = PostgresSettings.urlProblem(text) { return .failure(ConfigValueError(problem)) }
+            draft.state.postgres.url = text
+            return .success(())
+        },
+        ConfigSetting(key: "state.postgres.pool_size", variable: "BROKER_POSTGRES_POOL_SIZE",
+                      description: "connections each instance opens (\(PostgresSettings.poolSizeRange.lowerBound)...\(PostgresSettings.poolSizeRange.upperBound))",
+                      expected: "an integer") { draft, text in
+            ConfigValueParsing.integer(text, in: PostgresSettings.poolSizeRange).map { draft.state.postgres.poolSize = $0 }
+        },
+        ConfigSetting(key: "state.postgres.statement_timeout_seconds", variable: "BROKER_POSTGRES_STATEMENT_TIMEOUT_SECONDS",
+                      description: "longest a statement may run before PostgreSQL cancels it "
+                          + "(\(PostgresSettings.statementTimeoutSecondsRange.lowerBound)...\(PostgresSettings.statementTimeoutSecondsRange.upperBound))",
+                      expected: "an integer") { draft, text in
+            ConfigValueParsing.integer(text, in: PostgresSettings.statementTimeoutSecondsRange).map { draft.state.postgres.statementTimeoutSeconds = $0 }
+        },
+        ConfigSetting(key: "state.postgres.cache_sessions", variable: "BROKER_POSTGRES_CACHE_SESSIONS",
+                      description: "most sessions each instance keeps in memory "
+                          + "(\(PostgresSettings.cacheSessionsRange.lowerBound)...\(PostgresSettings.cacheSessionsRange.upperBound))",
+                      expected: "an integer") { draft, text in
+            ConfigValueParsing.integer(text, in: PostgresSettings.cacheSessionsRange).map { draft.state.postgres.cacheSessions = $0 }
+        },
     ]
 
     /// The setting stored under `key`.

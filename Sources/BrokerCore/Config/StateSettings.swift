@@ -1,4 +1,4 @@
-/// Where and how the broker keeps its state on disk: the `state` section.
+/// Where and how the broker keeps its state: the `state` section.
 ///
 /// Printing it never shows a key: ``StateKeys`` prints only its key ids.
 public struct StateSettings: Sendable, Equatable {
@@ -18,16 +18,23 @@ public struct StateSettings: Sendable, Equatable {
     public var snapshotIntervalSeconds: Double
     /// A snapshot is also taken when the journal grows past this many bytes.
     public var journalMaxBytes: Int
+    /// Which store keeps the state; the keys encrypt it in either.
+    public var backend: StateBackend
+    /// The PostgreSQL store's settings (`backend: postgres`).
+    public var postgres: PostgresSettings
 
     /// Creates state settings; the defaults are those of the embedded configuration, without keys.
     public init(directory: String = "state", keys: StateKeys? = nil,
                 keySource: String = "env \(StateSettings.defaultKeyVariable)",
-                snapshotIntervalSeconds: Double = 300, journalMaxBytes: Int = 67_108_864) {
+                snapshotIntervalSeconds: Double = 300, journalMaxBytes: Int = 67_108_864,
+                backend: StateBackend = .embedded, postgres: PostgresSettings = PostgresSettings()) {
         self.directory = directory
         self.keys = keys
         self.keySource = keySource
         self.snapshotIntervalSeconds = snapshotIntervalSeconds
         self.journalMaxBytes = journalMaxBytes
+        self.backend = backend
+        self.postgres = postgres
     }
 
     /// The environment variable holding the state keys when neither `key_env` nor `key_file`

@@ -25,20 +25,21 @@ struct LoginFlow: Sendable {
 
     /// Stores the login in progress and returns the provider's authorization URL: the broker's
     /// own `state`, PKCE challenge and (for OpenID Connect) nonce; the provider's configured
-    /// scopes, the session's (incremental authorization) and the requested ones.
-    func begin(_ login: LoginRequest, at provider: Provider) -> String {
+    /// scopes, the session's (incremental authorization) and the requested ones. Throws when the
+    /// login cannot be stored (the store is out of reach).
+    func begin(_ login: LoginRequest, at provider: Provider) async throws(StateWriteError) -> String {
         let state = OpaqueToken.make(prefix: OpaqueToken.statePrefix)
         let verifier = PKCE.makeVerifier()
         let nonce = OpaqueToken.make(prefix: "")
         var scopes = provider.config.scopes
         for scope in login.session?.scopes ?? [] where !scopes.contains(scope) { scopes.append(scope) }
         for scope in login.scopes where !scopes.contains(scope) { scopes.append(scope) }
-        metrics.login(provider: provider.id, outcome: "started")
-        store.beginLogin(OpaqueToken.hash(state), PendingAuthorization(
+        try await store.beginLogin(OpaqueToken.hash(state), PendingAuthorization(
             provider: provider.id, app: login.app, redirectURI: login.redirectURI, appState: login.appState,
             appChallenge: login.challenge, verifier: verifier, nonce: nonce, requestedScopes: scopes,
             sessionID: login.session?.id, expiresAt: now() + settings.loginLifetimeSeconds
         ))
+        metrics.login(provider: provider.id, outcome: "started")
         var parameters = provider.config.authorizationParameters
         if let prompt = login.prompt { parameters["prompt"] = prompt }
         if let hint = login.loginHint { parameters["login_hint"] = hint }
@@ -56,8 +57,8 @@ struct LoginFlow: Sendable {
 
     /// The login begun under the broker's `state`: once, and not after it expired. Nil means the
     /// browser holds a stale, forged or used link, and is not sent anywhere.
-    func takeLogin(state: String) -> PendingAuthorization? {
-        store.takeLogin(OpaqueToken.hash(state), now: now())
+    func takeLogin(state: String) async throws(StateWriteError) -> PendingAuthorization? {
+        try await store.takeLogin(OpaqueToken.hash(state), now: now())
     }
 
     /// Completes the login with what the provider sent back. Every outcome goes to the app's

@@ -103,18 +103,48 @@ final class Refresher: Sendable {
     }
 
     private func perform(_ id: SHA256Digest, force: Bool, minimumValidity: Double) async -> Outcome {
-        guard let session = store.session(id, now: now()) else { return .gone }
-        if !force && session.accessTokenValid(for: minimumValidity, at: now()) { return .fresh(session) }
-        guard let refreshToken = session.refreshToken else {
-            if !force && session.accessTokenValid(for: 0, at: now()) { return .fresh(session) }
+        let seen: Session?
+        do {
+            seen = try await current(id)
+        } catch {
+            return .unsaved
+        }
+        guard let seen else { return .gone }
+        if !force && seen.accessTokenValid(for: minimumValidity, at: now()) { return .fresh(seen) }
+        guard seen.refreshToken != nil else {
+            if !force && seen.accessTokenValid(for: 0, at: now()) { return .fresh(seen) }
             guard await remove(id) else { return .unsaved }
-            webhooks?.sessionEnded(session, reason: "no_refresh_token")
-            logger.info("session ended: nothing to refresh with", metadata: ["provider": "\(session.provider)"])
+            webhooks?.sessionEnded(seen, reason: "no_refresh_token")
+            logger.info("session ended: nothing to refresh with", metadata: ["provider": "\(seen.provider)"])
             return .loginRequired
         }
-        if let wait = secondsUntilRefreshAllowed(session) {
-            return force ? .tooSoon(retryAfter: wait) : .fresh(session)
+        if let wait = secondsUntilRefreshAllowed(seen) {
+            return force ? .tooSoon(retryAfter: wait) : .fresh(seen)
         }
+        do {
+            return try await store.whileRefreshing(id) { await refreshLocked(id, seen: seen, force: force) }
+        } catch {
+            return .unsaved
+        }
+    }
+
+    /// The session from memory, or from the store itself after a miss in a shared store's cache.
+    private func current(_ id: SHA256Digest) async throws(StateReadError) -> Session? {
+        if let session = store.session(id, now: now()) { return session }
+        return store.holdsEverySession ? nil : try await store.loadSession(id, now: now())
+    }
+
+    /// The refresh at the provider, under the session's refresh lock.
+    private func refreshLocked(_ id: SHA256Digest, seen: Session, force: Bool) async -> Outcome {
+        var session = seen
+        if !store.holdsEverySession {
+            // Another instance may have refreshed the session while this one waited for the lock:
+            // its new token serves every caller, forced or not.
+            guard let stored = try? await store.loadSession(id, now: now()) else { return .gone }
+            if stored.accessToken != seen.accessToken { return .fresh(stored) }
+            session = stored
+        }
+        guard let refreshToken = session.refreshToken else { return .fresh(session) }
         let provider: Provider
         do {
             provider = try await providers.resolve(session.provider)
@@ -129,6 +159,10 @@ final class Refresher: Sendable {
         } catch {
             metrics.refreshFinished(provider: session.provider, outcome: error.endsGrant ? "login_required" : "failed")
             if error.endsGrant {
+                // Only the refresh token this instance used is dead; another one may have rotated it.
+                if !store.holdsEverySession, let stored = try? await store.loadSession(id, now: now()), stored.refreshToken != refreshToken {
+                    return .fresh(stored)
+                }
                 guard await remove(id) else { return .unsaved }
                 webhooks?.sessionEnded(session, reason: "invalid_grant")
                 logger.info("session ended: the provider refused the refresh token", metadata: ["provider": "\(session.provider)"])

@@ -5,7 +5,7 @@ import Synchronization
 /// BrokerState's upkeep: sweeping expired entries, snapshots that retire journals, closing.
 extension BrokerState {
     /// Drops expired sessions, logins and codes at the clock's now.
-    func sweep() {
+    func sweep() async {
         let now = clock()
         let removed = sessions.sweep(now: now)
         flows.sweep(now: now)
@@ -24,7 +24,7 @@ extension BrokerState {
             try? await Task.sleep(for: .seconds(1))
             let now = ContinuousClock.now
             if now - lastSweep >= .seconds(30) {
-                sweep()
+                await sweep()
                 lastSweep = now
             }
             guard let disk else { continue }

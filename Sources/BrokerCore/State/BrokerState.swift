@@ -107,6 +107,19 @@ final class BrokerState: StateStore {
         sessions.read(id, now: now, body)
     }
 
+    /// Memory is the whole state: a session not in it does not exist.
+    var holdsEverySession: Bool { true }
+
+    func loadSession(_ id: SHA256Digest, now: Double) async throws(StateReadError) -> Session? {
+        session(id, now: now)
+    }
+
+    /// One broker per state directory (the directory lock): the refresher's single-flight is the
+    /// only lock there is to take.
+    func whileRefreshing<T: Sendable>(_ id: SHA256Digest, _ refresh: () async -> T) async throws(StateWriteError) -> T {
+        await refresh()
+    }
+
     @discardableResult
     func saveSession(_ session: Session, createdBy code: SHA256Digest?) async throws(StateWriteError) -> Bool {
         let saved = sessions.put(session)
@@ -128,11 +141,11 @@ final class BrokerState: StateStore {
         return session
     }
 
-    func beginLogin(_ state: SHA256Digest, _ pending: PendingAuthorization) {
+    func beginLogin(_ state: SHA256Digest, _ pending: PendingAuthorization) async throws(StateWriteError) {
         flows.addPending(state, pending)
     }
 
-    func takeLogin(_ state: SHA256Digest, now: Double) -> PendingAuthorization? {
+    func takeLogin(_ state: SHA256Digest, now: Double) async throws(StateWriteError) -> PendingAuthorization? {
         flows.takePending(state, now: now)
     }
 

@@ -9,7 +9,8 @@ import BrokerCrypto
 ///
 /// - **Reads never wait for I/O.** `readSession` is on the hot path (`GET /token`) and answers
 ///   from memory. With several instances, a read may see another instance's change a moment
-///   late; every change below is decided at the store, never on a stale read.
+///   late (the bound is the store's to document); every change below is decided at the store,
+///   never on a stale read. `loadSession` reads the store itself.
 /// - **Durable before it returns.** A method marked `async throws` returns only once its change
 ///   survives a crash of this process and of the machine (synced to stable storage, or
 ///   committed), or throws `StateWriteError` — and then the caller tells its client that the
@@ -19,8 +20,9 @@ import BrokerCrypto
 ///   others' effects (none is lost), across instances too.
 /// - **Single use is global.** A login (`takeLogin`) and a handoff code (`redeemHandoff`) are
 ///   taken once, whichever instance asks first; every later attempt sees it taken.
-/// - **Logins in progress are cheap.** `beginLogin` and `takeLogin` do not wait for durability:
-///   a crash may lose a login begun in the last moments, and its user signs in again.
+/// - **Logins in progress are cheap.** `beginLogin` and `takeLogin` do not wait for durability
+///   (a crash may lose a login begun in the last moments, and its user signs in again), only for
+///   every instance to see them.
 /// - **Only hashes.** Session tokens, handoff codes and `state` values are known by their
 ///   SHA-256 hashes; tokens inside a session are stored encrypted wherever they leave memory.
 /// - **Expiry.** Expired entries are never returned; `sweep` removes them, over the store's own
@@ -28,9 +30,26 @@ import BrokerCrypto
 protocol StateStore: Sendable {
     // MARK: Sessions
 
-    /// Runs `body` on the live session `id` without copying it (``session(_:now:)`` copies);
-    /// nil when there is no such live session at `now`. Never waits for I/O.
+    /// Runs `body` on the live session `id` in this instance's memory without copying it
+    /// (``session(_:now:)`` copies); nil when it is not there at `now`. Never waits for I/O.
+    /// When ``holdsEverySession`` is false, nil is not final: ``loadSession(_:now:)`` looks in the
+    /// store itself.
     func readSession<T: Sendable>(_ id: SHA256Digest, now: Double, _ body: (borrowing Session) -> T) -> T?
+    /// Whether every live session is in this instance's memory, so that a nil from
+    /// ``readSession(_:now:_:)`` means there is no such session (the embedded store); a store
+    /// shared by several instances keeps a bounded cache and answers false.
+    var holdsEverySession: Bool { get }
+    /// The live session `id` from the store itself, never from memory that may lag behind another
+    /// instance's change (a shared store: its database), kept in memory afterwards; nil when there
+    /// is none. Waits for I/O; throws when the store cannot be read now.
+    func loadSession(_ id: SHA256Digest, now: Double) async throws(StateReadError) -> Session?
+    /// Runs `refresh` while holding session `id`'s refresh lock, which at most one caller holds at
+    /// a time across every instance sharing the store; a lock whose holder dies is released with
+    /// it. The caller re-reads the session under the lock (``loadSession(_:now:)``): another
+    /// instance may have refreshed it while this one waited. With one instance (the embedded
+    /// store) the ``Refresher``'s own single-flight is that lock, and `refresh` runs at once.
+    /// Throws when the lock cannot be had (the store is out of reach).
+    func whileRefreshing<T: Sendable>(_ id: SHA256Digest, _ refresh: () async -> T) async throws(StateWriteError) -> T
     /// Stores a new session, durably. With `code`, also records that this handoff code created
     /// it, so that a replay of the code can revoke it. Answers false when the code was replayed
     /// while the session was being made: the caller must then remove the session.
@@ -45,10 +64,13 @@ protocol StateStore: Sendable {
 
     // MARK: Logins and handoff codes
 
-    /// Records a login in progress under the hash of its `state`. Does not wait for durability.
-    func beginLogin(_ state: SHA256Digest, _ pending: PendingAuthorization)
-    /// Takes the login begun under `state`: once, and not after it expired.
-    func takeLogin(_ state: SHA256Digest, now: Double) -> PendingAuthorization?
+    /// Records a login in progress under the hash of its `state`: visible to every instance when
+    /// it returns (the provider may send the browser back to any of them), but not necessarily
+    /// durable. Throws when the store is out of reach.
+    func beginLogin(_ state: SHA256Digest, _ pending: PendingAuthorization) async throws(StateWriteError)
+    /// Takes the login begun under `state`: once, whichever instance asks, and not after it
+    /// expired. Throws when the store is out of reach.
+    func takeLogin(_ state: SHA256Digest, now: Double) async throws(StateWriteError) -> PendingAuthorization?
     /// Stores a handoff code durably: the app is about to be given it.
     func issueHandoff(_ code: SHA256Digest, _ handoff: Handoff) async throws(StateWriteError)
     /// Marks `code` redeemed, durably (whatever happens next, it never works again), and says
@@ -62,13 +84,19 @@ protocol StateStore: Sendable {
     /// Why the store cannot make changes durable now (a full disk, a read-only directory, a
     /// database out of reach), for `/readyz`; nil when it can.
     var writeFailure: String? { get }
-    /// Removes expired sessions, logins and codes at the store clock's now.
-    func sweep()
+    /// Removes expired sessions, logins and codes at the store clock's now (with several
+    /// instances: one of them at a time).
+    func sweep() async
     /// Keeps the store in shape until the calling task is cancelled: sweeps, and whatever else
     /// the implementation needs (`BrokerState`: snapshots that retire journals).
     func maintain() async
     /// Makes everything durable and releases the store; later changes fail.
     func close() async
+}
+
+/// The store could not be read now (a database out of reach); nothing was changed.
+public struct StateReadError: Error, Sendable, CustomStringConvertible {
+    public let description: String
 }
 
 extension StateStore {

@@ -1,0 +1,83 @@
+import Postgres
+
+/// The broker's tables in PostgreSQL and their migrations: numbered, applied in order in one
+/// transaction under an advisory lock (so instances starting together apply each once), each
+/// recorded in `broker_schema`. An instance refuses a database whose schema is newer than it
+/// knows: an older broker must not write rows a newer one reads differently.
+enum PostgresSchema {
+    /// The advisory lock key migrations hold (`token-broker schema`).
+    static let lockKey: Int64 = 0x746F_6B65_6E5F_7363
+
+    /// Migration N is `migrations[N - 1]`, its statements in order. Never edit one that has
+    /// shipped; add the next.
+    static let migrations: [[String]] = [[
+        """
+        CREATE TABLE broker_sessions (
+            id bytea PRIMARY KEY,
+            version bigint NOT NULL,
+            key_id bigint NOT NULL,
+            sealed bytea NOT NULL,
+            provider text NOT NULL,
+            app text NOT NULL,
+            created_at double precision NOT NULL,
+            used_at double precision NOT NULL,
+            expires_at double precision NOT NULL
+        )
+        """,
+        "CREATE INDEX broker_sessions_expires_at ON broker_sessions (expires_at)",
+        "CREATE INDEX broker_sessions_key_id ON broker_sessions (key_id)",
+        """
+        CREATE TABLE broker_logins (
+            state bytea PRIMARY KEY,
+            key_id bigint NOT NULL,
+            sealed bytea NOT NULL,
+            expires_at double precision NOT NULL
+        )
+        """,
+        """
+        CREATE TABLE broker_handoffs (
+            code bytea PRIMARY KEY,
+            key_id bigint NOT NULL,
+            sealed bytea NOT NULL,
+            expires_at double precision NOT NULL,
+            redeemed boolean NOT NULL DEFAULT false,
+            session_id bytea,
+            replayed_before_binding boolean NOT NULL DEFAULT false
+        )
+        """,
+    ]]
+
+    /// The newest version this build knows.
+    static var latest: Int { migrations.count }
+
+    /// Why migrating failed.
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// Brings the schema to ``latest``; the versions applied now (none when it was current).
+    @discardableResult
+    static func migrate(_ pool: PostgresPool) async throws(Failure) -> [Int] {
+        do {
+            return try await pool.transaction { connection throws(PostgresError) -> Result<[Int], Failure> in
+                try connection.execute("SELECT pg_advisory_xact_lock($1)", [.int(lockKey)])
+                try connection.execute("CREATE TABLE IF NOT EXISTS broker_schema (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
+                let current = Int(try connection.execute("SELECT coalesce(max(version), 0) FROM broker_schema").int(0, 0) ?? 0)
+                guard current <= latest else {
+                    return .failure(Failure(description: "the database's schema is version \(current), newer than this broker knows (\(latest)): run a broker at least as new as the one that migrated it"))
+                }
+                var applied: [Int] = []
+                for version in (current + 1)...max(current + 1, latest) where version <= latest {
+                    for statement in migrations[version - 1] { try connection.execute(statement) }
+                    try connection.execute("INSERT INTO broker_schema (version) VALUES ($1)", [.int(Int64(version))])
+                    applied.append(version)
+                }
+                return .success(applied)
+            }.get()
+        } catch let failure as Failure {
+            throw failure
+        } catch {
+            throw Failure(description: "\(error)")
+        }
+    }
+}

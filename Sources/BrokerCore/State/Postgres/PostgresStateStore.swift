@@ -1,0 +1,436 @@
+import BrokerCrypto
+import Foundation
+import Logging
+import Postgres
+import Synchronization
+
+/// The state in PostgreSQL, shared by several broker instances (`state.backend: postgres`;
+/// README, "Running several instances"). Rows are sealed (``RowSealer``); each instance keeps a
+/// bounded cache of sessions (``SessionCache``) kept coherent by `LISTEN/NOTIFY` on
+/// ``channel``: every change to a session row bumps its version and notifies `id:version` in
+/// the same transaction. A change is committed (synchronous commit) before its method returns;
+/// logins in progress are committed without waiting for the flush (`synchronous_commit = off`),
+/// as the contract allows.
+///
+/// Concurrency across instances: `updateSession` is compare-and-set on the row version (retried
+/// on a concurrent change, so none is lost); `redeemHandoff` and `takeLogin` lock or delete the
+/// row in one statement or transaction, so one instance wins; refreshes take a transaction-level
+/// advisory lock per session on a connection of their own (``whileRefreshing(_:_:)``); one
+/// instance at a time sweeps (a try-lock).
+final class PostgresStateStore: StateStore {
+    /// The notification channel for session changes.
+    static let channel = "broker_sessions"
+    /// The advisory lock key of the sweep.
+    private static let sweepLockKey: Int64 = 0x746F_6B65_6E5F_7377
+
+    private let pool: PostgresPool
+    private let lockPool: PostgresPool
+    private let listener: PostgresListener
+    private let cache: SessionCache
+    private let sealer: RowSealer
+    private let lifetimes: SessionLifetimes
+    private let clock: BrokerClock
+    private let logger: Logger
+    /// Longest a refresh may wait for another instance's refresh of the same session.
+    private let refreshLockWaitSeconds: Int
+    private let liveSessions = Atomic<Int>(0)
+    private let updating = KeyedLock()
+    private let lastFailure = Mutex<String?>(nil)
+
+    /// Connects, brings the schema up to date, and starts listening.
+    static func open(
+        settings: PostgresSettings, keys: StateKeys, lifetimes: SessionLifetimes, refreshLockWaitSeconds: Int,
+        clock: @escaping BrokerClock, logger: Logger
+    ) async throws(StateOpenError) -> PostgresStateStore {
+        guard let url = settings.url else { throw StateOpenError(description: "state.postgres.url is not set") }
+        let options = PostgresConnection.Options(
+            url: url, password: settings.password?.reveal(), connectTimeoutSeconds: 5,
+            statementTimeoutSeconds: settings.statementTimeoutSeconds
+        )
+        let pool = PostgresPool(options: options, size: settings.poolSize, acquireTimeout: .seconds(settings.statementTimeoutSeconds))
+        do {
+            let applied = try await PostgresSchema.migrate(pool)
+            if !applied.isEmpty { logger.notice("database schema migrated", metadata: ["versions": "\(applied)", "now": "\(PostgresSchema.latest)"]) }
+        } catch {
+            pool.close()
+            throw StateOpenError(description: "cannot use the PostgreSQL store: \(error.description)")
+        }
+        var lockOptions = options
+        lockOptions.statementTimeoutSeconds = 0
+        let store = PostgresStateStore(
+            pool: pool, lockPool: PostgresPool(options: lockOptions, size: settings.poolSize, acquireTimeout: .seconds(refreshLockWaitSeconds)),
+            options: options, cacheCapacity: settings.cacheSessions, keys: keys, lifetimes: lifetimes,
+            refreshLockWaitSeconds: refreshLockWaitSeconds, clock: clock, logger: logger
+        )
+        await store.countSessions()
+        return store
+    }
+
+    private init(
+        pool: PostgresPool, lockPool: PostgresPool, options: PostgresConnection.Options, cacheCapacity: Int, keys: StateKeys,
+        lifetimes: SessionLifetimes, refreshLockWaitSeconds: Int, clock: @escaping BrokerClock, logger: Logger
+    ) {
+        let cache = SessionCache(capacity: cacheCapacity, lifetimes: lifetimes)
+        self.pool = pool
+        self.lockPool = lockPool
+        self.cache = cache
+        sealer = RowSealer(keys: keys)
+        self.lifetimes = lifetimes
+        self.clock = clock
+        self.logger = logger
+        self.refreshLockWaitSeconds = refreshLockWaitSeconds
+        listener = PostgresListener(
+            options: options, channel: Self.channel,
+            onNotification: { payload in
+                guard let (id, version) = Self.parseNotification(payload) else { return }
+                cache.invalidate(id, below: version)
+            },
+            onReconnect: {
+                cache.clear()
+                logger.warning("session notifications resumed after a gap; the session cache was emptied")
+            }
+        )
+    }
+
+    // MARK: Rows
+
+    /// When a session stops being live, for the `expires_at` column.
+    private func expiry(_ session: Session) -> Double {
+        min(session.usedAt + lifetimes.idle, session.createdAt + lifetimes.absolute)
+    }
+
+    private static func notification(_ id: SHA256Digest, _ version: Int64) -> String { "\(id.hex):\(version)" }
+
+    private static func parseNotification(_ payload: String) -> (SHA256Digest, Int64)? {
+        let parts = payload.split(separator: ":")
+        guard parts.count == 2, let version = Int64(parts[1]), parts[0].utf8.count == 64 else { return nil }
+        var bytes: [UInt8] = []
+        var hex = parts[0][...]
+        while !hex.isEmpty {
+            guard let byte = UInt8(hex.prefix(2), radix: 16) else { return nil }
+            bytes.append(byte)
+            hex = hex.dropFirst(2)
+        }
+        guard let id = SHA256Digest(bytes: bytes) else { return nil }
+        return (id, version)
+    }
+
+    private func sealedSession(_ session: Session) throws(StateWriteError) -> [UInt8] {
+        do {
+            return try sealer.seal(.session(session), table: "sessions", key: session.id)
+        } catch {
+            throw StateWriteError(description: "cannot seal a session: \(error)")
+        }
+    }
+
+    private func openSession(_ rows: PostgresRows, _ row: Int, id: SHA256Digest, keyColumn: Int, sealedColumn: Int, usedAtColumn: Int?) -> Session? {
+        guard let keyID = rows.int(row, keyColumn), let sealed = rows.bytes(row, sealedColumn),
+              case .session(var session) = sealer.open(sealed, keyID: keyID, table: "sessions", key: id) else {
+            logger.error("a session row does not open with the configured state keys; it is treated as absent")
+            return nil
+        }
+        if let column = usedAtColumn, let usedAt = rows.double(row, column) { session.usedAt = max(session.usedAt, usedAt) }
+        return session
+    }
+
+    /// Runs a statement batch, recording whether the database was reachable.
+    private func run<T: Sendable>(
+        _ body: @escaping @Sendable (PostgresConnection) throws(PostgresError) -> T
+    ) async throws(PostgresError) -> T {
+        do {
+            let value = try await pool.withConnection(body)
+            lastFailure.withLock { $0 = nil }
+            return value
+        } catch {
+            if error.isConnectionFailure { lastFailure.withLock { $0 = error.description } }
+            throw error
+        }
+    }
+
+    private func write<T: Sendable>(
+        _ body: @escaping @Sendable (PostgresConnection) throws(PostgresError) -> T
+    ) async throws(StateWriteError) -> T {
+        do {
+            return try await run { connection throws(PostgresError) in try connection.transaction(body) }
+        } catch {
+            throw StateWriteError(description: error.description)
+        }
+    }
+
+    // MARK: StateStore: sessions
+
+    func readSession<T: Sendable>(_ id: SHA256Digest, now: Double, _ body: (borrowing Session) -> T) -> T? {
+        cache.read(id, now: now, body)
+    }
+
+    var holdsEverySession: Bool { false }
+
+    func loadSession(_ id: SHA256Digest, now: Double) async throws(StateReadError) -> Session? {
+        let generation = cache.currentGeneration
+        let rows: PostgresRows
+        do {
+            rows = try await run { connection throws(PostgresError) in
+                try connection.execute("SELECT version, key_id, sealed, used_at FROM broker_sessions WHERE id = $1 AND expires_at > $2",
+                                       [.bytes(id.bytes), .double(now)])
+            }
+        } catch {
+            throw StateReadError(description: error.description)
+        }
+        guard rows.count == 1, let version = rows.int(0, 0),
+              let session = openSession(rows, 0, id: id, keyColumn: 1, sealedColumn: 2, usedAtColumn: 3),
+              lifetimes.isLive(session, now: now) else { return nil }
+        cache.insert(session, version: version, ifUnchangedSince: generation)
+        return session
+    }
+
+    func whileRefreshing<T: Sendable>(_ id: SHA256Digest, _ refresh: () async -> T) async throws(StateWriteError) -> T {
+        let key = id.withUnsafeBytes { $0.loadUnaligned(as: Int64.self) }
+        do {
+            return try await lockPool.withAdvisoryLock(key, waitSeconds: refreshLockWaitSeconds, refresh)
+        } catch {
+            throw StateWriteError(description: "the session's refresh lock: \(error.description)")
+        }
+    }
+
+    func saveSession(_ session: Session, createdBy code: SHA256Digest?) async throws(StateWriteError) -> Bool {
+        let sealed = try sealedSession(session)
+        let keyID = sealer.currentKeyID
+        let expiresAt = expiry(session)
+        let replayed = try await write { connection throws(PostgresError) -> Bool in
+            try connection.execute("""
+                INSERT INTO broker_sessions (id, version, key_id, sealed, provider, app, created_at, used_at, expires_at)
+                VALUES ($1, 1, $2, $3, $4, $5, $6, $7, $8)
+                """, [.bytes(session.id.bytes), .int(keyID), .bytes(sealed), .text(session.provider), .text(session.app),
+                      .double(session.createdAt), .double(session.usedAt), .double(expiresAt)])
+            guard let code else { return false }
+            let rows = try connection.execute("UPDATE broker_handoffs SET session_id = $2 WHERE code = $1 RETURNING replayed_before_binding",
+                                              [.bytes(code.bytes), .bytes(session.id.bytes)])
+            return rows.count == 1 && rows.bool(0, 0) == true
+        }
+        cache.insert(session, version: 1)
+        liveSessions.wrappingAdd(1, ordering: .relaxed)
+        return !replayed
+    }
+
+    func updateSession(_ id: SHA256Digest, _ change: (inout Session) -> Void) async throws(StateWriteError) -> Session? {
+        try await updating.withLock(id) { () async throws(StateWriteError) -> Session? in try await compareAndSet(id, change) }
+    }
+
+    /// Compare-and-set on the row version: a concurrent change from another instance makes the
+    /// write miss, and the change is applied again to what that change left.
+    private func compareAndSet(_ id: SHA256Digest, _ change: (inout Session) -> Void) async throws(StateWriteError) -> Session? {
+        for attempt in 0..<32 {
+            if attempt > 0 { try? await Task.sleep(for: .milliseconds(Int.random(in: 1...(5 * attempt)))) }
+            let now = clock()
+            let rows: PostgresRows
+            do {
+                rows = try await run { connection throws(PostgresError) in
+                    try connection.execute("SELECT version, key_id, sealed, used_at FROM broker_sessions WHERE id = $1 AND expires_at > $2",
+                                           [.bytes(id.bytes), .double(now)])
+                }
+            } catch {
+                throw StateWriteError(description: error.description)
+            }
+            guard rows.count == 1, let version = rows.int(0, 0),
+                  var session = openSession(rows, 0, id: id, keyColumn: 1, sealedColumn: 2, usedAtColumn: 3) else { return nil }
+            change(&session)
+            let changed = session
+            let sealed = try sealedSession(changed)
+            let keyID = sealer.currentKeyID
+            let expiresAt = expiry(changed)
+            let next = version + 1
+            let notification = Self.notification(id, next)
+            let written = try await write { connection throws(PostgresError) -> Bool in
+                let updated = try connection.execute("""
+                    UPDATE broker_sessions SET version = $3, key_id = $4, sealed = $5, used_at = greatest(used_at, $6), expires_at = greatest(expires_at, $7)
+                    WHERE id = $1 AND version = $2
+                    """, [.bytes(id.bytes), .int(version), .int(next), .int(keyID), .bytes(sealed), .double(changed.usedAt), .double(expiresAt)])
+                guard updated.affected == 1 else { return false }
+                try connection.execute("SELECT pg_notify($1, $2)", [.text(Self.channel), .text(notification)])
+                return true
+            }
+            if written {
+                cache.insert(session, version: next)
+                return session
+            }
+        }
+        throw StateWriteError(description: "the session changed too often to update")
+    }
+
+    func removeSession(_ id: SHA256Digest) async throws(StateWriteError) -> Session? {
+        let notification = Self.notification(id, .max)
+        let rows = try await write { connection throws(PostgresError) -> PostgresRows in
+            let rows = try connection.execute("DELETE FROM broker_sessions WHERE id = $1 RETURNING key_id, sealed, expires_at",
+                                              [.bytes(id.bytes)])
+            if rows.count == 1 { try connection.execute("SELECT pg_notify($1, $2)", [.text(Self.channel), .text(notification)]) }
+            return rows
+        }
+        cache.remove(id)
+        guard rows.count == 1 else { return nil }
+        liveSessions.wrappingSubtract(1, ordering: .relaxed)
+        guard (rows.double(0, 2) ?? 0) > clock() else { return nil }
+        return openSession(rows, 0, id: id, keyColumn: 0, sealedColumn: 1, usedAtColumn: nil)
+    }
+
+    // MARK: StateStore: logins and handoff codes
+
+    func beginLogin(_ state: SHA256Digest, _ pending: PendingAuthorization) async throws(StateWriteError) {
+        let sealed: [UInt8]
+        do {
+            sealed = try sealer.seal(.pending(state, pending), table: "logins", key: state)
+        } catch {
+            throw StateWriteError(description: "cannot seal a login: \(error)")
+        }
+        let keyID = sealer.currentKeyID
+        try await write { connection throws(PostgresError) in
+            // Visible to every instance at commit; a crash may lose it (the user signs in again).
+            try connection.execute("SET LOCAL synchronous_commit = off")
+            try connection.execute("INSERT INTO broker_logins (state, key_id, sealed, expires_at) VALUES ($1, $2, $3, $4)",
+                                   [.bytes(state.bytes), .int(keyID), .bytes(sealed), .double(pending.expiresAt)])
+        }
+    }
+
+    func takeLogin(_ state: SHA256Digest, now: Double) async throws(StateWriteError) -> PendingAuthorization? {
+        let rows = try await write { connection throws(PostgresError) -> PostgresRows in
+            try connection.execute("SET LOCAL synchronous_commit = off")
+            return try connection.execute("DELETE FROM broker_logins WHERE state = $1 RETURNING key_id, sealed, expires_at", [.bytes(state.bytes)])
+        }
+        guard rows.count == 1, (rows.double(0, 2) ?? 0) > now, let keyID = rows.int(0, 0), let sealed = rows.bytes(0, 1),
+              case .pending(_, let pending) = sealer.open(sealed, keyID: keyID, table: "logins", key: state) else { return nil }
+        return pending
+    }
+
+    func issueHandoff(_ code: SHA256Digest, _ handoff: Handoff) async throws(StateWriteError) {
+        let sealed: [UInt8]
+        do {
+            sealed = try sealer.seal(.handoff(code, handoff), table: "handoffs", key: code)
+        } catch {
+            throw StateWriteError(description: "cannot seal a handoff code: \(error)")
+        }
+        let keyID = sealer.currentKeyID
+        let sessionID: PostgresValue = handoff.sessionID.map { .bytes($0.bytes) } ?? .null
+        _ = try await write { connection throws(PostgresError) in
+            try connection.execute("INSERT INTO broker_handoffs (code, key_id, sealed, expires_at, session_id) VALUES ($1, $2, $3, $4, $5)",
+                                   [.bytes(code.bytes), .int(keyID), .bytes(sealed), .double(handoff.expiresAt), sessionID])
+        }
+    }
+
+    func redeemHandoff(_ code: SHA256Digest, now: Double) async throws(StateWriteError) -> HandoffRedemption {
+        let sealer = sealer
+        let result = try await write { connection throws(PostgresError) -> Result<HandoffRedemption, StateWriteError> in
+            let rows = try connection.execute(
+                "SELECT key_id, sealed, redeemed, session_id FROM broker_handoffs WHERE code = $1 FOR UPDATE", [.bytes(code.bytes)])
+            guard rows.count == 1 else { return .success(.unknown) }
+            if rows.bool(0, 2) == true {
+                let sessionID = rows.bytes(0, 3).flatMap { SHA256Digest(bytes: $0) }
+                if sessionID == nil {
+                    try connection.execute("UPDATE broker_handoffs SET replayed_before_binding = true WHERE code = $1", [.bytes(code.bytes)])
+                }
+                return .success(.replayed(sessionID))
+            }
+            guard let keyID = rows.int(0, 0), let sealed = rows.bytes(0, 1),
+                  case .handoff(_, let handoff) = sealer.open(sealed, keyID: keyID, table: "handoffs", key: code) else {
+                return .failure(StateWriteError(description: "a handoff row does not open with the configured state keys"))
+            }
+            // Whatever happens next, the code never works again; its grant is no longer kept.
+            var spent = handoff
+            spent.redeemed = true
+            spent.grant = nil
+            let resealed: [UInt8]
+            do {
+                resealed = try sealer.seal(.handoff(code, spent), table: "handoffs", key: code)
+            } catch {
+                return .failure(StateWriteError(description: "cannot seal a handoff code: \(error)"))
+            }
+            try connection.execute("UPDATE broker_handoffs SET redeemed = true, key_id = $2, sealed = $3 WHERE code = $1",
+                                   [.bytes(code.bytes), .int(sealer.currentKeyID), .bytes(resealed)])
+            return .success(handoff.expiresAt > now ? .fresh(handoff) : .expired)
+        }
+        return try result.get()
+    }
+
+    // MARK: StateStore: operations
+
+    var sessionCount: Int { liveSessions.load(ordering: .relaxed) }
+
+    var writeFailure: String? {
+        if let failure = lastFailure.withLock({ $0 }) { return failure }
+        return listener.isListening ? nil : "the session notification connection to PostgreSQL is down"
+    }
+
+    /// Deletes expired rows, when no other instance is sweeping at the moment.
+    func sweep() async {
+        let now = clock()
+        let replayMemory = FlowStore.replayMemory
+        let removed = try? await write { connection throws(PostgresError) -> Int in
+            guard try connection.execute("SELECT pg_try_advisory_xact_lock($1)", [.int(Self.sweepLockKey)]).bool(0, 0) == true else { return 0 }
+            let sessions = try connection.execute("DELETE FROM broker_sessions WHERE expires_at <= $1", [.double(now)]).affected
+            try connection.execute("DELETE FROM broker_logins WHERE expires_at <= $1", [.double(now)])
+            try connection.execute("DELETE FROM broker_handoffs WHERE expires_at + $2 <= $1", [.double(now), .double(replayMemory)])
+            return sessions
+        }
+        if let removed, removed > 0 { logger.info("expired sessions removed", metadata: ["count": "\(removed)"]) }
+        await countSessions()
+    }
+
+    /// Every second: the sessions' `used_at` moved in memory; every 30 s: a sweep, the count of
+    /// live sessions, and rows sealed under an older key re-sealed under the current one.
+    func maintain() async {
+        var lastSweep = ContinuousClock.now
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .seconds(1))
+            await flushUse()
+            if ContinuousClock.now - lastSweep >= .seconds(30) {
+                await sweep()
+                await reseal()
+                lastSweep = ContinuousClock.now
+            }
+        }
+    }
+
+    func close() async {
+        await flushUse()
+        listener.stop()
+        pool.close()
+        lockPool.close()
+    }
+
+    private func countSessions() async {
+        let now = clock()
+        if let count = try? await run({ connection throws(PostgresError) in
+            try connection.execute("SELECT count(*) FROM broker_sessions WHERE expires_at > $1", [.double(now)]).int(0, 0)
+        }) {
+            liveSessions.store(Int(count), ordering: .relaxed)
+        }
+    }
+
+    /// Writes when sessions were last used (at most once a minute each, as the cache marks them)
+    /// and pushes their expiry out accordingly.
+    private func flushUse() async {
+        let touched = cache.takeTouched()
+        guard !touched.isEmpty else { return }
+        let idle = lifetimes.idle
+        let absolute = lifetimes.absolute
+        _ = try? await write { connection throws(PostgresError) in
+            for (id, usedAt) in touched {
+                try connection.execute("""
+                    UPDATE broker_sessions SET used_at = greatest(used_at, $2), expires_at = least(created_at + $4, greatest(used_at, $2) + $3)
+                    WHERE id = $1
+                    """, [.bytes(id.bytes), .double(usedAt), .double(idle), .double(absolute)])
+            }
+        }
+    }
+
+    /// Re-seals up to 500 session rows sealed under an older key, through `updateSession` (a
+    /// version bump like any change).
+    private func reseal() async {
+        let current = sealer.currentKeyID
+        guard let rows = try? await run({ connection throws(PostgresError) in
+            try connection.execute("SELECT id FROM broker_sessions WHERE key_id <> $1 LIMIT 500", [.int(current)])
+        }) else { return }
+        for row in 0..<rows.count {
+            guard let bytes = rows.bytes(row, 0), let id = SHA256Digest(bytes: bytes) else { continue }
+            _ = try? await updateSession(id) { _ in }
+        }
+    }
+}

@@ -1,0 +1,145 @@
+internal import CLibPQ
+#if canImport(Glibc)
+internal import Glibc
+#endif
+
+/// One connection to PostgreSQL. Its calls block, so it lives on a thread of its own (a
+/// ``PostgresPool`` worker or the ``PostgresListener``) and is used from that thread only.
+public final class PostgresConnection {
+    /// What a connection is opened with.
+    public struct Options: Sendable {
+        /// A libpq connection URI (`postgres://user@host:port/db?sslmode=…`), without a password.
+        public var url: String
+        /// Passed to libpq on its own, never in the URI.
+        public var password: String?
+        public var connectTimeoutSeconds: Int
+        /// Longest any statement may run (0: no limit).
+        public var statementTimeoutSeconds: Int
+
+        public init(url: String, password: String?, connectTimeoutSeconds: Int = 5, statementTimeoutSeconds: Int = 5) {
+            self.url = url
+            self.password = password
+            self.connectTimeoutSeconds = connectTimeoutSeconds
+            self.statementTimeoutSeconds = statementTimeoutSeconds
+        }
+    }
+
+    let handle: OpaquePointer
+
+    /// Connects, or throws `.connection` with libpq's reason.
+    public init(_ options: Options) throws(PostgresError) {
+        var keywords = ["dbname", "connect_timeout", "application_name", "options"]
+        var values = [
+            options.url, String(max(1, options.connectTimeoutSeconds)), "token-broker",
+            "-c statement_timeout=\(options.statementTimeoutSeconds * 1000)",
+        ]
+        if let password = options.password {
+            keywords.append("password")
+            values.append(password)
+        }
+        // expand_dbname = 1: the URI in `dbname` is expanded; the keywords after it win.
+        let connection = Self.withCStrings(keywords) { keywords in
+            Self.withCStrings(values) { values in PQconnectdbParams(keywords, values, 1) }
+        }
+        guard let connection else { throw .connection("out of memory") }
+        guard PQstatus(connection) == CONNECTION_OK else {
+            let message = Self.message(PQerrorMessage(connection))
+            PQfinish(connection)
+            throw .connection(message)
+        }
+        handle = connection
+    }
+
+    deinit {
+        PQfinish(handle)
+    }
+
+    /// Whether the connection is still usable (false once the server or network dropped it).
+    public var isHealthy: Bool { PQstatus(handle) == CONNECTION_OK }
+
+    /// Runs one statement with `$1…$n` parameters (never spliced into the text) and returns
+    /// its rows.
+    @discardableResult
+    public func execute(_ sql: String, _ parameters: [PostgresValue] = []) throws(PostgresError) -> PostgresRows {
+        var texts: [[UInt8]?] = []
+        var types: [Oid] = []
+        var formats: [Int32] = []
+        for parameter in parameters {
+            switch parameter {
+            case .null: texts.append(nil); types.append(0); formats.append(0)
+            case .text(let text): texts.append(Array(text.utf8) + [0]); types.append(0); formats.append(0)
+            case .int(let value): texts.append(Array(String(value).utf8) + [0]); types.append(20); formats.append(0)
+            case .double(let value): texts.append(Array("\(value)".utf8) + [0]); types.append(701); formats.append(0)
+            case .bytes(let bytes): texts.append(bytes); types.append(17); formats.append(1)
+            }
+        }
+        let lengths = texts.map { Int32($0?.count ?? 0) }
+        let result = Self.withPointers(texts) { pointers in
+            PQexecParams(handle, sql, Int32(parameters.count), types, pointers, lengths, formats, 0)
+        }
+        guard let result else { throw .connection(Self.message(PQerrorMessage(handle))) }
+        defer { PQclear(result) }
+        switch PQresultStatus(result) {
+        case PGRES_COMMAND_OK, PGRES_TUPLES_OK:
+            var rows: [[String?]] = []
+            let rowCount = PQntuples(result)
+            let columns = PQnfields(result)
+            rows.reserveCapacity(Int(rowCount))
+            for row in 0..<rowCount {
+                var values: [String?] = []
+                values.reserveCapacity(Int(columns))
+                for column in 0..<columns {
+                    values.append(PQgetisnull(result, row, column) == 1 ? nil : String(cString: PQgetvalue(result, row, column)))
+                }
+                rows.append(values)
+            }
+            let affected = Int(String(cString: PQcmdTuples(result))) ?? rows.count
+            return PostgresRows(values: rows, affected: affected)
+        default:
+            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
+            guard !state.isEmpty, isHealthy else { throw .connection(Self.message(PQerrorMessage(handle))) }
+            let primary = PQresultErrorField(result, Int32(UInt8(ascii: "M"))).map { String(cString: $0) } ?? "error"
+            throw .query(sqlState: state, message: primary)
+        }
+    }
+
+    /// Runs `body` in a transaction: committed when it returns, rolled back when it throws.
+    public func transaction<T>(_ body: (PostgresConnection) throws(PostgresError) -> T) throws(PostgresError) -> T {
+        try execute("BEGIN")
+        do {
+            let value = try body(self)
+            try execute("COMMIT")
+            return value
+        } catch {
+            if isHealthy { _ = try? execute("ROLLBACK") }
+            throw error
+        }
+    }
+
+    /// libpq's message, on one line.
+    static func message(_ text: UnsafePointer<CChar>?) -> String {
+        guard let text else { return "unknown error" }
+        return String(cString: text).split(whereSeparator: \.isNewline).joined(separator: " ")
+    }
+
+    private static func withCStrings<R>(_ strings: [String], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
+        var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) }
+        defer { pointers.forEach { free($0) } }
+        pointers.append(nil)
+        return body(pointers.map { $0.map { UnsafePointer($0) } })
+    }
+
+    private static func withPointers<R>(_ buffers: [[UInt8]?], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
+        var copies: [UnsafeMutablePointer<CChar>?] = buffers.map { buffer in
+            guard let buffer else { return nil }
+            let copy = UnsafeMutablePointer<CChar>.allocate(capacity: max(1, buffer.count))
+            buffer.withUnsafeBytes { raw in
+                if let base = raw.baseAddress { copy.update(from: base.assumingMemoryBound(to: CChar.self), count: buffer.count) }
+            }
+            return copy
+        }
+        defer { copies.forEach { $0?.deallocate() } }
+        copies.append(nil)
+        return body(copies.map { $0.map { UnsafePointer($0) } })
+    }
+}
