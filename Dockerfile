@@ -11,7 +11,8 @@
 # The binary links the Swift runtime statically (--static-swift-stdlib, Foundation and
 # FoundationNetworking included), so the runtime stage needs only Debian's libmicrohttpd12,
 # libgnutls30 (libmicrohttpd's TLS, which the shim also calls itself for an early 413 over
-# HTTPS), libcurl4 (OpenSSL; FoundationNetworking's URLSession is libcurl), libssl3 (libcrypto),
+# HTTPS), libcurl4 (OpenSSL; FoundationNetworking's URLSession is libcurl), libssl3 (libcrypto), libpq5
+# (the PostgreSQL store),
 # ca-certificates (TLS to the providers) and libstdc++6/libc6/libgcc-s1, which the slim image
 # already has. Tests/deploy/test_dockerfile.py checks that against `ldd` of a built binary.
 
@@ -29,7 +30,7 @@ FROM ${SWIFT_IMAGE} AS build
 # hadolint ignore=DL3008
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        libmicrohttpd-dev libssl-dev libcurl4-openssl-dev pkg-config \
+        libmicrohttpd-dev libssl-dev libpq-dev libcurl4-openssl-dev pkg-config \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /src
@@ -58,7 +59,7 @@ FROM ${RUNTIME_IMAGE} AS runtime
 # hadolint ignore=DL3008
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        libmicrohttpd12 libgnutls30 libcurl4 libssl3 ca-certificates curl \
+        libmicrohttpd12 libgnutls30 libcurl4 libssl3 libpq5 ca-certificates curl \
  && rm -rf /var/lib/apt/lists/*
 
 # A fixed non-root user, so that volumes, fsGroup and file secrets can be prepared for it.

@@ -47,6 +47,9 @@ public final class PostgresConnection {
             PQfinish(connection)
             throw .connection(message)
         }
+        // Server notices (a migration's "already exists") are not errors; libpq would print
+        // them to standard error, outside the broker's log format.
+        PQsetNoticeProcessor(connection, { _, _ in }, nil)
         handle = connection
     }
 
@@ -56,6 +59,15 @@ public final class PostgresConnection {
 
     /// Whether the connection is still usable (false once the server or network dropped it).
     public var isHealthy: Bool { PQstatus(handle) == CONNECTION_OK }
+
+    /// Whether an idle connection is still usable. An idle connection of a pool receives nothing
+    /// (it does not LISTEN), so anything to read means the server shut down or ended the session
+    /// and closed its end, which libpq notices only when it next reads: such a connection is
+    /// given up before a statement is lost on it. A poll that does not wait.
+    func isAliveAfterIdle() -> Bool {
+        var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+        return isHealthy && poll(&descriptor, 1, 0) == 0
+    }
 
     /// Runs one statement with `$1…$n` parameters (never spliced into the text) and returns
     /// its rows.

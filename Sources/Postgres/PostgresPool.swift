@@ -81,7 +81,7 @@ public final class PostgresPool: Sendable {
                 job.run(.failure(.timeout))
                 continue
             }
-            if connection?.isHealthy != true {
+            if connection?.isAliveAfterIdle() != true {
                 connection = nil
                 do {
                     connection = try PostgresConnection(options)

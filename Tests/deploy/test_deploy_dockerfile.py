@@ -54,7 +54,7 @@ def test_two_stages_swift_image_then_debian_slim(df):
 
 def test_runtime_stage_installs_no_build_tools(df):
     installed = df.runtime.apt_installs()
-    assert {"libmicrohttpd12", "libgnutls30", "libcurl4", "libssl3", "ca-certificates"} <= set(installed)
+    assert {"libmicrohttpd12", "libgnutls30", "libcurl4", "libssl3", "libpq5", "ca-certificates"} <= set(installed)
     assert not [p for p in installed if p.endswith("-dev") or p in ("build-essential", "gcc", "swiftlang")]
     assert "--no-install-recommends" in df.runtime.run_text()
     assert "rm -rf /var/lib/apt/lists/*" in df.runtime.run_text()
@@ -102,7 +102,7 @@ def test_every_linked_library_is_in_the_runtime_stage(df, binary):
     assert not unowned, f"libraries no Debian package provides: {unowned}"
     assert not missing, f"libraries whose package the runtime stage lacks: {missing}"
     # The mapping found the libraries the README names (libcrypto is libssl3's).
-    assert {"libmicrohttpd12", "libgnutls30", "libcurl4", "libssl3", "libc6", "libstdc++6"} <= set(owners.values())
+    assert {"libmicrohttpd12", "libgnutls30", "libcurl4", "libssl3", "libpq5", "libc6", "libstdc++6"} <= set(owners.values())
 
 
 def _dockerignored(path: str, patterns: list[str]) -> bool:

@@ -116,3 +116,7 @@ def broker_factory(auth_server, browser):
     yield start
     for broker in started:
         broker.stop()
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "instance_env(env): extra environment for the brokers of test_broker_several_instances.py")

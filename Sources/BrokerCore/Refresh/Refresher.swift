@@ -51,8 +51,6 @@ final class Refresher: Sendable {
     private let inFlight = Mutex<[SHA256Digest: Running]>([:])
     /// Seconds between two refreshes of a session whose token has not expired; 0: no bound.
     private let minInterval: Double
-    /// When each session was last refreshed at the provider (within about `minInterval`).
-    private let lastRefreshed = Mutex<[SHA256Digest: Double]>([:])
 
     init(store: any StateStore, providers: ProviderDirectory, calls: ProviderCalls, logger: Logger, metrics: BrokerMetrics,
          webhooks: WebhookSender?, minInterval: Double, now: @escaping @Sendable () -> Double) {
@@ -107,6 +105,7 @@ final class Refresher: Sendable {
         do {
             seen = try await current(id)
         } catch {
+            logger.warning("refresh not attempted: the state store is out of reach", metadata: ["reason": "\(error.description)"])
             return .unsaved
         }
         guard let seen else { return .gone }
@@ -124,6 +123,7 @@ final class Refresher: Sendable {
         do {
             return try await store.whileRefreshing(id) { await refreshLocked(id, seen: seen, force: force) }
         } catch {
+            logger.warning("refresh not attempted: the state store is out of reach", metadata: ["reason": "\(error.description)"])
             return .unsaved
         }
     }
@@ -182,13 +182,13 @@ final class Refresher: Sendable {
             return .failed(error)
         }
         let refreshedAt = now()
-        remember(id, refreshedAt: refreshedAt)
         do {
             // Durable before any caller sees the new token: a rotated refresh token is never lost.
             let updated = try await store.updateSession(id) { session in
                 // Scopes the answer does not name stay as they are; so does the refresh token.
                 session.take(Grant(response, provider: session.provider, subject: session.subject, requestedScopes: session.scopes,
                                    idTokenClaims: nil, at: refreshedAt), scopes: .replace)
+                session.refreshedAt = refreshedAt
             }
             guard let updated else {
                 // Revoked while the refresh ran: the grant it brought has no session to keep it.
@@ -198,6 +198,7 @@ final class Refresher: Sendable {
             }
             return .fresh(updated)
         } catch {
+            logger.error("a refreshed token could not be saved; the client was told to retry", metadata: ["reason": "\(error.description)"])
             return .unsaved
         }
     }
@@ -205,25 +206,14 @@ final class Refresher: Sendable {
     /// Seconds until `session` may be refreshed at the provider again; nil when it may be now:
     /// its token has expired, or its last refresh is `minInterval` old (or unknown).
     private func secondsUntilRefreshAllowed(_ session: Session) -> Int? {
-        guard minInterval > 0, session.accessTokenValid(for: 0, at: now()),
-              let last = lastRefreshed.withLock({ $0[session.id] }) else { return nil }
+        guard minInterval > 0, session.accessTokenValid(for: 0, at: now()), let last = session.refreshedAt else { return nil }
         let wait = last + minInterval - now()
         return wait > 0 ? max(1, Int(wait.rounded(.up))) : nil
-    }
-
-    /// Notes a refresh at the provider, forgetting those older than `minInterval` when many.
-    private func remember(_ id: SHA256Digest, refreshedAt: Double) {
-        guard minInterval > 0 else { return }
-        lastRefreshed.withLock { last in
-            if last.count > 100_000 { last = last.filter { refreshedAt - $0.value < minInterval } }
-            last[id] = refreshedAt
-        }
     }
 
     /// Ends session `id`; false when that could not be saved.
     private func remove(_ id: SHA256Digest) async -> Bool {
         failures.withLock { $0[id] = nil }
-        lastRefreshed.withLock { $0[id] = nil }
         return (try? await store.removeSession(id)) != nil
     }
 }

@@ -18,6 +18,9 @@ struct Session: Sendable {
     var idTokenClaims: [UInt8]?
     let createdAt: Double
     var usedAt: Double
+    /// When the broker last refreshed the token at the provider; nil before the first refresh.
+    /// Kept with the session, so that the bound on refreshes holds across broker instances.
+    var refreshedAt: Double? = nil
 
     /// Whether the access token is good for at least `seconds` more at `now`.
     func accessTokenValid(for seconds: Double, at now: Double) -> Bool {

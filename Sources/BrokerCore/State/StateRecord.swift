@@ -89,6 +89,7 @@ extension Session {
         if let idTokenClaims { fields.bytes(9, idTokenClaims) }
         fields.double(10, createdAt)
         fields.double(11, usedAt)
+        fields.double(12, refreshedAt)
     }
 
     init(_ fields: FieldReader, scopes: inout ScopeTable) throws(StateDecodingError) {
@@ -103,7 +104,8 @@ extension Session {
             refreshToken: try fields.string(8),
             idTokenClaims: fields.bytes(9),
             createdAt: try fields.requiredDouble(10),
-            usedAt: try fields.requiredDouble(11)
+            usedAt: try fields.requiredDouble(11),
+            refreshedAt: try fields.double(12)
         )
     }
 }

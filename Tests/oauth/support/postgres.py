@@ -1,0 +1,81 @@
+"""A throwaway PostgreSQL server for the tests (Debian's postgresql, which `make test` installs).
+
+initdb in a temporary directory (as the `postgres` user when the tests run as root), a free
+loopback port, password authentication over TCP (the broker's password path), trust on its own
+Unix socket (for creating databases); stopped (`-m immediate`) and removed afterwards.
+
+    with PostgresCluster() as cluster:
+        url = cluster.create_database()      # postgres://postgres@127.0.0.1:PORT/NAME
+        env = {"BROKER_POSTGRES_PASSWORD": cluster.password}
+"""
+
+import glob
+import os
+import shutil
+import subprocess
+import tempfile
+import uuid
+
+from .broker import free_port
+
+
+class PostgresCluster:
+    password = "test-password"
+
+    def __init__(self):
+        candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), reverse=True)
+        if not candidates:
+            raise RuntimeError("no PostgreSQL server under /usr/lib/postgresql (Debian's postgresql; make test installs it)")
+        self.bin = os.path.dirname(candidates[0])
+        self.dir = tempfile.mkdtemp(prefix="pg-")
+        self.data = os.path.join(self.dir, "data")
+        self.port = free_port()
+        self.as_postgres = os.getuid() == 0
+
+    def _run(self, *argv, as_postgres=False):
+        if as_postgres and self.as_postgres:
+            argv = ("runuser", "-u", "postgres", "--") + argv
+        subprocess.run(argv, check=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def start(self) -> "PostgresCluster":
+        password_file = os.path.join(self.dir, "password")
+        with open(password_file, "w") as out:
+            out.write(self.password)
+        if self.as_postgres:
+            shutil.chown(self.dir, "postgres", "postgres")
+            shutil.chown(password_file, "postgres", "postgres")
+        self._run(os.path.join(self.bin, "initdb"), "-D", self.data, "-U", "postgres", "--pwfile", password_file,
+                  "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8", "--no-sync", as_postgres=True)
+        self._run(os.path.join(self.bin, "pg_ctl"), "-D", self.data, "-l", os.path.join(self.dir, "log"), "-w", "-o",
+                  f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1", "start", as_postgres=True)
+        return self
+
+    def stop(self, mode="immediate") -> None:
+        if os.path.isdir(self.data):
+            subprocess.run(("runuser", "-u", "postgres", "--") * self.as_postgres
+                           + (os.path.join(self.bin, "pg_ctl"), "-D", self.data, "-m", mode, "-w", "stop"),
+                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def restart(self) -> None:
+        self._run(os.path.join(self.bin, "pg_ctl"), "-D", self.data, "-l", os.path.join(self.dir, "log"), "-w", "-o",
+                  f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1", "start", as_postgres=True)
+
+    def remove(self) -> None:
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def sql(self, statement: str, database: str = "postgres") -> str:
+        out = subprocess.run(["psql", "-h", self.dir, "-p", str(self.port), "-U", "postgres", "-d", database,
+                              "-At", "-c", statement], check=True, capture_output=True, text=True)
+        return out.stdout.strip()
+
+    def create_database(self) -> str:
+        name = "broker_" + uuid.uuid4().hex[:16]
+        self.sql(f"CREATE DATABASE {name}")
+        return f"postgres://postgres@127.0.0.1:{self.port}/{name}"
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.remove()

@@ -1,0 +1,154 @@
+"""Three broker processes on one PostgreSQL database (state.backend: postgres), against the real
+authorization server: any instance serves any step of a login and any request on a session;
+one refresh for a crowd spread over all three; a revocation on one reaches the others; an
+instance killed during refreshes loses nothing and holds no lock.
+
+The three share one public URL (as behind a balancer): the provider sends the browser back to
+the second instance's /callback, whichever instance began the login.
+"""
+
+import concurrent.futures
+import signal
+import time
+
+import pytest
+import requests
+
+from support.broker import App, BrokerProcess, broker_config, free_port, provider_config, wait_for
+from support.postgres import PostgresCluster
+
+
+@pytest.fixture(scope="module")
+def postgres():
+    with PostgresCluster() as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def instances(postgres, auth_server, browser, request):
+    """Starts three brokers on a fresh database; returns (brokers, apps, start) where `start(port)`
+    starts one more on the same database. A test marked `instance_env` adds to their environment."""
+    ports = [free_port() for _ in range(3)]
+    client_id, secret = auth_server.register_client([f"http://127.0.0.1:{ports[1]}/callback"])
+    config = broker_config(provider_config(auth_server, client_id))
+    env = {
+        "DOT_CLIENT_SECRET": secret, "BROKER_STATE_BACKEND": "postgres", "BROKER_POSTGRES_URL": postgres.create_database(),
+        "BROKER_POSTGRES_PASSWORD": postgres.password, "BROKER_PUBLIC_URL": f"http://127.0.0.1:{ports[1]}",
+    }
+    marker = request.node.get_closest_marker("instance_env")
+    env.update(marker.args[0] if marker else {})
+    started = []
+
+    def start(port):
+        broker = BrokerProcess(config, env=env, port=port)
+        started.append(broker)
+        return broker
+
+    brokers = [start(port) for port in ports]
+    apps = [App(broker, browser) for broker in brokers]
+    yield brokers, apps, start
+    for broker in started:
+        broker.stop()
+
+
+def bearer(token):
+    return {"Authorization": f"Bearer {token}"}
+
+
+def test_each_step_of_a_login_on_another_instance_and_the_session_everywhere(instances, auth_server):
+    brokers, apps, _ = instances
+    params, verifier = apps[0].sign_in("alice")  # /authorize on the first; /callback on the second
+    assert "code" in params, params
+    redeemed = apps[2].redeem(params["code"], verifier)  # POST /token on the third
+    assert redeemed.status_code == 200, redeemed.text
+    token = redeemed.json()["session_token"]
+    access = redeemed.json()["access_token"]
+    for broker in brokers:
+        answer = requests.get(broker.url("/token"), headers=bearer(token), timeout=10)
+        assert answer.status_code == 200 and answer.json()["access_token"] == access, answer.text
+    assert requests.get(auth_server.userinfo_endpoint, headers=bearer(access), timeout=10).json()["sub"]
+    assert requests.get(brokers[1].url("/session"), headers=bearer(token), timeout=10).json()["provider"] == "dot"
+    assert requests.get(brokers[0].url("/profile"), headers=bearer(token), timeout=10).json()["email"] == "alice@example.test"
+
+    refreshed = requests.post(brokers[1].url("/refresh"), headers=bearer(token), timeout=10)
+    assert refreshed.status_code == 200 and refreshed.json()["access_token"] != access, refreshed.text
+    new = refreshed.json()["access_token"]
+    for broker in (brokers[0], brokers[2]):
+        assert wait_for(lambda: requests.get(broker.url("/token"), headers=bearer(token), timeout=10).json()["access_token"] == new, 2)
+
+    revoked = requests.post(brokers[2].url("/revoke"), headers=bearer(token), timeout=10)
+    assert revoked.status_code == 200 and revoked.json()["provider_revocation"] == "succeeded"
+    started = time.monotonic()
+    for broker in (brokers[0], brokers[1]):
+        assert wait_for(lambda: requests.get(broker.url("/token"), headers=bearer(token), timeout=10).status_code == 401, 2)
+    assert time.monotonic() - started < 2
+
+
+@pytest.mark.instance_env({"BROKER_REFRESH_REQUESTS_PER_MINUTE": "0", "BROKER_MAX_CONNECTIONS_PER_IP": "1024"})
+def test_a_crowd_on_three_instances_makes_one_refresh(instances, auth_server):
+    brokers, apps, _ = instances
+    apps[0].login("alice")
+    token = apps[0].session_token
+    auth_server.reset_stats()
+    # Every caller wants a token valid longer than the provider gives: each instance would
+    # refresh; the instances' shared lock and bound make it one refresh in all.
+    urls = [broker.url("/token?min_ttl=7200") for broker in brokers] * 334
+
+    def get(url):
+        return requests.get(url, headers=bearer(token), timeout=30)
+
+    with concurrent.futures.ThreadPoolExecutor(48) as pool:
+        answers = list(pool.map(get, urls))
+    assert all(answer.status_code == 200 for answer in answers), {(a.status_code, a.text) for a in answers if a.status_code != 200}
+    assert auth_server.stats().get("refresh_token") == 1
+    assert len({answer.json()["access_token"] for answer in answers}) == 1
+
+
+def test_an_instance_killed_while_it_holds_a_refresh_lock_loses_nothing(instances, auth_server):
+    """The first instance holds the session's refresh lock while the provider takes 3 s (then
+    answers 503, so no token is rotated); it is killed meanwhile. Its lock goes with its
+    connection: the next instance's refresh gets it and succeeds (a lock held until the 15 s
+    wait ran out would be a 503), and the session is intact everywhere."""
+    brokers, apps, start = instances
+    apps[0].login("alice")
+    token = apps[0].session_token
+    auth_server.inject_fault("token", status=503, body='{"error":"temporarily_unavailable"}', delay=3.0)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(requests.post, brokers[0].url("/refresh"), headers=bearer(token), timeout=30)
+        time.sleep(1.0)
+        brokers[0].stop(signal.SIGKILL)
+        with pytest.raises(requests.RequestException):
+            pending.result()
+    auth_server.reset_stats()
+    answer = requests.post(brokers[1].url("/refresh"), headers=bearer(token), timeout=30)
+    assert answer.status_code == 200, answer.text
+    assert auth_server.stats().get("refresh_token") == 1
+    assert requests.get(brokers[2].url("/token"), headers=bearer(token), timeout=10).json()["access_token"] == answer.json()["access_token"]
+    replacement = start(free_port())
+    assert requests.get(replacement.url("/token"), headers=bearer(token), timeout=10).status_code == 200
+
+
+def test_while_postgres_is_down_cached_tokens_are_served_and_changes_are_503(instances, auth_server, postgres):
+    brokers, apps, _ = instances
+    apps[0].login("alice")
+    token = apps[0].session_token
+    access = requests.get(brokers[1].url("/token"), headers=bearer(token), timeout=10).json()["access_token"]
+    postgres.stop(mode="fast")
+    try:
+        served = requests.get(brokers[1].url("/token"), headers=bearer(token), timeout=10)
+        assert served.status_code == 200 and served.json()["access_token"] == access, "a cached, valid token"
+        refused = requests.post(brokers[1].url("/refresh"), headers=bearer(token), timeout=30)
+        assert refused.status_code == 503 and refused.headers.get("Retry-After"), refused.text
+        assert refused.json()["error"] == "temporarily_unavailable"
+        assert wait_for(lambda: requests.get(brokers[1].url("/readyz"), timeout=10).status_code == 503, 5)
+        login = requests.get(brokers[2].url("/authorize"), params={
+            "provider": "dot", "app": "web", "redirect_uri": "http://127.0.0.1:9/cb",
+            "code_challenge": "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM", "code_challenge_method": "S256",
+        }, allow_redirects=False, timeout=30)
+        assert login.status_code == 503, "a login that cannot be stored does not go to the provider"
+    finally:
+        postgres.restart()
+    assert wait_for(lambda: requests.get(brokers[1].url("/readyz"), timeout=10).status_code == 200, 15)
+    renewed = requests.post(brokers[1].url("/refresh"), headers=bearer(token), timeout=30)
+    assert renewed.status_code == 200 and renewed.json()["access_token"] != access, renewed.text
+    assert requests.get(brokers[0].url("/token"), headers=bearer(token), timeout=10).json()["access_token"] == renewed.json()["access_token"]
