@@ -2,12 +2,13 @@ import ArgumentParser
 import BrokerCore
 import Foundation
 
-/// `token-broker state inspect`: what the state directory holds, without changing it.
+/// `token-broker state inspect`: what the state directory holds, without changing it;
+/// `state migrate` and `state import` for the PostgreSQL store.
 struct StateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "state",
-        abstract: "Look at the broker's state files.",
-        subcommands: [Inspect.self]
+        abstract: "Look at the broker's state, migrate its PostgreSQL schema, or import state files into PostgreSQL.",
+        subcommands: [Inspect.self, Migrate.self, Import.self]
     )
 
     struct Inspect: ParsableCommand {
@@ -34,6 +35,60 @@ struct StateCommand: ParsableCommand {
                 FileHandle.standardError.write(Data("token-broker: \(error)\n".utf8))
                 throw ExitCode(1)
             }
+        }
+    }
+
+    struct Migrate: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "migrate",
+            abstract: "Bring the PostgreSQL store's schema up to date (brokers also do it at start); exit non-zero if it cannot be."
+        )
+
+        @Option(name: .long, help: "The configuration file. Default: $BROKER_CONFIG, else defaults.")
+        var config: String?
+
+        func run() async throws {
+            let settings = try StateCommand.load(config)
+            do {
+                print(try await PostgresMaintenance.migrate(settings))
+            } catch {
+                FileHandle.standardError.write(Data("token-broker: \(error)\n".utf8))
+                throw ExitCode(1)
+            }
+        }
+    }
+
+    struct Import: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "import",
+            abstract: "Copy the live sessions of an embedded state directory into the PostgreSQL store (run with no broker on the directory)."
+        )
+
+        @Option(name: .long, help: "The configuration file (state.backend postgres, and the keys the directory was written with).")
+        var config: String?
+
+        @Option(name: .long, help: "The embedded state directory to copy from.")
+        var from: String
+
+        func run() async throws {
+            let settings = try StateCommand.load(config)
+            do {
+                print(try await PostgresMaintenance.importDirectory(from, into: settings))
+            } catch {
+                FileHandle.standardError.write(Data("token-broker: \(error)\n".utf8))
+                throw ExitCode(1)
+            }
+        }
+    }
+
+    /// The configuration, or exit 2 with its problems.
+    static func load(_ path: String?) throws -> BrokerConfig {
+        let environment = ProcessInfo.processInfo.environment
+        do {
+            return try ConfigLoader.load(path: path ?? environment["BROKER_CONFIG"], environment: environment)
+        } catch {
+            FileHandle.standardError.write(Data("token-broker: invalid configuration\n\(error)\n".utf8))
+            throw ExitCode(2)
         }
     }
 }

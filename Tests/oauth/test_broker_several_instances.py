@@ -8,13 +8,15 @@ the second instance's /callback, whichever instance began the login.
 """
 
 import concurrent.futures
+import os
 import signal
+import subprocess
 import time
 
 import pytest
 import requests
 
-from support.broker import App, BrokerProcess, broker_config, free_port, provider_config, wait_for
+from support.broker import STATE_KEY, App, BrokerProcess, broker_binary, broker_config, free_port, provider_config, wait_for
 from support.postgres import PostgresCluster
 
 
@@ -152,3 +154,56 @@ def test_while_postgres_is_down_cached_tokens_are_served_and_changes_are_503(ins
     renewed = requests.post(brokers[1].url("/refresh"), headers=bearer(token), timeout=30)
     assert renewed.status_code == 200 and renewed.json()["access_token"] != access, renewed.text
     assert requests.get(brokers[0].url("/token"), headers=bearer(token), timeout=10).json()["access_token"] == renewed.json()["access_token"]
+
+
+def postgres_env(postgres, url):
+    return {"BROKER_STATE_BACKEND": "postgres", "BROKER_POSTGRES_URL": url, "BROKER_POSTGRES_PASSWORD": postgres.password,
+            "BROKER_STATE_KEY": STATE_KEY}
+
+
+def run_broker(*args, env):
+    child = {k: v for k, v in os.environ.items() if not k.startswith("BROKER_")}
+    child.update(env)
+    return subprocess.run([broker_binary(), *args], env=child, capture_output=True, text=True, timeout=60)
+
+
+def test_state_migrate_applies_the_schema_once_and_a_newer_schema_is_refused(postgres, tmp_path):
+    url = postgres.create_database()
+    env = postgres_env(postgres, url)
+    first = run_broker("state", "migrate", env=env)
+    assert first.returncode == 0 and "applied 1" in first.stdout, first.stdout + first.stderr
+    again = run_broker("state", "migrate", env=env)
+    assert again.returncode == 0 and "up to date" in again.stdout, again.stdout + again.stderr
+    postgres.sql("INSERT INTO broker_schema (version) VALUES (99)", database=url.rsplit("/", 1)[1])
+    refused = run_broker("state", "migrate", env=env)
+    assert refused.returncode == 1 and "version 99, newer than this broker knows" in refused.stderr, refused.stderr
+    config = tmp_path / "broker.yaml"
+    config.write_text("providers: {}\napps: {}\n")
+    serve = run_broker("serve", "--config", str(config), "--listen", "127.0.0.1:0", env=env)
+    assert serve.returncode != 0 and "newer than this broker knows" in serve.stdout + serve.stderr
+    assert postgres.password not in serve.stdout + serve.stderr
+
+
+def test_state_import_moves_an_embedded_deployment_to_postgres(postgres, auth_server, browser, tmp_path):
+    port = free_port()
+    client_id, secret = auth_server.register_client([f"http://127.0.0.1:{port}/callback"])
+    config = broker_config(provider_config(auth_server, client_id))
+    state = tmp_path / "state"
+    embedded = BrokerProcess(config, env={"DOT_CLIENT_SECRET": secret}, port=port, state_dir=str(state))
+    app = App(embedded, browser)
+    app.login("alice")
+    access = app.call("GET", "/token").json()["access_token"]
+    assert embedded.stop() == 0
+    url = postgres.create_database()
+    imported = run_broker("state", "import", "--from", str(state), env=postgres_env(postgres, url))
+    assert imported.returncode == 0 and "imported 1 sessions" in imported.stdout, imported.stdout + imported.stderr
+    again = run_broker("state", "import", "--from", str(state), env=postgres_env(postgres, url))
+    assert again.returncode == 0 and "imported 0 sessions" in again.stdout and "1 were there already" in again.stdout
+    database = url.rsplit("/", 1)[1]
+    assert access not in postgres.sql("SELECT encode(sealed, 'escape') FROM broker_sessions", database=database), "sealed rows"
+    shared = BrokerProcess(config, env={"DOT_CLIENT_SECRET": secret, **postgres_env(postgres, url)}, port=port)
+    try:
+        answer = requests.get(shared.url("/token"), headers=bearer(app.session_token), timeout=10)
+        assert answer.status_code == 200 and answer.json()["access_token"] == access, answer.text
+    finally:
+        shared.stop()

@@ -212,6 +212,23 @@ final class PostgresStateStore: StateStore {
         return !replayed
     }
 
+    /// Stores a session copied from elsewhere (`state import`), unless one with its id is there:
+    /// true when it was stored.
+    func importSession(_ session: Session) async throws(StateWriteError) -> Bool {
+        let sealed = try sealedSession(session)
+        let keyID = sealer.currentKeyID
+        let expiresAt = expiry(session)
+        let stored = try await write { connection throws(PostgresError) -> Bool in
+            try connection.execute("""
+                INSERT INTO broker_sessions (id, version, key_id, sealed, provider, app, created_at, used_at, expires_at)
+                VALUES ($1, 1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING
+                """, [.bytes(session.id.bytes), .int(keyID), .bytes(sealed), .text(session.provider), .text(session.app),
+                      .double(session.createdAt), .double(session.usedAt), .double(expiresAt)]).affected == 1
+        }
+        if stored { liveSessions.wrappingAdd(1, ordering: .relaxed) }
+        return stored
+    }
+
     func updateSession(_ id: SHA256Digest, _ change: (inout Session) -> Void) async throws(StateWriteError) -> Session? {
         try await updating.withLock(id) { () async throws(StateWriteError) -> Session? in try await compareAndSet(id, change) }
     }
