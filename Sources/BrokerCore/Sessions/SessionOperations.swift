@@ -2,8 +2,10 @@ import BrokerCrypto
 
 /// What an app does with a session it holds: read its current token (refreshed when due), force
 /// a refresh, revoke it, and read the user's profile (`SessionOperations+Profile.swift`). Takes
-/// and returns domain values; the API layer reads the bearer token and writes the answers.
-struct SessionOperations: Sendable {
+/// and returns domain values; the API layer reads the bearer token and writes the answers. A
+/// class: `GET /token` reaches it on every request, and a reference costs one retain where a
+/// struct of its many references would cost one each.
+final class SessionOperations: Sendable {
     let store: any StateStore
     let refresher: Refresher
     let providers: ProviderDirectory
@@ -13,6 +15,18 @@ struct SessionOperations: Sendable {
     /// Refresh access tokens that expire within this many seconds (AppAuth's 60 s by default).
     let refreshSkew: Double
     let now: BrokerClock
+
+    init(store: any StateStore, refresher: Refresher, providers: ProviderDirectory, calls: ProviderCalls, profiles: ProfileCache,
+         revoker: GrantRevoker, refreshSkew: Double, now: @escaping BrokerClock) {
+        self.store = store
+        self.refresher = refresher
+        self.providers = providers
+        self.calls = calls
+        self.profiles = profiles
+        self.revoker = revoker
+        self.refreshSkew = refreshSkew
+        self.now = now
+    }
 
     /// What ``current(_:validFor:_:)`` found.
     enum CurrentToken<Answer: Sendable>: Sendable {
