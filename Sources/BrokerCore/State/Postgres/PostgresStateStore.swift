@@ -20,6 +20,8 @@ import Synchronization
 final class PostgresStateStore: StateStore {
     /// The notification channel for session changes.
     static let channel = "broker_sessions"
+    /// How long an update keeps trying through a lost connection.
+    private static let updatePatience = Duration.seconds(3)
     /// The advisory lock key of the sweep.
     private static let sweepLockKey: Int64 = 0x746F_6B65_6E5F_7377
 
@@ -133,25 +135,31 @@ final class PostgresStateStore: StateStore {
         return session
     }
 
-    /// Runs a statement batch, recording whether the database was reachable.
+    /// Runs a statement batch, recording whether the database was reachable. With `patience`,
+    /// a connection failure is retried for about that long (on a new connection), for a change
+    /// that must not be given up lightly: the tokens of a refresh the provider has already made.
     private func run<T: Sendable>(
-        _ body: @escaping @Sendable (PostgresConnection) throws(PostgresError) -> T
+        patience: Duration = .zero, _ body: @escaping @Sendable (PostgresConnection) throws(PostgresError) -> T
     ) async throws(PostgresError) -> T {
-        do {
-            let value = try await pool.withConnection(body)
-            lastFailure.withLock { $0 = nil }
-            return value
-        } catch {
-            if error.isConnectionFailure { lastFailure.withLock { $0 = error.description } }
-            throw error
+        let deadline = ContinuousClock.now + patience
+        while true {
+            do {
+                let value = try await pool.withConnection(body)
+                lastFailure.withLock { $0 = nil }
+                return value
+            } catch {
+                if error.isConnectionFailure { lastFailure.withLock { $0 = error.description } }
+                guard error.isConnectionFailure, ContinuousClock.now < deadline else { throw error }
+                try? await Task.sleep(for: .milliseconds(250))
+            }
         }
     }
 
     private func write<T: Sendable>(
-        _ body: @escaping @Sendable (PostgresConnection) throws(PostgresError) -> T
+        patience: Duration = .zero, _ body: @escaping @Sendable (PostgresConnection) throws(PostgresError) -> T
     ) async throws(StateWriteError) -> T {
         do {
-            return try await run { connection throws(PostgresError) in try connection.transaction(body) }
+            return try await run(patience: patience) { connection throws(PostgresError) in try connection.transaction(body) }
         } catch {
             throw StateWriteError(description: error.description)
         }
@@ -234,14 +242,16 @@ final class PostgresStateStore: StateStore {
     }
 
     /// Compare-and-set on the row version: a concurrent change from another instance makes the
-    /// write miss, and the change is applied again to what that change left.
+    /// write miss, and the change is applied again to what that change left. A connection lost
+    /// on the way is retried for a few seconds; the version check makes a retry of a write that
+    /// did commit harmless (it misses, and the change is applied again to the committed row).
     private func compareAndSet(_ id: SHA256Digest, _ change: (inout Session) -> Void) async throws(StateWriteError) -> Session? {
         for attempt in 0..<32 {
             if attempt > 0 { try? await Task.sleep(for: .milliseconds(Int.random(in: 1...(5 * attempt)))) }
             let now = clock()
             let rows: PostgresRows
             do {
-                rows = try await run { connection throws(PostgresError) in
+                rows = try await run(patience: Self.updatePatience) { connection throws(PostgresError) in
                     try connection.execute("SELECT version, key_id, sealed, used_at FROM broker_sessions WHERE id = $1 AND expires_at > $2",
                                            [.bytes(id.bytes), .double(now)])
                 }
@@ -257,7 +267,7 @@ final class PostgresStateStore: StateStore {
             let expiresAt = expiry(changed)
             let next = version + 1
             let notification = Self.notification(id, next)
-            let written = try await write { connection throws(PostgresError) -> Bool in
+            let written = try await write(patience: Self.updatePatience) { connection throws(PostgresError) -> Bool in
                 let updated = try connection.execute("""
                     UPDATE broker_sessions SET version = $3, key_id = $4, sealed = $5, used_at = greatest(used_at, $6), expires_at = greatest(expires_at, $7)
                     WHERE id = $1 AND version = $2
