@@ -114,7 +114,8 @@ public final class Broker: Sendable {
             do {
                 return try await PostgresStateStore.open(
                     settings: config.state.postgres, keys: keys, lifetimes: lifetimes,
-                    refreshLockWaitSeconds: config.server.limits.upstreamTimeoutSeconds + 5, clock: systemClock, logger: logger
+                    refreshLockWaitSeconds: config.server.limits.upstreamTimeoutSeconds + 5, clock: systemClock, logger: logger,
+                    metrics: metrics
                 )
             } catch {
                 throw BrokerStartError(error.description)

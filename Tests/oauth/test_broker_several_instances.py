@@ -104,6 +104,9 @@ def test_a_crowd_on_three_instances_makes_one_refresh(instances, auth_server):
     assert all(answer.status_code == 200 for answer in answers), {(a.status_code, a.text) for a in answers if a.status_code != 200}
     assert auth_server.stats().get("refresh_token") == 1
     assert len({answer.json()["access_token"] for answer in answers}) == 1
+    metrics = "".join(requests.get(broker.url("/metrics"), timeout=10).text for broker in brokers)
+    assert "broker_refresh_lock_wait_seconds_count" in metrics
+    assert 'broker_state_store_call_duration_seconds_count{operation="write"}' in metrics
 
 
 def test_an_instance_killed_while_it_holds_a_refresh_lock_loses_nothing(instances, auth_server):

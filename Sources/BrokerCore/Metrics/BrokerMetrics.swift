@@ -104,6 +104,19 @@ public final class BrokerMetrics: Sendable {
         time("journal_commit_duration", "Time of one journal group commit (write and fdatasync).", [], Self.commitBuckets, seconds)
     }
 
+    /// One call to the PostgreSQL store (`read`: a statement; `write`: a transaction), and
+    /// whether the database was reachable.
+    func stateStoreCall(_ operation: String, seconds: Double, reachable: Bool) {
+        time("state_store_call_duration", "Time of one call to the PostgreSQL store, by operation (read, write).",
+             [("operation", operation)], Self.commitBuckets, seconds)
+        if !reachable { count("state_store_unreachable", "Calls to the PostgreSQL store that found it out of reach.", []) }
+    }
+
+    /// Time a refresh waited for its session's lock (held by another instance, or free).
+    func refreshLockWaited(seconds: Double) {
+        time("refresh_lock_wait", "Time a refresh waited for its session's refresh lock in PostgreSQL.", [], Self.upstreamBuckets, seconds)
+    }
+
     /// Live sessions now (set when `/metrics` is rendered).
     func sessions(_ count: Int) {
         registry.makeGauge(descriptor: Self.name("sessions", help: "Live sessions.")).set(Double(count))

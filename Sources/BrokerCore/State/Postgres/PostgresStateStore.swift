@@ -33,6 +33,7 @@ final class PostgresStateStore: StateStore {
     private let lifetimes: SessionLifetimes
     private let clock: BrokerClock
     private let logger: Logger
+    private let metrics: BrokerMetrics?
     /// Longest a refresh may wait for another instance's refresh of the same session.
     private let refreshLockWaitSeconds: Int
     private let liveSessions = Atomic<Int>(0)
@@ -42,7 +43,7 @@ final class PostgresStateStore: StateStore {
     /// Connects, brings the schema up to date, and starts listening.
     static func open(
         settings: PostgresSettings, keys: StateKeys, lifetimes: SessionLifetimes, refreshLockWaitSeconds: Int,
-        clock: @escaping BrokerClock, logger: Logger
+        clock: @escaping BrokerClock, logger: Logger, metrics: BrokerMetrics? = nil
     ) async throws(StateOpenError) -> PostgresStateStore {
         guard let url = settings.url else { throw StateOpenError(description: "state.postgres.url is not set") }
         let options = PostgresConnection.Options(
@@ -62,7 +63,7 @@ final class PostgresStateStore: StateStore {
         let store = PostgresStateStore(
             pool: pool, lockPool: PostgresPool(options: lockOptions, size: settings.poolSize, acquireTimeout: .seconds(refreshLockWaitSeconds)),
             options: options, cacheCapacity: settings.cacheSessions, keys: keys, lifetimes: lifetimes,
-            refreshLockWaitSeconds: refreshLockWaitSeconds, clock: clock, logger: logger
+            refreshLockWaitSeconds: refreshLockWaitSeconds, clock: clock, logger: logger, metrics: metrics
         )
         await store.countSessions()
         return store
@@ -70,7 +71,7 @@ final class PostgresStateStore: StateStore {
 
     private init(
         pool: PostgresPool, lockPool: PostgresPool, options: PostgresConnection.Options, cacheCapacity: Int, keys: StateKeys,
-        lifetimes: SessionLifetimes, refreshLockWaitSeconds: Int, clock: @escaping BrokerClock, logger: Logger
+        lifetimes: SessionLifetimes, refreshLockWaitSeconds: Int, clock: @escaping BrokerClock, logger: Logger, metrics: BrokerMetrics?
     ) {
         let cache = SessionCache(capacity: cacheCapacity, lifetimes: lifetimes)
         self.pool = pool
@@ -80,6 +81,7 @@ final class PostgresStateStore: StateStore {
         self.lifetimes = lifetimes
         self.clock = clock
         self.logger = logger
+        self.metrics = metrics
         self.refreshLockWaitSeconds = refreshLockWaitSeconds
         listener = PostgresListener(
             options: options, channel: Self.channel,
@@ -139,15 +141,18 @@ final class PostgresStateStore: StateStore {
     /// a connection failure is retried for about that long (on a new connection), for a change
     /// that must not be given up lightly: the tokens of a refresh the provider has already made.
     private func run<T: Sendable>(
-        patience: Duration = .zero, _ body: @escaping @Sendable (PostgresConnection) throws(PostgresError) -> T
+        _ operation: String = "read", patience: Duration = .zero, _ body: @escaping @Sendable (PostgresConnection) throws(PostgresError) -> T
     ) async throws(PostgresError) -> T {
         let deadline = ContinuousClock.now + patience
         while true {
+            let started = ContinuousClock.now
             do {
                 let value = try await pool.withConnection(body)
+                metrics?.stateStoreCall(operation, seconds: (ContinuousClock.now - started).seconds, reachable: true)
                 lastFailure.withLock { $0 = nil }
                 return value
             } catch {
+                metrics?.stateStoreCall(operation, seconds: (ContinuousClock.now - started).seconds, reachable: !error.isConnectionFailure)
                 if error.isConnectionFailure { lastFailure.withLock { $0 = error.description } }
                 guard error.isConnectionFailure, ContinuousClock.now < deadline else { throw error }
                 try? await Task.sleep(for: .milliseconds(250))
@@ -159,7 +164,7 @@ final class PostgresStateStore: StateStore {
         patience: Duration = .zero, _ body: @escaping @Sendable (PostgresConnection) throws(PostgresError) -> T
     ) async throws(StateWriteError) -> T {
         do {
-            return try await run(patience: patience) { connection throws(PostgresError) in try connection.transaction(body) }
+            return try await run("write", patience: patience) { connection throws(PostgresError) in try connection.transaction(body) }
         } catch {
             throw StateWriteError(description: error.description)
         }
@@ -193,8 +198,12 @@ final class PostgresStateStore: StateStore {
 
     func whileRefreshing<T: Sendable>(_ id: SHA256Digest, _ refresh: () async -> T) async throws(StateWriteError) -> T {
         let key = id.withUnsafeBytes { $0.loadUnaligned(as: Int64.self) }
+        let asked = ContinuousClock.now
         do {
-            return try await lockPool.withAdvisoryLock(key, waitSeconds: refreshLockWaitSeconds, refresh)
+            return try await lockPool.withAdvisoryLock(key, waitSeconds: refreshLockWaitSeconds) { () async -> T in
+                metrics?.refreshLockWaited(seconds: (ContinuousClock.now - asked).seconds)
+                return await refresh()
+            }
         } catch {
             throw StateWriteError(description: "the session's refresh lock: \(error.description)")
         }
@@ -424,7 +433,7 @@ final class PostgresStateStore: StateStore {
 
     private func countSessions() async {
         let now = clock()
-        if let count = try? await run({ connection throws(PostgresError) in
+        if let count = try? await run("read", { connection throws(PostgresError) in
             try connection.execute("SELECT count(*) FROM broker_sessions WHERE expires_at > $1", [.double(now)]).int(0, 0)
         }) {
             liveSessions.store(Int(count), ordering: .relaxed)
@@ -452,7 +461,7 @@ final class PostgresStateStore: StateStore {
     /// version bump like any change).
     private func reseal() async {
         let current = sealer.currentKeyID
-        guard let rows = try? await run({ connection throws(PostgresError) in
+        guard let rows = try? await run("read", { connection throws(PostgresError) in
             try connection.execute("SELECT id FROM broker_sessions WHERE key_id <> $1 LIMIT 500", [.int(current)])
         }) else { return }
         for row in 0..<rows.count {
