@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import base64
 import hashlib
+import importlib.util
 import json
 import os
 import platform
@@ -39,6 +40,8 @@ ROOT = os.path.dirname(HERE)
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 REDIRECT_URI = "http://127.0.0.1/callback"
 SAMPLE = 200_000  # session tokens wrk picks from, at random out of the large state
+BASELINE = "baseline build: broker GET /token (access log on)"
+POSTGRES = "PostgreSQL store: broker GET /token (access log on)"
 
 STARTED: list[subprocess.Popen] = []
 
@@ -59,6 +62,15 @@ def which(tool: str) -> str | None:
 def load_average() -> str:
     with open("/proc/loadavg") as f:
         return f.read().split()[0]
+
+
+def postgres_cluster():
+    """Tests/oauth/support/postgres.py's throwaway cluster (standard library only)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Tests", "oauth", "support", "postgres.py")
+    spec = importlib.util.spec_from_file_location("bench_postgres", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.PostgresCluster()
 
 
 def free_port() -> int:
@@ -309,6 +321,27 @@ class Connection:
         return await asyncio.wait_for(self.receive(), 30)
 
 
+async def warm(port: int, tokens: list[str], workers: int = 32) -> list[float]:
+    """GET /token once for every token, from `workers` connections: every session of the sample
+    is then in the PostgreSQL store's cache. Each request's time (a cache miss: a database read)."""
+    times: list[float] = []
+
+    async def worker(share: list[str]) -> None:
+        connection = Connection(port)
+        try:
+            for token in share:
+                started = time.monotonic()
+                status, _, _ = await connection.request("GET", "/token", {"Authorization": f"Bearer {token}"})
+                if status != 200:
+                    raise RuntimeError(f"GET /token during the warm-up: {status}")
+                times.append(time.monotonic() - started)
+        finally:
+            connection.close()
+
+    await asyncio.gather(*(worker(tokens[n::workers]) for n in range(workers)))
+    return times
+
+
 def path_of(url: str) -> str:
     parts = urllib.parse.urlsplit(url)
     return parts.path + ("?" + parts.query if parts.query else "")
@@ -537,6 +570,9 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
     parser.add_argument("--pin", action="store_true",
                         help="run wrk on the last CPU and the servers on the others, instead of all sharing every CPU")
+    parser.add_argument("--postgres", action="store_true",
+                        help="also GET /token on a broker with the PostgreSQL store (a throwaway cluster, the large state imported "
+                             "with `state import`): its rounds join the others; the first round shows the cache filling")
     parser.add_argument("--baseline-bin", help="folder with token-broker and broker-bench-state of another build "
                         "(e.g. the commit before a change): its GET /token joins the rounds, on a large state of its own")
     args = parser.parse_args()
@@ -597,6 +633,8 @@ def run(args, broker_bin: str, fixture_bin: str, workdir: str, run_started: floa
         del every
     copy_dir = dirs[large] + "-nolog"
     shutil.copytree(dirs[large], copy_dir)
+    if args.postgres:
+        shutil.copytree(dirs[large], copy_dir + "-import")
 
     # Memory with 0 and N/10 sessions: started, ready, measured, stopped.
     rss = {}
@@ -637,7 +675,25 @@ def run(args, broker_bin: str, fixture_bin: str, workdir: str, run_started: floa
     ]
     if args.baseline_bin:
         base = Broker("baseline", os.path.join(args.baseline_bin, "token-broker"), workdir, base_dir, key).start()
-        targets.append(("baseline build: broker GET /token (access log on)", base.port, "/token", lambda: [base.pid], base_sample))
+        targets.append((BASELINE, base.port, "/token", lambda: [base.pid], base_sample))
+    cluster = None
+    if args.postgres:
+        cluster = postgres_cluster().start()
+        postgres_env = {"BROKER_STATE_BACKEND": "postgres", "BROKER_POSTGRES_URL": cluster.create_database(),
+                        "BROKER_POSTGRES_PASSWORD": cluster.password, "BROKER_POSTGRES_CACHE_SESSIONS": str(max(100, large))}
+        imported = time.monotonic()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("BROKER_")} | postgres_env | {"BROKER_STATE_KEY": key}
+        subprocess.run([broker_bin, "state", "import", "--from", copy_dir + "-import"], env=env, check=True, capture_output=True, text=True)
+        summaries["import_seconds"] = time.monotonic() - imported
+        log(f"imported {large} sessions into PostgreSQL in {summaries['import_seconds']:.1f} s")
+        pg = Broker("postgres", broker_bin, workdir, os.path.join(workdir, "unused"), key, postgres_env).start()
+        ticks = cpu_ticks([pg.pid])
+        warmed = time.monotonic()
+        with open(sample) as f:
+            misses = asyncio.run(warm(pg.port, f.read().split()))
+        summaries["miss"] = (len(misses), time.monotonic() - warmed, (cpu_ticks([pg.pid]) - ticks) / CLK_TCK, statistics.median(misses))
+        log(f"loaded {len(misses)} sessions into the PostgreSQL store's cache: median {summaries['miss'][3] * 1000:.2f} ms each")
+        targets.append((POSTGRES, pg.port, "/token", lambda: [pg.pid], sample))
     results: dict[str, list[dict]] = {t[0]: [] for t in targets}
     for round_number in range(args.rounds):
         order = targets[round_number % len(targets):] + targets[:round_number % len(targets)]
@@ -654,6 +710,9 @@ def run(args, broker_bin: str, fixture_bin: str, workdir: str, run_started: floa
     b.stop()
     if args.baseline_bin:
         base.stop()
+    if args.postgres:
+        pg.stop()
+        cluster.remove()
     if args.pin:
         pin([a.pid], os.sched_getaffinity(0))  # its snapshot at shutdown is timed on every CPU
 
@@ -760,10 +819,18 @@ def report(args, results, targets, rss, summaries, large, medium, first_ready, f
     ok = lambda good: "✓" if good else "✗ missed"  # noqa: E731
     rows.append(("/token CPU per request ÷ bare libmicrohttpd", "", "", "", "", f"{ratio:.2f}× (access log off: {ratio_nolog:.2f}×); by round {round_ratios(token)}× ({round_ratios(nolog)}×)", f"≤ 1.3× {ok(ratio <= 1.3)}"))
     rows.append(("/token p99 at -c64", "", "", "", "", f"{med[token]['p99']:.2f} ms (access log off: {med[nolog]['p99']:.2f} ms)", f"< 2 ms {ok(med[token]['p99'] < 2)}"))
-    if len(names) > 5:
+    if BASELINE in names:
         rows.append(("/token CPU per request, this build ÷ the baseline build", "", "", "", "",
-                     f"{med[token]['cpu_us'] / med[names[5]]['cpu_us']:.2f}×; by round "
-                     + " / ".join(f"{r['cpu_us'] / b['cpu_us']:.2f}" for r, b in zip(results[token], results[names[5]])), ""))
+                     f"{med[token]['cpu_us'] / med[BASELINE]['cpu_us']:.2f}×; by round "
+                     + " / ".join(f"{r['cpu_us'] / b['cpu_us']:.2f}" for r, b in zip(results[token], results[BASELINE])), ""))
+    if POSTGRES in names:
+        count, seconds, cpu, median = summaries["miss"]
+        ratio_pg = med[POSTGRES]["cpu_us"] / med[token]["cpu_us"]
+        rows.append(("/token CPU per request, PostgreSQL store ÷ embedded (cache hits)", "", "", "", "",
+                     f"{ratio_pg:.2f}×; by round " + " / ".join(f"{r['cpu_us'] / e['cpu_us']:.2f}" for r, e in zip(results[POSTGRES], results[token])),
+                     f"≤ 1.1× {'✓' if ratio_pg <= 1.1 else '✗ missed'}"))
+        rows.append(("PostgreSQL store: GET /token on a cache miss (the session read from the database)", fmt_int(count / seconds), f"{median * 1000:.2f} ms", "", f"{cpu / count * 1e6:.1f} µs",
+                     f"{count} sessions loaded by 32 connections in {seconds:.1f} s; `state import` of {large} sessions took {summaries['import_seconds']:.1f} s", ""))
 
     token_bytes = summaries[large]["token_bytes_per_session"]
     payload = summaries[large]["payload_bytes_per_session"]
@@ -816,7 +883,8 @@ def report(args, results, targets, rss, summaries, large, medium, first_ready, f
     for row in rows:
         print("| " + " | ".join(row) + " |")
     print()
-    labels = ["/token", "/token no access log", "/healthz", "bare MHD", "nginx", "baseline /token"]
+    labels = ["/token", "/token no access log", "/healthz", "bare MHD", "nginx"] + [
+        {BASELINE: "baseline /token", POSTGRES: "postgres /token"}[name] for name in names[5:]]
     for key, unit, digits in (("cpu_us", "µs CPU/req", 1), ("rps", "req/s", 0), ("p99", "ms p99", 2)):
         spread = "; ".join(f"{label} " + " / ".join(f"{r[key]:.{digits}f}" for r in results[name]) for label, name in zip(labels, names))
         print(f"Rounds, {unit}: {spread}")

@@ -110,6 +110,36 @@ static int tb_send_all(int fd, void *tls, const char *bytes, size_t length) {
     return 1;
 }
 
+// How long, and how much, the rest of the body is read after a direct answer: a client still
+// sending when the socket closes would get a reset, which can discard the answer it has not
+// read yet; given a moment, it reads the answer and stops sending (curl does). A lingering
+// close, bounded so that a client cannot hold the thread.
+static const int tb_linger_ms = 200;
+static const size_t tb_linger_bytes = 4 << 20;
+
+// Ends the sending side (TLS close_notify, then FIN) and reads what the client still sends,
+// until it closes, the time is up or enough was read.
+static void tb_linger(int fd, void *tls) {
+    if (tls != NULL) gnutls_bye(tls, GNUTLS_SHUT_WR);
+    shutdown(fd, SHUT_WR);
+    char scratch[16384];
+    size_t drained = 0;
+    struct timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    while (drained < tb_linger_bytes) {
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        long waited_ms = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
+        if (waited_ms >= tb_linger_ms) return;
+        struct pollfd readable = {.fd = fd, .events = POLLIN};
+        if (poll(&readable, 1, (int)(tb_linger_ms - waited_ms)) <= 0) return;
+        ssize_t got = recv(fd, scratch, sizeof scratch, MSG_DONTWAIT);
+        if (got == 0) return;
+        if (got < 0 && errno != EAGAIN && errno != EINTR) return;
+        if (got > 0) drained += (size_t)got;
+    }
+}
+
 int tb_answer_directly(tb_request *request, tb_response *response) {
     const union MHD_ConnectionInfo *socket_info =
         MHD_get_connection_info(request->connection, MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -121,5 +151,6 @@ int tb_answer_directly(tb_request *request, tb_response *response) {
                tb_send_all(socket_info->connect_fd, tls_info != NULL ? tls_info->tls_session : NULL,
                            text.bytes, text.length);
     free(text.bytes);
+    if (sent) tb_linger(socket_info->connect_fd, tls_info != NULL ? tls_info->tls_session : NULL);
     return sent;
 }

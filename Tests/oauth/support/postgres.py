@@ -1,4 +1,5 @@
-"""A throwaway PostgreSQL server for the tests (Debian's postgresql, which `make test` installs).
+"""A throwaway PostgreSQL server for the tests and the benchmark (Debian's postgresql, which
+`make test` and `make bench` install). Standard library only: bench/run.py loads it too.
 
 initdb in a temporary directory (as the `postgres` user when the tests run as root), a free
 loopback port, password authentication over TCP (the broker's password path), trust on its own
@@ -12,11 +13,16 @@ Unix socket (for creating databases); stopped (`-m immediate`) and removed after
 import glob
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 import uuid
 
-from .broker import free_port
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 class PostgresCluster:

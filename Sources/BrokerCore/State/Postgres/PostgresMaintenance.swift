@@ -59,19 +59,19 @@ public enum PostgresMaintenance {
             throw Failure(description: error.description)
         }
         let now = systemClock()
+        let live = source.sessions.capture().flatMap { $0.values }.filter { lifetimes.isLive($0, now: now) }
         var copied = 0
-        var present = 0
-        for shard in source.sessions.capture() {
-            for session in shard.values where lifetimes.isLive(session, now: now) {
-                do {
-                    if try await target.importSession(session) { copied += 1 } else { present += 1 }
-                } catch {
-                    await target.close()
-                    await source.close()
-                    throw Failure(description: "after \(copied) sessions: \(error.description)")
-                }
+        // 500 a transaction: one commit (and its flush) per batch, not per session.
+        for start in stride(from: 0, to: live.count, by: 500) {
+            do {
+                copied += try await target.importSessions(Array(live[start..<min(start + 500, live.count)]))
+            } catch {
+                await target.close()
+                await source.close()
+                throw Failure(description: "after \(copied) sessions: \(error.description)")
             }
         }
+        let present = live.count - copied
         await target.close()
         await source.close()
         return "imported \(copied) sessions from \(directory); \(present) were there already"

@@ -229,20 +229,26 @@ final class PostgresStateStore: StateStore {
         return !replayed
     }
 
-    /// Stores a session copied from elsewhere (`state import`), unless one with its id is there:
-    /// true when it was stored.
-    func importSession(_ session: Session) async throws(StateWriteError) -> Bool {
-        let sealed = try sealedSession(session)
-        let keyID = sealer.currentKeyID
-        let expiresAt = expiry(session)
-        let stored = try await write { connection throws(PostgresError) -> Bool in
-            try connection.execute("""
-                INSERT INTO broker_sessions (id, version, key_id, sealed, provider, app, created_at, used_at, expires_at)
-                VALUES ($1, 1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING
-                """, [.bytes(session.id.bytes), .int(keyID), .bytes(sealed), .text(session.provider), .text(session.app),
-                      .double(session.createdAt), .double(session.usedAt), .double(expiresAt)]).affected == 1
+    /// Stores sessions copied from elsewhere (`state import`) in one transaction, each unless
+    /// one with its id is there: how many were stored.
+    func importSessions(_ sessions: [Session]) async throws(StateWriteError) -> Int {
+        var values: [[PostgresValue]] = []
+        for session in sessions {
+            values.append([.bytes(session.id.bytes), .int(sealer.currentKeyID), .bytes(try sealedSession(session)), .text(session.provider),
+                         .text(session.app), .double(session.createdAt), .double(session.usedAt), .double(expiry(session))])
         }
-        if stored { liveSessions.wrappingAdd(1, ordering: .relaxed) }
+        let rows = values
+        let stored = try await write { connection throws(PostgresError) -> Int in
+            var stored = 0
+            for row in rows {
+                stored += try connection.execute("""
+                    INSERT INTO broker_sessions (id, version, key_id, sealed, provider, app, created_at, used_at, expires_at)
+                    VALUES ($1, 1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING
+                    """, row).affected
+            }
+            return stored
+        }
+        liveSessions.wrappingAdd(stored, ordering: .relaxed)
         return stored
     }
 
