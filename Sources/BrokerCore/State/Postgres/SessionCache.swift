@@ -46,13 +46,11 @@ final class SessionCache: Sendable {
     func read<T: Sendable>(_ id: SHA256Digest, now: Double, _ body: (borrowing Session) -> T) -> T? {
         let (result, used) = shard(id).entries.withLock { entries -> (T?, Bool) in
             guard let index = entries.index(forKey: id) else { return (nil, false) }
-            let session = entries.values[index].session
-            guard lifetimes.isLive(session, now: now) else { return (nil, false) }
-            var used = false
-            if now - session.usedAt > 60 {
-                entries.values[index].session.usedAt = now
-                used = true
-            }
+            // In place: a copy of the session would retain each of its strings (the hot path).
+            let usedAt = entries.values[index].session.usedAt
+            guard lifetimes.isLive(usedAt: usedAt, createdAt: entries.values[index].session.createdAt, now: now) else { return (nil, false) }
+            let used = now - usedAt > 60
+            if used { entries.values[index].session.usedAt = now }
             return (body(entries.values[index].session), used)
         }
         if used { _ = touched.withLock { $0.insert(id) } }
