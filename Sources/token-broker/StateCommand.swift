@@ -49,12 +49,7 @@ struct StateCommand: ParsableCommand {
 
         func run() async throws {
             let settings = try StateCommand.load(config)
-            do {
-                print(try await PostgresMaintenance.migrate(settings))
-            } catch {
-                FileHandle.standardError.write(Data("token-broker: \(error)\n".utf8))
-                throw ExitCode(1)
-            }
+            try await StateCommand.report { () async throws(PostgresMaintenance.Failure) in try await PostgresMaintenance.migrate(settings) }
         }
     }
 
@@ -72,12 +67,20 @@ struct StateCommand: ParsableCommand {
 
         func run() async throws {
             let settings = try StateCommand.load(config)
-            do {
-                print(try await PostgresMaintenance.importDirectory(from, into: settings))
-            } catch {
-                FileHandle.standardError.write(Data("token-broker: \(error)\n".utf8))
-                throw ExitCode(1)
+            let directory = from
+            try await StateCommand.report { () async throws(PostgresMaintenance.Failure) in
+                try await PostgresMaintenance.importDirectory(directory, into: settings)
             }
+        }
+    }
+
+    /// Prints what `work` did, or its failure on standard error with exit status 1.
+    static func report(_ work: () async throws(PostgresMaintenance.Failure) -> String) async throws {
+        do {
+            print(try await work())
+        } catch {
+            FileHandle.standardError.write(Data("token-broker: \(error)\n".utf8))
+            throw ExitCode(1)
         }
     }
 

@@ -23,22 +23,22 @@ final class PostgresStateStore: StateStore {
     /// How long an update keeps trying through a lost connection.
     private static let updatePatience = Duration.seconds(3)
     /// The advisory lock key of the sweep.
-    private static let sweepLockKey: Int64 = 0x746F_6B65_6E5F_7377
+    static let sweepLockKey: Int64 = 0x746F_6B65_6E5F_7377
 
-    private let pool: PostgresPool
-    private let lockPool: PostgresPool
-    private let listener: PostgresListener
-    private let cache: SessionCache
-    private let sealer: RowSealer
-    private let lifetimes: SessionLifetimes
-    private let clock: BrokerClock
-    private let logger: Logger
-    private let metrics: BrokerMetrics?
+    let pool: PostgresPool
+    let lockPool: PostgresPool
+    let listener: PostgresListener
+    let cache: SessionCache
+    let sealer: RowSealer
+    let lifetimes: SessionLifetimes
+    let clock: BrokerClock
+    let logger: Logger
+    let metrics: BrokerMetrics?
     /// Longest a refresh may wait for another instance's refresh of the same session.
     private let refreshLockWaitSeconds: Int
-    private let liveSessions = Atomic<Int>(0)
+    let liveSessions = Atomic<Int>(0)
     private let updating = KeyedLock()
-    private let lastFailure = Mutex<String?>(nil)
+    let lastFailure = Mutex<String?>(nil)
 
     /// Connects, brings the schema up to date, and starts listening.
     static func open(
@@ -140,7 +140,7 @@ final class PostgresStateStore: StateStore {
     /// Runs a statement batch, recording whether the database was reachable. With `patience`,
     /// a connection failure is retried for about that long (on a new connection), for a change
     /// that must not be given up lightly: the tokens of a refresh the provider has already made.
-    private func run<T: Sendable>(
+    func run<T: Sendable>(
         _ operation: String = "read", patience: Duration = .zero, _ body: @escaping @Sendable (PostgresConnection) throws(PostgresError) -> T
     ) async throws(PostgresError) -> T {
         let deadline = ContinuousClock.now + patience
@@ -160,7 +160,7 @@ final class PostgresStateStore: StateStore {
         }
     }
 
-    private func write<T: Sendable>(
+    func write<T: Sendable>(
         patience: Duration = .zero, _ body: @escaping @Sendable (PostgresConnection) throws(PostgresError) -> T
     ) async throws(StateWriteError) -> T {
         do {
@@ -312,167 +312,5 @@ final class PostgresStateStore: StateStore {
         liveSessions.wrappingSubtract(1, ordering: .relaxed)
         guard (rows.double(0, 2) ?? 0) > clock() else { return nil }
         return openSession(rows, 0, id: id, keyColumn: 0, sealedColumn: 1, usedAtColumn: nil)
-    }
-
-    // MARK: StateStore: logins and handoff codes
-
-    func beginLogin(_ state: SHA256Digest, _ pending: PendingAuthorization) async throws(StateWriteError) {
-        let sealed: [UInt8]
-        do {
-            sealed = try sealer.seal(.pending(state, pending), table: "logins", key: state)
-        } catch {
-            throw StateWriteError(description: "cannot seal a login: \(error)")
-        }
-        let keyID = sealer.currentKeyID
-        try await write { connection throws(PostgresError) in
-            // Visible to every instance at commit; a crash may lose it (the user signs in again).
-            try connection.execute("SET LOCAL synchronous_commit = off")
-            try connection.execute("INSERT INTO broker_logins (state, key_id, sealed, expires_at) VALUES ($1, $2, $3, $4)",
-                                   [.bytes(state.bytes), .int(keyID), .bytes(sealed), .double(pending.expiresAt)])
-        }
-    }
-
-    func takeLogin(_ state: SHA256Digest, now: Double) async throws(StateWriteError) -> PendingAuthorization? {
-        let rows = try await write { connection throws(PostgresError) -> PostgresRows in
-            try connection.execute("SET LOCAL synchronous_commit = off")
-            return try connection.execute("DELETE FROM broker_logins WHERE state = $1 RETURNING key_id, sealed, expires_at", [.bytes(state.bytes)])
-        }
-        guard rows.count == 1, (rows.double(0, 2) ?? 0) > now, let keyID = rows.int(0, 0), let sealed = rows.bytes(0, 1),
-              case .pending(_, let pending) = sealer.open(sealed, keyID: keyID, table: "logins", key: state) else { return nil }
-        return pending
-    }
-
-    func issueHandoff(_ code: SHA256Digest, _ handoff: Handoff) async throws(StateWriteError) {
-        let sealed: [UInt8]
-        do {
-            sealed = try sealer.seal(.handoff(code, handoff), table: "handoffs", key: code)
-        } catch {
-            throw StateWriteError(description: "cannot seal a handoff code: \(error)")
-        }
-        let keyID = sealer.currentKeyID
-        let sessionID: PostgresValue = handoff.sessionID.map { .bytes($0.bytes) } ?? .null
-        _ = try await write { connection throws(PostgresError) in
-            try connection.execute("INSERT INTO broker_handoffs (code, key_id, sealed, expires_at, session_id) VALUES ($1, $2, $3, $4, $5)",
-                                   [.bytes(code.bytes), .int(keyID), .bytes(sealed), .double(handoff.expiresAt), sessionID])
-        }
-    }
-
-    func redeemHandoff(_ code: SHA256Digest, now: Double) async throws(StateWriteError) -> HandoffRedemption {
-        let sealer = sealer
-        let result = try await write { connection throws(PostgresError) -> Result<HandoffRedemption, StateWriteError> in
-            let rows = try connection.execute(
-                "SELECT key_id, sealed, redeemed, session_id FROM broker_handoffs WHERE code = $1 FOR UPDATE", [.bytes(code.bytes)])
-            guard rows.count == 1 else { return .success(.unknown) }
-            if rows.bool(0, 2) == true {
-                let sessionID = rows.bytes(0, 3).flatMap { SHA256Digest(bytes: $0) }
-                if sessionID == nil {
-                    try connection.execute("UPDATE broker_handoffs SET replayed_before_binding = true WHERE code = $1", [.bytes(code.bytes)])
-                }
-                return .success(.replayed(sessionID))
-            }
-            guard let keyID = rows.int(0, 0), let sealed = rows.bytes(0, 1),
-                  case .handoff(_, let handoff) = sealer.open(sealed, keyID: keyID, table: "handoffs", key: code) else {
-                return .failure(StateWriteError(description: "a handoff row does not open with the configured state keys"))
-            }
-            // Whatever happens next, the code never works again; its grant is no longer kept.
-            var spent = handoff
-            spent.redeemed = true
-            spent.grant = nil
-            let resealed: [UInt8]
-            do {
-                resealed = try sealer.seal(.handoff(code, spent), table: "handoffs", key: code)
-            } catch {
-                return .failure(StateWriteError(description: "cannot seal a handoff code: \(error)"))
-            }
-            try connection.execute("UPDATE broker_handoffs SET redeemed = true, key_id = $2, sealed = $3 WHERE code = $1",
-                                   [.bytes(code.bytes), .int(sealer.currentKeyID), .bytes(resealed)])
-            return .success(handoff.expiresAt > now ? .fresh(handoff) : .expired)
-        }
-        return try result.get()
-    }
-
-    // MARK: StateStore: operations
-
-    var sessionCount: Int { liveSessions.load(ordering: .relaxed) }
-
-    var writeFailure: String? {
-        if let failure = lastFailure.withLock({ $0 }) { return failure }
-        return listener.isListening ? nil : "the session notification connection to PostgreSQL is down"
-    }
-
-    /// Deletes expired rows, when no other instance is sweeping at the moment.
-    func sweep() async {
-        let now = clock()
-        let replayMemory = FlowStore.replayMemory
-        let removed = try? await write { connection throws(PostgresError) -> Int in
-            guard try connection.execute("SELECT pg_try_advisory_xact_lock($1)", [.int(Self.sweepLockKey)]).bool(0, 0) == true else { return 0 }
-            let sessions = try connection.execute("DELETE FROM broker_sessions WHERE expires_at <= $1", [.double(now)]).affected
-            try connection.execute("DELETE FROM broker_logins WHERE expires_at <= $1", [.double(now)])
-            try connection.execute("DELETE FROM broker_handoffs WHERE expires_at + $2 <= $1", [.double(now), .double(replayMemory)])
-            return sessions
-        }
-        if let removed, removed > 0 { logger.info("expired sessions removed", metadata: ["count": "\(removed)"]) }
-        await countSessions()
-    }
-
-    /// Every second: the sessions' `used_at` moved in memory; every 30 s: a sweep, the count of
-    /// live sessions, and rows sealed under an older key re-sealed under the current one.
-    func maintain() async {
-        var lastSweep = ContinuousClock.now
-        while !Task.isCancelled {
-            try? await Task.sleep(for: .seconds(1))
-            await flushUse()
-            if ContinuousClock.now - lastSweep >= .seconds(30) {
-                await sweep()
-                await reseal()
-                lastSweep = ContinuousClock.now
-            }
-        }
-    }
-
-    func close() async {
-        await flushUse()
-        listener.stop()
-        pool.close()
-        lockPool.close()
-    }
-
-    private func countSessions() async {
-        let now = clock()
-        if let count = try? await run("read", { connection throws(PostgresError) in
-            try connection.execute("SELECT count(*) FROM broker_sessions WHERE expires_at > $1", [.double(now)]).int(0, 0)
-        }) {
-            liveSessions.store(Int(count), ordering: .relaxed)
-        }
-    }
-
-    /// Writes when sessions were last used (at most once a minute each, as the cache marks them)
-    /// and pushes their expiry out accordingly.
-    private func flushUse() async {
-        let touched = cache.takeTouched()
-        guard !touched.isEmpty else { return }
-        let idle = lifetimes.idle
-        let absolute = lifetimes.absolute
-        _ = try? await write { connection throws(PostgresError) in
-            for (id, usedAt) in touched {
-                try connection.execute("""
-                    UPDATE broker_sessions SET used_at = greatest(used_at, $2), expires_at = least(created_at + $4, greatest(used_at, $2) + $3)
-                    WHERE id = $1
-                    """, [.bytes(id.bytes), .double(usedAt), .double(idle), .double(absolute)])
-            }
-        }
-    }
-
-    /// Re-seals up to 500 session rows sealed under an older key, through `updateSession` (a
-    /// version bump like any change).
-    private func reseal() async {
-        let current = sealer.currentKeyID
-        guard let rows = try? await run("read", { connection throws(PostgresError) in
-            try connection.execute("SELECT id FROM broker_sessions WHERE key_id <> $1 LIMIT 500", [.int(current)])
-        }) else { return }
-        for row in 0..<rows.count {
-            guard let bytes = rows.bytes(row, 0), let id = SHA256Digest(bytes: bytes) else { continue }
-            _ = try? await updateSession(id) { _ in }
-        }
     }
 }
