@@ -2,7 +2,7 @@ import ArgumentParser
 import BrokerCore
 import Foundation
 
-/// `token-broker state inspect`: what the state directory holds, without changing it;
+/// `token-broker state inspect`: what the state directory or the PostgreSQL store holds, without changing it;
 /// `state migrate` and `state import` for the PostgreSQL store.
 struct StateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -11,23 +11,20 @@ struct StateCommand: ParsableCommand {
         subcommands: [Inspect.self, Migrate.self, Import.self]
     )
 
-    struct Inspect: ParsableCommand {
+    struct Inspect: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "inspect",
-            abstract: "Print counts, sizes and times of the state files (never a secret); exit non-zero if they are damaged."
+            abstract: "Print counts, sizes and times of the state files, or of the PostgreSQL store's rows (never a secret); exit non-zero if they are damaged or do not open with the keys."
         )
 
-        @Option(name: .long, help: "The configuration file (for state.directory and the keys). Default: $BROKER_CONFIG, else defaults.")
+        @Option(name: .long, help: "The configuration file (for the state settings and the keys). Default: $BROKER_CONFIG, else defaults.")
         var config: String?
 
-        func run() throws {
-            let environment = ProcessInfo.processInfo.environment
-            let settings: BrokerConfig
-            do {
-                settings = try ConfigLoader.load(path: config ?? environment["BROKER_CONFIG"], environment: environment)
-            } catch {
-                FileHandle.standardError.write(Data("token-broker: invalid configuration\n\(error)\n".utf8))
-                throw ExitCode(2)
+        func run() async throws {
+            let settings = try StateCommand.load(config)
+            if settings.state.backend == .postgres {
+                try await StateCommand.report { () async throws(PostgresMaintenance.Failure) in try await PostgresInspection.describe(settings) }
+                return
             }
             do {
                 print(try StateInspection.describe(settings.state))

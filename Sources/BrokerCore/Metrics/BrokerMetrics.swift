@@ -117,6 +117,22 @@ public final class BrokerMetrics: Sendable {
         time("refresh_lock_wait", "Time a refresh waited for its session's refresh lock in PostgreSQL.", [], Self.upstreamBuckets, seconds)
     }
 
+    /// How long after its commit on one instance a change to a session reached this one's
+    /// cache (by the two instances' clocks).
+    func notificationArrived(lagSeconds: Double) {
+        time("state_store_notification_lag", "Time from a session change's commit on any instance to its notification here.",
+             [], Self.commitBuckets, max(0, lagSeconds))
+    }
+
+    /// The PostgreSQL store's sessions in this instance's memory, and its calls waiting for or
+    /// holding a connection (set every second).
+    func stateStoreInUse(cachedSessions: Int, callsInFlight: Int) {
+        registry.makeGauge(descriptor: Self.name("session_cache_entries", help: "Sessions the PostgreSQL store keeps in this instance's memory."))
+            .set(Double(cachedSessions))
+        registry.makeGauge(descriptor: Self.name("state_store_calls_in_flight", help: "Calls to the PostgreSQL store waiting for or holding a connection."))
+            .set(Double(callsInFlight))
+    }
+
     /// Live sessions now (set when `/metrics` is rendered).
     func sessions(_ count: Int) {
         registry.makeGauge(descriptor: Self.name("sessions", help: "Live sessions.")).set(Double(count))

@@ -29,13 +29,14 @@ extension PostgresStateStore {
         await countSessions()
     }
 
-    /// Every second: the sessions' `used_at` moved in memory; every 30 s: a sweep, the count of
+    /// Every second: the sessions' `used_at` the cache queued, and the gauges; every 30 s: a sweep, the count of
     /// live sessions, and rows sealed under an older key re-sealed under the current one.
     func maintain() async {
         var lastSweep = ContinuousClock.now
         while !Task.isCancelled {
             try? await Task.sleep(for: .seconds(1))
             await flushUse()
+            metrics?.stateStoreInUse(cachedSessions: cache.count, callsInFlight: pool.callsInFlight + lockPool.callsInFlight)
             if ContinuousClock.now - lastSweep >= .seconds(30) {
                 await sweep()
                 await reseal()
@@ -60,26 +61,32 @@ extension PostgresStateStore {
         }
     }
 
-    /// Writes when sessions were last used (at most once a minute each, as the cache marks them)
-    /// and pushes their expiry out accordingly.
-    private func flushUse() async {
-        let touched = cache.takeTouched()
-        guard !touched.isEmpty else { return }
+    /// Writes when sessions were last used (as the cache queues them: ``SessionCache``) and
+    /// pushes their expiry out accordingly, a thousand rows a statement.
+    func flushUse() async {
+        let used = cache.takeUsed()
+        guard !used.isEmpty else { return }
         let idle = lifetimes.idle
         let absolute = lifetimes.absolute
-        _ = try? await write { connection throws(PostgresError) in
-            for (id, usedAt) in touched {
+        for start in stride(from: 0, to: used.count, by: 1000) {
+            let batch = used[start..<min(start + 1000, used.count)]
+            let ids = batch.map(\.0.hex).joined(separator: ",")
+            let times = batch.map { "\($0.1)" }.joined(separator: ",")
+            _ = try? await write { connection throws(PostgresError) in
                 try connection.execute("""
-                    UPDATE broker_sessions SET used_at = greatest(used_at, $2), expires_at = least(created_at + $4, greatest(used_at, $2) + $3)
-                    WHERE id = $1
-                    """, [.bytes(id.bytes), .double(usedAt), .double(idle), .double(absolute)])
+                    UPDATE broker_sessions AS s
+                    SET used_at = greatest(s.used_at, u.used_at::float8),
+                        expires_at = least(s.created_at + $4, greatest(s.used_at, u.used_at::float8) + $3)
+                    FROM unnest(string_to_array($1, ','), string_to_array($2, ',')) AS u(id, used_at)
+                    WHERE s.id = decode(u.id, 'hex')
+                    """, [.text(ids), .text(times), .double(idle), .double(absolute)])
             }
         }
     }
 
     /// Re-seals up to 500 session rows sealed under an older key, through `updateSession` (a
     /// version bump like any change).
-    private func reseal() async {
+    func reseal() async {
         let current = sealer.currentKeyID
         guard let rows = try? await run("read", { connection throws(PostgresError) in
             try connection.execute("SELECT id FROM broker_sessions WHERE key_id <> $1 LIMIT 500", [.int(current)])

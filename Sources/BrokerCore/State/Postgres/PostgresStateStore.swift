@@ -86,8 +86,9 @@ final class PostgresStateStore: StateStore {
         listener = PostgresListener(
             options: options, channel: Self.channel,
             onNotification: { payload in
-                guard let (id, version) = Self.parseNotification(payload) else { return }
+                guard let (id, version, sentAt) = Self.parseNotification(payload) else { return }
                 cache.invalidate(id, below: version)
+                metrics?.notificationArrived(lagSeconds: clock() - sentAt)
             },
             onReconnect: {
                 cache.clear()
@@ -103,11 +104,12 @@ final class PostgresStateStore: StateStore {
         min(session.usedAt + lifetimes.idle, session.createdAt + lifetimes.absolute)
     }
 
-    private static func notification(_ id: SHA256Digest, _ version: Int64) -> String { "\(id.hex):\(version)" }
+    /// `id:version:sent`, `sent` in milliseconds of the sender's clock (for the lag metric).
+    private func notification(_ id: SHA256Digest, _ version: Int64) -> String { "\(id.hex):\(version):\(Int64(clock() * 1000))" }
 
-    private static func parseNotification(_ payload: String) -> (SHA256Digest, Int64)? {
+    private static func parseNotification(_ payload: String) -> (SHA256Digest, Int64, Double)? {
         let parts = payload.split(separator: ":")
-        guard parts.count == 2, let version = Int64(parts[1]), parts[0].utf8.count == 64 else { return nil }
+        guard parts.count == 3, let version = Int64(parts[1]), let sent = Int64(parts[2]), parts[0].utf8.count == 64 else { return nil }
         var bytes: [UInt8] = []
         var hex = parts[0][...]
         while !hex.isEmpty {
@@ -116,7 +118,7 @@ final class PostgresStateStore: StateStore {
             hex = hex.dropFirst(2)
         }
         guard let id = SHA256Digest(bytes: bytes) else { return nil }
-        return (id, version)
+        return (id, version, Double(sent) / 1000)
     }
 
     private func sealedSession(_ session: Session) throws(StateWriteError) -> [UInt8] {
@@ -281,14 +283,14 @@ final class PostgresStateStore: StateStore {
             let keyID = sealer.currentKeyID
             let expiresAt = expiry(changed)
             let next = version + 1
-            let notification = Self.notification(id, next)
+            let payload = notification(id, next)
             let written = try await write(patience: Self.updatePatience) { connection throws(PostgresError) -> Bool in
                 let updated = try connection.execute("""
                     UPDATE broker_sessions SET version = $3, key_id = $4, sealed = $5, used_at = greatest(used_at, $6), expires_at = greatest(expires_at, $7)
                     WHERE id = $1 AND version = $2
                     """, [.bytes(id.bytes), .int(version), .int(next), .int(keyID), .bytes(sealed), .double(changed.usedAt), .double(expiresAt)])
                 guard updated.affected == 1 else { return false }
-                try connection.execute("SELECT pg_notify($1, $2)", [.text(Self.channel), .text(notification)])
+                try connection.execute("SELECT pg_notify($1, $2)", [.text(Self.channel), .text(payload)])
                 return true
             }
             if written {
@@ -300,11 +302,11 @@ final class PostgresStateStore: StateStore {
     }
 
     func removeSession(_ id: SHA256Digest) async throws(StateWriteError) -> Session? {
-        let notification = Self.notification(id, .max)
+        let payload = notification(id, .max)
         let rows = try await write { connection throws(PostgresError) -> PostgresRows in
             let rows = try connection.execute("DELETE FROM broker_sessions WHERE id = $1 RETURNING key_id, sealed, expires_at",
                                               [.bytes(id.bytes)])
-            if rows.count == 1 { try connection.execute("SELECT pg_notify($1, $2)", [.text(Self.channel), .text(notification)]) }
+            if rows.count == 1 { try connection.execute("SELECT pg_notify($1, $2)", [.text(Self.channel), .text(payload)]) }
             return rows
         }
         cache.remove(id)

@@ -10,30 +10,45 @@ import Synchronization
 /// put back the row it read before the change: ``insert(_:version:ifUnchangedSince:)`` refuses
 /// it when the id was invalidated after the load began. Bounded: past `capacity` a shard drops
 /// entries (the database keeps them; the next read loads them again).
+///
+/// Use: a read marks the session used in memory at most once a minute, as the embedded store
+/// does, and queues its `used_at` for the database once it is ``writeBackInterval`` ahead of
+/// what the database holds (``takeUsed()``): the idle expiry in the database lags by at most
+/// that interval, and a busy instance writes each active session's row at most once in it.
 final class SessionCache: Sendable {
     private struct Entry {
         var session: Session
         var version: Int64
+        /// The `used_at` the database holds, or is about to (queued).
+        var storedUsedAt: Double
+    }
+
+    private struct ShardState {
+        var entries: [SHA256Digest: Entry] = [:]
+        /// Sessions whose `used_at` is queued for the database.
+        var used: [SHA256Digest] = []
     }
 
     private final class Shard: Sendable {
-        let entries = Mutex<[SHA256Digest: Entry]>([:])
+        let state = Mutex(ShardState())
     }
 
     private let shards: [Shard]
     private let capacityPerShard: Int
     private let lifetimes: SessionLifetimes
+    /// How far a session's use in memory may run ahead of its `used_at` in the database: 1% of
+    /// the idle lifetime, from a minute to an hour.
+    let writeBackInterval: Double
     /// Counts invalidations; a load remembers it when it starts.
     private let generation = Atomic<UInt64>(0)
     /// When each recently invalidated id was last invalidated (generation), for racing loads.
     private let invalidated = Mutex<[SHA256Digest: UInt64]>([:])
-    /// Sessions whose `usedAt` moved in memory since the last flush to the database.
-    private let touched = Mutex<Set<SHA256Digest>>([])
 
     init(capacity: Int, lifetimes: SessionLifetimes, shardCount: Int = 64) {
         shards = (0..<shardCount).map { _ in Shard() }
         capacityPerShard = max(1, capacity / shardCount)
         self.lifetimes = lifetimes
+        writeBackInterval = min(3600, max(60, lifetimes.idle / 100))
     }
 
     private func shard(_ id: SHA256Digest) -> Shard {
@@ -41,35 +56,38 @@ final class SessionCache: Sendable {
         return shards[Int(word % UInt64(shards.count))]
     }
 
-    /// Runs `body` on the cached live session `id` in place, marking it used (at most once a
-    /// minute, flushed to the database by ``takeTouched()``).
+    /// Runs `body` on the cached live session `id` in place, marking it used.
     func read<T: Sendable>(_ id: SHA256Digest, now: Double, _ body: (borrowing Session) -> T) -> T? {
-        let (result, used) = shard(id).entries.withLock { entries -> (T?, Bool) in
-            guard let index = entries.index(forKey: id) else { return (nil, false) }
+        let interval = writeBackInterval
+        return shard(id).state.withLock { state -> T? in
+            guard let index = state.entries.index(forKey: id) else { return nil }
             // In place: a copy of the session would retain each of its strings (the hot path).
-            let usedAt = entries.values[index].session.usedAt
-            guard lifetimes.isLive(usedAt: usedAt, createdAt: entries.values[index].session.createdAt, now: now) else { return (nil, false) }
-            let used = now - usedAt > 60
-            if used { entries.values[index].session.usedAt = now }
-            return (body(entries.values[index].session), used)
+            let usedAt = state.entries.values[index].session.usedAt
+            guard lifetimes.isLive(usedAt: usedAt, createdAt: state.entries.values[index].session.createdAt, now: now) else { return nil }
+            if now - usedAt > 60 {
+                state.entries.values[index].session.usedAt = now
+                if now - state.entries.values[index].storedUsedAt >= interval {
+                    state.entries.values[index].storedUsedAt = now
+                    state.used.append(id)
+                }
+            }
+            return body(state.entries.values[index].session)
         }
-        if used { _ = touched.withLock { $0.insert(id) } }
-        return result
     }
 
     /// The generation a load starts at, for ``insert(_:version:ifUnchangedSince:)``.
     var currentGeneration: UInt64 { generation.load(ordering: .acquiring) }
 
     /// Keeps `session` at `version` (this instance's own write, or a load that began at
-    /// `generation` if no invalidation of the id came since).
+    /// `generation` if no invalidation of the id came since), as the database holds it.
     func insert(_ session: Session, version: Int64, ifUnchangedSince generation: UInt64? = nil) {
         if let generation, let last = invalidated.withLock({ $0[session.id] }), last > generation { return }
-        shard(session.id).entries.withLock { entries in
-            if let current = entries[session.id], current.version > version { return }
-            if entries.count >= capacityPerShard, entries[session.id] == nil, let victim = entries.keys.first {
-                entries[victim] = nil
+        shard(session.id).state.withLock { state in
+            if let current = state.entries[session.id], current.version > version { return }
+            if state.entries.count >= capacityPerShard, state.entries[session.id] == nil, let victim = state.entries.keys.first {
+                state.entries[victim] = nil
             }
-            entries[session.id] = Entry(session: session, version: version)
+            state.entries[session.id] = Entry(session: session, version: version, storedUsedAt: session.usedAt)
         }
     }
 
@@ -80,27 +98,36 @@ final class SessionCache: Sendable {
             if invalidated.count > 100_000 { invalidated.removeAll(keepingCapacity: true) }
             invalidated[id] = now
         }
-        shard(id).entries.withLock { entries in
-            if let current = entries[id], current.version < version { entries[id] = nil }
+        shard(id).state.withLock { state in
+            if let current = state.entries[id], current.version < version { state.entries[id] = nil }
         }
     }
 
     func remove(_ id: SHA256Digest) {
-        shard(id).entries.withLock { $0[id] = nil }
+        shard(id).state.withLock { $0.entries[id] = nil }
     }
 
     /// Forgets everything (the notification connection dropped: changes may have been missed).
     func clear() {
         generation.wrappingAdd(1, ordering: .acquiringAndReleasing)
         invalidated.withLock { $0.removeAll() }
-        for shard in shards { shard.entries.withLock { $0.removeAll() } }
+        for shard in shards { shard.state.withLock { $0 = ShardState() } }
     }
 
-    /// The sessions marked used since the last call, with their `usedAt`.
-    func takeTouched() -> [(SHA256Digest, Double)] {
-        let ids = touched.withLock { touched in defer { touched.removeAll() }; return touched }
-        return ids.compactMap { id in shard(id).entries.withLock { $0[id].map { (id, $0.session.usedAt) } } }
+    /// The sessions whose use was queued for the database since the last call, with their
+    /// `usedAt` (those still cached).
+    func takeUsed() -> [(SHA256Digest, Double)] {
+        var used: [(SHA256Digest, Double)] = []
+        for shard in shards {
+            shard.state.withLock { state in
+                for id in state.used {
+                    if let entry = state.entries[id] { used.append((id, entry.session.usedAt)) }
+                }
+                state.used.removeAll()
+            }
+        }
+        return used
     }
 
-    var count: Int { shards.reduce(0) { $0 + $1.entries.withLock { $0.count } } }
+    var count: Int { shards.reduce(0) { $0 + $1.state.withLock { $0.entries.count } } }
 }

@@ -1,0 +1,94 @@
+import BrokerCrypto
+import Foundation
+import Logging
+import Postgres
+import Testing
+
+@testable import BrokerCore
+
+/// What only the PostgreSQL store has (the contract itself is StoreConformanceTests): the use
+/// of cached sessions written back to the database, and rows re-sealed under a new state key.
+@Suite(.serialized)
+struct PostgresStoreTests {
+    static let lifetimes = SessionLifetimes(idle: 3600, absolute: 86_400)
+
+    private func open(_ url: String, keys: StateKeys, clock: TestClock) async throws -> PostgresStateStore {
+        try await PostgresStateStore.open(
+            settings: PostgresSettings(url: url, password: Secret(PostgresTestCluster.password, source: "test"), poolSize: 2),
+            keys: keys, lifetimes: Self.lifetimes, refreshLockWaitSeconds: 10, clock: { clock.seconds },
+            logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+        )
+    }
+
+    private func session(_ name: String, clock: TestClock) -> Session {
+        Session(
+            id: OpaqueToken.hash("tbs_\(name)"), provider: "dev", app: "demo", subject: "user-\(name)",
+            scopes: ["openid"], accessToken: "at-\(name)", accessTokenExpiresAt: clock.seconds + 600,
+            refreshToken: "rt-\(name)", idTokenClaims: nil, createdAt: clock.seconds, usedAt: clock.seconds
+        )
+    }
+
+    private func keyIDs(_ url: String) async throws -> [Int64] {
+        let pool = PostgresPool(options: .init(url: url, password: PostgresTestCluster.password), size: 1, acquireTimeout: .seconds(5))
+        defer { pool.close() }
+        let rows = try await pool.withConnection { connection throws(PostgresError) in
+            try connection.execute("SELECT key_id FROM broker_sessions ORDER BY key_id")
+        }
+        return (0..<rows.count).compactMap { rows.int($0, 0) }
+    }
+
+    @Test func aSessionUsedOnOneInstanceOutlivesItsFirstIdleExpiryEverywhere() async throws {
+        let url = try PostgresTestCluster.shared.get().createDatabase()
+        let keys = StateKeys(current: .generate())
+        let clock = TestClock(Date(timeIntervalSince1970: 1_800_000_000))
+        let first = try await open(url, keys: keys, clock: clock)
+        let used = session("used", clock: clock)
+        let unused = session("unused", clock: clock)
+        #expect(try await first.saveSession(used, createdBy: nil))
+        #expect(try await first.saveSession(unused, createdBy: nil))
+        clock.advance(by: 30)
+        #expect(first.readSession(used.id, now: clock.seconds) { $0.subject } == "user-used")
+        await first.flushUse()
+        #expect(first.cache.takeUsed().isEmpty, "a use within a minute is not written")
+        clock.advance(by: 3000)
+        #expect(first.readSession(used.id, now: clock.seconds) { $0.subject } == "user-used")
+        await first.flushUse()
+        clock.advance(by: 3000)
+        let second = try await open(url, keys: keys, clock: clock)
+        #expect(try await second.loadSession(used.id, now: clock.seconds)?.subject == "user-used",
+                "used 3030 s after sign-in: live for another instance 6030 s after it")
+        #expect(try await second.loadSession(unused.id, now: clock.seconds) == nil)
+        await second.sweep()
+        #expect(second.sessionCount == 1, "the sweep keeps the used session and removes the idle one")
+        await first.close()
+        await second.close()
+    }
+
+    @Test func rowsSealedUnderAnOlderKeyAreResealedUnderTheCurrentOne() async throws {
+        let url = try PostgresTestCluster.shared.get().createDatabase()
+        let old = SymmetricKey.generate()
+        let new = SymmetricKey.generate()
+        let clock = TestClock(Date(timeIntervalSince1970: 1_800_000_000))
+        let before = try await open(url, keys: StateKeys(current: old), clock: clock)
+        let sessions = (0..<3).map { session("s\($0)", clock: clock) }
+        for session in sessions { #expect(try await before.saveSession(session, createdBy: nil)) }
+        await before.close()
+        #expect(try await keyIDs(url) == Array(repeating: Int64(bitPattern: StateKeys.id(of: old)), count: 3))
+
+        let rotated = try await open(url, keys: StateKeys(current: new, older: [old]), clock: clock)
+        #expect(try await rotated.loadSession(sessions[0].id, now: clock.seconds)?.refreshToken == "rt-s0", "an old key's row opens")
+        await rotated.reseal()
+        #expect(try await keyIDs(url) == Array(repeating: Int64(bitPattern: StateKeys.id(of: new)), count: 3))
+        await rotated.close()
+
+        let newOnly = try await open(url, keys: StateKeys(current: new), clock: clock)
+        for session in sessions {
+            #expect(try await newOnly.loadSession(session.id, now: clock.seconds)?.accessToken == session.accessToken,
+                    "without the old key, every row still opens")
+        }
+        await newOnly.close()
+        let oldOnly = try await open(url, keys: StateKeys(current: old), clock: clock)
+        #expect(try await oldOnly.loadSession(sessions[1].id, now: clock.seconds) == nil, "the old key alone opens nothing now")
+        await oldOnly.close()
+    }
+}
