@@ -86,7 +86,8 @@ struct ConfigDefaultsTests {
             pairs.formUnion(zip(row.variables, row.keys).map { "\($0) \($1)" })
         }
         let table = Set(ConfigLoader.environmentOverrides.map { "\($0.variable) \($0.key)" })
-        #expect(pairs.subtracting(table) == ["BROKER_STATE_KEY state.key_env", "BROKER_POSTGRES_PASSWORD state.postgres.password_env"])
+        #expect(pairs.subtracting(table) == ["BROKER_STATE_KEY state.key_env", "BROKER_POSTGRES_PASSWORD state.postgres.password_env",
+                                             "BROKER_POSTGRES_PASSWORD_FILE state.postgres.password_file"])
         #expect(table.subtracting(pairs) == [])
     }
 

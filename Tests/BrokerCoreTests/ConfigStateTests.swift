@@ -1,3 +1,4 @@
+import Foundation
 import BrokerCore
 import Testing
 
@@ -138,6 +139,28 @@ struct ConfigPostgresTests {
                 #expect(error.description.contains("must not hold a password") && !error.description.contains("hunter2"))
             }
         }
+    }
+
+    @Test func thePasswordComesFromTheEnvironmentOrAFileItNames() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("pg-password-\(UUID().uuidString)").path
+        try "from-a-file\n".write(toFile: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let yaml = "state:\n  backend: postgres\n  postgres:\n    url: postgres://broker@db/broker\n"
+        #expect(try load(yaml, ["BROKER_POSTGRES_PASSWORD": "from-env"]).state.postgres.password?.reveal() == "from-env")
+        #expect(try load(yaml, ["BROKER_POSTGRES_PASSWORD_FILE": file]).state.postgres.password?.reveal() == "from-a-file")
+        #expect(try load(yaml).state.postgres.password == nil)
+        #expect(throws: ConfigError.self, "both") {
+            try load(yaml, ["BROKER_POSTGRES_PASSWORD": "from-env", "BROKER_POSTGRES_PASSWORD_FILE": file])
+        }
+        do {
+            _ = try load(yaml, ["BROKER_POSTGRES_PASSWORD_FILE": file + "-missing"])
+            Issue.record("a missing password file was accepted")
+        } catch {
+            #expect(error.description.contains("BROKER_POSTGRES_PASSWORD_FILE"))
+        }
+        let named = "state:\n  postgres:\n    url: postgres://broker@db/broker\n    password_env: DB_PASSWORD\n"
+        #expect(try load(named, ["DB_PASSWORD": "named", "BROKER_POSTGRES_PASSWORD_FILE": file]).state.postgres.password?.reveal() == "named",
+                "the file's own reference wins")
     }
 
     @Test func thePostgresBackendNeedsAURL() {

@@ -53,9 +53,8 @@ public enum ConfigLoader: Sendable {
         }
         problems.file = nil
         applyEnvironment(environment, to: &draft, problems: &problems)
-        let passwordVariable = PostgresSettings.defaultPasswordVariable
-        if draft.state.postgres.password == nil, let password = environment[passwordVariable], !password.isEmpty {
-            draft.state.postgres.password = Secret(password, source: "env \(passwordVariable)")
+        if draft.state.postgres.password == nil {
+            draft.state.postgres.password = defaultPostgresPassword(environment, baseDirectory: baseDirectory, problems: &problems)
         }
         let keyProblems = draft.resolveStateKeys(environment: environment, baseDirectory: baseDirectory,
                                                  file: fileName)
@@ -66,6 +65,30 @@ public enum ConfigLoader: Sendable {
         }
         guard all.isEmpty else { throw ConfigError(problems: all) }
         return draft.finish()
+    }
+
+    /// The PostgreSQL password when the file names none: `BROKER_POSTGRES_PASSWORD`, or the file
+    /// `BROKER_POSTGRES_PASSWORD_FILE` names (a Compose or Kubernetes secret), not both.
+    private static func defaultPostgresPassword(_ environment: [String: String], baseDirectory: String?,
+                                                problems: inout ConfigProblemList) -> Secret? {
+        let variable = PostgresSettings.defaultPasswordVariable
+        let fileVariable = PostgresSettings.defaultPasswordFileVariable
+        let value = environment[variable].flatMap { $0.isEmpty ? nil : $0 }
+        let path = environment[fileVariable].flatMap { $0.isEmpty ? nil : $0 }
+        switch (value, path) {
+        case (let value?, nil):
+            return Secret(value, source: "env \(variable)")
+        case (nil, let path?):
+            switch SecretReference.file(path).resolve(environment: environment, baseDirectory: baseDirectory) {
+            case .success(let secret): return secret
+            case .failure(let error): problems.add(fileVariable, error.message, line: nil)
+            }
+        case (.some, .some):
+            problems.add(fileVariable, "set \(variable) or \(fileVariable), not both", line: nil)
+        case (nil, nil):
+            break
+        }
+        return nil
     }
 
     /// One problem for a YAML syntax error, with its line and without quoting the document.

@@ -41,6 +41,8 @@ public struct PostgresSettings: Sendable, Equatable {
     /// The environment variable holding the password when neither `password_env` nor
     /// `password_file` is configured (and it is set).
     public static let defaultPasswordVariable = "BROKER_POSTGRES_PASSWORD"
+    /// The environment variable naming a file that holds the password, in the same case.
+    public static let defaultPasswordFileVariable = "BROKER_POSTGRES_PASSWORD_FILE"
 
     /// Accepted range of `pool_size`.
     static let poolSizeRange = 1...200
