@@ -5,7 +5,8 @@ was answered about still works — which needs the latest rotated refresh token.
 A refresh still in flight when the process dies may have rotated the token at the provider before
 the broker could save it; with a provider that allows no reuse grace period such a session can be
 lost. Sessions with a request in flight at the kill are therefore reported, not asserted on.
-Rounds: CRASH_ROUNDS (default 3; `make crash-loop` runs dozens).
+Rounds: CRASH_ROUNDS (default 3; `make crash-loop` runs dozens), on the embedded store and on
+PostgreSQL.
 """
 import os
 import random
@@ -14,19 +15,35 @@ import tempfile
 import threading
 import time
 
+import pytest
 import requests
 
 from support.broker import App, BrokerProcess, broker_config, free_port, provider_config, wait_for
 from support.browser import Browser
+from support.postgres import PostgresCluster
 
 
-def test_sessions_survive_kill_9(auth_server):
+@pytest.fixture(params=["embedded", "postgres"])
+def store_env(request):
+    """The store under the loop: the embedded one (its state directory per test), or PostgreSQL
+    (a throwaway cluster, a database per test)."""
+    if request.param == "embedded":
+        yield {}
+        return
+    with PostgresCluster() as cluster:
+        yield {"BROKER_STATE_BACKEND": "postgres", "BROKER_POSTGRES_URL": cluster.create_database(),
+               "BROKER_POSTGRES_PASSWORD": cluster.password}
+
+
+def test_sessions_survive_kill_9(auth_server, store_env):
     rounds = int(os.environ.get("CRASH_ROUNDS", "3"))
     port = free_port()
     client_id, secret = auth_server.register_client([f"http://127.0.0.1:{port}/callback"], skip_authorization=True)
     # A snapshot every second, so that kills also land while one is written and journals retire.
     config = broker_config(provider_config(auth_server, client_id)) + "state:\n  snapshot_interval_seconds: 1\n"
-    env = {"DOT_CLIENT_SECRET": secret}
+    # One address makes every request: the per-address limits would answer 429s, not the store.
+    env = {"DOT_CLIENT_SECRET": secret, "BROKER_REFRESH_REQUESTS_PER_MINUTE": "0", "BROKER_LOGIN_REQUESTS_PER_MINUTE": "0",
+           "BROKER_TOKEN_REQUESTS_PER_MINUTE": "0"} | store_env
     auth_server.set_access_token_lifetime(30)  # inside the 60 s skew: every GET /token refreshes
     state_dir = tempfile.mkdtemp(prefix="broker-crash-")
     sessions: dict[str, str] = {}  # session token -> last access token answered

@@ -168,7 +168,7 @@ struct LoginFlow: Sendable {
             do {
                 merged = try await store.updateSession(sessionID) { $0.take(grant, scopes: .add) }
             } catch {
-                throw Failure(code: "server_error", description: "The sign-in could not be saved.", log: error.description)
+                throw Failure(code: "temporarily_unavailable", description: "The sign-in could not be saved; sign in again in a moment.", log: error.description)
             }
             guard merged != nil else { throw gone }
             profiles.remove(sessionID) // new scopes may show more of the profile
@@ -182,7 +182,7 @@ struct LoginFlow: Sendable {
         do {
             try await store.issueHandoff(OpaqueToken.hash(code), handoff)
         } catch {
-            throw Failure(code: "server_error", description: "The sign-in could not be saved.", log: error.description)
+            throw Failure(code: "temporarily_unavailable", description: "The sign-in could not be saved; sign in again in a moment.", log: error.description)
         }
         return code
     }
