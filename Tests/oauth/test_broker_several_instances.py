@@ -299,3 +299,30 @@ def test_state_import_moves_an_embedded_deployment_to_postgres(postgres, auth_se
     other_key = subprocess.run([broker_binary(), "gen-key"], capture_output=True, text=True, check=True).stdout.strip()
     unopened = run_broker("state", "inspect", env=postgres_env(postgres, url) | {"BROKER_STATE_KEY": other_key})
     assert unopened.returncode == 1 and "NOT CONFIGURED" in unopened.stderr, unopened.stdout + unopened.stderr
+
+
+def test_a_tls_only_database_is_reached_as_sslmode_says(tmp_path):
+    """PostgreSQL accepting TLS connections only: sslmode=disable is refused by the server,
+    verify-full against its certificate works (a broker serves and is ready), and verify-full
+    against another certificate is refused by the broker — each with the reason, never the
+    password."""
+    other = tmp_path / "other.crt"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(tmp_path / "other.key"),
+                    "-out", str(other)], check=True, capture_output=True)
+    with PostgresCluster(tls=True) as cluster:
+        url = cluster.create_database()
+        plain = run_broker("state", "migrate", env=postgres_env(cluster, url + "?sslmode=disable"))
+        assert plain.returncode == 1 and "no encryption" in plain.stderr, plain.stderr
+        verified = url + f"?sslmode=verify-full&sslrootcert={cluster.certificate}"
+        migrated = run_broker("state", "migrate", env=postgres_env(cluster, verified))
+        assert migrated.returncode == 0 and "applied 1" in migrated.stdout, migrated.stdout + migrated.stderr
+        wrong = run_broker("state", "migrate", env=postgres_env(cluster, url + f"?sslmode=verify-full&sslrootcert={other}"))
+        assert wrong.returncode == 1 and "certificate verify failed" in wrong.stderr, wrong.stderr
+        for result in (plain, migrated, wrong):
+            assert cluster.password not in result.stdout + result.stderr
+        broker = BrokerProcess(broker_config(""), env={k: v for k, v in postgres_env(cluster, verified).items() if k != "BROKER_STATE_KEY"})
+        try:
+            assert requests.get(broker.url("/readyz"), timeout=10).status_code == 200
+        finally:
+            broker.stop()

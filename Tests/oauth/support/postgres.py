@@ -8,6 +8,9 @@ Unix socket (for creating databases); stopped (`-m immediate`) and removed after
     with PostgresCluster() as cluster:
         url = cluster.create_database()      # postgres://postgres@127.0.0.1:PORT/NAME
         env = {"BROKER_POSTGRES_PASSWORD": cluster.password}
+
+With `tls=True` the server has a certificate for 127.0.0.1 (self-signed, at `cluster.certificate`,
+made with the openssl command) and accepts TCP connections over TLS only (`hostssl`).
 """
 
 import glob
@@ -28,7 +31,7 @@ def free_port() -> int:
 class PostgresCluster:
     password = "test-password"
 
-    def __init__(self):
+    def __init__(self, tls: bool = False):
         candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), reverse=True)
         if not candidates:
             raise RuntimeError("no PostgreSQL server under /usr/lib/postgresql (Debian's postgresql; make test installs it)")
@@ -37,6 +40,8 @@ class PostgresCluster:
         self.data = os.path.join(self.dir, "data")
         self.port = free_port()
         self.as_postgres = os.getuid() == 0
+        self.tls = tls
+        self.certificate = os.path.join(self.dir, "server.crt")
 
     def _run(self, *argv, as_postgres=False):
         if as_postgres and self.as_postgres:
@@ -52,9 +57,25 @@ class PostgresCluster:
             shutil.chown(password_file, "postgres", "postgres")
         self._run(os.path.join(self.bin, "initdb"), "-D", self.data, "-U", "postgres", "--pwfile", password_file,
                   "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8", "--no-sync", as_postgres=True)
-        self._run(os.path.join(self.bin, "pg_ctl"), "-D", self.data, "-l", os.path.join(self.dir, "log"), "-w", "-o",
-                  f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1", "start", as_postgres=True)
+        if self.tls:
+            self._make_tls_only()
+        self.restart()
         return self
+
+    def _make_tls_only(self) -> None:
+        key = os.path.join(self.data, "server.key")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                        "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                        "-keyout", key, "-out", self.certificate], check=True, capture_output=True)
+        shutil.copy(self.certificate, os.path.join(self.data, "server.crt"))
+        os.chmod(key, 0o600)
+        with open(os.path.join(self.data, "pg_hba.conf"), "w") as hba:
+            hba.write("local all all trust\nhostssl all all 127.0.0.1/32 scram-sha-256\n")
+        with open(os.path.join(self.data, "postgresql.conf"), "a") as conf:
+            conf.write("ssl = on\n")
+        if self.as_postgres:
+            for name in ("server.key", "server.crt", "pg_hba.conf"):
+                shutil.chown(os.path.join(self.data, name), "postgres", "postgres")
 
     def stop(self, mode="immediate") -> None:
         if os.path.isdir(self.data):
