@@ -35,6 +35,8 @@ import tempfile
 import time
 import urllib.parse
 
+import several
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -168,10 +170,13 @@ def http_get(port: int, path: str, headers: dict[str, str] | None = None, timeou
 
 
 class Broker:
-    """One `token-broker serve --dev` process on its own port, state directory and log file."""
+    """One `token-broker serve --dev` process (or `serve` with other `arguments`) on its own port,
+    state directory and log file."""
 
-    def __init__(self, name: str, binary: str, workdir: str, state_dir: str, key: str, extra_env: dict[str, str] | None = None):
+    def __init__(self, name: str, binary: str, workdir: str, state_dir: str, key: str, extra_env: dict[str, str] | None = None,
+                 arguments: tuple[str, ...] = ("--dev",)):
         self.name = name
+        self.arguments = arguments
         self.port = free_port()
         self.log_path = os.path.join(workdir, f"broker-{name}.log")
         env = {k: v for k, v in os.environ.items() if not k.startswith("BROKER_")}
@@ -200,7 +205,7 @@ class Broker:
         self.log_offset = self.log_file.tell()
         started = time.monotonic()
         self.process = subprocess.Popen(
-            [self.binary, "serve", "--dev", "--listen", f"127.0.0.1:{self.port}"],
+            [self.binary, "serve", *self.arguments, "--listen", f"127.0.0.1:{self.port}"],
             stdout=self.log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self.env,
         )
         STARTED.append(self.process)
@@ -399,6 +404,33 @@ async def timed_load(port: int, workers: int, seconds: float, max_operations: in
     started = time.monotonic()
     await asyncio.gather(*(worker(i) for i in range(workers)))
     return done, failed, time.monotonic() - started
+
+
+async def logins_and_refreshes(broker: Broker, seconds: float) -> dict:
+    """16 clients signing in (the whole flow) for `seconds`, then 16 clients refreshing 16 of
+    those sessions: (done, failed, elapsed, broker CPU, client CPU) for each."""
+    out: dict = {}
+    sessions: list[str] = []
+
+    async def one_login(c: Connection, worker: int, n: int) -> None:
+        sessions.append(await login(c, f"u{worker}x{n}"))
+
+    ticks = cpu_ticks([broker.pid])
+    client = time.process_time()
+    done, failed, elapsed = await timed_load(broker.port, 16, seconds, 100_000, one_login)
+    out["logins"] = (done, failed, elapsed, (cpu_ticks([broker.pid]) - ticks) / CLK_TCK, time.process_time() - client)
+
+    async def one_refresh(c: Connection, worker: int, n: int) -> None:
+        status, _, _ = await c.request("POST", "/refresh", {"Authorization": f"Bearer {sessions[worker]}"})
+        if status != 200:
+            raise RuntimeError(status)
+
+    ticks = cpu_ticks([broker.pid])
+    client = time.process_time()
+    workers = min(16, len(sessions))
+    done, failed, elapsed = await timed_load(broker.port, workers, seconds, 1_000_000, one_refresh)
+    out["refreshes"] = (done, failed, elapsed, (cpu_ticks([broker.pid]) - ticks) / CLK_TCK, time.process_time() - client)
+    return out
 
 
 async def single_flight(port: int, token: str, callers: int, min_ttl: int) -> dict:
@@ -712,6 +744,7 @@ def run(args, broker_bin: str, fixture_bin: str, workdir: str, run_started: floa
         base.stop()
     if args.postgres:
         pg.stop()
+        summaries["postgres"] = postgres_extras(args, broker_bin, workdir, key, postgres_env, sample, large)
         cluster.remove()
     if args.pin:
         pin([a.pid], os.sched_getaffinity(0))  # its snapshot at shutdown is timed on every CPU
@@ -723,32 +756,11 @@ def run(args, broker_bin: str, fixture_bin: str, workdir: str, run_started: floa
     }).start()
 
     async def flows() -> dict:
-        out: dict = {}
         connection = Connection(s.port)
         token = await login(connection, "singleflight")
         signed_in = time.monotonic()
         connection.close()
-
-        sessions: list[str] = []
-
-        async def one_login(c: Connection, worker: int, n: int) -> None:
-            sessions.append(await login(c, f"u{worker}x{n}"))
-
-        ticks = cpu_ticks([s.pid])
-        client = time.process_time()
-        done, failed, elapsed = await timed_load(s.port, 16, args.load_seconds, 100_000, one_login)
-        out["logins"] = (done, failed, elapsed, (cpu_ticks([s.pid]) - ticks) / CLK_TCK, time.process_time() - client)
-
-        async def one_refresh(c: Connection, worker: int, n: int) -> None:
-            status, _, _ = await c.request("POST", "/refresh", {"Authorization": f"Bearer {sessions[worker]}"})
-            if status != 200:
-                raise RuntimeError(status)
-
-        ticks = cpu_ticks([s.pid])
-        client = time.process_time()
-        workers = min(16, len(sessions))
-        done, failed, elapsed = await timed_load(s.port, workers, args.load_seconds, 1_000_000, one_refresh)
-        out["refreshes"] = (done, failed, elapsed, (cpu_ticks([s.pid]) - ticks) / CLK_TCK, time.process_time() - client)
+        out = await logins_and_refreshes(s, args.load_seconds)
 
         # Single-flight, as the issue has it: a token that is due (it has less left than the
         # callers need), and a refreshed one that satisfies them. The session's token is
@@ -791,6 +803,52 @@ def run(args, broker_bin: str, fixture_bin: str, workdir: str, run_started: floa
     return 0
 
 
+def postgres_extras(args, broker_bin: str, workdir: str, key: str, postgres_env: dict[str, str], sample: str, large: int) -> dict:
+    """On the database the hot-path rounds used: the memory of an instance whose cache holds a
+    tenth of the sessions, after reading more sessions than that; logins and refreshes on one
+    instance (its development provider); and three instances refreshing at a stand-in provider:
+    one session's crowd of callers spread over them, and revocations on one seen by another."""
+    out: dict = {}
+    with open(sample) as f:
+        tokens = f.read().split()
+    unused = os.path.join(workdir, "unused")
+    bounded = max(100, large // 10)
+    broker = Broker("pg-bounded", broker_bin, workdir, unused, key, postgres_env | {"BROKER_POSTGRES_CACHE_SESSIONS": str(bounded)}).start()
+    started_rss = rss_bytes(broker.pid)
+    asyncio.run(warm(broker.port, tokens))
+    out["bounded"] = (bounded, len(tokens), started_rss, rss_bytes(broker.pid))
+    broker.stop()
+    log(f"PostgreSQL store, cache {bounded}: RSS {out['bounded'][3] / 2**20:.0f} MiB after reading {len(tokens)} sessions")
+
+    broker = Broker("flows-pg", broker_bin, workdir, unused, key, postgres_env).start()
+    out["flows"] = asyncio.run(logins_and_refreshes(broker, args.load_seconds))
+    broker.stop()
+    log(f"PostgreSQL store: logins {out['flows']['logins']}; refreshes {out['flows']['refreshes']}")
+
+    stand_in = several.StandIn()
+    config = os.path.join(workdir, "several.yaml")
+    with open(config, "w") as f:
+        f.write(stand_in.config("dev", "demo", REDIRECT_URI))
+    env = postgres_env | {"BENCH_CLIENT_SECRET": "bench", "BROKER_MAX_CONNECTIONS": str(args.callers + 1000),
+                          "BROKER_MAX_CONNECTIONS_PER_IP": str(args.callers + 500)}
+    brokers = []
+    try:
+        for n in range(3):
+            brokers.append(Broker(f"several-{n}", broker_bin, workdir, unused, key, env, arguments=("--config", config)).start())
+        # The fixture's tokens live 12 hours: every caller asking for a day needs a refresh, and
+        # the stand-in's new token (two days) satisfies every caller after it.
+        before = stand_in.refreshes
+        out["crowd"] = asyncio.run(several.crowd(Connection, [b.port for b in brokers], tokens[0], args.callers, 86400))
+        out["crowd"]["refreshes"] = stand_in.refreshes - before
+        out["revocations"] = asyncio.run(several.revocation_delays(Connection, brokers[0].port, brokers[1].port, tokens[1:201]))
+    finally:
+        for broker in brokers:
+            broker.stop()
+        stand_in.close()
+    log(f"three instances: {out['crowd']}; revocation reaching another instance: {several.summary(out['revocations'])}")
+    return out
+
+
 def fmt_int(value: float) -> str:
     return f"{value:,.0f}"
 
@@ -831,6 +889,18 @@ def report(args, results, targets, rss, summaries, large, medium, first_ready, f
                      f"≤ 1.1× {'✓' if ratio_pg <= 1.1 else '✗ missed'}"))
         rows.append(("PostgreSQL store: GET /token on a cache miss (the session read from the database)", fmt_int(count / seconds), f"{miss_median * 1000:.2f} ms", "", f"{cpu / count * 1e6:.1f} µs",
                      f"{count} sessions loaded by 32 connections in {seconds:.1f} s; `state import` of {large} sessions took {summaries['import_seconds']:.1f} s", ""))
+        extras = summaries["postgres"]
+        bounded, read, started_rss, after_rss = extras["bounded"]
+        rows.append((f"PostgreSQL store: resident memory, {short(large)} sessions in the database, cache_sessions {short(bounded)}", "", "", "", "",
+                     f"{started_rss / 2**20:.0f} MiB at start; {after_rss / 2**20:.0f} MiB after reading {short(read)} of them", ""))
+        crowd = extras["crowd"]
+        statuses = ", ".join(f"{count}× {status}" for status, count in sorted(crowd["statuses"].items()))
+        rows.append((f"PostgreSQL store: {args.callers} concurrent GET /token on one due session, spread over 3 instances", "", "", "", "",
+                     f"{crowd['refreshes']} refresh{'es' if crowd['refreshes'] != 1 else ''} at the provider; {statuses}; "
+                     f"{crowd['distinct_access_tokens']} distinct access token(s); all answered in {crowd['seconds'] * 1000:.0f} ms",
+                     f"1 {ok(crowd['refreshes'] == 1)}"))
+        rows.append(("PostgreSQL store: revoked on one instance → 401 on another (from the revocation's answer)", "", "", "", "",
+                     several.summary(extras["revocations"]), ""))
 
     token_bytes = summaries[large]["token_bytes_per_session"]
     payload = summaries[large]["payload_bytes_per_session"]
@@ -863,9 +933,12 @@ def report(args, results, targets, rss, summaries, large, medium, first_ready, f
                      f"{single['refreshes']} upstream refresh{'es' if single['refreshes'] != 1 else ''}; {statuses}; "
                      f"{single['distinct_access_tokens']} distinct access token(s); all answered in {single['seconds'] * 1000:.0f} ms",
                      target(single["refreshes"])))
-    for label, key in (("logins (authorize → sign-in → callback → POST /token), 16 clients", "logins"),
-                       ("refreshes (POST /refresh, 16 sessions), 16 clients", "refreshes")):
-        done, failed, elapsed, server_cpu, client_cpu = flow[key]
+    loads = [(f"{label}, 16 clients", flow[key]) for label, key in (("logins (authorize → sign-in → callback → POST /token)", "logins"),
+                                                                   ("refreshes (POST /refresh, 16 sessions)", "refreshes"))]
+    if POSTGRES in names:
+        loads += [(f"PostgreSQL store: {label}, 16 clients", summaries["postgres"]["flows"][key]) for label, key in (("logins", "logins"), ("refreshes", "refreshes"))]
+    for label, figures in loads:
+        done, failed, elapsed, server_cpu, client_cpu = figures
         rows.append((label, f"{done / elapsed:,.0f}/s", "", "", f"{server_cpu / max(done, 1) * 1e6:,.0f} µs",
                      f"{done} in {elapsed:.1f} s" + (f", {failed} failed" if failed else "") + f"; client CPU {client_cpu / elapsed * 100:.0f} % of a core", ""))
 

@@ -16,7 +16,7 @@ def small_disk():
 
 def outcome(broker) -> str:
     """One sign-in: "saved", or "unsaved" when the broker says it could not save the handoff code
-    (a server_error back to the app) or the session (503)."""
+    (temporarily_unavailable back to the app) or the session (503)."""
     answer = dev_login(broker)
     if answer is None:
         return "unsaved"

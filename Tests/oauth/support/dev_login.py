@@ -20,14 +20,14 @@ def pkce() -> tuple[str, str]:
 
 def dev_login(broker, user: str = "alice") -> Optional[requests.Response]:
     """Signs `user` in and redeems the handoff code: the `POST /token` answer, or None when the
-    broker sent the app `server_error` because it could not save the handoff code."""
+    broker sent the app `temporarily_unavailable` because it could not save the handoff code."""
     verifier, challenge = pkce()
     query = urlencode({"provider": "dev", "app": "demo", "redirect_uri": REDIRECT_URI,
                        "code_challenge": challenge, "code_challenge_method": "S256"})
     sign_in = requests.get(broker.url("/authorize?" + query), allow_redirects=False, timeout=10).headers["Location"]
     callback = requests.post(sign_in, data={"user": user, "decision": "allow"}, allow_redirects=False, timeout=10)
     back = query_params(requests.get(callback.headers["Location"], allow_redirects=False, timeout=10).headers["Location"])
-    if back.get("error") == "server_error":
+    if back.get("error") == "temporarily_unavailable":
         return None
     return requests.post(broker.url("/token"), data={
         "grant_type": "authorization_code", "code": back["code"], "code_verifier": verifier,
