@@ -69,8 +69,12 @@ public final class PostgresPool: Sendable {
     }
 
     /// A worker: takes calls in order, (re)connecting when its connection is missing or broken.
+    /// After a failed connect it waits before taking the next call (50 ms, doubling up to 1 s),
+    /// while the other workers go on: a database coming back is not met by a storm of
+    /// connection attempts, and is used again within a second.
     private func work() {
         var connection: PostgresConnection?
+        var backoff = 0.0
         while true {
             available.wait()
             guard let job = jobs.withLock({ jobs in jobs.queue.isEmpty ? nil : jobs.queue.removeFirst() }) else {
@@ -85,8 +89,11 @@ public final class PostgresPool: Sendable {
                 connection = nil
                 do {
                     connection = try PostgresConnection(options)
+                    backoff = 0
                 } catch {
                     job.run(.failure(error))
+                    backoff = min(1, max(0.05, backoff * 2))
+                    Thread.sleep(forTimeInterval: backoff)
                     continue
                 }
             }
