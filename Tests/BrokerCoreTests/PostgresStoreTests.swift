@@ -2,12 +2,14 @@ import BrokerCrypto
 import Foundation
 import Logging
 import Postgres
+import Synchronization
 import Testing
 
 @testable import BrokerCore
 
 /// What only the PostgreSQL store has (the contract itself is StoreConformanceTests): the use
-/// of cached sessions written back to the database, and rows re-sealed under a new state key.
+/// of cached sessions written back to the database, rows re-sealed under a new state key, and a
+/// refresh lease that outlives its lock.
 @Suite(.serialized)
 struct PostgresStoreTests {
     static let lifetimes = SessionLifetimes(idle: 3600, absolute: 86_400)
@@ -90,5 +92,44 @@ struct PostgresStoreTests {
         let oldOnly = try await open(url, keys: StateKeys(current: old), clock: clock)
         #expect(try await oldOnly.loadSession(sessions[1].id, now: clock.seconds) == nil, "the old key alone opens nothing now")
         await oldOnly.close()
+    }
+
+    /// The refresh lock goes with its connection (PostgreSQL restarting while the holder waits
+    /// for the provider); the lease does not: another instance's refresh waits for the holder to
+    /// finish, and never runs with the refresh token the holder may just have rotated.
+    @Test func aRefreshLeaseOutlivesTheLossOfItsLock() async throws {
+        let url = try PostgresTestCluster.shared.get().createDatabase()
+        let keys = StateKeys(current: .generate())
+        let clock = TestClock(Date(timeIntervalSince1970: 1_800_000_000))
+        let first = try await open(url, keys: keys, clock: clock)
+        let second = try await open(url, keys: keys, clock: clock)
+        let session = session("leased", clock: clock)
+        #expect(try await first.saveSession(session, createdBy: nil))
+        let events = Mutex<[String]>([])
+        async let firstRefresh: Void = first.whileRefreshing(session.id) {
+            events.withLock { $0.append("first began") }
+            try? await terminateAdvisoryLockHolders(url)
+            try? await Task.sleep(for: .seconds(1))
+            events.withLock { $0.append("first ended") }
+        }
+        while events.withLock({ $0.isEmpty }) { try await Task.sleep(for: .milliseconds(10)) }
+        try await Task.sleep(for: .milliseconds(300))
+        try await second.whileRefreshing(session.id) { events.withLock { $0.append("second began") } }
+        try await firstRefresh
+        #expect(events.withLock { $0 } == ["first began", "first ended", "second began"])
+        await first.close()
+        await second.close()
+    }
+
+    /// Ends every database session holding an advisory lock, as a restart of the server would.
+    private func terminateAdvisoryLockHolders(_ url: String) async throws {
+        let pool = PostgresPool(options: .init(url: url, password: PostgresTestCluster.password), size: 1, acquireTimeout: .seconds(5))
+        defer { pool.close() }
+        _ = try await pool.withConnection { connection throws(PostgresError) in
+            try connection.execute("""
+                SELECT pg_terminate_backend(pid) FROM pg_locks
+                WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                """)
+        }
     }
 }

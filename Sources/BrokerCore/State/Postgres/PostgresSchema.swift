@@ -45,6 +45,15 @@ enum PostgresSchema {
             replayed_before_binding boolean NOT NULL DEFAULT false
         )
         """,
+    ], [
+        // A refresh in progress, recorded before the provider is asked (see
+        // PostgresStateStore.whileRefreshing): it outlives a lost connection, unlike the lock.
+        """
+        CREATE TABLE broker_refresh_leases (
+            session_id bytea PRIMARY KEY,
+            held_until double precision NOT NULL
+        )
+        """,
     ]]
 
     /// The newest version this build knows.

@@ -15,8 +15,8 @@ import Synchronization
 /// Concurrency across instances: `updateSession` is compare-and-set on the row version (retried
 /// on a concurrent change, so none is lost); `redeemHandoff` and `takeLogin` lock or delete the
 /// row in one statement or transaction, so one instance wins; refreshes take a transaction-level
-/// advisory lock per session on a connection of their own (``whileRefreshing(_:_:)``); one
-/// instance at a time sweeps (a try-lock).
+/// advisory lock per session on a connection of their own and a lease that outlives it
+/// (``whileRefreshing(_:_:)``); one instance at a time sweeps (a try-lock).
 final class PostgresStateStore: StateStore {
     /// The notification channel for session changes.
     static let channel = "broker_sessions"
@@ -198,16 +198,62 @@ final class PostgresStateStore: StateStore {
         return session
     }
 
+    /// The session's advisory lock, then its refresh lease, then `refresh`. The lock hands the
+    /// refresh from one instance to the next at once, but goes with its connection — also when
+    /// PostgreSQL restarts while the holder, alive, waits for the provider. The lease is a
+    /// committed row saying a refresh is under way until a time (the database's clock): the next
+    /// instance waits for it to be released or to run out, so that it never sends the provider a
+    /// refresh token the holder may just have rotated (a provider that detects reuse would end
+    /// the grant). A holder that died leaves its lease to run out: ``refreshLockWaitSeconds``,
+    /// longer than a provider call may take.
     func whileRefreshing<T: Sendable>(_ id: SHA256Digest, _ refresh: () async -> T) async throws(StateWriteError) -> T {
         let key = id.withUnsafeBytes { $0.loadUnaligned(as: Int64.self) }
         let asked = ContinuousClock.now
+        let outcome: Result<T, StateWriteError>
         do {
-            return try await lockPool.withAdvisoryLock(key, waitSeconds: refreshLockWaitSeconds) { () async -> T in
+            outcome = try await lockPool.withAdvisoryLock(key, waitSeconds: refreshLockWaitSeconds) { () async -> Result<T, StateWriteError> in
+                do throws(StateWriteError) {
+                    try await takeRefreshLease(id)
+                } catch {
+                    return .failure(error)
+                }
                 metrics?.refreshLockWaited(seconds: (ContinuousClock.now - asked).seconds)
-                return await refresh()
+                let value = await refresh()
+                await releaseRefreshLease(id)
+                return .success(value)
             }
         } catch {
             throw StateWriteError(description: "the session's refresh lock: \(error.description)")
+        }
+        return try outcome.get()
+    }
+
+    /// Records this instance's refresh of `id` (committed before the provider is asked), waiting
+    /// while another instance's lease on it holds.
+    private func takeRefreshLease(_ id: SHA256Digest) async throws(StateWriteError) {
+        let seconds = Double(refreshLockWaitSeconds)
+        let deadline = ContinuousClock.now + .seconds(refreshLockWaitSeconds + 1)
+        while true {
+            let taken = try await write { connection throws(PostgresError) -> Bool in
+                try connection.execute("""
+                    INSERT INTO broker_refresh_leases (session_id, held_until) VALUES ($1, extract(epoch FROM clock_timestamp()) + $2)
+                    ON CONFLICT (session_id) DO UPDATE SET held_until = excluded.held_until
+                    WHERE broker_refresh_leases.held_until <= extract(epoch FROM clock_timestamp())
+                    """, [.bytes(id.bytes), .double(seconds)]).affected == 1
+            }
+            if taken { return }
+            guard ContinuousClock.now < deadline else {
+                throw StateWriteError(description: "the session's refresh lease: another instance's refresh has not ended")
+            }
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+    }
+
+    /// Ends this instance's lease on `id`; if the database cannot be reached, it runs out.
+    private func releaseRefreshLease(_ id: SHA256Digest) async {
+        _ = try? await write { connection throws(PostgresError) in
+            try connection.execute("SET LOCAL synchronous_commit = off")
+            try connection.execute("DELETE FROM broker_refresh_leases WHERE session_id = $1", [.bytes(id.bytes)])
         }
     }
 
