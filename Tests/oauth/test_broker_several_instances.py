@@ -330,6 +330,7 @@ def test_a_tls_only_database_is_reached_as_sslmode_says(tmp_path):
             assert cluster.password not in result.stdout + result.stderr
         broker = BrokerProcess(broker_config(""), env={k: v for k, v in postgres_env(cluster, verified).items() if k != "BROKER_STATE_KEY"})
         try:
-            assert requests.get(broker.url("/readyz"), timeout=10).status_code == 200
+            # Ready once its notification connection is up too (TLS as well).
+            assert wait_for(lambda: requests.get(broker.url("/readyz"), timeout=10).status_code == 200, 10)
         finally:
             broker.stop()
