@@ -78,6 +78,8 @@ public final class Broker: Sendable {
         CallbackRoute(services: services).register(in: &router)
         TokenRoutes(services: services).register(in: &router)
         SessionRoutes(services: services).register(in: &router)
+        StandardOAuthRoutes(services: services).register(in: &router)
+        StandardTokenRoutes(services: services).register(in: &router)
         let issuers = config.providers.compactMap { provider -> (provider: String, issuer: URL)? in
             guard case .discovery(let issuer) = provider.endpoints else { return nil }
             return (provider.id, issuer)

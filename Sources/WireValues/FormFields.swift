@@ -40,6 +40,12 @@ public struct FormFields: Sendable, Equatable {
 
     public subscript(name: String) -> String? { values[name] }
 
+    /// Percent-decodes one form-encoded component (and `+` as space), such as the client id of
+    /// HTTP Basic client authentication (RFC 6749 §2.3.1).
+    public static func unescape(_ text: String) throws(FormFieldsError) -> String {
+        try decode(Substring(text).utf8, describing: "a form-encoded value")
+    }
+
     /// Percent-decodes `bytes` (and `+` as space) into UTF-8 text.
     static func decode(_ bytes: Substring.UTF8View, describing what: String) throws(FormFieldsError) -> String {
         var output: [UInt8] = []

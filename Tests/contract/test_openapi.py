@@ -45,6 +45,15 @@ SPEC_ENDPOINTS = [
     ("get", "/metrics"),
 ]
 
+# Beyond SPEC.md's table: the standard OAuth endpoints of each provider's issuer (the issue
+# "Speak standard OAuth to apps"), documented once with `{provider}` in the path.
+STANDARD_ENDPOINTS = [
+    ("get", "/.well-known/oauth-authorization-server/providers/{provider}"),
+    ("get", "/providers/{provider}/authorize"),
+    ("post", "/providers/{provider}/token"),
+    ("post", "/providers/{provider}/revoke"),
+]
+
 # Operations that take the session token as a bearer credential.
 BEARER_ENDPOINTS = {
     ("post", "/authorize"),
@@ -63,6 +72,8 @@ CODE_STATUS = {
     "unauthorized_client": "400",
     "unsupported_grant_type": "400",
     "invalid_grant": "400",
+    "invalid_scope": "400",
+    "invalid_client": "401",
     "invalid_token": "401",
     "login_required": "401",
     "not_found": "404",
@@ -122,7 +133,8 @@ SHARED_ERROR_RESPONSES = {
 }
 
 # Error responses that deliberately are not the shared component.
-OWN_ERROR_RESPONSES = {("get", "/callback", "400"), ("get", "/readyz", "503")}
+OWN_ERROR_RESPONSES = {("get", "/callback", "400"), ("get", "/readyz", "503"),
+                       ("post", "/providers/{provider}/token", "401"), ("post", "/providers/{provider}/revoke", "401")}
 
 ERROR_REF = "#/components/schemas/Error"
 READINESS_REF = "#/components/schemas/Readiness"
@@ -271,7 +283,7 @@ def test_spec_endpoint_is_documented(doc, method, path):
 
 
 def test_no_undocumented_extra_operations(doc):
-    assert sorted((m, p) for m, p, _ in operations(doc)) == sorted(SPEC_ENDPOINTS)
+    assert sorted((m, p) for m, p, _ in operations(doc)) == sorted(SPEC_ENDPOINTS + STANDARD_ENDPOINTS)
 
 
 def test_endpoint_list_matches_spec_md():
@@ -418,8 +430,11 @@ def test_every_401_has_www_authenticate(doc):
         header = resolve(doc, response.get("headers", {}).get("WWW-Authenticate"))
         assert header, f"{method.upper()} {path}: 401 without WWW-Authenticate"
         assert header.get("required") is True
-        assert 'Bearer error="invalid_token"' in header["example"]
-        assert re.search(header["schema"]["pattern"], 'Bearer error="invalid_token"')
+        # The bearer session token's challenge (RFC 6750), or, where a client authenticates
+        # (the standard token and revocation endpoints), HTTP Basic (RFC 6749 §5.2).
+        challenge = 'Basic realm="token-broker"' if (method, path) in STANDARD_ENDPOINTS else 'Bearer error="invalid_token"'
+        assert challenge in header["example"]
+        assert re.search(header["schema"]["pattern"], challenge)
     assert found >= len(BEARER_ENDPOINTS)
 
 
@@ -488,7 +503,7 @@ def test_every_operation_accepts_request_id(doc, method, path):
 
 
 def test_redirects_have_location(doc):
-    for method, path in [("get", "/authorize"), ("get", "/callback")]:
+    for method, path in [("get", "/authorize"), ("get", "/callback"), ("get", "/providers/{provider}/authorize")]:
         headers = op_of(doc, method, path)["responses"]["302"]["headers"]
         location = resolve(doc, headers["Location"])
         assert location["required"] is True and location["schema"]["type"] == "string"

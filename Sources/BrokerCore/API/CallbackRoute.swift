@@ -39,7 +39,9 @@ struct CallbackRoute: Sendable {
                     return wantsHTML ? Self.page(error) : error.response
                 }
                 let completion = await services.login.complete(pending, with: answer)
-                return .redirect(to: FormFields.url(completion.redirectURI, adding: completion.parameters))
+                // RFC 9207: the issuer the app's answer comes from (its standard metadata names it).
+                let issuer = ("iss", services.issuer(of: pending.provider))
+                return .redirect(to: FormFields.url(completion.redirectURI, adding: completion.parameters + [issuer]))
             }
         }
     }

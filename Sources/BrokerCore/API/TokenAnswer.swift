@@ -30,3 +30,15 @@ extension Session {
         return .json(serialized: body)
     }
 }
+
+extension Session {
+    /// RFC 6749 §5.1's answer at the standard token endpoint: the provider's access token, and
+    /// the broker session token as the refresh token (when the app is to get it).
+    func standardTokenAnswer(at now: Double, refreshToken: String?) -> Response {
+        var members: [(String, JSONValue)] = [("access_token", .string(accessToken)), ("token_type", .string("Bearer"))]
+        if let expiresIn = expiresIn(at: now) { members.append(("expires_in", .int(expiresIn))) }
+        members.append(("scope", .string(scopes.joined(separator: " "))))
+        if let refreshToken { members.append(("refresh_token", .string(refreshToken))) }
+        return .json(.object(members), headers: [HTTPHeader("Pragma", "no-cache")])
+    }
+}

@@ -1,0 +1,90 @@
+import Foundation
+import HTTPServer
+import WireValues
+
+/// The broker as an ordinary OAuth 2.0 authorization server for public clients with PKCE, one
+/// issuer per provider (`<public_url>/providers/{provider}`), so that AppAuth, golang/oauth2,
+/// authlib and the like work against it with a configuration change (README, "Using a standard
+/// OAuth client"): its RFC 8414 metadata and its authorization endpoint here, its token and
+/// revocation endpoints in ``StandardTokenRoutes``. The client id is the app id; the provider
+/// comes from the issuer's path, so the broker's own endpoints stay as they are.
+struct StandardOAuthRoutes: Sendable {
+    let services: BrokerServices
+
+    func register(in router: inout Router) {
+        for provider in services.config.providers.map(\.id) {
+            let issuer = services.issuer(of: provider)
+            let metadata = Response.json(services.authorizationServerMetadata(of: provider))
+            // RFC 8414 §3: the well-known segment goes between the host and the issuer's path.
+            router.add("GET", "/.well-known/oauth-authorization-server/providers/\(provider)") { _ in .now(metadata) }
+            router.add("GET", "/providers/\(provider)/authorize") { [self] request throws(HTTPError) in
+                try services.admit(request, to: services.loginLimiter, route: "/providers/\(provider)/authorize")
+                return try authorize(try request.query(), provider: provider, issuer: issuer)
+            }
+        }
+    }
+
+    /// RFC 6749 §4.1.1 with PKCE (RFC 7636, S256 only). Until the client and its redirect URI
+    /// are known good, an error is answered here and never sent there (§4.1.2.1); after that,
+    /// every error goes back to the app's redirect URI with `state` and `iss` (RFC 9207).
+    private func authorize(_ query: FormFields, provider: String, issuer: String) throws(HTTPError) -> Reply {
+        let clientID = try query.required("client_id")
+        guard let app = services.config.app(id: clientID) else { throw .badRequest("Unknown client_id.") }
+        let redirectURI = try query.required("redirect_uri")
+        guard app.matchRegistered(redirectURI) != nil else { throw .badRequest("redirect_uri is not registered for this client.") }
+        // The app's state goes back only if it is one the broker would keep (printable, bounded).
+        let state = (try? query.optional("state")).flatMap { $0 }.flatMap { state in
+            state.utf8.count <= 1024 && state.utf8.allSatisfy({ (0x20...0x7E).contains($0) }) ? state : nil
+        }
+        let refuse = { (error: String, description: String) -> Reply in
+            var parameters = [("error", error), ("error_description", description)]
+            if let state { parameters.append(("state", state)) }
+            parameters.append(("iss", issuer))
+            return .now(.redirect(to: FormFields.url(redirectURI, adding: parameters)))
+        }
+        guard let responseType = try? query.optional("response_type") else {
+            return refuse("invalid_request", "response_type=code is required.")
+        }
+        guard responseType == "code" else { return refuse("unsupported_response_type", "Only response_type=code is supported.") }
+        guard (try? query.optional("code_challenge")) != nil else {
+            return refuse("invalid_request", "code_challenge is required (PKCE with S256).")
+        }
+        guard query["code_challenge_method"] == "S256" else {
+            return refuse("invalid_request", "code_challenge_method must be S256 (plain is not supported).")
+        }
+        do throws(HTTPError) {
+            let login = try services.loginRequest(query, app: clientID, provider: provider, session: nil)
+            return services.begin(login) { .redirect(to: $0) }
+        } catch {
+            return refuse(error.code, error.description)
+        }
+    }
+}
+
+extension BrokerServices {
+    /// The issuer of provider `provider`'s authorization server: `<public_url>/providers/{provider}`.
+    func issuer(of provider: String) -> String {
+        config.server.publicURL.appendingPathComponent("providers").appendingPathComponent(provider).absoluteString
+    }
+
+    /// RFC 8414 metadata of provider `provider`'s authorization server: public clients, PKCE
+    /// with S256, the authorization-code and refresh-token grants, RFC 9207's `iss`.
+    func authorizationServerMetadata(of provider: String) -> JSONValue {
+        let issuer = issuer(of: provider)
+        let strings = { (values: [String]) in JSONValue.array(values.map(JSONValue.string)) }
+        return .object([
+            ("issuer", .string(issuer)),
+            ("authorization_endpoint", .string(issuer + "/authorize")),
+            ("token_endpoint", .string(issuer + "/token")),
+            ("revocation_endpoint", .string(issuer + "/revoke")),
+            ("response_types_supported", strings(["code"])),
+            ("response_modes_supported", strings(["query"])),
+            ("grant_types_supported", strings(["authorization_code", "refresh_token"])),
+            ("code_challenge_methods_supported", strings(["S256"])),
+            ("token_endpoint_auth_methods_supported", strings(["none"])),
+            ("revocation_endpoint_auth_methods_supported", strings(["none"])),
+            ("scopes_supported", strings(providers.config(provider)?.scopes ?? [])),
+            ("authorization_response_iss_parameter_supported", .bool(true)),
+        ])
+    }
+}

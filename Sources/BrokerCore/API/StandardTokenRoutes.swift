@@ -1,0 +1,143 @@
+import Foundation
+import HTTPServer
+import WireValues
+
+/// The standard token endpoint (`/providers/{provider}/token`: RFC 6749 §4.1.3 and §6, answers
+/// as §5) and revocation endpoint (`/providers/{provider}/revoke`, RFC 7009) of
+/// ``StandardOAuthRoutes``, for public clients. The app's refresh token is its broker session
+/// token; its access token is the provider's, refreshed upstream when due by the same rules as
+/// `GET /token`.
+struct StandardTokenRoutes: Sendable {
+    let services: BrokerServices
+
+    func register(in router: inout Router) {
+        for provider in services.config.providers.map(\.id) {
+            router.add("POST", "/providers/\(provider)/token") { [self] request throws(HTTPError) in
+                let form = try request.form()
+                let client = try clientID(request, form)
+                switch try form.required("grant_type") {
+                case "authorization_code":
+                    try services.admit(request, to: services.tokenLimiter, route: "/providers/\(provider)/token")
+                    return .deferredCatching { [self] () async throws(HTTPError) -> Response in try await exchange(form, client: client, provider: provider) }
+                case "refresh_token":
+                    let token = try form.required("refresh_token")
+                    let scope = try form.optional("scope")
+                    let address = request.clientIP
+                    return .deferredCatching { [self] () async throws(HTTPError) -> Response in
+                        try await refresh(token, scope: scope, client: client, provider: provider, address: address)
+                    }
+                default:
+                    throw .badRequest("grant_type must be authorization_code or refresh_token.", code: "unsupported_grant_type")
+                }
+            }
+            router.add("POST", "/providers/\(provider)/revoke") { [self] request throws(HTTPError) in
+                let form = try request.form()
+                let client = try clientID(request, form)
+                return revoke(try form.required("token"), client: client, provider: provider)
+            }
+        }
+    }
+
+    /// The public client: `client_id` in the body, or HTTP Basic with the client id and an
+    /// empty password (RFC 6749 §2.3.1) — never a secret; the same if both are given.
+    private func clientID(_ request: Request, _ form: FormFields) throws(HTTPError) -> String {
+        let basic = try Self.basicClientID(request)
+        let named = try form.optional("client_id")
+        if let basic, let named, basic != named { throw .badRequest("client_id and the Authorization header name different clients.") }
+        guard let client = basic ?? named else { throw .badRequest("client_id is required.") }
+        guard services.config.app(id: client) != nil else { throw Self.invalidClient("Unknown client_id.") }
+        return client
+    }
+
+    /// The client id of an `Authorization: Basic` header; nil without one (another scheme, such
+    /// as a bearer token sent along, is not client authentication and is ignored).
+    private static func basicClientID(_ request: Request) throws(HTTPError) -> String? {
+        guard let header = request.header("Authorization"), header.prefix(6).lowercased() == "basic " else { return nil }
+        guard let decoded = Data(base64Encoded: String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
+              let text = String(data: decoded, encoding: .utf8), let colon = text.firstIndex(of: ":"),
+              let client = try? FormFields.unescape(String(text[..<colon])) else {
+            throw invalidClient("The Authorization header is not HTTP Basic client authentication.")
+        }
+        guard text[text.index(after: colon)...].isEmpty else {
+            throw invalidClient("Clients of the broker are public: they have no secret to send.")
+        }
+        return client
+    }
+
+    private static func invalidClient(_ description: String) -> HTTPError {
+        HTTPError(status: 401, code: "invalid_client", description: description,
+                  headers: [HTTPHeader("WWW-Authenticate", #"Basic realm="token-broker""#)])
+    }
+
+    /// RFC 6749 §4.1.3: a handoff code of this provider's login, for its client, with its PKCE
+    /// verifier; the answer carries the new session token as the refresh token.
+    private func exchange(_ form: FormFields, client: String, provider: String) async throws(HTTPError) -> Response {
+        let request = HandoffRedemptionRequest(
+            code: try form.required("code"), verifier: try form.required("code_verifier"),
+            redirectURI: try form.required("redirect_uri"), app: client
+        )
+        let redeemed: RedeemedSession
+        do throws(HandoffRefusal) {
+            redeemed = try await services.login.redeem(request)
+        } catch {
+            if case .unsaved = error { throw error.httpError }
+            throw .badRequest(error.httpError.description, code: "invalid_grant")
+        }
+        guard redeemed.session.provider == provider else {
+            // Sent to another issuer's token endpoint: the new session is not handed out.
+            if redeemed.token != nil { _ = try? await services.sessions.revoke(redeemed.session.id) }
+            throw .badRequest("The code was issued by another issuer.", code: "invalid_grant")
+        }
+        return redeemed.session.standardTokenAnswer(at: services.now(), refreshToken: redeemed.token)
+    }
+
+    /// RFC 6749 §6: the session's current access token, refreshed at the provider when it is
+    /// due (with the refresher's single-flight), and the same refresh token.
+    private func refresh(_ token: String, scope: String?, client: String, provider: String, address: String) async throws(HTTPError) -> Response {
+        let invalid = HTTPError.badRequest("The refresh token is unknown, expired or revoked, or was issued to another client.",
+                                           code: "invalid_grant")
+        guard token.hasPrefix(OpaqueToken.sessionPrefix) else { throw invalid }
+        let id = OpaqueToken.hash(token)
+        let found = if let cached = services.store.session(id, now: services.now()) { cached } else { try await services.load(id) }
+        guard let session = found, session.app == client, session.provider == provider else { throw invalid }
+        if let scope, !Set(scope.split(separator: " ").map(String.init)).isSubset(of: session.scopes) {
+            throw .badRequest("scope may only name scopes the grant has.", code: "invalid_scope")
+        }
+        let now = services.now()
+        if session.accessTokenValid(for: services.refreshSkew, at: now) { return session.standardTokenAnswer(at: now, refreshToken: token) }
+        try services.admit(client: address, to: services.refreshLimiter, route: "/providers/\(provider)/token")
+        do throws(RefreshFailure) {
+            let refreshed = try await services.sessions.refresh(id, force: false, minimumValidity: services.refreshSkew)
+            return refreshed.standardTokenAnswer(at: services.now(), refreshToken: token)
+        } catch {
+            switch error {
+            case .loginRequired, .gone:
+                throw .badRequest("The provider no longer honours this sign-in; sign in again.", code: "invalid_grant")
+            case .tooSoon:
+                return session.standardTokenAnswer(at: services.now(), refreshToken: token)
+            case .failed, .unsaved:
+                throw error.httpError
+            }
+        }
+    }
+
+    /// RFC 7009: a session token of this client ends its session here and at the provider (the
+    /// broker's `POST /revoke`); a token the broker does not know is answered 200 as well.
+    private func revoke(_ token: String, client: String, provider: String) -> Reply {
+        guard token.hasPrefix(OpaqueToken.sessionPrefix) else { return .now(Response(status: 200)) }
+        let id = OpaqueToken.hash(token)
+        return .deferredCatching { [services] () async throws(HTTPError) -> Response in
+            let found = if let cached = services.store.session(id, now: services.now()) { cached } else { try await services.load(id) }
+            guard let session = found else { return Response(status: 200) }
+            guard session.app == client, session.provider == provider else {
+                throw .badRequest("The token was issued to another client.")
+            }
+            do throws(StateWriteError) {
+                _ = try await services.sessions.revoke(id)
+            } catch {
+                throw error.httpError
+            }
+            return Response(status: 200)
+        }
+    }
+}
