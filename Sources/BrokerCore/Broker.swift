@@ -80,6 +80,7 @@ public final class Broker: Sendable {
         SessionRoutes(services: services).register(in: &router)
         StandardOAuthRoutes(services: services).register(in: &router)
         StandardTokenRoutes(services: services).register(in: &router)
+        DeviceRoutes(services: services).register(in: &router)
         let issuers = config.providers.compactMap { provider -> (provider: String, issuer: URL)? in
             guard case .discovery(let issuer) = provider.endpoints else { return nil }
             return (provider.id, issuer)
@@ -151,22 +152,26 @@ public final class Broker: Sendable {
             webhooks: config.webhooks.map { WebhookSender(settings: $0, logger: logger, metrics: metrics) },
             minInterval: config.sessions.minRefreshIntervalSeconds, now: now
         )
+        let login = LoginFlow(
+            settings: config.sessions, callbackURL: config.server.callbackURL.absoluteString, providers: providers, calls: calls,
+            store: store, idTokens: IDTokenVerifier(jwks: JWKSCache(client: upstream, clock: now), clock: now),
+            profiles: profiles, revoker: revoker, metrics: metrics, logger: logger, now: now
+        )
         return BrokerServices(
             config: config,
             providers: providers,
-            login: LoginFlow(
-                settings: config.sessions, callbackURL: config.server.callbackURL.absoluteString, providers: providers, calls: calls,
-                store: store, idTokens: IDTokenVerifier(jwks: JWKSCache(client: upstream, clock: now), clock: now),
-                profiles: profiles, revoker: revoker, metrics: metrics, logger: logger, now: now
-            ),
+            login: login,
             sessions: SessionOperations(
                 store: store, refresher: refresher, providers: providers, calls: calls, profiles: profiles, revoker: revoker,
                 refreshSkew: config.sessions.refreshSkewSeconds, now: now
             ),
+            devices: DeviceFlow(settings: config.sessions, login: login, store: store, metrics: metrics, now: now),
             store: store,
             loginLimiter: RateLimiter(perMinute: config.server.limits.loginRequestsPerMinute),
             tokenLimiter: RateLimiter(perMinute: config.server.limits.tokenRequestsPerMinute),
             refreshLimiter: RateLimiter(perMinute: config.server.limits.refreshRequestsPerMinute),
+            deviceEntryLimiter: RateLimiter(perMinute: config.server.limits.deviceCodeEntriesPerMinute),
+            deviceMissLimiter: RateLimiter(perMinute: config.server.limits.deviceCodeMissesPerMinute),
             metrics: metrics,
             logger: logger,
             now: now

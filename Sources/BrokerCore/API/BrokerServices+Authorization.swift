@@ -61,7 +61,7 @@ extension BrokerServices {
 
     /// Requested scopes: RFC 6749 §3.3 scope tokens, separated by single spaces, at most 64 of
     /// them in at most 2048 bytes.
-    private static func scopes(_ fields: FormFields) throws(HTTPError) -> [String] {
+    static func scopes(_ fields: FormFields) throws(HTTPError) -> [String] {
         guard let text = try fields.optional("scope") else { return [] }
         guard text.utf8.count <= 2048 else { throw .badRequest("scope is longer than 2048 bytes.") }
         let scopes = text.split(separator: " ", omittingEmptySubsequences: false).map(String.init)

@@ -7,11 +7,16 @@ struct BrokerServices: Sendable {
     let providers: ProviderDirectory
     let login: LoginFlow
     let sessions: SessionOperations
+    let devices: DeviceFlow
     let store: any StateStore
     let loginLimiter: RateLimiter
     let tokenLimiter: RateLimiter
     /// `POST /refresh`, and `GET /token` when it would refresh.
     let refreshLimiter: RateLimiter
+    /// User codes entered at `/device`, per client.
+    let deviceEntryLimiter: RateLimiter
+    /// Wrong user codes entered at `/device`, all clients together (one bucket).
+    let deviceMissLimiter: RateLimiter
     let metrics: BrokerMetrics
     let logger: Logger
     /// Unix seconds now; replaceable in tests.

@@ -5,7 +5,7 @@ import WireValues
 /// `GET /callback`: the provider sends the browser back here. The broker's `state` must name a
 /// login in progress (else a 400 page, never a redirect); from then on every outcome goes back to
 /// the app's redirect URI (``LoginFlow/complete(_:with:)``): a handoff code on success,
-/// `error=…` otherwise.
+/// `error=…` otherwise; a device login ends on a page instead (``DevicePages``).
 struct CallbackRoute: Sendable {
     let services: BrokerServices
 
@@ -39,6 +39,8 @@ struct CallbackRoute: Sendable {
                     return wantsHTML ? Self.page(error) : error.response
                 }
                 let completion = await services.login.complete(pending, with: answer)
+                // A device login ends here, in the browser of the person who typed the code.
+                if pending.deviceCode != nil { return DevicePages.finished(completion.outcome) }
                 // RFC 9207: the issuer the app's answer comes from (its standard metadata names it).
                 let issuer = ("iss", services.issuer(of: pending.provider))
                 return .redirect(to: FormFields.url(completion.redirectURI, adding: completion.parameters + [issuer]))

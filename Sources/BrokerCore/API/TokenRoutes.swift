@@ -2,7 +2,7 @@ import BrokerCrypto
 import HTTPServer
 import WireValues
 
-/// `POST /token` redeems a handoff code; `GET /token` hands out the current access token,
+/// `POST /token` redeems a handoff code or answers a device's poll (RFC 8628); `GET /token` hands out the current access token,
 /// refreshing it first when it is about to expire; `POST /refresh` refreshes now. A request that
 /// would refresh counts against the client's `refresh_requests_per_minute`, and the refresher
 /// bounds refreshes per session (`Refresher`); a `GET /token` answered from memory does neither.
@@ -80,8 +80,11 @@ struct TokenRoutes: Sendable {
     /// Redeems a handoff code (``LoginFlow/redeem(_:)``): the new session's token, or the
     /// current token of the session an incremental authorization merged into.
     private func redeem(_ form: FormFields) async throws(HTTPError) -> Response {
-        guard try form.required("grant_type") == "authorization_code" else {
-            throw .badRequest("grant_type must be authorization_code.", code: "unsupported_grant_type")
+        switch try form.required("grant_type") {
+        case "authorization_code": break
+        case DeviceRoutes.grantType: return try await poll(form)
+        default:
+            throw .badRequest("grant_type must be authorization_code or \(DeviceRoutes.grantType).", code: "unsupported_grant_type")
         }
         let request = HandoffRedemptionRequest(
             code: try form.required("code"), verifier: try form.required("code_verifier"),
@@ -89,6 +92,21 @@ struct TokenRoutes: Sendable {
         )
         do throws(HandoffRefusal) {
             let redeemed = try await services.login.redeem(request)
+            return redeemed.session.tokenAnswer(at: services.now(), sessionToken: redeemed.token)
+        } catch {
+            throw error.httpError
+        }
+    }
+
+    /// A device's poll (RFC 8628 §3.4): the same answer as a redeemed handoff code once its user
+    /// has signed in, else §3.5's error.
+    private func poll(_ form: FormFields) async throws(HTTPError) -> Response {
+        let deviceCode = try form.required("device_code")
+        guard let app = try DeviceRoutes.app(form) else {
+            throw .badRequest("Missing parameter: app (or client_id).")
+        }
+        do throws(DevicePollRefusal) {
+            let redeemed = try await services.devices.poll(deviceCode: deviceCode, app: app)
             return redeemed.session.tokenAnswer(at: services.now(), sessionToken: redeemed.token)
         } catch {
             throw error.httpError

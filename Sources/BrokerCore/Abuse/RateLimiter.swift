@@ -21,6 +21,16 @@ final class RateLimiter: Sendable {
     /// Takes one request from `client`'s bucket: nil when it had one, otherwise the seconds
     /// until it will.
     func take(_ client: String, now: Double) -> Double? {
+        bucket(client, now: now, taking: true)
+    }
+
+    /// Whether `client`'s bucket has a request now, without taking it: nil when it has, otherwise
+    /// the seconds until it will.
+    func wait(_ client: String, now: Double) -> Double? {
+        bucket(client, now: now, taking: false)
+    }
+
+    private func bucket(_ client: String, now: Double, taking: Bool) -> Double? {
         guard perMinute > 0 else { return nil }
         let capacity = Double(perMinute)
         let rate = capacity / 60
@@ -35,7 +45,7 @@ final class RateLimiter: Sendable {
             bucket.updated = now
             defer { buckets[key] = bucket }
             guard bucket.tokens >= 1 else { return (1 - bucket.tokens) / rate }
-            bucket.tokens -= 1
+            if taking { bucket.tokens -= 1 }
             return nil
         }
     }

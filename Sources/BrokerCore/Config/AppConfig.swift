@@ -6,12 +6,16 @@ public struct AppConfig: Sendable, Equatable {
     public let redirectURIs: [RedirectURI]
     /// The providers the app may use; `nil` means every configured provider.
     public let providers: [String]?
+    /// Whether the app may sign in devices (RFC 8628: `POST /device/authorize`); such an app
+    /// needs no redirect URI.
+    public let deviceFlow: Bool
 
     /// Creates an app. The loader validates its input; this initializer does not.
-    public init(id: String, redirectURIs: [RedirectURI], providers: [String]? = nil) {
+    public init(id: String, redirectURIs: [RedirectURI], providers: [String]? = nil, deviceFlow: Bool = false) {
         self.id = id
         self.redirectURIs = redirectURIs
         self.providers = providers
+        self.deviceFlow = deviceFlow
     }
 
     /// Whether the app may use the provider with id `provider`.

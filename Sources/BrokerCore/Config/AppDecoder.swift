@@ -10,21 +10,24 @@ struct AppDecoder {
     /// broken provider does not also make each app naming it fail.
     let providerIDs: [String]
 
-    static let knownKeys = ["redirect_uris", "providers"]
+    static let knownKeys = ["redirect_uris", "providers", "device_flow"]
 
     /// The app, or `nil` when anything about it is wrong (every problem is recorded).
     func decode(_ node: Node, problems: inout ConfigProblemList) -> AppConfig? {
         let before = problems.problems.count
         guard let reader = YAMLMappingReader(node, at: path, known: Self.knownKeys, problems: &problems) else { return nil }
-        let redirectURIs = decodeRedirectURIs(reader, problems: &problems)
+        let deviceFlow = reader.parsed("device_flow", expected: "true or false", problems: &problems,
+                                       ConfigValueParsing.boolean) ?? false
+        // A device-flow app needs no redirect URI: its devices poll instead (RFC 8628).
+        let redirectURIs = deviceFlow && !reader.has("redirect_uris") ? [] : decodeRedirectURIs(reader, problems: &problems)
         let providers = decodeProviders(reader, problems: &problems)
         guard problems.problems.count == before, let redirectURIs else { return nil }
-        return AppConfig(id: id, redirectURIs: redirectURIs, providers: providers)
+        return AppConfig(id: id, redirectURIs: redirectURIs, providers: providers, deviceFlow: deviceFlow)
     }
 
     private func decodeRedirectURIs(_ reader: YAMLMappingReader, problems: inout ConfigProblemList) -> [RedirectURI]? {
         guard reader.has("redirect_uris") else {
-            problems.add(path.child("redirect_uris"), "required key is missing", line: line)
+            problems.add(path.child("redirect_uris"), "required key is missing (an app with device_flow: true may leave it out)", line: line)
             return nil
         }
         guard let items = reader.stringList("redirect_uris", problems: &problems) else { return nil }

@@ -28,6 +28,11 @@ public struct Limits: Sendable, Equatable {
     /// `POST /refresh` requests, and `GET /token` requests that would refresh, per client IP per
     /// minute (0 = no limit); 429 above.
     public var refreshRequestsPerMinute: Int
+    /// User codes entered at `/device` per client IP per minute (0 = no limit); 429 above.
+    public var deviceCodeEntriesPerMinute: Int
+    /// Wrong user codes entered at `/device` per minute, all clients together (0 = no limit):
+    /// bounds how many codes a distributed guesser can try; 429 for everyone above.
+    public var deviceCodeMissesPerMinute: Int
 
     /// Creates limits; the defaults are those of the embedded configuration.
     public init(maxBodyBytes: Int = 65_536, maxHeaderBytes: Int = 8_192, maxURLBytes: Int = 4_096,
@@ -35,7 +40,8 @@ public struct Limits: Sendable, Equatable {
                 requestHeadTimeoutSeconds: Int = 10, requestBodyMinBytesPerSecond: Int = 1_024,
                 maxUpstreamCalls: Int = 256, upstreamTimeoutSeconds: Int = 10,
                 loginRequestsPerMinute: Int = 120, tokenRequestsPerMinute: Int = 120,
-                refreshRequestsPerMinute: Int = 120) {
+                refreshRequestsPerMinute: Int = 120, deviceCodeEntriesPerMinute: Int = 10,
+                deviceCodeMissesPerMinute: Int = 60) {
         self.maxBodyBytes = maxBodyBytes
         self.maxHeaderBytes = maxHeaderBytes
         self.maxURLBytes = maxURLBytes
@@ -49,6 +55,8 @@ public struct Limits: Sendable, Equatable {
         self.loginRequestsPerMinute = loginRequestsPerMinute
         self.tokenRequestsPerMinute = tokenRequestsPerMinute
         self.refreshRequestsPerMinute = refreshRequestsPerMinute
+        self.deviceCodeEntriesPerMinute = deviceCodeEntriesPerMinute
+        self.deviceCodeMissesPerMinute = deviceCodeMissesPerMinute
     }
 
     /// Accepted range of `max_body_bytes`: 1 KiB to 64 MiB.

@@ -1,4 +1,4 @@
-/// How long sessions, logins and handoff codes live, and when tokens are refreshed: the
+/// How long sessions, logins, handoff codes and device codes live, and when tokens are refreshed: the
 /// `sessions` section. Every value is in seconds.
 public struct SessionSettings: Sendable, Equatable {
     /// A session not used for this long ends.
@@ -19,13 +19,18 @@ public struct SessionSettings: Sendable, Equatable {
     public var loginLifetimeSeconds: Double
     /// Time the app has to redeem a handoff code at `POST /token`.
     public var handoffLifetimeSeconds: Double
+    /// Time a device code and its user code can be used (RFC 8628 `expires_in`).
+    public var deviceCodeLifetimeSeconds: Double
+    /// Time a device waits between polls (RFC 8628 `interval`).
+    public var devicePollIntervalSeconds: Double
 
     /// Creates session settings; the defaults are those of the embedded configuration, written
     /// here only.
     public init(idleLifetimeSeconds: Double = 2_592_000, absoluteLifetimeSeconds: Double = 7_776_000,
                 refreshSkewSeconds: Double = 60, profileCacheSeconds: Double = 60,
                 loginLifetimeSeconds: Double = 600, handoffLifetimeSeconds: Double = 60,
-                minRefreshIntervalSeconds: Double = 30) {
+                minRefreshIntervalSeconds: Double = 30, deviceCodeLifetimeSeconds: Double = 600,
+                devicePollIntervalSeconds: Double = 5) {
         self.idleLifetimeSeconds = idleLifetimeSeconds
         self.absoluteLifetimeSeconds = absoluteLifetimeSeconds
         self.refreshSkewSeconds = refreshSkewSeconds
@@ -33,6 +38,8 @@ public struct SessionSettings: Sendable, Equatable {
         self.loginLifetimeSeconds = loginLifetimeSeconds
         self.handoffLifetimeSeconds = handoffLifetimeSeconds
         self.minRefreshIntervalSeconds = minRefreshIntervalSeconds
+        self.deviceCodeLifetimeSeconds = deviceCodeLifetimeSeconds
+        self.devicePollIntervalSeconds = devicePollIntervalSeconds
     }
 
     /// Accepted range of `idle_lifetime_seconds`: one minute to five years.
@@ -49,4 +56,8 @@ public struct SessionSettings: Sendable, Equatable {
     static let loginLifetimeSecondsRange = 10.0...3_600.0
     /// Accepted range of `handoff_lifetime_seconds`: five seconds to ten minutes.
     static let handoffLifetimeSecondsRange = 5.0...600.0
+    /// Accepted range of `device_code_lifetime_seconds`: ten seconds to one hour.
+    static let deviceCodeLifetimeSecondsRange = 10.0...3_600.0
+    /// Accepted range of `device_poll_interval_seconds`: one second to a minute.
+    static let devicePollIntervalSecondsRange = 1.0...60.0
 }

@@ -45,10 +45,10 @@ public enum DevelopmentMode {
             clientSecret: Secret(clientSecret, source: "development mode"),
             scopes: ["openid", "profile", "email"]
         )
-        let demo = AppConfig(id: appID, redirectURIs: [try RedirectURI(parsing: demoRedirectURI)])
+        let demo = AppConfig(id: appID, redirectURIs: [try RedirectURI(parsing: demoRedirectURI)], deviceFlow: true)
         let configured = config.providers.map(\.id)
         let apps = config.apps.map { app in
-            AppConfig(id: app.id, redirectURIs: app.redirectURIs, providers: app.providers ?? configured)
+            AppConfig(id: app.id, redirectURIs: app.redirectURIs, providers: app.providers ?? configured, deviceFlow: app.deviceFlow)
         }
         return BrokerConfig(
             server: config.server, log: config.log, sessions: config.sessions, state: config.state,

@@ -10,11 +10,14 @@ struct CallbackAnswer: Sendable {
 }
 
 /// How a login ends at `/callback`: the app's redirect URI with either a handoff code or an
-/// OAuth error (RFC 6749 §4.1.2), and the app's own `state` either way.
+/// OAuth error (RFC 6749 §4.1.2), and the app's own `state` either way; for a device login, a
+/// page for the person at the browser instead.
 struct LoginCompletion: Sendable {
     enum Outcome: Sendable, Equatable {
         /// The grant is stored behind this one-time handoff code.
         case handoff(code: String)
+        /// A device login (RFC 8628) ended: its device code is approved.
+        case deviceSignedIn
         /// The login failed: an RFC 6749 §4.1.2.1 error code and a short description.
         case refused(error: String, description: String?)
     }
@@ -29,6 +32,8 @@ struct LoginCompletion: Sendable {
         switch outcome {
         case .handoff(let code):
             parameters = [("code", code)]
+        case .deviceSignedIn:
+            parameters = []
         case .refused(let error, let description):
             parameters = [("error", error)]
             if let description { parameters.append(("error_description", String(description.prefix(200)))) }

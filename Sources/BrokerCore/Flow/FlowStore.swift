@@ -1,8 +1,8 @@
 import BrokerCrypto
 import Synchronization
 
-/// Logins in progress and handoff codes, by the hash of their secret value. Both are single-use
-/// and short-lived; expired entries are swept.
+/// Logins in progress, handoff codes and device codes, by the hash of their secret value. All are
+/// single-use and short-lived; expired entries are swept.
 ///
 /// Handoff codes are logged and waited for (the app was given the code). Logins in progress are
 /// logged without waiting: a crash can lose one begun in the last milliseconds, whose user then
@@ -14,6 +14,14 @@ final class FlowStore: Sendable {
     private struct Entries {
         var pending: [SHA256Digest: PendingAuthorization] = [:]
         var handoffs: [SHA256Digest: Handoff] = [:]
+        var devices: [SHA256Digest: DeviceAuthorization] = [:]
+        /// Device codes by user code, while their user can act on them.
+        var userCodes: [SHA256Digest: SHA256Digest] = [:]
+
+        mutating func put(_ code: SHA256Digest, _ device: DeviceAuthorization) {
+            devices[code] = device
+            if case .pending = device.status { userCodes[device.userCode] = code } else { userCodes[device.userCode] = nil }
+        }
     }
 
     private let entries = Mutex(Entries())
@@ -77,6 +85,42 @@ final class FlowStore: Sendable {
         }
     }
 
+    /// Stores a device code unless a live one has its user code.
+    func addDevice(_ code: SHA256Digest, _ device: DeviceAuthorization, now: Double) -> DurabilityTicket? {
+        entries.withLock { entries in
+            if let other = entries.userCodes[device.userCode], entries.devices[other]?.isPending(at: now) == true { return nil }
+            entries.put(code, device)
+            return log.enqueue([.device(code, device)])
+        }
+    }
+
+    func pendingDevice(userCode: SHA256Digest, now: Double) -> (code: SHA256Digest, device: DeviceAuthorization)? {
+        entries.withLock { entries in
+            guard let code = entries.userCodes[userCode], let device = entries.devices[code], device.isPending(at: now) else { return nil }
+            return (code, device)
+        }
+    }
+
+    func decideDevice(_ code: SHA256Digest, _ decision: DeviceDecision, now: Double) -> DurabilityTicket? {
+        entries.withLock { entries in
+            guard var device = entries.devices[code], device.decide(decision, at: now) else { return nil }
+            entries.put(code, device)
+            return log.enqueue([.device(code, device)])
+        }
+    }
+
+    /// A poll; logged only when it collects the grant (the time of a poll and the interval are
+    /// kept in memory).
+    func pollDevice(_ code: SHA256Digest, app: String, now: Double) -> (DevicePoll, DurabilityTicket) {
+        entries.withLock { entries in
+            guard var device = entries.devices[code] else { return (.unknown, .immediate) }
+            let poll = device.poll(by: app, at: now)
+            entries.put(code, device)
+            guard case .approved = poll else { return (poll, .immediate) }
+            return (poll, log.enqueue([.device(code, device)]))
+        }
+    }
+
     /// Applies a recovered record (no logging).
     func restore(_ record: StateRecord) {
         entries.withLock { entries in
@@ -84,21 +128,26 @@ final class FlowStore: Sendable {
             case .pending(let state, let pending): entries.pending[state] = pending
             case .pendingRemoved(let state): entries.pending[state] = nil
             case .handoff(let code, let handoff): entries.handoffs[code] = handoff
+            case .device(let code, let device): entries.put(code, device)
             case .session, .sessionRemoved: break
             }
         }
     }
 
-    /// Drops expired logins and handoff codes (not logged: they are expired after a restart too).
+    /// Drops expired logins, handoff codes and device codes (not logged: they are expired after a
+    /// restart too).
     func sweep(now: Double) {
         entries.withLock { entries in
             entries.pending = entries.pending.filter { $0.value.expiresAt > now }
             entries.handoffs = entries.handoffs.filter { $0.value.expiresAt + Self.replayMemory > now }
+            entries.devices = entries.devices.filter { $0.value.expiresAt > now }
+            entries.userCodes = entries.userCodes.filter { entries.devices[$0.value] != nil }
         }
     }
 
     /// Copies of everything, for a snapshot.
-    func capture() -> (pending: [SHA256Digest: PendingAuthorization], handoffs: [SHA256Digest: Handoff]) {
-        entries.withLock { ($0.pending, $0.handoffs) }
+    func capture() -> (pending: [SHA256Digest: PendingAuthorization], handoffs: [SHA256Digest: Handoff],
+                       devices: [SHA256Digest: DeviceAuthorization]) {
+        entries.withLock { ($0.pending, $0.handoffs, $0.devices) }
     }
 }

@@ -37,7 +37,7 @@ struct LoginFlow: Sendable {
         try await store.beginLogin(OpaqueToken.hash(state), PendingAuthorization(
             provider: provider.id, app: login.app, redirectURI: login.redirectURI, appState: login.appState,
             appChallenge: login.challenge, verifier: verifier, nonce: nonce, requestedScopes: scopes,
-            sessionID: login.session?.id, expiresAt: now() + settings.loginLifetimeSeconds
+            sessionID: login.session?.id, expiresAt: now() + settings.loginLifetimeSeconds, deviceCode: login.deviceCode
         ))
         metrics.login(provider: provider.id, outcome: "started")
         var parameters = provider.config.authorizationParameters
@@ -70,6 +70,11 @@ struct LoginFlow: Sendable {
         }
         if let error = answer.error {
             metrics.login(provider: pending.provider, outcome: error == "access_denied" ? "denied" : "failed")
+            // A user who refuses at the provider refuses the device too (RFC 8628: access_denied).
+            if error == "access_denied", let device = pending.deviceCode,
+               (try? await store.decideDeviceCode(device, .deny, now: now())) == true {
+                metrics.deviceCode(outcome: "denied")
+            }
             // The provider's code and text go to the app as they are when they are well-formed
             // (RFC 6749 §4.1.2.1); anything else is reported as the provider's malformed answer.
             guard FormFields.isOAuthErrorText(error) else {
@@ -89,6 +94,11 @@ struct LoginFlow: Sendable {
         }
         do throws(Failure) {
             let grant = try await exchange(code, pending, provider)
+            if let device = pending.deviceCode {
+                try await approve(device, with: grant)
+                metrics.login(provider: provider.id, outcome: "completed")
+                return LoginCompletion(redirectURI: pending.redirectURI, appState: nil, outcome: .deviceSignedIn)
+            }
             let handoff = try await handOff(grant, pending)
             metrics.login(provider: provider.id, outcome: "completed")
             return LoginCompletion(redirectURI: pending.redirectURI, appState: pending.appState, outcome: .handoff(code: handoff))
@@ -151,6 +161,24 @@ struct LoginFlow: Sendable {
             throw Failure(code: "server_error", description: "The provider's profile has no user id.", log: "profile without subject")
         }
         return profile.subject
+    }
+
+    /// Approves the device code with the grant, durably: the user is about to read that the
+    /// device is signed in. A code that expired or was refused meanwhile gets nothing, and the
+    /// grant is revoked at the provider.
+    private func approve(_ device: SHA256Digest, with grant: Grant) async throws(Failure) {
+        let approved: Bool
+        do {
+            approved = try await store.decideDeviceCode(device, .approve(grant), now: now())
+        } catch {
+            throw Failure(code: "temporarily_unavailable", description: "The sign-in could not be saved; enter the code again in a moment.", log: error.description)
+        }
+        guard approved else {
+            _ = await revoker.revoke(grant.provider, accessToken: grant.accessToken, refreshToken: grant.refreshToken)
+            throw Failure(code: "expired_token", description: "The device's code expired or was refused while you signed in; start again on the device.",
+                          log: "device code no longer pending")
+        }
+        metrics.deviceCode(outcome: "approved")
     }
 
     /// Stores the grant behind a fresh handoff code, durably, and returns the code. For an

@@ -1,5 +1,8 @@
+import BrokerCrypto
+
 /// A validated request to sign in (`GET /authorize`) or to add scopes to a session (`POST
-/// /authorize`): every value checked against the configuration before anything is stored.
+/// /authorize`) or to approve a device (`/device`): every value checked against the configuration
+/// before anything is stored.
 struct LoginRequest: Sendable {
     let provider: String
     let app: String
@@ -15,4 +18,7 @@ struct LoginRequest: Sendable {
     let prompt: String?
     /// For incremental authorization: the session the new grant merges into.
     let session: Session?
+    /// For a device login (RFC 8628): the device code the grant goes to; the app's redirect URI,
+    /// state and challenge are then empty.
+    var deviceCode: SHA256Digest? = nil
 }

@@ -19,6 +19,9 @@ struct PendingAuthorization: Sendable {
     /// For incremental authorization: the session the new grant merges into.
     let sessionID: SHA256Digest?
     let expiresAt: Double
+    /// For a device login (RFC 8628): the device code the grant goes to, instead of an app's
+    /// redirect URI (then empty, as are `appState` and `appChallenge`).
+    var deviceCode: SHA256Digest? = nil
 }
 
 /// What the provider granted, kept between `/callback` and `POST /token`.

@@ -93,6 +93,18 @@ public final class BrokerMetrics: Sendable {
         count("handoff_redemptions", "POST /token handoff code redemptions by outcome.", [("outcome", outcome)])
     }
 
+    /// A device code's step (RFC 8628): `issued`, `approved`, `denied`, `expired` (polled after
+    /// its lifetime), `polled` (each poll), `collected` (the device got its session).
+    func deviceCode(outcome: String) {
+        count("device_codes", "Device code steps: issued, approved, denied, expired, polled, collected.", [("outcome", outcome)])
+    }
+
+    /// A user code typed at `/device`: `found`, `unknown`, `malformed` or `rate_limited`.
+    func userCodeEntry(outcome: String) {
+        count("device_user_code_entries", "User codes entered at /device, by outcome: found, unknown, malformed, rate_limited.",
+              [("outcome", outcome)])
+    }
+
     /// A snapshot was written.
     func snapshotWritten(seconds: Double, bytes: Int) {
         time("snapshot_duration", "Time to write a snapshot of the whole state.", [], Self.snapshotBuckets, seconds)

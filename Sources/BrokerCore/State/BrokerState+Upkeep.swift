@@ -75,6 +75,7 @@ extension BrokerState {
                     for shard in shards { for session in shard.values { emit(.session(session)) } }
                     for (state, pending) in flows.pending { emit(.pending(state, pending)) }
                     for (code, handoff) in flows.handoffs { emit(.handoff(code, handoff)) }
+                    for (code, device) in flows.devices { emit(.device(code, device)) }
                 })
             } catch {
                 return .failure(error)

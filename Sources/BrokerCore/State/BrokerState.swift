@@ -61,7 +61,7 @@ final class BrokerState: StateStore {
                 switch record {
                 case .session(let session): sessions.restore(session)
                 case .sessionRemoved(let id): sessions.restoreRemoval(id)
-                case .pending, .pendingRemoved, .handoff: flows.restore(record)
+                case .pending, .pendingRemoved, .handoff, .device: flows.restore(record)
                 }
             }
         } catch {
@@ -157,6 +157,28 @@ final class BrokerState: StateStore {
         let (redemption, ticket) = flows.redeem(code, now: now)
         try await ticket.wait()
         return redemption
+    }
+
+    func issueDeviceCode(_ code: SHA256Digest, _ device: DeviceAuthorization) async throws(StateWriteError) -> Bool {
+        guard let ticket = flows.addDevice(code, device, now: clock()) else { return false }
+        try await ticket.wait()
+        return true
+    }
+
+    func pendingDeviceCode(userCode: SHA256Digest, now: Double) async throws(StateReadError) -> (code: SHA256Digest, device: DeviceAuthorization)? {
+        flows.pendingDevice(userCode: userCode, now: now)
+    }
+
+    func decideDeviceCode(_ code: SHA256Digest, _ decision: DeviceDecision, now: Double) async throws(StateWriteError) -> Bool {
+        guard let ticket = flows.decideDevice(code, decision, now: now) else { return false }
+        try await ticket.wait()
+        return true
+    }
+
+    func pollDeviceCode(_ code: SHA256Digest, app: String, now: Double) async throws(StateWriteError) -> DevicePoll {
+        let (poll, ticket) = flows.pollDevice(code, app: app, now: now)
+        try await ticket.wait()
+        return poll
     }
 
     var sessionCount: Int { sessions.count }

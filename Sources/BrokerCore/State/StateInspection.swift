@@ -14,6 +14,7 @@ public enum StateInspection {
         var removals = 0
         var pending = 0
         var handoffs = 0
+        var devices = 0
         func count(_ record: StateRecord) {
             switch record {
             case .session: sessions += 1
@@ -21,6 +22,7 @@ public enum StateInspection {
             case .pending: pending += 1
             case .pendingRemoved: break
             case .handoff: handoffs += 1
+            case .device: devices += 1
             }
         }
         var damaged = false
@@ -42,7 +44,7 @@ public enum StateInspection {
         if names.contains(where: { $0.contains(".damaged-") }) {
             lines.append("files set aside as damaged: " + names.filter { $0.contains(".damaged-") }.joined(separator: ", "))
         }
-        lines.append("records: \(sessions) session writes, \(removals) session removals, \(pending) logins in progress, \(handoffs) handoff code writes")
+        lines.append("records: \(sessions) session writes, \(removals) session removals, \(pending) logins in progress, \(handoffs) handoff code writes, \(devices) device code writes")
         if damaged { throw StateInspectionError(description: lines.joined(separator: "\n")) }
         return lines.joined(separator: "\n")
     }

@@ -9,6 +9,7 @@ enum StateRecord: Sendable {
     case pending(SHA256Digest, PendingAuthorization)
     case pendingRemoved(SHA256Digest)
     case handoff(SHA256Digest, Handoff)
+    case device(SHA256Digest, DeviceAuthorization)
 
     /// Record types: fixed forever (README, "State files").
     private enum Kind: UInt8 {
@@ -17,6 +18,7 @@ enum StateRecord: Sendable {
         case pending = 3
         case pendingRemoved = 4
         case handoff = 5
+        case device = 6
     }
 
     /// `kind (1 byte) | length (varint) | fields`.
@@ -41,6 +43,10 @@ enum StateRecord: Sendable {
             kind = .handoff
             fields.digest(1, code)
             handoff.encode(into: &fields)
+        case .device(let code, let device):
+            kind = .device
+            fields.digest(1, code)
+            device.encode(into: &fields)
         }
         output.append(kind.rawValue)
         FieldWriter.appendVarint(UInt64(fields.bytes.count), to: &output)
@@ -69,6 +75,7 @@ enum StateRecord: Sendable {
             case .pending: body(.pending(try fields.requiredDigest(1), try PendingAuthorization(fields)))
             case .pendingRemoved: body(.pendingRemoved(try fields.requiredDigest(1)))
             case .handoff: body(.handoff(try fields.requiredDigest(1), try Handoff(fields)))
+            case .device: body(.device(try fields.requiredDigest(1), try DeviceAuthorization(fields)))
             }
         }
     }
@@ -122,6 +129,7 @@ extension PendingAuthorization {
         fields.string(9, requestedScopes.joined(separator: " "))
         fields.digest(10, sessionID)
         fields.double(11, expiresAt)
+        fields.digest(12, deviceCode)
     }
 
     init(_ fields: FieldReader) throws(StateDecodingError) {
@@ -135,7 +143,8 @@ extension PendingAuthorization {
             nonce: try fields.requiredString(8),
             requestedScopes: try fields.requiredString(9).split(separator: " ").map(String.init),
             sessionID: try fields.digest(10),
-            expiresAt: try fields.requiredDouble(11)
+            expiresAt: try fields.requiredDouble(11),
+            deviceCode: try fields.digest(12)
         )
     }
 }
@@ -146,35 +155,13 @@ extension Handoff {
         fields.string(3, redirectURI)
         fields.string(4, appChallenge)
         fields.double(5, expiresAt)
-        if let grant {
-            var nested = FieldWriter()
-            nested.string(1, grant.provider)
-            nested.string(2, grant.subject)
-            nested.string(3, grant.scopes.joined(separator: " "))
-            nested.string(4, grant.accessToken)
-            nested.double(5, grant.accessTokenExpiresAt)
-            nested.string(6, grant.refreshToken)
-            if let claims = grant.idTokenClaims { nested.bytes(7, claims) }
-            fields.bytes(6, nested.bytes)
-        }
+        if let grant { fields.bytes(6, grant.encoded()) }
         fields.digest(7, sessionID)
         fields.flag(8, redeemed)
     }
 
     init(_ fields: FieldReader) throws(StateDecodingError) {
-        var grant: Grant?
-        if let raw = fields.bytes(6) {
-            let nested = try FieldReader(raw[...])
-            grant = Grant(
-                provider: try nested.requiredString(1),
-                subject: try nested.requiredString(2),
-                scopes: try nested.requiredString(3).split(separator: " ").map(String.init),
-                accessToken: try nested.requiredString(4),
-                accessTokenExpiresAt: try nested.double(5),
-                refreshToken: try nested.string(6),
-                idTokenClaims: nested.bytes(7)
-            )
-        }
+        let grant = try fields.bytes(6).map { raw throws(StateDecodingError) in try Grant(raw) }
         self.init(
             app: try fields.requiredString(2),
             redirectURI: try fields.requiredString(3),
@@ -183,6 +170,79 @@ extension Handoff {
             grant: grant,
             sessionID: try fields.digest(7),
             redeemed: fields.flag(8)
+        )
+    }
+}
+
+extension Grant {
+    /// The grant as the nested fields of a handoff or device record.
+    func encoded() -> [UInt8] {
+        var fields = FieldWriter()
+        fields.string(1, provider)
+        fields.string(2, subject)
+        fields.string(3, scopes.joined(separator: " "))
+        fields.string(4, accessToken)
+        fields.double(5, accessTokenExpiresAt)
+        fields.string(6, refreshToken)
+        if let idTokenClaims { fields.bytes(7, idTokenClaims) }
+        return fields.bytes
+    }
+
+    init(_ encoded: [UInt8]) throws(StateDecodingError) {
+        let fields = try FieldReader(encoded[...])
+        self.init(
+            provider: try fields.requiredString(1),
+            subject: try fields.requiredString(2),
+            scopes: try fields.requiredString(3).split(separator: " ").map(String.init),
+            accessToken: try fields.requiredString(4),
+            accessTokenExpiresAt: try fields.double(5),
+            refreshToken: try fields.string(6),
+            idTokenClaims: fields.bytes(7)
+        )
+    }
+}
+
+extension DeviceAuthorization {
+    /// Status numbers: fixed forever (README, "State files").
+    private static let pending = 0.0, approved = 1.0, denied = 2.0, collected = 3.0
+
+    func encode(into fields: inout FieldWriter) {
+        fields.string(2, app)
+        fields.string(3, provider)
+        fields.string(4, scopes.joined(separator: " "))
+        fields.digest(5, userCode)
+        fields.double(6, expiresAt)
+        fields.double(7, interval)
+        switch status {
+        case .pending: fields.double(8, Self.pending)
+        case .approved(let grant):
+            fields.double(8, Self.approved)
+            fields.bytes(9, grant.encoded())
+        case .denied: fields.double(8, Self.denied)
+        case .collected: fields.double(8, Self.collected)
+        }
+    }
+
+    init(_ fields: FieldReader) throws(StateDecodingError) {
+        let status: Status
+        switch try fields.requiredDouble(8) {
+        case Self.pending: status = .pending
+        case Self.approved:
+            guard let grant = fields.bytes(9) else { throw StateDecodingError("an approved device code without its grant") }
+            status = .approved(try Grant(grant))
+        case Self.denied: status = .denied
+        case Self.collected: status = .collected
+        default: throw StateDecodingError("a device code with an unknown status")
+        }
+        self.init(
+            app: try fields.requiredString(2),
+            provider: try fields.requiredString(3),
+            scopes: try fields.requiredString(4).split(separator: " ").map(String.init),
+            userCode: try fields.requiredDigest(5),
+            expiresAt: try fields.requiredDouble(6),
+            interval: try fields.requiredDouble(7),
+            lastPolledAt: nil,
+            status: status
         )
     }
 }

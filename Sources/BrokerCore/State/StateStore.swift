@@ -1,6 +1,6 @@
 import BrokerCrypto
 
-/// The broker's state: sessions, logins in progress and handoff codes. The only place where
+/// The broker's state: sessions, logins in progress, handoff codes and device codes. The only place where
 /// state changes and is made durable; everything above it calls these methods.
 ///
 /// Today's implementation is `BrokerState` (memory, with an encrypted journal and snapshots on
@@ -18,13 +18,14 @@ import BrokerCrypto
 /// - **One order per key.** Changes to one session or one code are applied and made durable in
 ///   the order they were made; concurrent `updateSession` calls on one session each see the
 ///   others' effects (none is lost), across instances too.
-/// - **Single use is global.** A login (`takeLogin`) and a handoff code (`redeemHandoff`) are
-///   taken once, whichever instance asks first; every later attempt sees it taken.
+/// - **Single use is global.** A login (`takeLogin`), a handoff code (`redeemHandoff`) and a
+///   device code's grant (`pollDeviceCode`) are taken once, whichever instance asks first; every
+///   later attempt sees it taken.
 /// - **Logins in progress are cheap.** `beginLogin` and `takeLogin` do not wait for durability
 ///   (a crash may lose a login begun in the last moments, and its user signs in again), only for
 ///   every instance to see them.
-/// - **Only hashes.** Session tokens, handoff codes and `state` values are known by their
-///   SHA-256 hashes; tokens inside a session are stored encrypted wherever they leave memory.
+/// - **Only hashes.** Session tokens, handoff codes, device and user codes and `state` values
+///   are known by their SHA-256 hashes; tokens inside a session are stored encrypted wherever they leave memory.
 /// - **Expiry.** Expired entries are never returned; `sweep` removes them, over the store's own
 ///   clock, and `maintain` calls it periodically.
 protocol StateStore: Sendable {
@@ -76,6 +77,23 @@ protocol StateStore: Sendable {
     /// Marks `code` redeemed, durably (whatever happens next, it never works again), and says
     /// what it was.
     func redeemHandoff(_ code: SHA256Digest, now: Double) async throws(StateWriteError) -> HandoffRedemption
+
+    // MARK: Device codes (RFC 8628)
+
+    /// Stores a device authorization durably under the hash of its device code (the device is
+    /// about to be given it). False, with nothing stored, when a live authorization already has
+    /// its user code: the caller draws another.
+    func issueDeviceCode(_ code: SHA256Digest, _ device: DeviceAuthorization) async throws(StateWriteError) -> Bool
+    /// The device authorization waiting for its user under this user code at `now` (pending and
+    /// not expired) and its device code's hash; nil otherwise. Reads the store itself.
+    func pendingDeviceCode(userCode: SHA256Digest, now: Double) async throws(StateReadError) -> (code: SHA256Digest, device: DeviceAuthorization)?
+    /// Records the user's decision (``DeviceAuthorization/decide(_:at:)``), durably: the user is
+    /// about to be told the device is signed in. False when the code was no longer pending.
+    func decideDeviceCode(_ code: SHA256Digest, _ decision: DeviceDecision, now: Double) async throws(StateWriteError) -> Bool
+    /// A poll by the device (``DeviceAuthorization/poll(by:at:)``), applied once whichever
+    /// instance is asked; durable when it collects the grant (whatever happens next, the code
+    /// never hands it out again).
+    func pollDeviceCode(_ code: SHA256Digest, app: String, now: Double) async throws(StateWriteError) -> DevicePoll
 
     // MARK: Operations
 

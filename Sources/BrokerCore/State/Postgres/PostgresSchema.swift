@@ -54,6 +54,23 @@ enum PostgresSchema {
             held_until double precision NOT NULL
         )
         """,
+    ], [
+        // Device codes (RFC 8628). `pending` rows are found by their user code, which only one
+        // of them may have; the interval and the last poll are plain columns, changed by polls.
+        """
+        CREATE TABLE broker_device_codes (
+            code bytea PRIMARY KEY,
+            user_code bytea NOT NULL,
+            pending boolean NOT NULL,
+            key_id bigint NOT NULL,
+            sealed bytea NOT NULL,
+            expires_at double precision NOT NULL,
+            poll_interval double precision NOT NULL,
+            polled_at double precision
+        )
+        """,
+        "CREATE UNIQUE INDEX broker_device_codes_user_code ON broker_device_codes (user_code) WHERE pending",
+        "CREATE INDEX broker_device_codes_expires_at ON broker_device_codes (expires_at)",
     ]]
 
     /// The newest version this build knows.

@@ -23,6 +23,7 @@ extension PostgresStateStore {
             let sessions = try connection.execute("DELETE FROM broker_sessions WHERE expires_at <= $1", [.double(now)]).affected
             try connection.execute("DELETE FROM broker_logins WHERE expires_at <= $1", [.double(now)])
             try connection.execute("DELETE FROM broker_handoffs WHERE expires_at + $2 <= $1", [.double(now), .double(replayMemory)])
+            try connection.execute("DELETE FROM broker_device_codes WHERE expires_at <= $1", [.double(now)])
             try connection.execute("DELETE FROM broker_refresh_leases WHERE held_until <= extract(epoch FROM clock_timestamp())")
             return sessions
         }

@@ -1,0 +1,204 @@
+import Foundation
+import HTTPServer
+import WireValues
+
+/// The device authorization grant (RFC 8628): `POST /device/authorize` gives a device its codes;
+/// `/device` is where its user types the user code, sees what they allow, and refuses or goes on
+/// to the provider's sign-in (``DeviceFlow``); the device polls at `POST /token`
+/// (``TokenRoutes``). User-code entry is rate-limited per client and, for wrong codes, for all
+/// clients together.
+struct DeviceRoutes: Sendable {
+    static let grantType = "urn:ietf:params:oauth:grant-type:device_code"
+
+    let services: BrokerServices
+
+    private var csrf: DeviceCSRF { DeviceCSRF(secure: services.config.server.publicURL.scheme == "https") }
+
+    func register(in router: inout Router) {
+        router.add("POST", "/device/authorize") { [self] request throws(HTTPError) in
+            try services.admit(request, to: services.loginLimiter, route: "/device/authorize")
+            return try authorize(try request.form())
+        }
+        router.add("GET", "/device") { [self] request throws(HTTPError) in
+            let typed = (try? request.query())?["user_code"]
+            let (token, cookie) = csrf.token(request)
+            return .now(DevicePages.entry(userCode: typed.flatMap(UserCode.normalise).map(UserCode.display), csrf: token, cookie: cookie))
+        }
+        router.add("POST", "/device") { [self] request throws(HTTPError) in
+            switch admitForm(request) {
+            case .failure(let page): return .now(page.response)
+            case .success(let form): return .deferred { [self] in await enter(form) }
+            }
+        }
+        router.add("POST", "/device/decision") { [self] request throws(HTTPError) in
+            switch admitForm(request) {
+            case .failure(let page): return .now(page.response)
+            case .success(let form): return .deferred { [self] in await decide(form) }
+            }
+        }
+    }
+
+    /// RFC 8628 §3.1–3.2.
+    private func authorize(_ form: FormFields) throws(HTTPError) -> Reply {
+        guard let appID = try DeviceRoutes.app(form) else { throw .badRequest("Missing parameter: app (or client_id).") }
+        guard let app = services.config.app(id: appID) else { throw .badRequest("Unknown app.", code: "invalid_client") }
+        guard app.deviceFlow else {
+            throw .badRequest("This app is not registered for the device flow (device_flow: true).", code: "unauthorized_client")
+        }
+        let providerID = try form.required("provider")
+        guard let provider = services.providers.config(providerID) else { throw .badRequest("Unknown provider.") }
+        guard app.allows(provider: providerID) else {
+            throw .badRequest("This app may not use this provider.", code: "unauthorized_client")
+        }
+        let scopes = try BrokerServices.scopes(form)
+        let verification = services.config.server.publicURL.appendingPathComponent("device").absoluteString
+        return .deferredCatching { [services] () async throws(HTTPError) -> Response in
+            let codes: DeviceFlow.Codes
+            do throws(StateWriteError) {
+                codes = try await services.devices.start(app: app.id, provider: provider, scopes: scopes)
+            } catch {
+                throw error.httpError
+            }
+            let userCode = UserCode.display(codes.userCode)
+            return .json(.object([
+                ("device_code", .string(codes.deviceCode)),
+                ("user_code", .string(userCode)),
+                ("verification_uri", .string(verification)),
+                ("verification_uri_complete", .string(FormFields.url(verification, adding: [("user_code", userCode)]))),
+                ("expires_in", .int(Int(codes.expiresIn))),
+                ("interval", .int(Int(codes.interval))),
+            ]))
+        }
+    }
+
+    /// A `/device` form: from this browser's own page (CSRF), within the client's entry limit.
+    private func admitForm(_ request: Request) -> Result<FormFields, Page> {
+        let form: FormFields
+        do throws(HTTPError) {
+            form = try request.form()
+        } catch {
+            return .failure(Page(Self.page(error)))
+        }
+        guard csrf.accepts(request, form) else {
+            services.metrics.rejected(route: String(request.path), reason: "csrf")
+            return .failure(Page(Self.page(HTTPError(
+                status: 403, code: "forbidden",
+                description: "This form is out of date or did not come from this page; open the device page again."))))
+        }
+        do throws(HTTPError) {
+            try services.admit(request, to: services.deviceEntryLimiter, route: String(request.path))
+        } catch {
+            services.metrics.userCodeEntry(outcome: "rate_limited")
+            return .failure(Page(Self.page(error)))
+        }
+        return .success(form)
+    }
+
+    /// The code typed at `/device`: the page that asks to allow or refuse, or the form again.
+    private func enter(_ form: FormFields) async -> Response {
+        switch await find(form) {
+        case .failure(let page): return page.response
+        case .success(let waiting):
+            let providerOrigin: String?
+            do throws(HTTPError) {
+                let provider = try await services.providers.provider(waiting.device.provider)
+                providerOrigin = Self.origin(provider.authorizationEndpoint)
+            } catch {
+                return Self.page(error)
+            }
+            return DevicePages.confirm(waiting, providerName: waiting.device.provider, providerOrigin: providerOrigin, csrf: form["csrf"] ?? "")
+        }
+    }
+
+    /// Allow (on to the provider's sign-in) or refuse.
+    private func decide(_ form: FormFields) async -> Response {
+        guard let decision = form["decision"], ["approve", "deny"].contains(decision) else {
+            return Self.page(.badRequest("Choose to continue or to refuse."))
+        }
+        let waiting: DeviceFlow.Waiting
+        switch await find(form) {
+        case .failure(let page): return page.response
+        case .success(let found): waiting = found
+        }
+        do throws(HTTPError) {
+            if decision == "deny" {
+                let denied: Bool
+                do throws(StateWriteError) {
+                    denied = try await services.devices.deny(waiting)
+                } catch {
+                    throw error.httpError
+                }
+                guard denied else { throw .badRequest(Self.gone) }
+                return DevicePages.denied()
+            }
+            let provider = try await services.providers.provider(waiting.device.provider)
+            let location: String
+            do throws(StateWriteError) {
+                location = try await services.devices.signIn(waiting, at: provider)
+            } catch {
+                throw error.httpError
+            }
+            return Response(status: 303, headers: [HTTPHeader("Location", location)])
+        } catch {
+            return Self.page(error)
+        }
+    }
+
+    /// The app a device request names: `app`, or the standard `client_id`.
+    static func app(_ form: FormFields) throws(HTTPError) -> String? {
+        if let app = try form.optional("app") { return app }
+        return try form.optional("client_id")
+    }
+
+    private static let gone = "This code is unknown, expired or already used. Check the code your device shows, or start again on the device."
+
+    /// The waiting device code the form's `user_code` names, or the page to answer instead. A
+    /// wrong code counts against every client's shared budget; none is tried while it is spent.
+    private func find(_ form: FormFields) async -> Result<DeviceFlow.Waiting, Page> {
+        let csrfToken = form["csrf"] ?? ""
+        if let wait = services.deviceMissLimiter.wait("all", now: services.now()) {
+            services.metrics.userCodeEntry(outcome: "rate_limited")
+            return .failure(Page(DevicePages.failure("Too many wrong codes were entered here; try again in a minute.", status: 429,
+                                                     headers: [HTTPHeader("Retry-After", String(Int(wait.rounded(.up))))])))
+        }
+        let typed = form["user_code"] ?? ""
+        guard UserCode.normalise(typed) != nil else {
+            services.metrics.userCodeEntry(outcome: "malformed")
+            return .failure(Page(DevicePages.entry(userCode: nil, csrf: csrfToken,
+                                                   message: "A code has 8 letters, like BCDF-GHJK. Check the code your device shows.", status: 400)))
+        }
+        let found: DeviceFlow.Waiting?
+        do throws(StateReadError) {
+            found = try await services.devices.find(typed: typed)
+        } catch {
+            return .failure(Page(Self.page(error.httpError)))
+        }
+        guard let found else {
+            _ = services.deviceMissLimiter.take("all", now: services.now())
+            services.metrics.userCodeEntry(outcome: "unknown")
+            return .failure(Page(DevicePages.entry(userCode: nil, csrf: csrfToken, message: Self.gone, status: 400)))
+        }
+        services.metrics.userCodeEntry(outcome: "found")
+        return .success(found)
+    }
+
+    /// `scheme://host[:port]` of `url`, for the Content-Security-Policy's form-action.
+    private static func origin(_ url: URL) -> String? {
+        guard let scheme = url.scheme, let host = url.host else { return nil }
+        return url.port.map { "\(scheme)://\(host):\($0)" } ?? "\(scheme)://\(host)"
+    }
+
+    /// A page answered instead of going on.
+    private struct Page: Error {
+        let response: Response
+
+        init(_ response: Response) {
+            self.response = response
+        }
+    }
+
+    /// An error as a page for the person at the browser, keeping its status and headers.
+    private static func page(_ error: HTTPError) -> Response {
+        DevicePages.failure(error.description, status: error.status, headers: error.headers)
+    }
+}

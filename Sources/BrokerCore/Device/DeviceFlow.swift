@@ -1,0 +1,127 @@
+import BrokerCrypto
+
+/// The device authorization grant (RFC 8628) in front of any provider: a device asks for codes
+/// (`start`), its user enters the user code at `/device` on another device (`find`) and refuses
+/// (`deny`) or signs in at the provider (`signIn`, through the ordinary login flow, whose
+/// completion approves the code), while the device polls (`poll`) until it collects a session.
+/// Takes and returns domain values; the API layer reads requests and writes pages and answers.
+struct DeviceFlow: Sendable {
+    let settings: SessionSettings
+    let login: LoginFlow
+    let store: any StateStore
+    let metrics: BrokerMetrics
+    let now: BrokerClock
+
+    /// Codes handed to a device.
+    struct Codes: Sendable {
+        /// The device's secret, `tbd_…`; only its hash is kept.
+        let deviceCode: String
+        /// Normalised (no dash); shown as `XXXX-XXXX`.
+        let userCode: String
+        let expiresIn: Double
+        let interval: Double
+    }
+
+    /// Issues codes for `app` at `provider`, asking for the provider's configured scopes and
+    /// `scopes`. Throws when they cannot be stored durably.
+    func start(app: String, provider: ProviderConfig, scopes: [String]) async throws(StateWriteError) -> Codes {
+        var all = provider.scopes
+        for scope in scopes where !all.contains(scope) { all.append(scope) }
+        let deviceCode = OpaqueToken.make(prefix: OpaqueToken.devicePrefix)
+        // Two live codes sharing a user code is rare (a few in 10^10 per pair); draw again then.
+        for _ in 0..<8 {
+            let userCode = UserCode.make()
+            let device = DeviceAuthorization(
+                app: app, provider: provider.id, scopes: all, userCode: UserCode.hash(userCode),
+                expiresAt: now() + settings.deviceCodeLifetimeSeconds, interval: settings.devicePollIntervalSeconds,
+                lastPolledAt: nil, status: .pending
+            )
+            if try await store.issueDeviceCode(OpaqueToken.hash(deviceCode), device) {
+                metrics.deviceCode(outcome: "issued")
+                return Codes(deviceCode: deviceCode, userCode: userCode, expiresIn: settings.deviceCodeLifetimeSeconds,
+                             interval: settings.devicePollIntervalSeconds)
+            }
+        }
+        throw StateWriteError(description: "no free user code was drawn")
+    }
+
+    /// A device code waiting for its user.
+    struct Waiting: Sendable {
+        let code: SHA256Digest
+        let device: DeviceAuthorization
+        /// The user code, normalised.
+        let userCode: String
+    }
+
+    /// The device code waiting under the user code a person typed; nil when there is none (or
+    /// the text cannot be a user code).
+    func find(typed: String) async throws(StateReadError) -> Waiting? {
+        guard let userCode = UserCode.normalise(typed) else { return nil }
+        guard let found = try await store.pendingDeviceCode(userCode: UserCode.hash(userCode), now: now()) else { return nil }
+        return Waiting(code: found.code, device: found.device, userCode: userCode)
+    }
+
+    /// The user refused: the code is spent, and the device is told `access_denied`. False when
+    /// it was no longer waiting.
+    func deny(_ waiting: Waiting) async throws(StateWriteError) -> Bool {
+        let denied = try await store.decideDeviceCode(waiting.code, .deny, now: now())
+        if denied { metrics.deviceCode(outcome: "denied") }
+        return denied
+    }
+
+    /// The user chose to go on: a login at the provider whose completion approves the code
+    /// (``LoginFlow/complete(_:with:)``); the provider's authorization URL.
+    func signIn(_ waiting: Waiting, at provider: Provider) async throws(StateWriteError) -> String {
+        let request = LoginRequest(
+            provider: provider.id, app: waiting.device.app, redirectURI: "", appState: nil, challenge: "",
+            scopes: waiting.device.scopes, loginHint: nil, prompt: nil, session: nil, deviceCode: waiting.code
+        )
+        return try await login.begin(request, at: provider)
+    }
+
+    /// A poll by `app` with `deviceCode`: a new session once the user has signed in (durable
+    /// before its token is returned), else why not yet or not at all.
+    func poll(deviceCode: String, app: String) async throws(DevicePollRefusal) -> RedeemedSession {
+        let at = now()
+        let poll: DevicePoll
+        do {
+            poll = try await store.pollDeviceCode(OpaqueToken.hash(deviceCode), app: app, now: at)
+        } catch {
+            throw .unsaved
+        }
+        if case .unknown = poll {} else { metrics.deviceCode(outcome: "polled") }
+        switch poll {
+        case .unknown: throw .unknownCode
+        case .collected: throw .used
+        case .expired:
+            metrics.deviceCode(outcome: "expired")
+            throw .expired
+        case .pending: throw .pending
+        case .slowDown(let interval): throw .slowDown(interval: interval)
+        case .denied: throw .denied
+        case .approved(let grant):
+            let token = OpaqueToken.make(prefix: OpaqueToken.sessionPrefix)
+            let session = Session(id: OpaqueToken.hash(token), app: app, grant: grant, at: at)
+            do {
+                _ = try await store.saveSession(session, createdBy: nil)
+            } catch {
+                throw .unsaved
+            }
+            metrics.deviceCode(outcome: "collected")
+            return RedeemedSession(session: session, token: token)
+        }
+    }
+}
+
+/// Why a device's poll got no session (RFC 8628 §3.5).
+enum DevicePollRefusal: Error, Sendable, Equatable {
+    case unknownCode
+    /// The code already gave its session.
+    case used
+    case expired
+    case pending
+    case slowDown(interval: Double)
+    case denied
+    /// The store could not record the poll now.
+    case unsaved
+}

@@ -1,0 +1,166 @@
+import BrokerCrypto
+import Foundation
+import Testing
+
+@testable import BrokerCore
+
+/// Device codes (RFC 8628) in the `StateStore` contract, over both stores: found by the user
+/// code while pending, decided once, collected once (also after a crash, and across instances),
+/// polled too fast, expired and swept.
+@Suite(.serialized)
+struct DeviceCodeStoreTests {
+    private static let grant = Grant(provider: "dev", subject: "s", scopes: ["openid"], accessToken: "at-device",
+                                     accessTokenExpiresAt: nil, refreshToken: "rt-device", idTokenClaims: nil)
+
+    private func device(_ userCode: String, clock: TestClock, lifetime: Double = 600) -> DeviceAuthorization {
+        DeviceAuthorization(app: "tv", provider: "dev", scopes: ["openid"], userCode: UserCode.hash(userCode),
+                            expiresAt: clock.seconds + lifetime, interval: 5, lastPolledAt: nil, status: .pending)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aDeviceCodeIsDecidedOnceAndCollectedOnceAcrossARestart(_ kind: StoreKind) async throws {
+        let harness = try kind.harness()
+        let clock = StoreConformanceTests.clock()
+        let store = try await harness.open(clock: clock)
+        let code = OpaqueToken.hash("tbd_one")
+        #expect(try await store.issueDeviceCode(code, device("BCDFGHJK", clock: clock)))
+        #expect(try await store.issueDeviceCode(OpaqueToken.hash("tbd_two"), device("BCDFGHJK", clock: clock)) == false,
+                "a second live code with the same user code")
+        let found = try await store.pendingDeviceCode(userCode: UserCode.hash("BCDFGHJK"), now: clock.seconds)
+        #expect(found?.code == code && found?.device.app == "tv")
+        #expect(try await store.pendingDeviceCode(userCode: UserCode.hash("BCDFGHJX"), now: clock.seconds) == nil)
+        guard case .pending = try await store.pollDeviceCode(code, app: "tv", now: clock.seconds) else {
+            Issue.record("a new code was not pending")
+            return
+        }
+        #expect(try await store.decideDeviceCode(code, .approve(Self.grant), now: clock.seconds))
+        #expect(try await store.decideDeviceCode(code, .deny, now: clock.seconds) == false, "decided twice")
+        #expect(try await store.pendingDeviceCode(userCode: UserCode.hash("BCDFGHJK"), now: clock.seconds) == nil,
+                "an approved code is no longer found by its user code")
+
+        // The user was told "signed in": a crash (the store dropped unclosed) loses nothing.
+        let afterCrash = try await harness.open(clock: clock)
+        guard case .unknown = try await afterCrash.pollDeviceCode(code, app: "other", now: clock.seconds) else {
+            Issue.record("another app's poll was answered")
+            return
+        }
+        guard case .approved(let collected) = try await afterCrash.pollDeviceCode(code, app: "tv", now: clock.seconds + 6) else {
+            Issue.record("the approval was lost in the crash")
+            return
+        }
+        #expect(collected.refreshToken == "rt-device")
+        guard case .collected = try await afterCrash.pollDeviceCode(code, app: "tv", now: clock.seconds + 12) else {
+            Issue.record("a collected code gave its grant again")
+            return
+        }
+        await afterCrash.close()
+        let reopened = try await harness.open(clock: clock)
+        guard case .collected = try await reopened.pollDeviceCode(code, app: "tv", now: clock.seconds + 18) else {
+            Issue.record("a collected code worked again after a restart")
+            return
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func pollingTooFastSlowsDownAndACodeExpires(_ kind: StoreKind) async throws {
+        let clock = StoreConformanceTests.clock()
+        let store = try await kind.harness().open(clock: clock)
+        let code = OpaqueToken.hash("tbd_fast")
+        #expect(try await store.issueDeviceCode(code, device("CDFGHJKL", clock: clock, lifetime: 60)))
+        let start = clock.seconds
+        guard case .pending = try await store.pollDeviceCode(code, app: "tv", now: start) else { Issue.record("first poll"); return }
+        guard case .slowDown(let first) = try await store.pollDeviceCode(code, app: "tv", now: start + 1) else {
+            Issue.record("a poll one second later was not slow_down")
+            return
+        }
+        guard case .slowDown(let second) = try await store.pollDeviceCode(code, app: "tv", now: start + 2) else {
+            Issue.record("the next fast poll was not slow_down")
+            return
+        }
+        #expect(first == 10 && second == 15)
+        guard case .pending = try await store.pollDeviceCode(code, app: "tv", now: start + 2 + 15) else {
+            Issue.record("a poll after the grown interval was not pending")
+            return
+        }
+        clock.advance(by: 61)
+        guard case .expired = try await store.pollDeviceCode(code, app: "tv", now: clock.seconds) else {
+            Issue.record("a code past its lifetime was not expired")
+            return
+        }
+        #expect(try await store.decideDeviceCode(code, .approve(Self.grant), now: clock.seconds) == false, "approved after expiry")
+        await store.sweep()
+        guard case .unknown = try await store.pollDeviceCode(code, app: "tv", now: clock.seconds) else {
+            Issue.record("the sweep kept an expired code")
+            return
+        }
+        #expect(try await store.issueDeviceCode(OpaqueToken.hash("tbd_again"), device("CDFGHJKL", clock: clock)),
+                "an expired code's user code can be drawn again")
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aRefusedCodeIsSpent(_ kind: StoreKind) async throws {
+        let clock = StoreConformanceTests.clock()
+        let store = try await kind.harness().open(clock: clock)
+        let code = OpaqueToken.hash("tbd_no")
+        #expect(try await store.issueDeviceCode(code, device("DFGHJKLM", clock: clock)))
+        #expect(try await store.decideDeviceCode(code, .deny, now: clock.seconds))
+        #expect(try await store.pendingDeviceCode(userCode: UserCode.hash("DFGHJKLM"), now: clock.seconds) == nil)
+        #expect(try await store.decideDeviceCode(code, .approve(Self.grant), now: clock.seconds) == false)
+        guard case .denied = try await store.pollDeviceCode(code, app: "tv", now: clock.seconds) else {
+            Issue.record("a refused code was not access_denied")
+            return
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aGrantIsCollectedOnceWhicheverInstancePolls(_ kind: StoreKind) async throws {
+        let harness = try kind.harness()
+        let clock = StoreConformanceTests.clock()
+        let first = try await harness.open(clock: clock)
+        guard !first.holdsEverySession else { return } // one instance per embedded store
+        let second = try await harness.open(clock: clock)
+        let code = OpaqueToken.hash("tbd_shared")
+        #expect(try await first.issueDeviceCode(code, device("FGHJKLMN", clock: clock)))
+        #expect(try await second.pendingDeviceCode(userCode: UserCode.hash("FGHJKLMN"), now: clock.seconds)?.code == code)
+        #expect(try await second.decideDeviceCode(code, .approve(Self.grant), now: clock.seconds))
+        let polls = try await withThrowingTaskGroup(of: DevicePoll.self) { group in
+            for store in [first, second, first, second] {
+                group.addTask { try await store.pollDeviceCode(code, app: "tv", now: clock.seconds) }
+            }
+            return try await group.reduce(into: [DevicePoll]()) { $0.append($1) }
+        }
+        #expect(polls.filter { if case .approved = $0 { true } else { false } }.count == 1)
+    }
+}
+
+/// User codes (RFC 8628 §6.1) and the polling rules, without a store.
+struct DeviceCodeRuleTests {
+    @Test func userCodesAreEightConsonantsTypedAnyWay() {
+        #expect(UserCode.normalise("bcdf-ghjk") == "BCDFGHJK")
+        #expect(UserCode.normalise(" BCDF GHJK ") == "BCDFGHJK")
+        #expect(UserCode.normalise("BCDFGHJK") == "BCDFGHJK")
+        #expect(UserCode.normalise("BCDA-GHJK") == nil, "a vowel")
+        #expect(UserCode.normalise("BCDF-GHJ") == nil, "seven letters")
+        #expect(UserCode.normalise("BCDF-GHJK1") == nil)
+        #expect(UserCode.display("BCDFGHJK") == "BCDF-GHJK")
+        var seen = Set<Character>()
+        for _ in 0..<500 {
+            let code = UserCode.make()
+            #expect(UserCode.normalise(code) == code)
+            seen.formUnion(code)
+        }
+        #expect(seen == Set(UserCode.alphabet), "every letter is drawn")
+    }
+
+    @Test func aPollWithinTheToleranceIsNotTooFast() {
+        var device = DeviceAuthorization(app: "tv", provider: "dev", scopes: [], userCode: UserCode.hash("BCDFGHJK"),
+                                         expiresAt: 1_000, interval: 5, lastPolledAt: nil, status: .pending)
+        guard case .pending = device.poll(by: "tv", at: 100) else { Issue.record("first poll"); return }
+        guard case .pending = device.poll(by: "tv", at: 104.2) else { Issue.record("4.2 s after is within the 1 s tolerance"); return }
+        guard case .slowDown(let interval) = device.poll(by: "tv", at: 105) else { Issue.record("0.8 s after"); return }
+        #expect(interval == 10 && device.interval == 10)
+        device.status = .approved(Grant(provider: "dev", subject: "s", scopes: [], accessToken: "a", accessTokenExpiresAt: nil,
+                                        refreshToken: nil, idTokenClaims: nil))
+        guard case .approved = device.poll(by: "tv", at: 105.1) else { Issue.record("an approved code is collected even when polled fast"); return }
+    }
+}

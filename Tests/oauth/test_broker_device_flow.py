@@ -1,0 +1,212 @@
+"""The device flow (RFC 8628) in front of the real authorization server (README, "Signing in a
+device"): a scripted command-line tool asks for codes and polls while a scripted person types the
+code at /device, allows it, and signs in and consents at the server; the tool's session then works
+at the server's userinfo. Also: slow_down, refusals (at /device and at the server), expiry, a
+replayed device code, wrong and guessed user codes with both rate limits, apps without
+`device_flow`, forms from another site, and kill -9 between the approval and the next poll."""
+
+import re
+import signal
+import tempfile
+import time
+
+import pytest
+import requests
+
+from support.broker import BrokerProcess, broker_config, free_port, provider_config
+from support.device import DeviceClient, DevicePerson
+
+DEVICE_APP = "  tv:\n    device_flow: true\n"
+
+
+@pytest.fixture
+def start(broker_factory, auth_server):
+    """A broker with the device-flow app `tv` (polling every second unless told otherwise)."""
+    people = []
+
+    def start(sessions="  device_poll_interval_seconds: 1\n", limits=None):
+        extra = DEVICE_APP + "sessions:\n" + sessions
+        broker, _, _, _ = broker_factory(config_extra=extra, env=limits)
+        person = DevicePerson(broker, auth_server)
+        people.append(person)
+        return broker, DeviceClient(broker), person
+
+    yield start
+    for person in people:
+        person.close()
+
+
+def metric(broker, name: str, **labels) -> float:
+    text = requests.get(broker.url("/metrics"), timeout=10).text
+    wanted = ",".join(f'{k}="{v}"' for k, v in labels.items())
+    for line in text.splitlines():
+        if line.startswith(name + "{" + wanted + "}") or (not labels and line.startswith(name + " ")):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def test_a_command_line_tool_signs_in_through_another_browser(start, auth_server):
+    broker, cli, person = start()
+    codes = cli.request_codes(scope="read")
+    assert set(codes) == {"device_code", "user_code", "verification_uri", "verification_uri_complete", "expires_in", "interval"}
+    assert re.fullmatch(r"[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}", codes["user_code"])
+    assert codes["verification_uri"] == broker.url("/device") and codes["expires_in"] == 600 and codes["interval"] == 1
+    assert codes["verification_uri_complete"] == broker.url("/device") + "?user_code=" + codes["user_code"]
+    assert cli.poll().json()["error"] == "authorization_pending"
+
+    # Typed in lower case without the dash, as people do.
+    confirm = person.enter(codes["user_code"].lower().replace("-", ""))
+    assert confirm.status_code == 200
+    for shown in ("tv", "dot", "openid", "read", codes["user_code"], "Never enter a code that someone sent you"):
+        assert shown in confirm.text
+    onward = person.choose(confirm, "approve")
+    assert onward.status_code == 303 and onward.headers["Location"].startswith(auth_server.issuer)
+    callback = person.browser.authorize(onward.headers["Location"], "alice", "alice-password")
+    closing = person.session.get(callback, timeout=30)
+    assert closing.status_code == 200 and "Device signed in" in closing.text
+
+    answer = cli.poll_until_done()
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["session_token"].startswith("tbs_") and body["provider"] == "dot" and "read" in body["scope"].split()
+    userinfo = requests.get(auth_server.userinfo_endpoint, headers={"Authorization": f"Bearer {body['access_token']}"}, timeout=10)
+    assert userinfo.status_code == 200 and userinfo.json()["sub"]
+    current = requests.get(broker.url("/token"), headers={"Authorization": f"Bearer {body['session_token']}"}, timeout=10)
+    assert current.status_code == 200 and current.json()["access_token"] == body["access_token"]
+
+    replay = cli.poll()
+    assert replay.status_code == 400 and replay.json()["error"] == "invalid_grant"
+    assert metric(broker, "broker_device_codes_total", outcome="approved") == 1
+    assert metric(broker, "broker_device_codes_total", outcome="collected") == 1
+    log = broker.log_text
+    for secret in (codes["device_code"], body["session_token"], body["access_token"], codes["user_code"]):
+        assert secret not in log
+
+
+def test_polling_faster_than_the_interval_gets_slow_down(start):
+    broker, cli, _ = start(sessions="  device_poll_interval_seconds: 5\n")
+    cli.request_codes()
+    assert cli.poll().json()["error"] == "authorization_pending"
+    first, second = cli.poll(), cli.poll()
+    assert first.status_code == 400 and first.json()["error"] == "slow_down" and "10 seconds" in first.json()["error_description"]
+    assert second.json()["error"] == "slow_down" and "15 seconds" in second.json()["error_description"]
+
+
+def test_refusing_at_the_device_page_denies_and_spends_the_code(start):
+    broker, cli, person = start()
+    codes = cli.request_codes()
+    confirm = person.enter(codes["user_code"])
+    refused = person.choose(confirm, "deny")
+    assert refused.status_code == 200 and "Device not signed in" in refused.text
+    assert cli.poll().json()["error"] == "access_denied"
+    again = person.enter(codes["user_code"])
+    assert again.status_code == 400 and "unknown, expired or already used" in again.text
+    assert metric(broker, "broker_device_codes_total", outcome="denied") == 1
+
+
+def test_refusing_at_the_provider_denies_the_device(start):
+    broker, cli, person = start()
+    codes = cli.request_codes()
+    closing = person.approve(codes["user_code"], consent=False)
+    assert closing.status_code == 200 and "refused" in closing.text
+    assert cli.poll_until_done().json()["error"] == "access_denied"
+
+
+def test_an_expired_code_is_refused_everywhere(start):
+    broker, cli, person = start(sessions="  device_code_lifetime_seconds: 10\n  device_poll_interval_seconds: 1\n")
+    codes = cli.request_codes()
+    assert codes["expires_in"] == 10
+    time.sleep(10.5)
+    assert cli.poll().json()["error"] == "expired_token"
+    late = person.enter(codes["user_code"])
+    assert late.status_code == 400 and "unknown, expired or already used" in late.text
+    assert metric(broker, "broker_device_codes_total", outcome="expired") == 1
+
+
+def test_wrong_user_codes_are_counted_and_limited_per_client(start):
+    broker, cli, person = start(limits={"BROKER_DEVICE_CODE_ENTRIES_PER_MINUTE": "3"})
+    codes = cli.request_codes()
+    for guess in ("BCDF-GHJK", "bcdf-ghjl", "BCDFGHJM"):
+        wrong = person.enter(guess)
+        assert wrong.status_code == 400 and "unknown, expired or already used" in wrong.text
+    limited = person.enter(codes["user_code"])
+    assert limited.status_code == 429 and int(limited.headers["Retry-After"]) > 0
+    assert codes["user_code"] not in limited.text
+    assert metric(broker, "broker_device_user_code_entries_total", outcome="unknown") == 3
+    assert metric(broker, "broker_device_user_code_entries_total", outcome="rate_limited") == 1
+
+
+def test_wrong_codes_from_every_client_share_one_budget(start):
+    broker, cli, person = start(limits={"BROKER_DEVICE_CODE_ENTRIES_PER_MINUTE": "0", "BROKER_DEVICE_CODE_MISSES_PER_MINUTE": "2"})
+    codes = cli.request_codes()
+    for guess in ("BCDF-GHJK", "BCDF-GHJL"):
+        assert person.enter(guess).status_code == 400
+    # The budget is spent for everyone: even the right code waits, and no guess is tried.
+    blocked = person.enter(codes["user_code"])
+    assert blocked.status_code == 429 and "Too many wrong codes" in blocked.text
+    assert metric(broker, "broker_device_user_code_entries_total", outcome="unknown") == 2
+
+
+def test_only_device_flow_apps_get_codes(start):
+    broker, _, _ = start()
+    for data, error in [
+        ({"app": "web", "provider": "dot"}, "unauthorized_client"),
+        ({"app": "nope", "provider": "dot"}, "invalid_client"),
+        ({"app": "tv", "provider": "nope"}, "invalid_request"),
+        ({"provider": "dot"}, "invalid_request"),
+        ({"app": "tv", "provider": "dot", "scope": "a  b"}, "invalid_request"),
+    ]:
+        answer = requests.post(broker.url("/device/authorize"), data=data, timeout=10)
+        assert answer.status_code == 400 and answer.json()["error"] == error, (data, answer.text)
+    # The standard spelling of the app's id works too.
+    assert requests.post(broker.url("/device/authorize"), data={"client_id": "tv", "provider": "dot"}, timeout=10).status_code == 200
+
+
+def test_a_form_from_another_site_is_refused(start):
+    broker, cli, person = start()
+    codes = cli.request_codes()
+    # No cookie: what a cross-site form post carries under SameSite=Strict.
+    forged = requests.post(broker.url("/device/decision"),
+                           data={"user_code": codes["user_code"], "decision": "approve", "csrf": "x" * 43}, allow_redirects=False, timeout=10)
+    assert forged.status_code == 403
+    # The cookie, but not its value in the form.
+    person.session.get(broker.url("/device"), timeout=10)
+    wrong = person.session.post(broker.url("/device"), data={"user_code": codes["user_code"], "csrf": "A" * 43}, timeout=10)
+    assert wrong.status_code == 403
+    assert cli.poll().json()["error"] == "authorization_pending", "nothing changed"
+    page = person.session.get(broker.url("/device"), timeout=10)
+    csp = page.headers["Content-Security-Policy"]
+    assert "script-src" not in csp and "default-src 'none'" in csp and "frame-ancestors 'none'" in csp
+    assert page.headers["X-Frame-Options"] == "DENY"
+    assert "SameSite=Strict" in page.headers.get("Set-Cookie", "") or "tb_device" in person.session.cookies
+
+
+def test_kill_9_between_the_approval_and_the_next_poll_loses_nothing(auth_server):
+    port = free_port()
+    client_id, secret = auth_server.register_client([f"http://127.0.0.1:{port}/callback"])
+    config = broker_config(provider_config(auth_server, client_id)) + DEVICE_APP
+    state_dir = tempfile.mkdtemp(prefix="broker-device-")
+    env = {"DOT_CLIENT_SECRET": secret}
+    broker = BrokerProcess(config, env=env, port=port, state_dir=state_dir)
+    cli = DeviceClient(broker)
+    person = DevicePerson(broker, auth_server)
+    try:
+        codes = cli.request_codes()
+        assert "Device signed in" in person.approve(codes["user_code"]).text
+        broker.stop(signal.SIGKILL)
+        broker = BrokerProcess(config, env=env, port=port, state_dir=state_dir)
+        cli.broker = broker
+        answer = cli.poll()
+        assert answer.status_code == 200, answer.text
+        userinfo = requests.get(auth_server.userinfo_endpoint,
+                                headers={"Authorization": f"Bearer {answer.json()['access_token']}"}, timeout=10)
+        assert userinfo.status_code == 200
+        broker.stop(signal.SIGKILL)
+        broker = BrokerProcess(config, env=env, port=port, state_dir=state_dir)
+        cli.broker = broker
+        assert cli.poll().json()["error"] == "invalid_grant", "collected before the crash, so never again"
+        session = requests.get(broker.url("/token"), headers={"Authorization": f"Bearer {answer.json()['session_token']}"}, timeout=10)
+        assert session.status_code == 200
+    finally:
+        person.close()
+        broker.stop()
