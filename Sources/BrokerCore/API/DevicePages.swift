@@ -45,7 +45,7 @@ enum DevicePages {
             <h1>Sign in a device?</h1>
             <p>Code <span class="code">\(escape(UserCode.display(waiting.userCode)))</span></p>
             <dl><dt>App</dt><dd>\(escape(waiting.device.app))</dd>
-            <dt>Account</dt><dd>\(escape(providerName))</dd>
+            <dt>Signs in with</dt><dd>\(escape(providerName))</dd>
             <dt>Access asked for</dt><dd><ul>\(scopes)</ul></dd></dl>
             <p class="warn"><strong>Only continue if you started this yourself</strong> on a device in front of you, and it \
             shows this same code. Never enter a code that someone sent you: they would get into your account.</p>

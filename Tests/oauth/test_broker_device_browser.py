@@ -1,0 +1,118 @@
+"""The /device pages in a real headless browser (Debian's chromium through chromedriver): the
+whole device flow against the real authorization server as a person on a phone-sized screen does
+it — the prefilled code, the confirmation with its warning, the sign-in and consent at the server,
+the closing page — then a refusal and a wrong code. The browser must apply the pages' stylesheet
+under their Content-Security-Policy and log no violation. A screenshot of every page is written to
+DEVICE_SCREENSHOTS (default .build/device-screenshots) for a person to look at."""
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import requests
+
+from support.device import DeviceClient
+
+selenium = pytest.importorskip("selenium")
+from selenium import webdriver  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support import expected_conditions  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+SCREENSHOTS = Path(os.environ.get("DEVICE_SCREENSHOTS", Path(__file__).resolve().parents[2] / ".build" / "device-screenshots"))
+
+
+@pytest.fixture
+def chrome():
+    if not shutil.which("chromium") or not shutil.which("chromedriver"):
+        pytest.fail("chromium and chromium-driver are needed (make test installs them)")
+    options = webdriver.ChromeOptions()
+    options.binary_location = shutil.which("chromium")
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=412,915", "--lang=en"):
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
+    driver.set_page_load_timeout(30)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    yield driver
+    driver.quit()
+
+
+def press(driver, selector: str) -> None:
+    """Clicks the element and waits for the next page to replace this one."""
+    page = driver.find_element(By.TAG_NAME, "html")
+    driver.find_element(By.CSS_SELECTOR, selector).click()
+    WebDriverWait(driver, 20).until(expected_conditions.staleness_of(page))
+
+
+def shot(driver, name: str) -> None:
+    driver.save_screenshot(str(SCREENSHOTS / f"{name}.png"))
+
+
+def assert_styled_and_clean(driver) -> None:
+    """The stylesheet applied (its hash is in the page's CSP) and nothing was blocked."""
+    assert driver.find_element(By.TAG_NAME, "main").value_of_css_property("max-width") == "448px"
+    problems = [entry["message"] for entry in driver.get_log("browser")
+                if entry["level"] in ("SEVERE", "WARNING") and "/favicon.ico" not in entry["message"]]  # the broker has none
+    assert not problems, problems
+
+
+def test_a_person_signs_a_device_in_with_a_browser(chrome, broker_factory, auth_server):
+    broker, _, _, _ = broker_factory(config_extra="  tv:\n    device_flow: true\nsessions:\n  device_poll_interval_seconds: 1\n")
+    cli = DeviceClient(broker)
+    codes = cli.request_codes()
+
+    chrome.get(codes["verification_uri_complete"])
+    field = chrome.find_element(By.NAME, "user_code")
+    assert field.get_attribute("value") == codes["user_code"], "verification_uri_complete fills the code in"
+    assert_styled_and_clean(chrome)
+    shot(chrome, "1-enter-code")
+    press(chrome, "button.go")
+
+    assert chrome.find_element(By.TAG_NAME, "h1").text == "Sign in a device?"
+    page = chrome.find_element(By.TAG_NAME, "main").text
+    for shown in ("tv", "dot", "openid", codes["user_code"], "Never enter a code that someone sent you"):
+        assert shown in page
+    assert_styled_and_clean(chrome)
+    shot(chrome, "2-confirm")
+    press(chrome, "button[value=approve]")
+
+    # The authorization server's own pages: sign in, then consent.
+    chrome.find_element(By.NAME, "username").send_keys("alice")
+    chrome.find_element(By.NAME, "password").send_keys("alice-password")
+    press(chrome, "#login-form input[type=submit]")
+    press(chrome, "input[name=allow]")
+
+    assert chrome.current_url.startswith(broker.url("/callback"))
+    assert chrome.find_element(By.TAG_NAME, "h1").text == "Device signed in"
+    assert_styled_and_clean(chrome)
+    shot(chrome, "3-signed-in")
+
+    answer = cli.poll_until_done()
+    assert answer.status_code == 200, answer.text
+    userinfo = requests.get(auth_server.userinfo_endpoint, headers={"Authorization": f"Bearer {answer.json()['access_token']}"}, timeout=10)
+    assert userinfo.status_code == 200
+
+    # A second device, refused by its person.
+    refused_cli = DeviceClient(broker)
+    refused = refused_cli.request_codes()
+    chrome.get(broker.url("/device"))
+    chrome.find_element(By.NAME, "user_code").send_keys(refused["user_code"].lower())
+    press(chrome, "button.go")
+    press(chrome, "button[value=deny]")
+    assert chrome.find_element(By.TAG_NAME, "h1").text == "Device not signed in"
+    shot(chrome, "4-refused")
+    assert refused_cli.poll().json()["error"] == "access_denied"
+
+    # A code nobody was given.
+    chrome.get(broker.url("/device"))
+    chrome.find_element(By.NAME, "user_code").send_keys("BCDF-GHJK")
+    press(chrome, "button.go")
+    assert "unknown, expired or already used" in chrome.find_element(By.CSS_SELECTOR, ".error").text
+    # The 400 itself is logged by the browser as a failed load; anything else would be a problem.
+    problems = [e["message"] for e in chrome.get_log("browser")
+                if e["level"] == "SEVERE" and "400" not in e["message"] and "/favicon.ico" not in e["message"]]
+    assert not problems, problems
+    shot(chrome, "5-wrong-code")
