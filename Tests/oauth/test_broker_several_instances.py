@@ -21,6 +21,7 @@ import requests
 
 from support.broker import STATE_KEY, App, BrokerProcess, broker_binary, broker_config, free_port, provider_config, wait_for
 from support.browser import Browser, BrowserError
+from support.device import DeviceClient, DevicePerson
 from support.postgres import PostgresCluster
 
 
@@ -36,7 +37,7 @@ def instances(postgres, auth_server, browser, request):
     starts one more on the same database. A test marked `instance_env` adds to their environment."""
     ports = [free_port() for _ in range(3)]
     client_id, secret = auth_server.register_client([f"http://127.0.0.1:{ports[1]}/callback"])
-    config = broker_config(provider_config(auth_server, client_id))
+    config = broker_config(provider_config(auth_server, client_id)) + "  tv:\n    device_flow: true\n"
     env = {
         "DOT_CLIENT_SECRET": secret, "BROKER_STATE_BACKEND": "postgres", "BROKER_POSTGRES_URL": postgres.create_database(),
         "BROKER_POSTGRES_PASSWORD": postgres.password, "BROKER_PUBLIC_URL": f"http://127.0.0.1:{ports[1]}",
@@ -88,6 +89,24 @@ def test_each_step_of_a_login_on_another_instance_and_the_session_everywhere(ins
     for broker in (brokers[0], brokers[1]):
         assert wait_for(lambda: requests.get(broker.url("/token"), headers=bearer(token), timeout=10).status_code == 401, 2)
     assert time.monotonic() - started < 2
+
+
+def test_a_device_signs_in_with_each_step_on_another_instance(instances, auth_server):
+    brokers, _, _ = instances
+    cli = DeviceClient(brokers[0])  # codes from the first
+    codes = cli.request_codes()
+    person = DevicePerson(brokers[2], auth_server)  # /device on the third; /callback on the second
+    try:
+        assert "Device signed in" in person.approve(codes["user_code"]).text
+    finally:
+        person.close()
+    cli.broker = brokers[1]
+    answer = cli.poll()  # collected on the second
+    assert answer.status_code == 200, answer.text
+    assert requests.get(auth_server.userinfo_endpoint, headers=bearer(answer.json()["access_token"]), timeout=10).status_code == 200
+    cli.broker = brokers[0]
+    assert cli.poll().json()["error"] == "invalid_grant", "collected once, whichever instance is asked"
+    assert requests.get(brokers[2].url("/token"), headers=bearer(answer.json()["session_token"]), timeout=10).status_code == 200
 
 
 @pytest.mark.instance_env({"BROKER_REFRESH_REQUESTS_PER_MINUTE": "0", "BROKER_MAX_CONNECTIONS_PER_IP": "1024"})

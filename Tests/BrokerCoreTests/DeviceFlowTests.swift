@@ -1,0 +1,66 @@
+import BrokerCrypto
+import Foundation
+import Testing
+
+@testable import BrokerCore
+
+/// The device flow as a service (`DeviceFlow` with `LoginFlow`): codes, the person's sign-in
+/// through the ordinary login flow ending in the approval, the device's polls — against the
+/// in-process provider, over the in-memory store, with a clock the test moves.
+struct DeviceFlowTests {
+    private func devices(_ bed: FlowTestBed) -> DeviceFlow {
+        DeviceFlow(settings: bed.settings, login: bed.login, store: bed.store, metrics: BrokerMetrics(), now: bed.clock.closure)
+    }
+
+    /// Starts codes for app `tv`, finds them by the typed user code and signs in at the provider:
+    /// the device code and the login the provider's redirect completes.
+    private func signIn(_ bed: FlowTestBed, _ flow: DeviceFlow) async throws -> (DeviceFlow.Codes, PendingAuthorization, String) {
+        let codes = try await flow.start(app: "tv", provider: ScriptedProvider.config(), scopes: ["profile"])
+        let waiting = try #require(try await flow.find(typed: UserCode.display(codes.userCode).lowercased()))
+        #expect(waiting.device.scopes == ["openid", "email", "profile"] && waiting.device.app == "tv")
+        let url = try await flow.signIn(waiting, at: try await bed.login.providers.resolve("idp"))
+        let (code, state) = try bed.provider.signIn(url, subject: "alice")
+        let pending = try #require(try await bed.login.takeLogin(state: state))
+        #expect(pending.deviceCode == OpaqueToken.hash(codes.deviceCode))
+        return (codes, pending, code)
+    }
+
+    @Test func aDeviceSignedInThroughTheLoginFlowCollectsOneSession() async throws {
+        let bed = await FlowTestBed()
+        let flow = devices(bed)
+        let (codes, pending, code) = try await signIn(bed, flow)
+        await #expect(throws: DevicePollRefusal.pending) { try await flow.poll(deviceCode: codes.deviceCode, app: "tv") }
+        let completion = await bed.login.complete(pending, with: CallbackAnswer(code: code, error: nil, errorDescription: nil, issuer: nil))
+        #expect(completion.outcome == .deviceSignedIn)
+        #expect(try await flow.find(typed: codes.userCode) == nil, "an approved code is no longer waiting")
+        bed.clock.advance(by: codes.interval)
+        await #expect(throws: DevicePollRefusal.unknownCode) { try await flow.poll(deviceCode: codes.deviceCode, app: "other") }
+        let collected = try await flow.poll(deviceCode: codes.deviceCode, app: "tv")
+        let token = try #require(collected.token)
+        let stored = try #require(bed.store.session(OpaqueToken.hash(token), now: bed.clock.seconds))
+        #expect(stored.subject == "alice" && stored.app == "tv" && stored.scopes.contains("profile") && bed.provider.accepts(stored.accessToken))
+        await #expect(throws: DevicePollRefusal.used) { try await flow.poll(deviceCode: codes.deviceCode, app: "tv") }
+    }
+
+    @Test func aCodeThatExpiredDuringTheSignInGetsNothingAndTheGrantIsRevoked() async throws {
+        let bed = await FlowTestBed()
+        let flow = devices(bed)
+        let (codes, pending, code) = try await signIn(bed, flow)
+        bed.clock.advance(by: bed.settings.deviceCodeLifetimeSeconds + 1)
+        let completion = await bed.login.complete(pending, with: CallbackAnswer(code: code, error: nil, errorDescription: nil, issuer: nil))
+        guard case .refused(let error, _) = completion.outcome else { Issue.record("approved after expiry"); return }
+        #expect(error == "expired_token")
+        #expect(!bed.provider.revoked.isEmpty, "the grant nobody will collect is revoked at the provider")
+        await #expect(throws: DevicePollRefusal.expired) { try await flow.poll(deviceCode: codes.deviceCode, app: "tv") }
+        #expect(bed.store.sessionCount == 0)
+    }
+
+    @Test func aRefusalAtTheProviderDeniesTheDevice() async throws {
+        let bed = await FlowTestBed()
+        let flow = devices(bed)
+        let (codes, pending, _) = try await signIn(bed, flow)
+        let answer = CallbackAnswer(code: nil, error: "access_denied", errorDescription: "no", issuer: nil)
+        #expect(await bed.login.complete(pending, with: answer).outcome == .refused(error: "access_denied", description: "no"))
+        await #expect(throws: DevicePollRefusal.denied) { try await flow.poll(deviceCode: codes.deviceCode, app: "tv") }
+    }
+}
