@@ -7,6 +7,7 @@ import PackageDescription
 //   CryptoShim               the only code that includes OpenSSL headers
 //   BrokerCrypto             Swift wrapper over CryptoShim
 //   Postgres                 the only code that includes libpq: connections on threads of their own, a pool, LISTEN
+//   CurlShim, APIClient      the API proxy's HTTP client: libcurl (the only code that includes it), address policy, caps
 //   WireValues               values both sides of the HTTP edge use: JSON, form fields, IP networks, byte writers
 //   HTTPServer               transport: request, response, router, limits, server; alone knows MHDShim
 //   BrokerCore               the broker (its API/ layer alone speaks HTTP); imports no C
@@ -45,11 +46,18 @@ let package = Package(
             pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]
         ),
+        .systemLibrary(
+            name: "CLibCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
         // GnuTLS (which libmicrohttpd-dev brings) for the shim's direct answers over HTTPS.
         .target(name: "MHDShim", dependencies: ["CMicroHTTPD"], linkerSettings: [.linkedLibrary("gnutls")]),
         .target(name: "CryptoShim", dependencies: ["CLibCrypto"]),
         .target(name: "BrokerCrypto", dependencies: ["CryptoShim"]),
         .target(name: "Postgres", dependencies: ["CLibPQ"]),
+        .target(name: "CurlShim", dependencies: ["CLibCurl"]),
+        .target(name: "APIClient", dependencies: ["CurlShim"]),
         .target(name: "WireValues"),
         .target(
             name: "HTTPServer",
@@ -66,6 +74,7 @@ let package = Package(
                 "WireValues",
                 "BrokerCrypto",
                 "Postgres",
+                "APIClient",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Yams", package: "Yams"),
@@ -85,7 +94,7 @@ let package = Package(
         .testTarget(name: "BrokerCryptoTests", dependencies: ["BrokerCrypto"]),
         .testTarget(name: "WireValuesTests", dependencies: ["WireValues"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "WireValues"]),
-        .testTarget(name: "BrokerCoreTests", dependencies: ["BrokerCore", "HTTPServer", "WireValues"], resources: [.copy("Resources")]),
+        .testTarget(name: "BrokerCoreTests", dependencies: ["BrokerCore", "HTTPServer", "WireValues", "APIClient"], resources: [.copy("Resources")]),
         .testTarget(name: "IntegrationTests"),
     ]
 )

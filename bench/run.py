@@ -4,7 +4,8 @@
 One run, one table: the broker's hot path (`GET /token` on live sessions) side by side with the
 broker's `/healthz`, a bare libmicrohttpd responder (bench/mhd_bare.c) and nginx answering the
 same bytes; resident memory per session; snapshot write and restart-to-ready at 1M sessions;
-single-flight refresh; logins and refreshes per second against the development provider.
+single-flight refresh; logins and refreshes per second against the development provider; the
+API proxy's GET to nginx against the same request sent to nginx directly.
 
 Everything listens on 127.0.0.1 only, every load is bounded in time and count, and every
 process this script starts is stopped (by its own pid) before it exits. Standard library only.
@@ -44,6 +45,7 @@ REDIRECT_URI = "http://127.0.0.1/callback"
 SAMPLE = 200_000  # session tokens wrk picks from, at random out of the large state
 BASELINE = "baseline build: broker GET /token (access log on)"
 POSTGRES = "PostgreSQL store: broker GET /token (access log on)"
+PROXY = "API proxy: broker GET /proxy/api/token → nginx (broker CPU)"
 
 STARTED: list[subprocess.Popen] = []
 
@@ -516,10 +518,10 @@ def machine() -> str:
     return f"{model}, {cores} cores, {memory:.0f} GiB memory, Linux {platform.release()}"
 
 
-def fixture(tool: str, directory: str, tokens: str, count: int, key: str, issuer: str) -> dict:
+def fixture(tool: str, directory: str, tokens: str, count: int, key: str, issuer: str, *options: str) -> dict:
     started = time.monotonic()
     out = subprocess.run(
-        [tool, "--sessions", str(count), "--directory", directory, "--tokens", tokens, "--issuer", issuer],
+        [tool, "--sessions", str(count), "--directory", directory, "--tokens", tokens, "--issuer", issuer, *options],
         env={**os.environ, "BROKER_STATE_KEY": key}, capture_output=True, text=True, timeout=600, check=True,
     ).stdout
     summary = json.loads(out.strip().splitlines()[-1])
@@ -585,6 +587,34 @@ http {{
             pass
         time.sleep(0.02)
     raise RuntimeError("nginx did not start; see " + os.path.join(root, "error.log"))
+
+
+def start_proxy_broker(broker_bin: str, fixture_bin: str, workdir: str, key: str, nginx_port: int) -> tuple["Broker", str]:
+    """A broker whose provider `api` has nginx as its API (`api_base_url`), with 1,000 sessions of
+    that provider: `GET /proxy/api/token` is the proxied request, nginx's `/token` the direct one."""
+    directory, tokens = os.path.join(workdir, "state-proxy"), os.path.join(workdir, "tokens-proxy.txt")
+    fixture(fixture_bin, directory, tokens, 1000, key, "http://127.0.0.1:9/api", "--provider", "api", "--app", "bench")
+    config = os.path.join(workdir, "proxy.yaml")
+    with open(config, "w") as f:
+        f.write(f"""providers:
+  api:
+    authorization_endpoint: http://127.0.0.1:9/authorize
+    token_endpoint: http://127.0.0.1:9/token
+    client_id: bench
+    client_secret_env: BENCH_CLIENT_SECRET
+    api_base_url: http://127.0.0.1:{nginx_port}
+    api_allow_private_addresses: true
+apps:
+  bench:
+    redirect_uris: [http://127.0.0.1/cb]
+""")
+    broker = Broker("proxy", broker_bin, workdir, directory, key,
+                    {"BENCH_CLIENT_SECRET": "unused", "BROKER_PROXY_REQUESTS_PER_MINUTE": "0"}, arguments=("--config", config)).start()
+    with open(tokens) as f:
+        probe = f.readline().strip()
+    status, _, body = http_get(broker.port, "/proxy/api/token", {"Authorization": f"Bearer {probe}"})
+    assert status == 200, f"GET /proxy/api/token: {status} {body[:200]!r}"
+    return broker, tokens
 
 
 def median(values: list[float]) -> float:
@@ -708,6 +738,8 @@ def run(args, broker_bin: str, fixture_bin: str, workdir: str, run_started: floa
     if args.baseline_bin:
         base = Broker("baseline", os.path.join(args.baseline_bin, "token-broker"), workdir, base_dir, key).start()
         targets.append((BASELINE, base.port, "/token", lambda: [base.pid], base_sample))
+    proxy, proxy_tokens = start_proxy_broker(broker_bin, fixture_bin, workdir, key, nginx_port)
+    targets.append((PROXY, proxy.port, "/proxy/api/token", lambda: [proxy.pid], proxy_tokens))
     cluster = None
     if args.postgres:
         cluster = postgres_cluster().start()
@@ -739,6 +771,7 @@ def run(args, broker_bin: str, fixture_bin: str, workdir: str, run_started: floa
                 + (f", {result['bad']} non-2xx" if result["bad"] else "") + (f", socket errors {result['socket_errors']}" if result["socket_errors"] else ""))
     stop(bare)
     stop(nginx)
+    proxy.stop()
     b.stop()
     if args.baseline_bin:
         base.stop()
@@ -877,6 +910,10 @@ def report(args, results, targets, rss, summaries, large, medium, first_ready, f
     ok = lambda good: "✓" if good else "✗ missed"  # noqa: E731
     rows.append(("/token CPU per request ÷ bare libmicrohttpd", "", "", "", "", f"{ratio:.2f}× (access log off: {ratio_nolog:.2f}×); by round {round_ratios(token)}× ({round_ratios(nolog)}×)", f"≤ 1.3× {ok(ratio <= 1.3)}"))
     rows.append(("/token p99 at -c64", "", "", "", "", f"{med[token]['p99']:.2f} ms (access log off: {med[nolog]['p99']:.2f} ms)", f"< 2 ms {ok(med[token]['p99'] < 2)}"))
+    direct = med[nginx]
+    rows.append(("API proxy: latency added to a GET sent to nginx directly (p50, p99)", "", "", "", "",
+                 f"+{med[PROXY]['p50'] - direct['p50']:.2f} ms, +{med[PROXY]['p99'] - direct['p99']:.2f} ms; "
+                 f"{med[PROXY]['cpu_us']:.0f} µs broker CPU per proxied request (nginx directly: {direct['cpu_us']:.1f} µs)", ""))
     if BASELINE in names:
         rows.append(("/token CPU per request, this build ÷ the baseline build", "", "", "", "",
                      f"{med[token]['cpu_us'] / med[BASELINE]['cpu_us']:.2f}×; by round "

@@ -81,6 +81,7 @@ public final class Broker: Sendable {
         StandardOAuthRoutes(services: services).register(in: &router)
         StandardTokenRoutes(services: services).register(in: &router)
         DeviceRoutes(services: services).register(in: &router)
+        ProxyRoutes(services: services).register(in: &router)
         let issuers = config.providers.compactMap { provider -> (provider: String, issuer: URL)? in
             guard case .discovery(let issuer) = provider.endpoints else { return nil }
             return (provider.id, issuer)
@@ -152,6 +153,11 @@ public final class Broker: Sendable {
             webhooks: config.webhooks.map { WebhookSender(settings: $0, logger: logger, metrics: metrics) },
             minInterval: config.sessions.minRefreshIntervalSeconds, now: now
         )
+        let limits = config.server.limits
+        let sessions = SessionOperations(
+            store: store, refresher: refresher, providers: providers, calls: calls, profiles: profiles, revoker: revoker,
+            refreshSkew: config.sessions.refreshSkewSeconds, now: now
+        )
         let login = LoginFlow(
             settings: config.sessions, callbackURL: config.server.callbackURL.absoluteString, providers: providers, calls: calls,
             store: store, idTokens: IDTokenVerifier(jwks: JWKSCache(client: upstream, clock: now), clock: now),
@@ -161,17 +167,19 @@ public final class Broker: Sendable {
             config: config,
             providers: providers,
             login: login,
-            sessions: SessionOperations(
-                store: store, refresher: refresher, providers: providers, calls: calls, profiles: profiles, revoker: revoker,
-                refreshSkew: config.sessions.refreshSkewSeconds, now: now
-            ),
+            sessions: sessions,
             devices: DeviceFlow(settings: config.sessions, login: login, store: store, metrics: metrics, now: now),
+            proxy: APIProxy(sessions: sessions, settings: ProxySettings(
+                timeoutSeconds: Double(limits.upstreamTimeoutSeconds), maxResponseBytes: limits.proxyMaxResponseBytes,
+                retryMaxBodyBytes: limits.proxyRetryMaxBodyBytes
+            ), now: now),
             store: store,
             loginLimiter: RateLimiter(perMinute: config.server.limits.loginRequestsPerMinute),
             tokenLimiter: RateLimiter(perMinute: config.server.limits.tokenRequestsPerMinute),
             refreshLimiter: RateLimiter(perMinute: config.server.limits.refreshRequestsPerMinute),
             deviceEntryLimiter: RateLimiter(perMinute: config.server.limits.deviceCodeEntriesPerMinute),
             deviceMissLimiter: RateLimiter(perMinute: config.server.limits.deviceCodeMissesPerMinute),
+            proxyLimiter: RateLimiter(perMinute: limits.proxyRequestsPerMinute),
             metrics: metrics,
             logger: logger,
             now: now

@@ -19,10 +19,13 @@ public enum Reply: Sendable {
 /// I/O goes into `Reply.deferred` or `Reply.deferredCatching`.
 public typealias Handler = @Sendable (Request) throws(HTTPError) -> Reply
 
-/// Routes by exact method and path. Unknown paths get 404; known paths with another method get
-/// 405 with `Allow`. `HEAD` is served by the `GET` handler (the server sends no body).
+/// Routes by exact method and path, then by path prefix (`addPrefix`: a route that takes every
+/// path below it). Unknown paths get 404; known paths with another method get 405 with `Allow`.
+/// `HEAD` is served by the `GET` handler (the server sends no body).
 public struct Router: Sendable {
     private var table: [Substring: Route] = [:]
+    /// Prefix routes, tried in order after the exact ones.
+    private var prefixes: [(prefix: String, route: Route)] = []
 
     /// One path and its handlers (a route has a handful of methods: a list beats a dictionary).
     private struct Route: Sendable {
@@ -50,10 +53,29 @@ public struct Router: Sendable {
         table[Substring(path), default: Route(label: path)].handlers.append(MethodHandler(method: method, handler: handler))
     }
 
+    /// Registers `handler` for `method` on every path that starts with `prefix`; `label` names
+    /// the route in metrics and the access log's route field.
+    public mutating func addPrefix(_ method: String, _ prefix: String, label: String, _ handler: @escaping Handler) {
+        if let index = prefixes.firstIndex(where: { $0.prefix == prefix }) {
+            precondition(prefixes[index].route.handler(for: method) == nil, "\(method) \(prefix)… is registered twice")
+            prefixes[index].route.handlers.append(MethodHandler(method: method, handler: handler))
+        } else {
+            var route = Route(label: label)
+            route.handlers.append(MethodHandler(method: method, handler: handler))
+            prefixes.append((prefix, route))
+        }
+    }
+
     /// Every registered route, sorted, for documentation checks.
     public var routes: [(method: String, path: String)] {
-        table.values.flatMap { route in route.handlers.map { (method: $0.method, path: route.label) } }
+        (Array(table.values) + prefixes.map(\.route)).flatMap { route in route.handlers.map { (method: $0.method, path: route.label) } }
             .sorted { ($0.path, $0.method) < ($1.path, $1.method) }
+    }
+
+    /// The exact route of `path`, else the first prefix route it falls under.
+    private func find(_ path: Substring) -> Route? {
+        if let route = table[path] { return route }
+        return prefixes.first { path.hasPrefix($0.prefix) }?.route
     }
 
     private enum Match {
@@ -74,14 +96,14 @@ public struct Router: Sendable {
 
     /// The route label of `path` (see `route`), for requests answered without routing.
     public func label(for path: Substring) -> String {
-        table[path]?.label ?? "unmatched"
+        find(path)?.label ?? "unmatched"
     }
 
     /// Routes and runs `request`, turning routing failures and thrown errors into responses;
     /// with the route's label for metrics: the path when it is a route, a fixed word otherwise
     /// (so that random paths cannot explode metric cardinality).
     public func route(_ request: Request) -> (reply: Reply, label: String) {
-        let route = table[request.path]
+        let route = find(request.path)
         let reply: Reply
         switch match(method: request.method, route: route) {
         case .found(let handler):

@@ -28,6 +28,9 @@ def test_walk_through_with_the_development_provider():
         auth = {"Authorization": "Bearer " + tokens["session_token"]}
         assert requests.get(broker.url("/session"), headers=auth, timeout=10).json()["subject"] == "dev-alice"
         assert requests.get(broker.url("/profile"), headers=auth, timeout=10).json()["email"] == "alice@example.test"
+        # The README's API proxy example: the built-in provider's userinfo through the broker.
+        proxied = requests.get(broker.url("/proxy/dev/userinfo"), headers=auth, timeout=10)
+        assert proxied.status_code == 200 and proxied.json()["sub"] == "dev-alice"
         refreshed = requests.post(broker.url("/refresh"), headers=auth, timeout=10).json()
         assert refreshed["access_token"] != tokens["access_token"]
         assert requests.post(broker.url("/revoke"), headers=auth, timeout=10).json()["provider_revocation"] == "succeeded"

@@ -8,6 +8,7 @@ struct BrokerServices: Sendable {
     let login: LoginFlow
     let sessions: SessionOperations
     let devices: DeviceFlow
+    let proxy: APIProxy
     let store: any StateStore
     let loginLimiter: RateLimiter
     let tokenLimiter: RateLimiter
@@ -17,6 +18,8 @@ struct BrokerServices: Sendable {
     let deviceEntryLimiter: RateLimiter
     /// Wrong user codes entered at `/device`, all clients together (one bucket).
     let deviceMissLimiter: RateLimiter
+    /// Proxied API requests, per session.
+    let proxyLimiter: RateLimiter
     let metrics: BrokerMetrics
     let logger: Logger
     /// Unix seconds now; replaceable in tests.

@@ -33,6 +33,12 @@ public struct Limits: Sendable, Equatable {
     /// Wrong user codes entered at `/device` per minute, all clients together (0 = no limit):
     /// bounds how many codes a distributed guesser can try; 429 for everyone above.
     public var deviceCodeMissesPerMinute: Int
+    /// Requests through the API proxy per session per minute (0 = no limit); 429 above.
+    public var proxyRequestsPerMinute: Int
+    /// Largest API answer the proxy passes on, in bytes; 502 above (never a truncated answer).
+    public var proxyMaxResponseBytes: Int
+    /// Largest request body the proxy keeps to send again after refreshing a refused token.
+    public var proxyRetryMaxBodyBytes: Int
 
     /// Creates limits; the defaults are those of the embedded configuration.
     public init(maxBodyBytes: Int = 65_536, maxHeaderBytes: Int = 8_192, maxURLBytes: Int = 4_096,
@@ -41,7 +47,8 @@ public struct Limits: Sendable, Equatable {
                 maxUpstreamCalls: Int = 256, upstreamTimeoutSeconds: Int = 10,
                 loginRequestsPerMinute: Int = 120, tokenRequestsPerMinute: Int = 120,
                 refreshRequestsPerMinute: Int = 120, deviceCodeEntriesPerMinute: Int = 10,
-                deviceCodeMissesPerMinute: Int = 60) {
+                deviceCodeMissesPerMinute: Int = 60, proxyRequestsPerMinute: Int = 600,
+                proxyMaxResponseBytes: Int = 10_485_760, proxyRetryMaxBodyBytes: Int = 65_536) {
         self.maxBodyBytes = maxBodyBytes
         self.maxHeaderBytes = maxHeaderBytes
         self.maxURLBytes = maxURLBytes
@@ -57,6 +64,9 @@ public struct Limits: Sendable, Equatable {
         self.refreshRequestsPerMinute = refreshRequestsPerMinute
         self.deviceCodeEntriesPerMinute = deviceCodeEntriesPerMinute
         self.deviceCodeMissesPerMinute = deviceCodeMissesPerMinute
+        self.proxyRequestsPerMinute = proxyRequestsPerMinute
+        self.proxyMaxResponseBytes = proxyMaxResponseBytes
+        self.proxyRetryMaxBodyBytes = proxyRetryMaxBodyBytes
     }
 
     /// Accepted range of `max_body_bytes`: 1 KiB to 64 MiB.
@@ -78,4 +88,8 @@ public struct Limits: Sendable, Equatable {
     static let maxUpstreamCallsRange = 1...100_000
     static let upstreamTimeoutSecondsRange = 1...300
     static let requestsPerMinuteRange = 0...1_000_000
+    /// Accepted range of `proxy_max_response_bytes`: 1 KiB to 1 GiB.
+    static let proxyMaxResponseBytesRange = 1_024...1_073_741_824
+    /// Accepted range of `proxy_retry_max_body_bytes`: none kept, up to 64 MiB.
+    static let proxyRetryMaxBodyBytesRange = 0...67_108_864
 }

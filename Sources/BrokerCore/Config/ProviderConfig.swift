@@ -33,6 +33,14 @@ public struct ProviderConfig: Sendable {
     public let userinfoMethod: String
     /// What joins scopes in the `scope` parameter and in token responses (`" "`; GitHub: `","`).
     public let scopeSeparator: String
+    /// Where the provider's API is (`api_base_url`, or the preset's): the API proxy forwards
+    /// `/proxy/{provider}/{path}` to this URL joined with `{path}`. nil: no proxy.
+    public let apiBaseURL: URL?
+    /// Request headers of the API the proxy passes on besides the standard ones (`api_headers`, or the preset's).
+    public let apiHeaders: [String]
+    /// Whether the proxy may connect to loopback, private and link-local addresses for this
+    /// provider (`api_allow_private_addresses`): a test upstream, an API inside your network.
+    public let apiAllowPrivateAddresses: Bool
 
     /// Creates a provider. The loader validates its input; this initializer does not.
     public init(id: String, endpoints: ProviderEndpoints, clientID: String, clientSecret: Secret,
@@ -40,7 +48,8 @@ public struct ProviderConfig: Sendable {
                 tokenEndpointAuthMethod: TokenEndpointAuthMethod = .clientSecretBasic,
                 allowInsecureHTTP: Bool = false, preset: String? = nil, userinfoEndpointOverride: URL? = nil,
                 profileMapping: ProfileMapping = .openIDConnect, userinfoMethod: String = "GET",
-                scopeSeparator: String = " ") {
+                scopeSeparator: String = " ", apiBaseURL: URL? = nil, apiHeaders: [String] = [],
+                apiAllowPrivateAddresses: Bool = false) {
         self.id = id
         self.preset = preset
         self.endpoints = endpoints
@@ -54,6 +63,9 @@ public struct ProviderConfig: Sendable {
         self.profileMapping = profileMapping
         self.userinfoMethod = userinfoMethod
         self.scopeSeparator = scopeSeparator
+        self.apiBaseURL = apiBaseURL
+        self.apiHeaders = apiHeaders
+        self.apiAllowPrivateAddresses = apiAllowPrivateAddresses
     }
 
     /// The userinfo endpoint to call: the configured override, else the explicit one, else

@@ -17,6 +17,7 @@ struct ProviderDecoder {
     static let knownKeys = ["preset", "issuer"] + endpointKeys + ProviderPreset.placeholderKeys + [
         "client_id", "client_secret_env", "client_secret_file", "scopes",
         "token_endpoint_auth_method", "authorization_params", "allow_insecure_http",
+        "api_base_url", "api_headers", "api_allow_private_addresses",
     ]
 
     /// The provider, or `nil` when anything about it is wrong (every problem is recorded).
@@ -43,6 +44,7 @@ struct ProviderDecoder {
         } ?? preset?.tokenEndpointAuthMethod ?? .clientSecretBasic
         let parameters = (preset?.authorizationParameters ?? [:])
             .merging(decodeParameters(reader, problems: &problems)) { _, configured in configured }
+        let api = decodeAPI(reader, preset: preset, allowInsecureHTTP: insecure, problems: &problems)
         guard problems.problems.count == before, let resolved, let clientID, let secret else { return nil }
         return ProviderConfig(id: id, endpoints: resolved.endpoints, clientID: clientID, clientSecret: secret,
                               scopes: scopes, authorizationParameters: parameters,
@@ -50,7 +52,35 @@ struct ProviderDecoder {
                               preset: preset?.name, userinfoEndpointOverride: resolved.userinfoOverride,
                               profileMapping: preset?.profileMapping ?? .openIDConnect,
                               userinfoMethod: preset?.userinfoMethod ?? "GET",
-                              scopeSeparator: preset?.scopeSeparator ?? " ")
+                              scopeSeparator: preset?.scopeSeparator ?? " ", apiBaseURL: api.baseURL,
+                              apiHeaders: api.headers, apiAllowPrivateAddresses: api.allowPrivateAddresses)
+    }
+
+    /// The API proxy's settings: `api_base_url` (else the preset's; no query or fragment),
+    /// `api_headers` (else the preset's; header names the proxy would drop anyway are refused),
+    /// `api_allow_private_addresses`.
+    private func decodeAPI(_ reader: YAMLMappingReader, preset: ProviderPreset?, allowInsecureHTTP: Bool,
+                           problems: inout ConfigProblemList) -> (baseURL: URL?, headers: [String], allowPrivateAddresses: Bool) {
+        var baseURL: URL?
+        if reader.has("api_base_url") {
+            baseURL = url(reader, "api_base_url", allowInsecureHTTP: allowInsecureHTTP, allowQuery: false, problems: &problems)
+        } else if let template = preset?.apiBaseURL {
+            baseURL = URL(string: template)
+        }
+        var headers = preset?.apiHeaders ?? []
+        if let items = reader.stringList("api_headers", problems: &problems) {
+            headers = []
+            for item in items {
+                if let refusal = ProxyHeaders.refusal(ofExtra: item.text) {
+                    problems.add(item.path, refusal, line: item.line)
+                } else if !headers.contains(where: { $0.lowercased() == item.text.lowercased() }) {
+                    headers.append(item.text)
+                }
+            }
+        }
+        let allowPrivate = reader.parsed("api_allow_private_addresses", expected: "true or false", problems: &problems,
+                                         ConfigValueParsing.boolean) ?? false
+        return (baseURL, headers, allowPrivate)
     }
 
     private func decodeSecret(_ reader: YAMLMappingReader, problems: inout ConfigProblemList) -> Secret? {

@@ -43,7 +43,9 @@ public enum DevelopmentMode {
             endpoints: .discovery(issuer: issuer),
             clientID: clientID,
             clientSecret: Secret(clientSecret, source: "development mode"),
-            scopes: ["openid", "profile", "email"]
+            scopes: ["openid", "profile", "email"],
+            // The proxy reaches the built-in provider's own endpoints (`/proxy/dev/userinfo`) on loopback.
+            apiBaseURL: issuer, apiAllowPrivateAddresses: true
         )
         let demo = AppConfig(id: appID, redirectURIs: [try RedirectURI(parsing: demoRedirectURI)], deviceFlow: true)
         let configured = config.providers.map(\.id)

@@ -105,6 +105,14 @@ public final class BrokerMetrics: Sendable {
               [("outcome", outcome)])
     }
 
+    /// A request through the API proxy: its status class and time, by provider.
+    func proxyRequest(provider: String, status: Int, seconds: Double) {
+        count("proxy_requests", "Requests through the API proxy, by provider and status class.",
+              [("provider", provider), ("status_class", "\(status / 100)xx")])
+        time("proxy_request_duration", "Time of requests through the API proxy, by provider.", [("provider", provider)],
+             Self.upstreamBuckets, seconds)
+    }
+
     /// A snapshot was written.
     func snapshotWritten(seconds: Double, bytes: Int) {
         time("snapshot_duration", "Time to write a snapshot of the whole state.", [], Self.snapshotBuckets, seconds)

@@ -15,7 +15,7 @@ extension ProviderPreset {
         defaultScopes: ["read:user", "user:email"], tokenEndpointAuthMethod: .clientSecretPost,
         profileMapping: ProfileMapping(subject: ["id"], name: ["name", "login"], email: ["email"],
                                        emailVerified: [.constant(.bool(true))], picture: ["avatar_url"]),
-        scopeSeparator: ",",
+        scopeSeparator: ",", apiBaseURL: "https://api.github.com", apiHeaders: ["X-GitHub-Api-Version"],
         documentation: "https://docs.github.com/apps/oauth-apps/building-oauth-apps/authorizing-oauth-apps")
 
     /// Spotify. `emailVerified` is `false`: Spotify documents the address on `/v1/me` as
@@ -28,6 +28,7 @@ extension ProviderPreset {
         defaultScopes: ["user-read-email", "user-read-private"],
         profileMapping: ProfileMapping(subject: ["id"], name: ["display_name"], email: ["email"],
                                        emailVerified: [.constant(.bool(false))], picture: ["images.0.url"]),
+        apiBaseURL: "https://api.spotify.com",
         documentation: "https://developer.spotify.com/documentation/web-api/tutorials/code-flow")
 
     /// Dropbox. `token_access_type=offline` asks for a refresh token. The profile call is
@@ -41,7 +42,7 @@ extension ProviderPreset {
         defaultScopes: ["account_info.read"], authorizationParameters: ["token_access_type": "offline"],
         profileMapping: ProfileMapping(subject: ["account_id"], name: ["name.display_name"], email: ["email"],
                                        emailVerified: ["email_verified"], picture: ["profile_photo_url"]),
-        userinfoMethod: "POST",
+        userinfoMethod: "POST", apiBaseURL: "https://api.dropboxapi.com", apiHeaders: ["Dropbox-API-Select-User"],
         documentation: "https://www.dropbox.com/developers/documentation/http/documentation")
 
     /// Discord. `verified` is documented as "whether the email on this account has been
@@ -56,6 +57,7 @@ extension ProviderPreset {
         profileMapping: ProfileMapping(subject: ["id"], name: ["global_name", "username"], email: ["email"],
                                        emailVerified: ["verified"],
                                        picture: [.template("https://cdn.discordapp.com/avatars/{id}/{avatar}.png")]),
+        apiBaseURL: "https://discord.com/api",
         documentation: "https://discord.com/developers/docs/topics/oauth2")
 
     /// Zoom. Scopes are chosen on the app in the Zoom Marketplace, so none are asked for by
@@ -68,5 +70,6 @@ extension ProviderPreset {
         defaultScopes: [],
         profileMapping: ProfileMapping(subject: ["id"], name: ["display_name", .template("{first_name} {last_name}")],
                                        email: ["email"], picture: ["pic_url"]),
+        apiBaseURL: "https://api.zoom.us/v2",
         documentation: "https://developers.zoom.us/docs/integrations/oauth/")
 }

@@ -8,6 +8,7 @@ extension ProviderPreset {
         name: "google", endpoints: .discovery(issuer: "https://accounts.google.com"),
         defaultScopes: ["openid", "email", "profile"], tokenEndpointAuthMethod: .clientSecretPost,
         authorizationParameters: ["access_type": "offline", "prompt": "consent", "include_granted_scopes": "true"],
+        apiBaseURL: "https://www.googleapis.com",
         documentation: "https://developers.google.com/identity/openid-connect/openid-connect")
 
     /// Microsoft identity platform (Entra ID and personal accounts). Endpoints are explicit
@@ -26,24 +27,27 @@ extension ProviderPreset {
         defaultScopes: ["openid", "profile", "email", "offline_access"], tokenEndpointAuthMethod: .clientSecretPost,
         profileMapping: ProfileMapping(subject: ["sub"], name: ["name", "preferred_username"], email: ["email"],
                                        picture: ["picture"]),
+        apiBaseURL: "https://graph.microsoft.com", apiHeaders: ["ConsistencyLevel"],
         documentation: "https://learn.microsoft.com/entra/identity-platform/v2-protocols-oidc")
 
     /// GitLab.com; for a self-managed instance set `issuer` to its URL.
     public static let gitlab = ProviderPreset(
         name: "gitlab", endpoints: .discovery(issuer: "https://gitlab.com"),
-        defaultScopes: ["openid", "profile", "email"],
+        defaultScopes: ["openid", "profile", "email"], apiBaseURL: "https://gitlab.com/api/v4",
         documentation: "https://docs.gitlab.com/integration/openid_connect_provider/")
 
     /// Sign in with Slack (OpenID Connect).
     public static let slack = ProviderPreset(
         name: "slack", endpoints: .discovery(issuer: "https://slack.com"),
         defaultScopes: ["openid", "email", "profile"], tokenEndpointAuthMethod: .clientSecretPost,
+        apiBaseURL: "https://slack.com/api",
         documentation: "https://docs.slack.dev/authentication/sign-in-with-slack/")
 
     /// Sign In with LinkedIn using OpenID Connect. LinkedIn takes the client secret in the body.
     public static let linkedin = ProviderPreset(
         name: "linkedin", endpoints: .discovery(issuer: "https://www.linkedin.com/oauth"),
         defaultScopes: ["openid", "profile", "email"], tokenEndpointAuthMethod: .clientSecretPost,
+        apiBaseURL: "https://api.linkedin.com", apiHeaders: ["LinkedIn-Version", "X-Restli-Protocol-Version"],
         documentation: "https://learn.microsoft.com/linkedin/consumer/integrations/self-serve/sign-in-with-linkedin-v2")
 
     /// Twitch (OpenID Connect). Its userinfo endpoint answers only the claims asked for with the

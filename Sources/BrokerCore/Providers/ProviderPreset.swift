@@ -20,6 +20,11 @@ public struct ProviderPreset: Sendable {
     public let userinfoMethod: String
     /// What joins scopes in the `scope` parameter and in the token response's `scope`.
     public let scopeSeparator: String
+    /// Where the provider's API is, for the API proxy (`/proxy/{provider}/…`); nil: no proxy
+    /// unless the configuration sets `api_base_url`.
+    public let apiBaseURL: String?
+    /// Request headers of the provider's API that the proxy passes on besides the standard ones.
+    public let apiHeaders: [String]
     /// The provider's documentation these values were taken from.
     public let documentation: String
 
@@ -27,7 +32,8 @@ public struct ProviderPreset: Sendable {
     public init(name: String, endpoints: PresetEndpoints, placeholders: [PresetPlaceholder] = [],
                 defaultScopes: [String], tokenEndpointAuthMethod: TokenEndpointAuthMethod = .clientSecretBasic,
                 authorizationParameters: [String: String] = [:], profileMapping: ProfileMapping = .openIDConnect,
-                userinfoMethod: String = "GET", scopeSeparator: String = " ", documentation: String) {
+                userinfoMethod: String = "GET", scopeSeparator: String = " ", apiBaseURL: String? = nil,
+                apiHeaders: [String] = [], documentation: String) {
         self.name = name
         self.endpoints = endpoints
         self.placeholders = placeholders
@@ -37,6 +43,8 @@ public struct ProviderPreset: Sendable {
         self.profileMapping = profileMapping
         self.userinfoMethod = userinfoMethod
         self.scopeSeparator = scopeSeparator
+        self.apiBaseURL = apiBaseURL
+        self.apiHeaders = apiHeaders
         self.documentation = documentation
     }
 

@@ -1,0 +1,94 @@
+import APIClient
+import BrokerCrypto
+import Foundation
+
+/// The API proxy (backend for frontend): a request the app sends to `/proxy/{provider}/{path}`
+/// with its session token goes to the provider's API with the provider's access token, fresh by
+/// the rules of `GET /token` (the refresh skew, one refresh per session at a time). On a 401 from
+/// the API the token is refreshed once (joining a refresh under way) and the request sent again
+/// when it can be replayed. Takes and returns domain values; `API/ProxyRoutes.swift` reads the
+/// request and writes the answer.
+struct APIProxy: Sendable {
+    let sessions: SessionOperations
+    let settings: ProxySettings
+    let now: BrokerClock
+
+    /// A request to forward, already checked: its target URL and the client headers that pass.
+    struct Forward: Sendable {
+        let method: String
+        let url: String
+        let headers: [(String, String)]
+        let body: [UInt8]?
+    }
+
+    /// Sends `request` for `session` to `provider`'s API.
+    func forward(_ request: Forward, session: Session, provider: ProviderConfig) async throws(ProxyFailure) -> APIResponse {
+        let token: String
+        if session.accessTokenValid(for: sessions.refreshSkew, at: now()) {
+            token = session.accessToken
+        } else {
+            token = try await refreshed(session.id, force: false).accessToken
+        }
+        let first = try await send(request, token: token, provider: provider)
+        guard first.status == 401 else { return first }
+        // The API no longer takes the token: one refresh, joining any under way.
+        let renewed: String
+        do throws(ProxyFailure) {
+            renewed = try await refreshed(session.id, force: true).accessToken
+        } catch {
+            guard case .refresh(.tooSoon) = error else { throw error }
+            // Refreshed moments ago (by another request): the current token, if it is another.
+            guard let current = try? await sessions.store.loadSession(session.id, now: now()), current.accessToken != token else {
+                return first
+            }
+            renewed = current.accessToken
+        }
+        guard request.body.map({ $0.count <= settings.retryMaxBodyBytes }) ?? true else { throw .refreshedNotRetried }
+        return try await send(request, token: renewed, provider: provider)
+    }
+
+    private func refreshed(_ id: SHA256Digest, force: Bool) async throws(ProxyFailure) -> Session {
+        do {
+            return try await sessions.refresh(id, force: force, minimumValidity: sessions.refreshSkew)
+        } catch {
+            throw .refresh(error)
+        }
+    }
+
+    private func send(_ request: Forward, token: String, provider: ProviderConfig) async throws(ProxyFailure) -> APIResponse {
+        var headers = request.headers
+        headers.append(("Authorization", "Bearer \(token)"))
+        // libcurl would add these itself: a form content type for a body without one, and
+        // `Expect: 100-continue` for larger bodies.
+        if request.body != nil, !headers.contains(where: { $0.0.lowercased() == "content-type" }) { headers.append(("Content-Type", "")) }
+        headers.append(("Expect", ""))
+        let exchange = APIRequest(
+            method: request.method, url: request.url, headers: headers, body: request.body,
+            timeoutSeconds: settings.timeoutSeconds, maxResponseBytes: settings.maxResponseBytes,
+            allowPrivateAddresses: provider.apiAllowPrivateAddresses,
+            allowHTTP: provider.apiBaseURL?.scheme == "http" // the configuration allowed it (loopback, allow_insecure_http)
+        )
+        switch await APIExchange.perform(exchange) {
+        case .success(let response): return response
+        case .failure(let error): throw .exchange(error)
+        }
+    }
+}
+
+/// The proxy's bounds, from `server.limits` and the upstream timeout.
+struct ProxySettings: Sendable {
+    let timeoutSeconds: Double
+    let maxResponseBytes: Int
+    /// A body at most this long is kept to be sent again after a refresh; a longer one is not
+    /// replayed.
+    let retryMaxBodyBytes: Int
+}
+
+/// Why a proxied request got no answer from the API.
+enum ProxyFailure: Error, Sendable {
+    /// The token could not be refreshed (`loginRequired` ends the session as usual).
+    case refresh(RefreshFailure)
+    /// The API refused the token, which was then refreshed; the request was not replayed.
+    case refreshedNotRetried
+    case exchange(APIExchangeError)
+}

@@ -1,0 +1,48 @@
+/// Which headers cross the API proxy. Towards the API: an allowlist (content negotiation,
+/// conditional and range requests, and the provider's own `api_headers`) — never the client's
+/// credentials, cookies, host, hop-by-hop or forwarding headers. Towards the client: the content
+/// headers, validators, links, redirects' `Location`, `Retry-After`, `WWW-Authenticate` and
+/// rate-limit headers — never `Set-Cookie` or hop-by-hop headers; the server adds its own
+/// security headers and `Cache-Control: no-store`.
+enum ProxyHeaders {
+    /// Passed to every API when the client sends them.
+    static let standard = ["Accept", "Accept-Language", "Content-Type", "If-Match", "If-None-Match",
+                           "If-Modified-Since", "If-Unmodified-Since", "If-Range", "Range"]
+
+    private static let forbidden: Set<String> = [
+        "authorization", "cookie", "host", "connection", "keep-alive", "te", "trailer", "transfer-encoding",
+        "upgrade", "content-length", "expect", "forwarded", "via", "origin", "referer",
+    ]
+
+    /// Why `name` cannot be one of a provider's `api_headers`, or nil when it can.
+    static func refusal(ofExtra name: String) -> String? {
+        let tokenCharacters = "!#$%&'*+-.^_`|~"
+        guard !name.isEmpty, name.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || tokenCharacters.unicodeScalars.contains($0)) }) else {
+            return "is not a header name"
+        }
+        if isNeverPassed(name.lowercased()) { return "is a header the proxy never passes to an API" }
+        return nil
+    }
+
+    /// Client headers that never reach an API, whatever the configuration.
+    static func isNeverPassed(_ lowercased: String) -> Bool {
+        forbidden.contains(lowercased) || lowercased.hasPrefix("proxy-") || lowercased.hasPrefix("x-forwarded-")
+    }
+
+    private static let passedBack: Set<String> = [
+        "content-type", "content-language", "content-disposition", "content-range", "content-encoding", "accept-ranges",
+        "etag", "last-modified", "link", "location", "retry-after", "www-authenticate", "vary",
+    ]
+
+    /// Whether an API's answer header goes back to the client.
+    static func passesBack(_ name: String) -> Bool {
+        let lowercased = name.lowercased()
+        return passedBack.contains(lowercased) || lowercased.hasPrefix("x-ratelimit-") || lowercased.hasPrefix("ratelimit")
+            || lowercased.hasPrefix("x-rate-limit-")
+    }
+
+    /// Whether a header value can be passed on as it is: visible ASCII, spaces and tabs.
+    static func isPlainValue(_ value: String) -> Bool {
+        value.utf8.allSatisfy { $0 == 0x09 || (0x20...0x7E).contains($0) }
+    }
+}

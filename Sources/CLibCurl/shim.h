@@ -1,0 +1,2 @@
+// libcurl (Debian: libcurl4-openssl-dev). Only Sources/CurlShim includes it.
+#include <curl/curl.h>

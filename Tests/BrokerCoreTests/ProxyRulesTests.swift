@@ -1,0 +1,67 @@
+import APIClient
+import Testing
+
+@testable import BrokerCore
+
+/// The API proxy's rules without a network: which targets are built and which refused, which
+/// headers cross, and which addresses the client refuses to connect to.
+struct ProxyRulesTests {
+    private func target(_ path: String, _ query: String? = nil) -> Result<String, ProxyPath.Refusal> {
+        ProxyPath.target(base: "https://api.example.com/v4/", path: Substring(path), query: query.map { Substring($0) })
+    }
+
+    @Test func aPathIsJoinedToTheBaseAsSent() throws {
+        #expect(try target("/users/42/repos", "page=2&q=a%20b").get() == "https://api.example.com/v4/users/42/repos?page=2&q=a%20b")
+        #expect(try target("").get() == "https://api.example.com/v4/")
+        #expect(try target("/files/a%20b:c;d=e,f~g").get() == "https://api.example.com/v4/files/a%20b:c;d=e,f~g")
+        #expect(try target("/search", "q=user@example.com&x=/?").get().hasSuffix("?q=user@example.com&x=/?"))
+    }
+
+    @Test(arguments: [
+        "relative", "/..", "/a/../b", "/./a", "/a/.", "/a//b", "/%2e%2e/x", "/%2E/x", "/a%2fb", "/a%2Fb", "/a%5Cb", "/a\\b",
+        "/user@host", "/a%40b", "/a%25b", "/a%00", "/a%0A", "/a%7f", "/a%zz", "/a%2", "/a b", "/a\u{7f}", "/caf\u{e9}", "/a#b",
+    ])
+    func everyPathTrickIsRefused(_ path: String) {
+        guard case .failure = target(path) else {
+            Issue.record("\(path) was accepted")
+            return
+        }
+    }
+
+    @Test func aQueryMayHoldAnyVisibleCharacterButAHash() {
+        #expect((try? target("/a", "x=%2F..%2F&y=\\").get()) != nil)
+        for query in ["a=b#c", "a=b c", "a=\u{1}", "a=\u{e9}"] {
+            guard case .failure = target("/a", query) else {
+                Issue.record("query \(query) was accepted")
+                continue
+            }
+        }
+    }
+
+    @Test func headersCrossOnlyWhenAllowed() {
+        for name in ["Authorization", "Cookie", "Host", "Connection", "Proxy-Authorization", "X-Forwarded-For", "Forwarded", "Transfer-Encoding"] {
+            #expect(ProxyHeaders.refusal(ofExtra: name) != nil, "\(name) may not be an api_headers entry")
+        }
+        #expect(ProxyHeaders.refusal(ofExtra: "X-GitHub-Api-Version") == nil)
+        #expect(ProxyHeaders.refusal(ofExtra: "Bad Name") != nil)
+        for name in ["Content-Type", "ETag", "Link", "Location", "X-RateLimit-Remaining", "RateLimit-Policy", "Retry-After"] {
+            #expect(ProxyHeaders.passesBack(name), "\(name) goes back")
+        }
+        for name in ["Set-Cookie", "Connection", "Transfer-Encoding", "Server", "X-Internal", "Strict-Transport-Security"] {
+            #expect(!ProxyHeaders.passesBack(name), "\(name) stays behind")
+        }
+        #expect(!ProxyHeaders.isPlainValue("a\r\nb") && ProxyHeaders.isPlainValue("W/\"x\"\tok"))
+    }
+
+    @Test func internalAddressesAreRefused() {
+        for address in ["127.0.0.1", "127.1.2.3", "10.0.0.1", "172.16.0.1", "172.31.255.255", "192.168.1.1", "169.254.169.254",
+                        "100.64.0.1", "0.0.0.0", "224.0.0.1", "255.255.255.255", "::1", "::", "fe80::1", "fd00:ec2::254",
+                        "fc00::1", "ff02::1", "::ffff:127.0.0.1", "::ffff:10.1.2.3", "64:ff9b::a9fe:a9fe", "2002:7f00:1::"] {
+            #expect(APIExchange.refuses(address: address) == true, "\(address) must be refused")
+        }
+        for address in ["8.8.8.8", "140.82.112.6", "172.32.0.1", "192.169.0.1", "2606:4700::1111", "::ffff:8.8.8.8"] {
+            #expect(APIExchange.refuses(address: address) == false, "\(address) is public")
+        }
+        #expect(APIExchange.refuses(address: "example.com") == nil)
+    }
+}

@@ -1,0 +1,214 @@
+"""The API proxy (README, "Calling the provider's API through the broker"): requests an app sends
+to /proxy/{provider}/{path} with its session token reach the provider's API with the provider's
+token — against the real authorization server's userinfo, and a recording upstream on loopback
+that keeps what it receives. The client's credentials and cookies never arrive; another
+provider's session is refused; path tricks are refused before any connection; redirects are not
+followed; a 401 from the API means one refresh and one retry (none for a body over the replay
+cap); bodies over the caps are refused; a large answer passes whole; concurrent calls on an
+expiring session share one refresh; no token reaches a log line."""
+
+import concurrent.futures
+import hashlib
+import socket
+from urllib.parse import urlsplit
+
+import pytest
+import requests
+
+from support.broker import wait_for
+from support.recording_upstream import RecordingUpstream
+
+
+@pytest.fixture
+def upstream():
+    server = RecordingUpstream()
+    yield server
+    server.close()
+
+
+def api(base_url: str, allow_private: bool = True, extra: str = "") -> str:
+    return f"    api_base_url: {base_url}\n" + ("    api_allow_private_addresses: true\n" if allow_private else "") + extra
+
+
+@pytest.fixture
+def proxied(broker_factory, upstream):
+    """A broker whose provider `dot` has the recording upstream as its API, and a signed-in app."""
+    def start(extra="", env=None):
+        broker, app, _, _ = broker_factory(provider_extra=api(upstream.base_url, extra=extra), env=env)
+        app.login()
+        return broker, app
+    return start
+
+
+def raw_get(broker, target: str, token: str) -> int:
+    """The status of a GET sent exactly as written (no client-side normalisation of the path)."""
+    with socket.create_connection(("127.0.0.1", broker.port), timeout=10) as connection:
+        connection.sendall(f"GET {target} HTTP/1.1\r\nHost: {broker.host}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n".encode())
+        answer = b""
+        while chunk := connection.recv(65536):
+            answer += chunk
+    return int(answer.split(b" ", 2)[1])
+
+
+def test_the_provider_token_reaches_the_real_servers_userinfo(broker_factory, auth_server):
+    base = auth_server.userinfo_endpoint.rsplit("/userinfo/", 1)[0]
+    broker, app, _, _ = broker_factory(provider_extra=api(base))
+    app.login()
+    answer = app.call("GET", "/proxy/dot/userinfo/")
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["sub"] and answer.headers["Content-Type"].startswith("application/json")
+    assert answer.headers["Cache-Control"] == "no-store" and answer.headers["X-Content-Type-Options"] == "nosniff"
+
+
+def test_headers_are_filtered_both_ways(proxied, upstream):
+    broker, app = proxied(extra="    api_headers: [X-Api-Version]\n")
+    provider_token = app.call("GET", "/token").json()["access_token"]
+    answer = app.call("GET", "/proxy/dot/json?page=2&per_page=50", headers={
+        "Cookie": "broker=1", "X-Forwarded-For": "10.0.0.1", "Forwarded": "for=10.0.0.1", "Proxy-Authorization": "Basic eA==",
+        "Accept": "application/json", "If-None-Match": '"v0"', "X-Api-Version": "2022-11-28", "X-Other": "no",
+    })
+    assert answer.status_code == 200 and answer.json() == {"ok": True}
+    seen = upstream.last()
+    assert seen["path"] == "/json?page=2&per_page=50"
+    assert seen["headers"]["authorization"] == f"Bearer {provider_token}"
+    for dropped in ("cookie", "x-forwarded-for", "forwarded", "proxy-authorization", "x-other"):
+        assert dropped not in seen["header_names"], dropped
+    assert seen["headers"]["accept"] == "application/json" and seen["headers"]["if-none-match"] == '"v0"'
+    assert seen["headers"]["x-api-version"] == "2022-11-28"
+    assert app.session_token not in str(seen)
+    # Back: content headers, validators, links and rate limits; never Set-Cookie or other headers.
+    assert answer.headers["ETag"] == '"v1"' and "rel=\"next\"" in answer.headers["Link"]
+    assert answer.headers["X-RateLimit-Remaining"] == "4999"
+    assert "Set-Cookie" not in answer.headers and "X-Internal" not in answer.headers
+    assert answer.headers["X-Frame-Options"] == "DENY"
+
+
+def test_a_session_of_another_provider_is_refused(broker_factory, auth_server, upstream):
+    other = f"""
+  other:
+    issuer: {auth_server.issuer}
+    client_id: other
+    client_secret_env: DOT_CLIENT_SECRET
+{api(upstream.base_url)}"""
+    broker, app, _, _ = broker_factory(provider_extra=api(upstream.base_url) + other)
+    app.login()
+    answer = app.call("GET", "/proxy/other/json")
+    assert answer.status_code == 403 and answer.json()["error"] == "wrong_provider"
+    assert app.call("GET", "/proxy/dot/json", token="tbs_" + "x" * 43).status_code == 401
+    assert upstream.count() == 0
+
+
+@pytest.mark.parametrize("target", [
+    "/proxy/dot/../token", "/proxy/dot/a/../../token", "/proxy/dot/./json", "/proxy/dot/%2e%2e/token", "/proxy/dot/%2E/json",
+    "/proxy/dot/a%2fb", "/proxy/dot/a%2Fb", "/proxy/dot/a%5cb", "/proxy/dot/a\\b", "/proxy/dot/user@evil.example",
+    "/proxy/dot/a%40b", "/proxy/dot/a%00b", "/proxy/dot/a%0d%0aX:y", "/proxy/dot/a%252e%252e", "/proxy/dot//evil.example/x",
+    "/proxy/dot/json?q=a#frag", "/proxy/dot/%zz", "/proxy/dotx/json",
+])
+def test_path_tricks_are_refused_before_any_connection(proxied, upstream, target):
+    broker, app = proxied()
+    status = raw_get(broker, target, app.session_token)
+    assert status in (400, 404), status
+    assert upstream.count() == 0
+
+
+def test_an_absolute_form_target_goes_nowhere(proxied, upstream):
+    broker, app = proxied()
+    status = raw_get(broker, f"http://evil.example/proxy/dot/json", app.session_token)
+    assert status in (400, 404)
+    assert upstream.count() == 0
+
+
+def test_loopback_is_refused_unless_the_provider_allows_it(broker_factory, upstream):
+    for base, extra in ((upstream.base_url, ""), (f"http://localhost:{upstream.port}", ""),
+                        (f"http://[::ffff:127.0.0.1]:{upstream.port}", "    allow_insecure_http: true\n")):
+        broker, app, _, _ = broker_factory(provider_extra=api(base, allow_private=False, extra=extra))
+        app.login()
+        answer = app.call("GET", "/proxy/dot/json")
+        assert answer.status_code == 502 and answer.json()["error"] == "upstream_address_refused", (base, answer.text)
+        broker.stop()
+    assert upstream.count() == 0
+
+
+def test_a_redirect_goes_back_as_it_is_and_is_not_followed(proxied, upstream):
+    broker, app = proxied()
+    answer = app.call("GET", "/proxy/dot/redirect", allow_redirects=False)
+    assert answer.status_code == 302
+    assert answer.headers["Location"] == f"http://127.0.0.1:{upstream.port}/elsewhere"
+    assert "Set-Cookie" not in answer.headers
+    assert [r["path"] for r in upstream.requests] == ["/redirect"], "not followed"
+    provider_token = app.call("GET", "/token").json()["access_token"]
+    assert provider_token not in str(answer.headers) and provider_token.encode() not in answer.content
+
+
+def test_a_401_from_the_api_means_one_refresh_and_one_retry(broker_factory, auth_server):
+    base = auth_server.userinfo_endpoint.rsplit("/userinfo/", 1)[0]
+    broker, app, _, _ = broker_factory(provider_extra=api(base))
+    app.login()
+    old = app.call("GET", "/token").json()["access_token"]
+    auth_server.expire_access_token(old)  # the server no longer takes it; the broker does not know
+    auth_server.reset_stats()
+    answer = app.call("GET", "/proxy/dot/userinfo/")
+    assert answer.status_code == 200, answer.text
+    assert auth_server.stats().get("refresh_token") == 1
+    assert auth_server.endpoint_stats().get("userinfo") == 2, "the refused call and one retry"
+    assert app.call("GET", "/token").json()["access_token"] != old
+
+
+def test_a_body_over_the_replay_cap_is_not_sent_again(proxied, upstream, auth_server):
+    broker, app = proxied(env={"BROKER_PROXY_RETRY_MAX_BODY_BYTES": "8"})
+    token = app.call("GET", "/token").json()["access_token"]
+    upstream.refused_tokens.add(token)
+    auth_server.reset_stats()
+    answer = app.call("POST", "/proxy/dot/protected", data=b'{"a": "longer than eight bytes"}', headers={"Content-Type": "application/json"})
+    assert answer.status_code == 401 and answer.json()["error"] == "token_refreshed"
+    assert auth_server.stats().get("refresh_token") == 1
+    assert upstream.count() == 1, "not replayed"
+    # A short body is replayed with the new token.
+    retried = app.call("POST", "/proxy/dot/protected", data=b"{}", headers={"Content-Type": "application/json"})
+    assert retried.status_code == 200 and upstream.last()["body"] == b"{}"
+    assert upstream.last()["headers"]["content-type"] == "application/json"
+
+
+def test_bodies_over_the_caps_are_refused_never_truncated(proxied, upstream):
+    broker, app = proxied(env={"BROKER_PROXY_MAX_RESPONSE_BYTES": "1048576", "BROKER_MAX_BODY_BYTES": "4096"})
+    too_big = app.call("POST", "/proxy/dot/json", data=b"x" * 5000)
+    assert too_big.status_code == 413
+    answer = app.call("GET", "/proxy/dot/bytes/2000000")
+    assert answer.status_code == 502 and answer.json()["error"] == "upstream_response_too_large"
+    whole = app.call("GET", "/proxy/dot/bytes/1000000")
+    assert whole.status_code == 200 and len(whole.content) == 1000000
+    assert hashlib.sha256(whole.content).hexdigest() == hashlib.sha256(b"a" * 1000000).hexdigest()
+    head = app.call("HEAD", "/proxy/dot/json")
+    assert head.status_code == 200 and upstream.last()["method"] == "HEAD"
+
+
+def test_concurrent_calls_on_an_expiring_session_share_one_refresh(proxied, upstream, auth_server):
+    auth_server.set_access_token_lifetime(30)  # inside the 60 s skew: due for a refresh
+    broker, app = proxied(env={"BROKER_MAX_CONNECTIONS_PER_IP": "1024"})
+    auth_server.reset_stats()
+    before = upstream.count()
+    with concurrent.futures.ThreadPoolExecutor(20) as pool:
+        answers = list(pool.map(lambda _: app.call("GET", "/proxy/dot/json"), range(20)))
+    assert all(a.status_code == 200 for a in answers)
+    assert auth_server.stats().get("refresh_token") == 1
+    tokens = {r["headers"]["authorization"] for r in upstream.requests[before:]}
+    assert len(tokens) == 1
+
+
+def test_no_token_or_query_reaches_a_log_line(proxied, upstream):
+    broker, app = proxied()
+    provider_token = app.call("GET", "/token").json()["access_token"]
+    assert app.call("GET", "/proxy/dot/json?api_key=do-not-log-me").status_code == 200
+    assert wait_for(lambda: '"path":"/proxy/dot/json"' in broker.log_text), "the access log names the path"
+    log = broker.log_text
+    for secret in (provider_token, app.session_token, "do-not-log-me"):
+        assert secret not in log
+    metrics = requests.get(broker.url("/metrics"), timeout=10).text
+    assert 'broker_proxy_requests_total{provider="dot",status_class="2xx"} 1' in metrics
+
+
+def test_a_provider_without_an_api_has_no_proxy(broker_factory):
+    broker, app, _, _ = broker_factory()
+    app.login()
+    answer = app.call("GET", "/proxy/dot/anything")
+    assert answer.status_code == 404 and "api_base_url" in answer.json()["error_description"]
