@@ -11,7 +11,8 @@
 # The binary links the Swift runtime statically (--static-swift-stdlib, Foundation and
 # FoundationNetworking included), so the runtime stage needs only Debian's libmicrohttpd12,
 # libgnutls30 (libmicrohttpd's TLS, which the shim also calls itself for an early 413 over
-# HTTPS), libcurl4 (OpenSSL; FoundationNetworking's URLSession is libcurl), libssl3 (libcrypto), libpq5
+# HTTPS), libcurl4 (OpenSSL; FoundationNetworking's URLSession is libcurl, and the API proxy calls
+# it directly), libssl3 (libcrypto), libpq5
 # (the PostgreSQL store),
 # ca-certificates (TLS to the providers) and libstdc++6/libc6/libgcc-s1, which the slim image
 # already has. Tests/deploy/test_dockerfile.py checks that against `ldd` of a built binary.

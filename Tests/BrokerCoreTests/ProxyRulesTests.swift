@@ -1,4 +1,5 @@
 import APIClient
+import Foundation
 import Testing
 
 @testable import BrokerCore
@@ -63,5 +64,35 @@ struct ProxyRulesTests {
             #expect(APIExchange.refuses(address: address) == false, "\(address) is public")
         }
         #expect(APIExchange.refuses(address: "example.com") == nil)
+    }
+}
+
+/// The proxy's configuration: presets bring their API, a provider may set or override it, and
+/// what it may not set is a problem.
+struct ConfigAPIProxyTests {
+    private let app = "apps:\n  a:\n    redirect_uris: [http://127.0.0.1/cb]\n"
+
+    @Test func presetsBringTheirAPIAndAProviderMaySetItsOwn() throws {
+        let config = try loadConfig("providers:\n  gh:\n    preset: github\n    client_id: c\n    client_secret_env: S\n"
+            + "  corp:\n    issuer: https://login.example.com\n    client_id: c\n    client_secret_env: S\n"
+            + "    api_base_url: https://api.example.com/v1\n    api_headers: [X-Api-Version]\n    api_allow_private_addresses: true\n"
+            + "  plain:\n    issuer: https://login.example.com\n    client_id: c\n    client_secret_env: S\n" + app, env: ["S": "s"])
+        let github = try #require(config.provider(id: "gh"))
+        #expect(github.apiBaseURL?.absoluteString == "https://api.github.com" && github.apiHeaders == ["X-GitHub-Api-Version"])
+        #expect(!github.apiAllowPrivateAddresses)
+        let corp = try #require(config.provider(id: "corp"))
+        #expect(corp.apiBaseURL?.absoluteString == "https://api.example.com/v1" && corp.apiHeaders == ["X-Api-Version"])
+        #expect(corp.apiAllowPrivateAddresses)
+        #expect(config.provider(id: "plain")?.apiBaseURL == nil, "no preset, no api_base_url: no proxy")
+    }
+
+    @Test func whatTheProxyCannotUseIsAProblem() {
+        let found = problems(of: "providers:\n  corp:\n    issuer: https://login.example.com\n    client_id: c\n    client_secret_env: S\n"
+            + "    api_base_url: http://api.example.com/v1?key=x\n    api_headers: [Authorization, X-Forwarded-For, \"bad name\"]\n" + app,
+            env: ["S": "s"])
+        expectProblem(found, key: "providers.corp.api_base_url", contains: "https")
+        expectProblem(found, key: "providers.corp.api_headers[0]", contains: "never passes")
+        expectProblem(found, key: "providers.corp.api_headers[1]", contains: "never passes")
+        expectProblem(found, key: "providers.corp.api_headers[2]", contains: "not a header name")
     }
 }
