@@ -994,7 +994,7 @@ def report(args, results, targets, rss, summaries, large, medium, first_ready, f
         print("| " + " | ".join(row) + " |")
     print()
     labels = ["/token", "/token no access log", "/healthz", "bare MHD", "nginx"] + [
-        {BASELINE: "baseline /token", POSTGRES: "postgres /token"}[name] for name in names[5:]]
+        {BASELINE: "baseline /token", POSTGRES: "postgres /token", PROXY: "proxy → nginx"}[name] for name in names[5:]]
     for key, unit, digits in (("cpu_us", "µs CPU/req", 1), ("rps", "req/s", 0), ("p99", "ms p99", 2)):
         spread = "; ".join(f"{label} " + " / ".join(f"{r[key]:.{digits}f}" for r in results[name]) for label, name in zip(labels, names))
         print(f"Rounds, {unit}: {spread}")

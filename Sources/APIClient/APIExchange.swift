@@ -1,8 +1,8 @@
 import CurlShim
 import Foundation
 
-/// One request to an API upstream for the API proxy, and its answer: performed by libcurl on a
-/// thread of its own (`perform` suspends the caller meanwhile). No redirect is followed and no
+/// One request to an API upstream for the API proxy, and its answer: performed by libcurl on one
+/// of the proxy's threads (`perform` suspends the caller meanwhile). No redirect is followed and no
 /// proxy from the environment used; only https (and http where allowed) is spoken; every address
 /// the host resolves to is checked before connecting, so that neither a name that resolves to an
 /// internal address nor one that changes its answer between a check and the connection (DNS
@@ -55,12 +55,13 @@ public enum APIExchangeError: Error, Sendable, Equatable {
 }
 
 public enum APIExchange {
-    /// Performs `request` on a thread of its own.
+    /// The threads transfers run on: as many as libcurl handles are kept (`POOL_SIZE` in proxy.c).
+    private static let threads = BlockingThreads(limit: 64)
+
+    /// Performs `request` on one of the proxy's threads.
     public static func perform(_ request: APIRequest) async -> Result<APIResponse, APIExchangeError> {
         await withCheckedContinuation { continuation in
-            let thread = Thread { continuation.resume(returning: performBlocking(request)) }
-            thread.stackSize = 256 * 1024
-            thread.start()
+            threads.run { continuation.resume(returning: performBlocking(request)) }
         }
     }
 

@@ -54,6 +54,21 @@ STANDARD_ENDPOINTS = [
     ("post", "/providers/{provider}/revoke"),
 ]
 
+# The device flow (RFC 8628): codes for a device, and the pages where its user types the code.
+DEVICE_ENDPOINTS = [
+    ("post", "/device/authorize"),
+    ("get", "/device"),
+    ("post", "/device"),
+    ("post", "/device/decision"),
+]
+
+# The API proxy: one path, documented once per method (HEAD is accepted wherever GET is).
+PROXY_ENDPOINTS = [(method, "/proxy/{provider}/{path}") for method in ("get", "post", "put", "patch", "delete")]
+
+# Pages for a person at a browser: their own errors are HTML (with a JSON alternative where the
+# server answers before the page's code runs).
+HTML_PAGES = {("post", "/device"), ("post", "/device/decision")}
+
 # Operations that take the session token as a bearer credential.
 BEARER_ENDPOINTS = {
     ("post", "/authorize"),
@@ -62,7 +77,7 @@ BEARER_ENDPOINTS = {
     ("post", "/revoke"),
     ("get", "/profile"),
     ("get", "/session"),
-}
+} | set(PROXY_ENDPOINTS)
 
 ALLOWED_TAGS = {"oauth", "session", "operations"}
 
@@ -73,9 +88,16 @@ CODE_STATUS = {
     "unsupported_grant_type": "400",
     "invalid_grant": "400",
     "invalid_scope": "400",
+    "authorization_pending": "400",
+    "slow_down": "400",
+    "access_denied": "400",
+    "expired_token": "400",
     "invalid_client": "401",
     "invalid_token": "401",
     "login_required": "401",
+    "token_refreshed": "401",
+    "forbidden": "403",
+    "wrong_provider": "403",
     "not_found": "404",
     "method_not_allowed": "405",
     "payload_too_large": "413",
@@ -85,6 +107,8 @@ CODE_STATUS = {
     "header_too_large": "431",
     "server_error": "500",
     "upstream_error": "502",
+    "upstream_address_refused": "502",
+    "upstream_response_too_large": "502",
     "upstream_unavailable": "503",
     "not_ready": "503",
     "temporarily_unavailable": "503",
@@ -134,7 +158,8 @@ SHARED_ERROR_RESPONSES = {
 
 # Error responses that deliberately are not the shared component.
 OWN_ERROR_RESPONSES = {("get", "/callback", "400"), ("get", "/readyz", "503"),
-                       ("post", "/providers/{provider}/token", "401"), ("post", "/providers/{provider}/revoke", "401")}
+                       ("post", "/providers/{provider}/token", "401"), ("post", "/providers/{provider}/revoke", "401")} | {
+    (method, path, status) for method, path in HTML_PAGES for status in ("400", "403", "429", "503")}
 
 ERROR_REF = "#/components/schemas/Error"
 READINESS_REF = "#/components/schemas/Readiness"
@@ -283,7 +308,7 @@ def test_spec_endpoint_is_documented(doc, method, path):
 
 
 def test_no_undocumented_extra_operations(doc):
-    assert sorted((m, p) for m, p, _ in operations(doc)) == sorted(SPEC_ENDPOINTS + STANDARD_ENDPOINTS)
+    assert sorted((m, p) for m, p, _ in operations(doc)) == sorted(SPEC_ENDPOINTS + STANDARD_ENDPOINTS + DEVICE_ENDPOINTS + PROXY_ENDPOINTS)
 
 
 def test_endpoint_list_matches_spec_md():
@@ -327,7 +352,7 @@ def test_operation_error_codes_are_documented(doc, method, path):
     assert isinstance(codes, dict), "x-error-codes lists the error codes per status"
     # /readyz 503 is included: besides the readiness report it can be an Error body
     # (temporarily_unavailable), and x-error-codes lists the codes such a body may carry.
-    error_statuses = {str(s) for s in op["responses"] if int(s) >= 400}
+    error_statuses = {str(s) for s in op["responses"] if str(s).isdigit() and int(s) >= 400}
     assert set(codes) == error_statuses, "x-error-codes covers exactly the error statuses"
     enum = set(doc["components"]["schemas"]["Error"]["properties"]["error"]["enum"])
     for status, listed in codes.items():
@@ -380,7 +405,7 @@ def test_error_schema(doc):
 @pytest.mark.parametrize("method,path", OPS, ids=OP_IDS)
 def test_error_responses_use_error_schema(doc, method, path):
     for status, raw in op_of(doc, method, path)["responses"].items():
-        if int(status) < 400:
+        if status == "default" or int(status) < 400:
             continue
         response = resolve(doc, raw)
         content = response.get("content")
@@ -636,10 +661,24 @@ def test_pkce_constraints(doc):
 
 def test_token_form(doc):
     schema = form_schema(doc, "post", "/token")
-    fields = ["grant_type", "code", "code_verifier", "redirect_uri", "app"]
+    fields = ["grant_type", "code", "code_verifier", "redirect_uri", "app", "client_id", "device_code"]
     assert sorted(schema["properties"]) == sorted(fields)
-    assert sorted(schema["required"]) == sorted(fields)
-    assert resolve(doc, schema["properties"]["grant_type"])["enum"] == ["authorization_code"]
+    # Which fields are needed depends on the grant type (the description says which).
+    assert schema["required"] == ["grant_type"]
+    assert resolve(doc, schema["properties"]["grant_type"])["enum"] == [
+        "authorization_code", "urn:ietf:params:oauth:grant-type:device_code"]
+
+
+def test_device_pages_answer_html(doc):
+    for method, path in [("get", "/device"), ("post", "/device"), ("post", "/device/decision")]:
+        content = resolve(doc, op_of(doc, method, path)["responses"]["200"])["content"]
+        assert set(content) == {"text/html"}
+    for method, path in HTML_PAGES:
+        for status in ("400", "403", "429", "503"):
+            content = resolve(doc, op_of(doc, method, path)["responses"][status])["content"]
+            assert set(content) == {"application/json", "text/html"}, (method, path, status)
+    decision = op_of(doc, "post", "/device/decision")["responses"]["303"]["headers"]
+    assert resolve(doc, decision["Location"])["required"] is True
 
 
 def test_min_ttl(doc):

@@ -151,10 +151,11 @@ def test_only_device_flow_apps_get_codes(start):
     broker, _, _ = start()
     for data, error in [
         ({"app": "web", "provider": "dot"}, "unauthorized_client"),
-        ({"app": "nope", "provider": "dot"}, "invalid_client"),
+        ({"app": "nope", "provider": "dot"}, "invalid_request"),
         ({"app": "tv", "provider": "nope"}, "invalid_request"),
         ({"provider": "dot"}, "invalid_request"),
         ({"app": "tv", "provider": "dot", "scope": "a  b"}, "invalid_request"),
+        ({"app": "tv", "client_id": "web", "provider": "dot"}, "invalid_request"),
     ]:
         answer = requests.post(broker.url("/device/authorize"), data=data, timeout=10)
         assert answer.status_code == 400 and answer.json()["error"] == error, (data, answer.text)

@@ -41,7 +41,7 @@ struct DeviceRoutes: Sendable {
     /// RFC 8628 §3.1–3.2.
     private func authorize(_ form: FormFields) throws(HTTPError) -> Reply {
         guard let appID = try DeviceRoutes.app(form) else { throw .badRequest("Missing parameter: app (or client_id).") }
-        guard let app = services.config.app(id: appID) else { throw .badRequest("Unknown app.", code: "invalid_client") }
+        guard let app = services.config.app(id: appID) else { throw .badRequest("Unknown app.") }
         guard app.deviceFlow else {
             throw .badRequest("This app is not registered for the device flow (device_flow: true).", code: "unauthorized_client")
         }
@@ -144,10 +144,12 @@ struct DeviceRoutes: Sendable {
         }
     }
 
-    /// The app a device request names: `app`, or the standard `client_id`.
+    /// The app a device request names: `app`, or the standard `client_id`; both must then agree.
     static func app(_ form: FormFields) throws(HTTPError) -> String? {
-        if let app = try form.optional("app") { return app }
-        return try form.optional("client_id")
+        let app = try form.optional("app")
+        let clientID = try form.optional("client_id")
+        if let app, let clientID, app != clientID { throw .badRequest("app and client_id name different apps.") }
+        return app ?? clientID
     }
 
     private static let gone = "This code is unknown, expired or already used. Check the code your device shows, or start again on the device."

@@ -91,7 +91,7 @@ struct ProxyRoutes: Sendable {
                 status: 401, code: "token_refreshed",
                 description: "The API refused the provider's token; the broker refreshed it but did not send the request again "
                     + "(its body is longer than it keeps to replay): send it again.",
-                headers: [HTTPHeader("WWW-Authenticate", #"Bearer realm="api""#)]
+                headers: [HTTPHeader("WWW-Authenticate", #"Bearer error="invalid_token""#)]
             )
         case .exchange(.addressRefused):
             return HTTPError(status: 502, code: "upstream_address_refused",

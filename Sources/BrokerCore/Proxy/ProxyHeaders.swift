@@ -1,8 +1,8 @@
 /// Which headers cross the API proxy. Towards the API: an allowlist (content negotiation,
 /// conditional and range requests, and the provider's own `api_headers`) — never the client's
 /// credentials, cookies, host, hop-by-hop or forwarding headers. Towards the client: the content
-/// headers, validators, links, redirects' `Location`, `Retry-After`, `WWW-Authenticate` and
-/// rate-limit headers — never `Set-Cookie` or hop-by-hop headers; the server adds its own
+/// headers, validators, links, redirects' `Location`, `Retry-After`, `WWW-Authenticate`, a 405's
+/// `Allow` and rate-limit headers — never `Set-Cookie` or hop-by-hop headers; the server adds its own
 /// security headers and `Cache-Control: no-store`.
 enum ProxyHeaders {
     /// Passed to every API when the client sends them.
@@ -31,7 +31,7 @@ enum ProxyHeaders {
 
     private static let passedBack: Set<String> = [
         "content-type", "content-language", "content-disposition", "content-range", "content-encoding", "accept-ranges",
-        "etag", "last-modified", "link", "location", "retry-after", "www-authenticate", "vary",
+        "etag", "last-modified", "link", "location", "retry-after", "www-authenticate", "vary", "allow",
     ]
 
     /// Whether an API's answer header goes back to the client.
