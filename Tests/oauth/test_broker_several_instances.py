@@ -281,7 +281,7 @@ def test_state_migrate_applies_the_schema_once_and_a_newer_schema_is_refused(pos
     url = postgres.create_database()
     env = postgres_env(postgres, url)
     first = run_broker("state", "migrate", env=env)
-    assert first.returncode == 0 and "applied 1, 2" in first.stdout, first.stdout + first.stderr
+    assert first.returncode == 0 and "applied 1, 2, 3" in first.stdout, first.stdout + first.stderr
     again = run_broker("state", "migrate", env=env)
     assert again.returncode == 0 and "up to date" in again.stdout, again.stdout + again.stderr
     postgres.sql("INSERT INTO broker_schema (version) VALUES (99)", database=url.rsplit("/", 1)[1])
@@ -320,7 +320,7 @@ def test_state_import_moves_an_embedded_deployment_to_postgres(postgres, auth_se
     inspected = run_broker("state", "inspect", env=postgres_env(postgres, url))
     assert inspected.returncode == 0, inspected.stdout + inspected.stderr
     assert "sessions: 1 live" in inspected.stdout and "provider dot, app web: 1" in inspected.stdout, inspected.stdout
-    assert "(current)" in inspected.stdout and "schema version 2" in inspected.stdout, inspected.stdout
+    assert "(current)" in inspected.stdout and "schema version 3" in inspected.stdout, inspected.stdout
     assert access not in inspected.stdout and app.session_token not in inspected.stdout
     other_key = subprocess.run([broker_binary(), "gen-key"], capture_output=True, text=True, check=True).stdout.strip()
     unopened = run_broker("state", "inspect", env=postgres_env(postgres, url) | {"BROKER_STATE_KEY": other_key})
@@ -342,7 +342,7 @@ def test_a_tls_only_database_is_reached_as_sslmode_says(tmp_path):
         assert plain.returncode == 1 and "no encryption" in plain.stderr, plain.stderr
         verified = url + f"?sslmode=verify-full&sslrootcert={cluster.certificate}"
         migrated = run_broker("state", "migrate", env=postgres_env(cluster, verified))
-        assert migrated.returncode == 0 and "applied 1, 2" in migrated.stdout, migrated.stdout + migrated.stderr
+        assert migrated.returncode == 0 and "applied 1, 2, 3" in migrated.stdout, migrated.stdout + migrated.stderr
         wrong = run_broker("state", "migrate", env=postgres_env(cluster, url + f"?sslmode=verify-full&sslrootcert={other}"))
         assert wrong.returncode == 1 and "certificate verify failed" in wrong.stderr, wrong.stderr
         for result in (plain, migrated, wrong):
