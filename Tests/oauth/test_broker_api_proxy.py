@@ -125,6 +125,7 @@ def test_loopback_is_refused_unless_the_provider_allows_it(broker_factory, upstr
         app.login()
         answer = app.call("GET", "/proxy/dot/json")
         assert answer.status_code == 502 and answer.json()["error"] == "upstream_address_refused", (base, answer.text)
+        assert wait_for(lambda: "API call failed" in broker.log_text), "an operator sees why"
         broker.stop()
     assert upstream.count() == 0
 

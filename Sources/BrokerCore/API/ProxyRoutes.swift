@@ -1,6 +1,7 @@
 import APIClient
 import BrokerCrypto
 import Foundation
+import Logging
 import HTTPServer
 import WireValues
 
@@ -54,6 +55,10 @@ struct ProxyRoutes: Sendable {
                 do throws(ProxyFailure) {
                     response = Self.answer(try await services.proxy.forward(forward, session: session, provider: provider), method: method)
                 } catch {
+                    if case .exchange(let reason) = error {
+                        // The reason is libcurl's (host and port at most): never the path's query or a header.
+                        services.logger.warning("API call failed", metadata: ["provider": "\(provider.id)", "reason": "\(reason)"])
+                    }
                     let failure = Self.httpError(error)
                     services.metrics.proxyRequest(provider: provider.id, status: failure.status, seconds: (ContinuousClock.now - started).seconds)
                     throw failure

@@ -56,6 +56,8 @@ struct APIProxy: Sendable {
     }
 
     private func send(_ request: Forward, token: String, provider: ProviderConfig) async throws(ProxyFailure) -> APIResponse {
+        // A token is a header value here: one with a line break would add headers of its own.
+        guard ProxyHeaders.isPlainValue(token) else { throw .exchange(.failed("the provider's access token is not a plain header value")) }
         var headers = request.headers
         headers.append(("Authorization", "Bearer \(token)"))
         // libcurl would add these itself: a form content type for a body without one, and
