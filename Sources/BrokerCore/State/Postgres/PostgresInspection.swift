@@ -43,15 +43,21 @@ public enum PostgresInspection {
                         SELECT pg_size_pretty(sum(pg_total_relation_size(c))::bigint)
                         FROM unnest(ARRAY['broker_sessions', 'broker_logins', 'broker_handoffs']::regclass[]) AS c
                         """),
+                    // Device codes came with schema version 3: an older database has none.
+                    try connection.execute("SELECT to_regclass('broker_device_codes') IS NOT NULL").bool(0, 0) == true
+                        ? try connection.execute("SELECT count(*) FILTER (WHERE pending AND expires_at > $1), count(*) FROM broker_device_codes",
+                                                 [.double(now)])
+                        : try connection.execute("SELECT 0, 0"),
                 ]
             }
         } catch {
             throw PostgresMaintenance.Failure(description: error.description)
         }
-        guard result.count == 7 else {
+        guard result.count == 8 else {
             throw PostgresMaintenance.Failure(description: "the database has no broker schema yet: run token-broker state migrate, or start a broker")
         }
         let (schema, sessions, byApp, byKey, logins, handoffs, size) = (result[0], result[1], result[2], result[3], result[4], result[5], result[6])
+        let devices = result[7]
         let version = Int(schema.int(0, 0) ?? 0)
         var lines = [
             "database: \(url)",
@@ -64,6 +70,7 @@ public enum PostgresInspection {
         }
         lines.append("logins in progress: \(logins.int(0, 0) ?? 0) (\(logins.int(0, 1) ?? 0) rows)")
         lines.append("handoff codes: \(handoffs.int(0, 0) ?? 0) waiting to be redeemed (\(handoffs.int(0, 1) ?? 0) rows)")
+        lines.append("device codes: \(devices.int(0, 0) ?? 0) waiting for their user (\(devices.int(0, 1) ?? 0) rows)")
         var unknownKeys: [String] = []
         for row in 0..<byKey.count {
             guard let id = byKey.int(row, 0) else { continue }
