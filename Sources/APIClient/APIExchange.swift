@@ -54,14 +54,34 @@ public enum APIExchangeError: Error, Sendable, Equatable {
     case failed(String)
 }
 
+/// Where a streamed answer's body goes, as it arrives (on the transfer's thread).
+public protocol APIBodySink: Sendable {
+    /// False when nobody reads any more: the transfer stops.
+    func write(_ bytes: UnsafeRawBufferPointer) -> Bool
+    /// The body ended: whole (`ok`), or broken off (a failed transfer, or over the cap).
+    func finish(ok: Bool)
+}
+
+/// An answer: whole, or its head with the body streaming into the sink chosen for it.
+public enum APIAnswer: Sendable {
+    case whole(APIResponse)
+    case streaming(status: Int, headers: [(name: String, value: String)])
+}
+
 public enum APIExchange {
     /// The threads transfers run on: as many as libcurl handles are kept (`POOL_SIZE` in proxy.c).
     private static let threads = BlockingThreads(limit: 64)
 
-    /// Performs `request` on one of the proxy's threads.
-    public static func perform(_ request: APIRequest) async -> Result<APIResponse, APIExchangeError> {
+    /// Performs `request` on one of the proxy's threads. With `stream`, once the head has come
+    /// (status, and the body's length when known) `stream` may give a sink: the answer is then
+    /// `.streaming` at once, while the body goes on into the sink; else the body is held and the
+    /// answer is `.whole` at the end.
+    public static func perform(
+        _ request: APIRequest, stream: (@Sendable (_ status: Int, _ contentLength: Int64?) -> (any APIBodySink)?)? = nil
+    ) async -> Result<APIAnswer, APIExchangeError> {
         await withCheckedContinuation { continuation in
-            threads.run { continuation.resume(returning: performBlocking(request)) }
+            let transfer = Transfer(choose: stream, continuation: continuation)
+            threads.run { transfer.run(request) }
         }
     }
 
@@ -74,13 +94,38 @@ public enum APIExchange {
         }
     }
 
-    private static func performBlocking(_ request: APIRequest) -> Result<APIResponse, APIExchangeError> {
+    static func headers(_ text: String) -> [(name: String, value: String)] {
+        var headers: [(name: String, value: String)] = []
+        for line in text.split(separator: "\r\n") {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers.append((String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
+        }
+        return headers
+    }
+}
+
+/// One transfer on its thread: the caller's continuation, resumed once — at the head when the
+/// body streams, else at the end — and the sink the body streams into.
+private final class Transfer: @unchecked Sendable {
+    // Set and read on the transfer's thread only (the callbacks run inside tb_proxy_perform).
+    private let choose: (@Sendable (Int, Int64?) -> (any APIBodySink)?)?
+    private let continuation: CheckedContinuation<Result<APIAnswer, APIExchangeError>, Never>
+    private var sink: (any APIBodySink)?
+
+    init(choose: (@Sendable (Int, Int64?) -> (any APIBodySink)?)?,
+         continuation: CheckedContinuation<Result<APIAnswer, APIExchangeError>, Never>) {
+        self.choose = choose
+        self.continuation = continuation
+    }
+
+    func run(_ request: APIRequest) {
         let lines = request.headers.map { "\($0.0): \($0.1)" }
         var cLines = lines.map { strdup($0) }
         defer { cLines.forEach { free($0) } }
         var response = tb_proxy_response()
         defer { tb_proxy_response_free(&response) }
         let body = request.body ?? []
+        let context = Unmanaged.passUnretained(self).toOpaque()
         request.method.withCString { method in
             request.url.withCString { url in
                 cLines.withUnsafeMutableBufferPointer { linePointers in
@@ -91,7 +136,16 @@ public enum APIExchange {
                                 body: bodyBytes.baseAddress, body_length: bodyBytes.count, has_body: request.body == nil ? 0 : 1,
                                 timeout_ms: Int(request.timeoutSeconds * 1000), connect_timeout_ms: Int(request.timeoutSeconds * 500),
                                 max_response_bytes: request.maxResponseBytes,
-                                allow_private_addresses: request.allowPrivateAddresses ? 1 : 0, allow_http: request.allowHTTP ? 1 : 0
+                                allow_private_addresses: request.allowPrivateAddresses ? 1 : 0, allow_http: request.allowHTTP ? 1 : 0,
+                                on_head: choose == nil ? nil : { context, status, headers, length, contentLength in
+                                    let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
+                                    return transfer.head(Int(status), headers, length, contentLength) ? 1 : 0
+                                },
+                                on_body: { context, data, length in
+                                    let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
+                                    return transfer.sink?.write(UnsafeRawBufferPointer(start: data, count: length)) == true ? 1 : 0
+                                },
+                                context: context
                             )
                             tb_proxy_perform(&cRequest, &response)
                         }
@@ -99,22 +153,39 @@ public enum APIExchange {
                 }
             }
         }
-        let error = withUnsafeBytes(of: response.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-        switch Int(response.outcome) {
-        case Int(TB_PROXY_OK.rawValue): break
-        case Int(TB_PROXY_ADDRESS_REFUSED.rawValue): return .failure(.addressRefused)
-        case Int(TB_PROXY_TOO_LARGE.rawValue): return .failure(.tooLarge)
-        case Int(TB_PROXY_TIMEOUT.rawValue): return .failure(.timedOut)
-        case Int(TB_PROXY_UNREACHABLE.rawValue): return .failure(.unreachable(error))
-        default: return .failure(.failed(error))
+        let outcome = Self.outcome(response)
+        if let sink {
+            // The caller has the head already; the body ends here, whole or broken off.
+            sink.finish(ok: outcome == nil)
+            return
+        }
+        if let outcome {
+            continuation.resume(returning: .failure(outcome))
+            return
         }
         let headerText = response.headers.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: response.headers_length), as: UTF8.self) } ?? ""
-        var headers: [(name: String, value: String)] = []
-        for line in headerText.split(separator: "\r\n") {
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            headers.append((String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
-        }
         let bytes = response.body.map { Array(UnsafeBufferPointer(start: $0, count: response.body_length)) } ?? []
-        return .success(APIResponse(status: response.status, headers: headers, body: bytes))
+        continuation.resume(returning: .success(.whole(APIResponse(status: response.status, headers: APIExchange.headers(headerText), body: bytes))))
+    }
+
+    /// The head has come: stream the body when `choose` gives a sink for it.
+    private func head(_ status: Int, _ headers: UnsafePointer<CChar>?, _ length: Int, _ contentLength: Int64) -> Bool {
+        guard let choose, let chosen = choose(status, contentLength >= 0 ? contentLength : nil) else { return false }
+        sink = chosen
+        let text = headers.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: length), as: UTF8.self) } ?? ""
+        continuation.resume(returning: .success(.streaming(status: status, headers: APIExchange.headers(text))))
+        return true
+    }
+
+    private static func outcome(_ response: tb_proxy_response) -> APIExchangeError? {
+        let error = withUnsafeBytes(of: response.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        switch Int(response.outcome) {
+        case Int(TB_PROXY_OK.rawValue): return nil
+        case Int(TB_PROXY_ADDRESS_REFUSED.rawValue): return .addressRefused
+        case Int(TB_PROXY_TOO_LARGE.rawValue): return .tooLarge
+        case Int(TB_PROXY_TIMEOUT.rawValue): return .timedOut
+        case Int(TB_PROXY_UNREACHABLE.rawValue): return .unreachable(error)
+        default: return .failed(error)
+        }
     }
 }

@@ -76,10 +76,13 @@ int tb_proxy_address_refused(const char *address) {
 typedef struct {
     const tb_proxy_request *request;
     tb_proxy_response *response;
+    CURL *handle;
     size_t headers_capacity;
     size_t body_capacity;
     int refused;
     int too_large;
+    int head_done;
+    size_t streamed_bytes;
 } exchange;
 
 static int append(char **buffer, size_t *length, size_t *capacity, const char *data, size_t size) {
@@ -100,6 +103,14 @@ static int append(char **buffer, size_t *length, size_t *capacity, const char *d
 static size_t on_body(char *data, size_t size, size_t count, void *context) {
     exchange *x = context;
     size_t bytes = size * count;
+    if (x->response->streamed) {
+        if (x->streamed_bytes + bytes > x->request->max_response_bytes) {
+            x->too_large = 1;
+            return 0;
+        }
+        x->streamed_bytes += bytes;
+        return x->request->on_body(x->request->context, (const uint8_t *)data, bytes) ? bytes : 0;
+    }
     if (x->response->body_length + bytes > x->request->max_response_bytes) {
         x->too_large = 1;
         return 0; // aborts the transfer: never a truncated answer
@@ -116,7 +127,19 @@ static size_t on_header(char *data, size_t size, size_t count, void *context) {
         x->response->headers_length = 0;
         return bytes;
     }
-    if (bytes <= 2) return bytes; // the blank line that ends the head
+    if (bytes <= 2) { // the blank line that ends a head
+        long status = 0;
+        curl_easy_getinfo(x->handle, CURLINFO_RESPONSE_CODE, &status);
+        if (status >= 200 && !x->head_done && x->request->on_head != NULL) {
+            x->head_done = 1;
+            curl_off_t length = -1;
+            curl_easy_getinfo(x->handle, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
+            const char *headers = x->response->headers ? x->response->headers : "";
+            x->response->streamed = x->request->on_head(x->request->context, status, headers,
+                                                        x->response->headers_length, (long long)length);
+        }
+        return bytes;
+    }
     if (!append(&x->response->headers, &x->response->headers_length, &x->headers_capacity, data, bytes)) return 0;
     return bytes;
 }
@@ -162,7 +185,7 @@ void tb_proxy_perform(const tb_proxy_request *request, tb_proxy_response *respon
         strcpy(response->error, "no libcurl handle");
         return;
     }
-    exchange x = {.request = request, .response = response};
+    exchange x = {.request = request, .response = response, .handle = handle};
     struct curl_slist *headers = NULL;
     for (size_t i = 0; i < request->header_count; i++) {
         struct curl_slist *next = curl_slist_append(headers, request->headers[i]);

@@ -21,12 +21,16 @@ public struct Response: Sendable {
     public var body: [UInt8]
     /// Ask the server to close the connection after this response.
     public var closeConnection: Bool
+    /// A body written while it is sent, instead of `body`.
+    public var stream: ResponseStream?
 
-    public init(status: Int, headers: [HTTPHeader] = [], body: [UInt8] = [], closeConnection: Bool = false) {
+    public init(status: Int, headers: [HTTPHeader] = [], body: [UInt8] = [], closeConnection: Bool = false,
+                stream: ResponseStream? = nil) {
         self.status = status
         self.headers = headers
         self.body = body
         self.closeConnection = closeConnection
+        self.stream = stream
     }
 
     /// A JSON response.

@@ -160,9 +160,14 @@ final class ServerCore: Sendable {
     private func makeResponse(_ response: Response, requestID: String, origin: String?) -> OpaquePointer? {
         var response = response
         if response.headers.contains(where: { !Self.isSafeHeader($0) }) {
+            if let stream = response.stream { tb_stream_abandon(stream.pointer) }
             response = HTTPError(status: 500, code: "server_error", description: "The broker built an invalid response.").response
         }
-        let created = response.body.withUnsafeBytes { tb_response_create(UInt32(response.status), $0.baseAddress, $0.count) }
+        let created = if let stream = response.stream {
+            tb_response_create_stream(UInt32(response.status), stream.pointer)
+        } else {
+            response.body.withUnsafeBytes { tb_response_create(UInt32(response.status), $0.baseAddress, $0.count) }
+        }
         guard let created else { return nil }
         for header in response.headers {
             Self.addHeader(to: created, header.name, header.value)

@@ -29,6 +29,7 @@ enum MHD_Result tb_queue(tb_request *request, tb_response *response) {
         request->responded = tb_answer_directly(request, response);
         return request->responded ? MHD_YES : MHD_NO;
     }
+    if (response->stream != NULL) tb_stream_attach(response->stream, request->connection);
     enum MHD_Result result =
         MHD_queue_response(request->connection, response->status, response->mhd);
     // Only a queued answer counts: otherwise the handler returns MHD_NO and the connection closes.
@@ -115,6 +116,7 @@ tb_response *tb_response_create(unsigned int status, const void *body, size_t le
     response->status = status;
     response->body = copy;
     response->length = length;
+    response->stream = NULL;
     response->mhd = MHD_create_response_from_buffer(
         length, copy, copy != NULL ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
     if (response->mhd == NULL) {

@@ -363,6 +363,8 @@ void tb_server_quiesce(tb_server *server) {
 }
 
 void tb_server_stop(tb_server *server) {
+    // Streamed answers still open end first: a suspended connection would abort the stop.
+    tb_streams_end(2000);
     // The daemon first: closing its connections still takes the watchdog's lock.
     MHD_stop_daemon(server->daemon);
     tb_watchdog_stop(server);

@@ -40,7 +40,11 @@ struct tb_response {
     unsigned int status;
     const uint8_t *body; // owned by `mhd`; kept for tb_answer_directly()
     size_t length;
+    tb_stream *stream;   // a streamed body (stream.c), or NULL
 };
+
+// stream.c: a queued streamed response learns its connection (to suspend and resume it).
+void tb_stream_attach(tb_stream *stream, struct MHD_Connection *connection);
 
 // One per connection (libmicrohttpd's socket context): whether it was admitted, and the request
 // whose completion libmicrohttpd has not reported yet. libmicrohttpd 0.9.75 can drop a request

@@ -9,7 +9,9 @@ expiring session share one refresh; no token reaches a log line."""
 
 import concurrent.futures
 import hashlib
+import signal
 import socket
+import time
 from urllib.parse import urlsplit
 
 import pytest
@@ -178,9 +180,42 @@ def test_bodies_over_the_caps_are_refused_never_truncated(proxied, upstream):
     assert answer.status_code == 502 and answer.json()["error"] == "upstream_response_too_large"
     whole = app.call("GET", "/proxy/dot/bytes/1000000")
     assert whole.status_code == 200 and len(whole.content) == 1000000
+    assert whole.headers.get("Transfer-Encoding") == "chunked", "streamed through"
     assert hashlib.sha256(whole.content).hexdigest() == hashlib.sha256(b"a" * 1000000).hexdigest()
     head = app.call("HEAD", "/proxy/dot/json")
     assert head.status_code == 200 and upstream.last()["method"] == "HEAD"
+
+
+def test_an_answer_streams_through_and_one_over_the_cap_is_broken_off(proxied, upstream):
+    broker, app = proxied(env={"BROKER_PROXY_MAX_RESPONSE_BYTES": "1048576"})
+    # The first half reaches the client while the API still holds back the second.
+    started = time.monotonic()
+    answer = requests.get(broker.url("/proxy/dot/slow/200000"), headers={"Authorization": f"Bearer {app.session_token}"},
+                          stream=True, timeout=30)
+    assert answer.status_code == 200
+    pieces = answer.iter_content(65536)
+    first = next(pieces)
+    assert first.startswith(b"b") and time.monotonic() - started < upstream.slow_pause, "the first bytes came before the pause ended"
+    rest = b"".join(pieces)
+    assert len(first) + len(rest) == 400000 and rest.endswith(b"c")
+    # No length announced and over the cap: the body is broken off, never a short 200 taken for whole.
+    with pytest.raises(requests.exceptions.ChunkedEncodingError):
+        requests.get(broker.url("/proxy/dot/chunked/3000000"), headers={"Authorization": f"Bearer {app.session_token}"}, timeout=30).content
+    assert app.call("GET", "/proxy/dot/json").status_code == 200, "the broker serves on"
+
+
+def test_the_broker_stops_cleanly_while_an_answer_streams(proxied, upstream):
+    broker, app = proxied()
+    upstream.slow_pause = 8  # longer than the broker's 2 s grace: the body is cut by the stop
+    answer = requests.get(broker.url("/proxy/dot/slow/100000"), headers={"Authorization": f"Bearer {app.session_token}"},
+                          stream=True, timeout=30)
+    pieces = answer.iter_content(65536)
+    assert answer.status_code == 200 and next(pieces)
+    started = time.monotonic()
+    assert broker.stop(signal.SIGTERM, timeout=15) == 0, "no abort with a stream open"
+    assert time.monotonic() - started < upstream.slow_pause
+    with pytest.raises(requests.exceptions.ChunkedEncodingError):
+        b"".join(pieces)
 
 
 def test_concurrent_calls_on_an_expiring_session_share_one_refresh(proxied, upstream, auth_server):

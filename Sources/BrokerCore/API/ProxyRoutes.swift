@@ -51,9 +51,13 @@ struct ProxyRoutes: Sendable {
             let started = ContinuousClock.now
             return .deferredCatching { () async throws(HTTPError) -> Response in
                 let forward = APIProxy.Forward(method: method, url: url, headers: headers, body: body)
+                let holder = StreamHolder()
                 let response: Response
                 do throws(ProxyFailure) {
-                    response = Self.answer(try await services.proxy.forward(forward, session: session, provider: provider), method: method)
+                    let answer = try await services.proxy.forward(forward, session: session, provider: provider) { status, length in
+                        holder.choose(method: method, length: length, cap: services.config.server.limits.proxyMaxResponseBytes)
+                    }
+                    response = Self.answer(answer, method: method, stream: holder.stream)
                 } catch {
                     if case .exchange(let reason) = error {
                         // The reason is libcurl's (host and port at most): never the path's query or a header.
@@ -79,12 +83,42 @@ struct ProxyRoutes: Sendable {
         return headers
     }
 
-    /// The API's answer as the client gets it.
-    private static func answer(_ upstream: APIResponse, method: String) -> Response {
-        let headers = upstream.headers
-            .filter { ProxyHeaders.passesBack($0.name) && ProxyHeaders.isPlainValue($0.value) }
-            .map { HTTPHeader($0.name, $0.value) }
-        return Response(status: upstream.status, headers: headers, body: method == "HEAD" ? [] : upstream.body)
+    /// The API's answer as the client gets it: whole, or streaming its body through `stream`.
+    private static func answer(_ answer: APIAnswer, method: String, stream: ResponseStream?) -> Response {
+        func passed(_ headers: [(name: String, value: String)]) -> [HTTPHeader] {
+            headers.filter { ProxyHeaders.passesBack($0.name) && ProxyHeaders.isPlainValue($0.value) }.map { HTTPHeader($0.name, $0.value) }
+        }
+        switch answer {
+        case .whole(let upstream):
+            return Response(status: upstream.status, headers: passed(upstream.headers), body: method == "HEAD" ? [] : upstream.body)
+        case .streaming(let status, let headers):
+            return Response(status: status, headers: passed(headers), stream: stream)
+        }
+    }
+
+    /// The stream a proxied answer's body goes into, when it is one to stream: not for `HEAD`
+    /// (no body), nor when its announced length is over the cap (then it is held, and refused).
+    /// Made on the transfer's thread, read once the answer is back (after it, through the
+    /// continuation that hands the answer over).
+    private final class StreamHolder: @unchecked Sendable {
+        /// Up to this many bytes wait for a slow client before the API's side waits too.
+        static let capacity = 262_144
+
+        var stream: ResponseStream?
+
+        func choose(method: String, length: Int64?, cap: Int) -> (any APIBodySink)? {
+            guard method != "HEAD", (length ?? 0) <= Int64(cap), let made = ResponseStream(capacity: Self.capacity) else { return nil }
+            stream = made
+            return StreamSink(stream: made)
+        }
+    }
+
+    /// A response stream as the API client's sink.
+    private struct StreamSink: APIBodySink {
+        let stream: ResponseStream
+
+        func write(_ bytes: UnsafeRawBufferPointer) -> Bool { stream.write(bytes) }
+        func finish(ok: Bool) { stream.finish(ok: ok) }
     }
 
     private static func httpError(_ failure: ProxyFailure) -> HTTPError {

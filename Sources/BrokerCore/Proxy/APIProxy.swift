@@ -21,16 +21,22 @@ struct APIProxy: Sendable {
         let body: [UInt8]?
     }
 
-    /// Sends `request` for `session` to `provider`'s API.
-    func forward(_ request: Forward, session: Session, provider: ProviderConfig) async throws(ProxyFailure) -> APIResponse {
+    /// Chooses, once the API's head has come, whether its body streams to the client, and into
+    /// which sink (never for a 401, which may be retried).
+    typealias StreamChoice = @Sendable (_ status: Int, _ contentLength: Int64?) -> (any APIBodySink)?
+
+    /// Sends `request` for `session` to `provider`'s API: the answer whole, or its head with the
+    /// body streaming into the sink `stream` chose.
+    func forward(_ request: Forward, session: Session, provider: ProviderConfig, stream: @escaping StreamChoice) async throws(ProxyFailure) -> APIAnswer {
         let token: String
         if session.accessTokenValid(for: sessions.refreshSkew, at: now()) {
             token = session.accessToken
         } else {
             token = try await refreshed(session.id, force: false).accessToken
         }
-        let first = try await send(request, token: token, provider: provider)
-        guard first.status == 401 else { return first }
+        let choose: StreamChoice = { status, length in status == 401 ? nil : stream(status, length) }
+        let answer = try await send(request, token: token, provider: provider, stream: choose)
+        guard case .whole(let first) = answer, first.status == 401 else { return answer }
         // The API no longer takes the token: one refresh, joining any under way.
         let renewed: String
         do throws(ProxyFailure) {
@@ -39,12 +45,12 @@ struct APIProxy: Sendable {
             guard case .refresh(.tooSoon) = error else { throw error }
             // Refreshed moments ago (by another request): the current token, if it is another.
             guard let current = try? await sessions.store.loadSession(session.id, now: now()), current.accessToken != token else {
-                return first
+                return answer
             }
             renewed = current.accessToken
         }
         guard request.body.map({ $0.count <= settings.retryMaxBodyBytes }) ?? true else { throw .refreshedNotRetried }
-        return try await send(request, token: renewed, provider: provider)
+        return try await send(request, token: renewed, provider: provider, stream: stream)
     }
 
     private func refreshed(_ id: SHA256Digest, force: Bool) async throws(ProxyFailure) -> Session {
@@ -55,7 +61,7 @@ struct APIProxy: Sendable {
         }
     }
 
-    private func send(_ request: Forward, token: String, provider: ProviderConfig) async throws(ProxyFailure) -> APIResponse {
+    private func send(_ request: Forward, token: String, provider: ProviderConfig, stream: @escaping StreamChoice) async throws(ProxyFailure) -> APIAnswer {
         // A token is a header value here: one with a line break would add headers of its own.
         guard ProxyHeaders.isPlainValue(token) else { throw .exchange(.failed("the provider's access token is not a plain header value")) }
         var headers = request.headers
@@ -70,7 +76,7 @@ struct APIProxy: Sendable {
             allowPrivateAddresses: provider.apiAllowPrivateAddresses,
             allowHTTP: provider.apiBaseURL?.scheme == "http" // the configuration allowed it (loopback, allow_insecure_http)
         )
-        switch await APIExchange.perform(exchange) {
+        switch await APIExchange.perform(exchange, stream: stream) {
         case .success(let response): return response
         case .failure(let error): throw .exchange(error)
         }

@@ -25,6 +25,14 @@ typedef struct {
     int allow_private_addresses;
     /// Allow plain http:// (else https only).
     int allow_http;
+    /// Optional: called on the transfer's thread once the answer's head is complete (a final
+    /// status; `content_length` -1 when unknown). Returning 1 passes the body to `on_body` as it
+    /// arrives, still counted against `max_response_bytes` (past it the transfer stops); 0 holds it
+    /// in `response` as without these callbacks.
+    int (*on_head)(void *context, long status, const char *headers, size_t headers_length, long long content_length);
+    /// Takes body bytes when `on_head` chose to; 0 stops the transfer (nobody reads any more).
+    int (*on_body)(void *context, const uint8_t *data, size_t length);
+    void *context;
 } tb_proxy_request;
 
 enum tb_proxy_outcome {
@@ -51,6 +59,8 @@ typedef struct {
     size_t body_length;
     /// libcurl's description of a failure (never holds a header or body).
     char error[256];
+    /// The body went to `on_body`, not into `body`.
+    int streamed;
 } tb_proxy_response;
 
 /// Initialises libcurl once; call before any other thread uses it.

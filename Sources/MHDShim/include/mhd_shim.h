@@ -23,6 +23,7 @@
 typedef struct tb_server tb_server;
 typedef struct tb_request tb_request;
 typedef struct tb_response tb_response;
+typedef struct tb_stream tb_stream;
 
 /// Why the shim hands a request to Swift before it is complete.
 typedef enum {
@@ -131,6 +132,24 @@ int tb_response_add_header(tb_response *response, const char *name, const char *
 void tb_response_close_connection(tb_response *response);
 /// Frees a response that was never queued.
 void tb_response_free(tb_response *response);
+
+/// A body written while it is sent (stream.c), buffered up to `capacity` bytes. The producer
+/// writes it with tb_stream_write() and ends it with tb_stream_finish(), from any thread; the
+/// response made with tb_response_create_stream() sends it with chunked encoding.
+tb_stream *tb_stream_create(size_t capacity);
+/// A response whose body is `stream` (which the response then also holds).
+tb_response *tb_response_create_stream(unsigned int status, tb_stream *stream);
+/// Appends `length` bytes, waiting while the buffer is full. Returns 0 when nobody will read them
+/// (the client went away, or the stream was ended): stop writing, and finish.
+int tb_stream_write(tb_stream *stream, const void *data, size_t length);
+/// Ends the body: `ok` 1 ends it properly, 0 breaks it off (the connection is closed, so that a
+/// client never takes a cut body for a whole one). The producer's last call.
+void tb_stream_finish(tb_stream *stream, int ok);
+/// Gives up a stream whose response was never made (the response's hold on it).
+void tb_stream_abandon(tb_stream *stream);
+/// At shutdown: breaks off every stream still open and waits up to `wait_ms` for their
+/// connections to let go (libmicrohttpd aborts when stopped with a suspended connection).
+void tb_streams_end(unsigned int wait_ms);
 
 /// Answers now; only inside `on_request`. Takes ownership of `response`. Returns 0 on failure
 /// (including a NULL response), after which the connection is closed.

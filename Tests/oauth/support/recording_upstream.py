@@ -4,6 +4,8 @@ headers, body) for the API proxy's tests, and answers by path:
   /json              200 {"ok": true} with ETag, Link, rate-limit headers, and Set-Cookie
   /redirect          302 to /elsewhere on this server, with Set-Cookie
   /bytes/N           200 with N bytes (0x61…), sent in 64 KiB chunks
+  /chunked/N         200 with N bytes, chunked (no length announced)
+  /slow/N            200, chunked: N bytes, then a pause of `slow_pause` seconds, then N more
   /protected         200, or 401 when the bearer token is in `refused_tokens`
   anything else      200 {"path": …}
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -19,6 +22,7 @@ class RecordingUpstream:
         upstream = self
         self.requests: list[dict] = []
         self.refused_tokens: set[str] = set()
+        self.slow_pause = 1.5
         self._lock = threading.Lock()
 
         class Handler(BaseHTTPRequestHandler):
@@ -66,6 +70,26 @@ class RecordingUpstream:
                         chunk = min(65536, size - sent)
                         self.wfile.write(b"a" * chunk)
                         sent += chunk
+                elif path.startswith("/chunked/") or path.startswith("/slow/"):
+                    size = int(path.rsplit("/", 1)[1])
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/octet-stream")
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+
+                    def chunk(data: bytes):
+                        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                        self.wfile.flush()
+                    try:
+                        for offset in range(0, size, 65536):
+                            chunk(b"b" * min(65536, size - offset))
+                        if path.startswith("/slow/"):
+                            time.sleep(upstream.slow_pause)
+                            for offset in range(0, size, 65536):
+                                chunk(b"c" * min(65536, size - offset))
+                        self.wfile.write(b"0\r\n\r\n")
+                    except OSError:
+                        pass
                 elif path == "/protected":
                     token = (entry["headers"].get("authorization") or "").removeprefix("Bearer ")
                     if token in upstream.refused_tokens:

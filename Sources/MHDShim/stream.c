@@ -1,0 +1,201 @@
+// Streamed answers: a response whose body a producer thread writes while libmicrohttpd sends it
+// (include/mhd_shim.h, tb_stream_*). libmicrohttpd asks for bytes through a content reader; when
+// none are buffered yet, the reader suspends the connection and returns 0 (what microhttpd.h
+// prescribes: 0 alone would busy-loop the polling thread), and the producer resumes it when it
+// has written more or finished. The producer waits while the buffer is full (backpressure).
+// Streams whose response libmicrohttpd still holds are listed, so that shutdown can end them
+// before stopping the daemon, which aborts on a suspended connection.
+#include "shim_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct tb_stream {
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    uint8_t *buffer;
+    size_t capacity;
+    size_t start;  // first buffered byte
+    size_t length; // buffered bytes
+    int finished;  // the producer is done (ok tells how)
+    int ok;
+    int abandoned;  // libmicrohttpd freed the response: nobody reads any more
+    int suspended;  // the reader suspended the connection, waiting for bytes
+    struct MHD_Connection *connection;
+    int references; // the producer's and the response's
+    tb_stream *next, *previous;
+};
+
+static pthread_mutex_t streams_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t streams_changed = PTHREAD_COND_INITIALIZER;
+static tb_stream *streams;
+static int stream_count;
+
+static void release(tb_stream *stream) {
+    pthread_mutex_lock(&stream->lock);
+    int remaining = --stream->references;
+    pthread_mutex_unlock(&stream->lock);
+    if (remaining > 0) return;
+    pthread_cond_destroy(&stream->changed);
+    pthread_mutex_destroy(&stream->lock);
+    free(stream->buffer);
+    free(stream);
+}
+
+tb_stream *tb_stream_create(size_t capacity) {
+    tb_stream *stream = calloc(1, sizeof(tb_stream));
+    if (stream == NULL) return NULL;
+    stream->buffer = malloc(capacity);
+    if (stream->buffer == NULL) {
+        free(stream);
+        return NULL;
+    }
+    stream->capacity = capacity;
+    stream->references = 2;
+    pthread_mutex_init(&stream->lock, NULL);
+    pthread_cond_init(&stream->changed, NULL);
+    pthread_mutex_lock(&streams_lock);
+    stream->next = streams;
+    if (streams) streams->previous = stream;
+    streams = stream;
+    stream_count += 1;
+    pthread_mutex_unlock(&streams_lock);
+    return stream;
+}
+
+// With the stream's lock held: let a reader waiting in a suspended connection go on.
+static void wake_reader(tb_stream *stream) {
+    if (stream->suspended && stream->connection != NULL) {
+        stream->suspended = 0;
+        MHD_resume_connection(stream->connection);
+    }
+}
+
+int tb_stream_write(tb_stream *stream, const void *data, size_t length) {
+    const uint8_t *bytes = data;
+    pthread_mutex_lock(&stream->lock);
+    while (length > 0 && !stream->abandoned && !stream->finished) {
+        if (stream->length == stream->capacity) {
+            pthread_cond_wait(&stream->changed, &stream->lock);
+            continue;
+        }
+        if (stream->start > 0 && stream->start + stream->length == stream->capacity) {
+            memmove(stream->buffer, stream->buffer + stream->start, stream->length);
+            stream->start = 0;
+        }
+        size_t room = stream->capacity - stream->start - stream->length;
+        size_t chunk = length < room ? length : room;
+        memcpy(stream->buffer + stream->start + stream->length, bytes, chunk);
+        stream->length += chunk;
+        bytes += chunk;
+        length -= chunk;
+        wake_reader(stream);
+    }
+    int accepted = !stream->abandoned && !stream->finished;
+    pthread_mutex_unlock(&stream->lock);
+    return accepted;
+}
+
+void tb_stream_finish(tb_stream *stream, int ok) {
+    pthread_mutex_lock(&stream->lock);
+    if (!stream->finished) {
+        stream->finished = 1;
+        stream->ok = ok;
+    }
+    wake_reader(stream);
+    pthread_cond_broadcast(&stream->changed);
+    pthread_mutex_unlock(&stream->lock);
+    release(stream);
+}
+
+static ssize_t read_stream(void *cls, uint64_t position, char *buffer, size_t max) {
+    (void)position;
+    tb_stream *stream = cls;
+    pthread_mutex_lock(&stream->lock);
+    ssize_t result;
+    if (stream->length > 0) {
+        size_t chunk = stream->length < max ? stream->length : max;
+        memcpy(buffer, stream->buffer + stream->start, chunk);
+        stream->start += chunk;
+        stream->length -= chunk;
+        if (stream->length == 0) stream->start = 0;
+        pthread_cond_broadcast(&stream->changed);
+        result = (ssize_t)chunk;
+    } else if (stream->finished) {
+        result = stream->ok ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
+    } else {
+        // Nothing yet: park the connection until the producer writes or finishes.
+        stream->suspended = 1;
+        MHD_suspend_connection(stream->connection);
+        result = 0;
+    }
+    pthread_mutex_unlock(&stream->lock);
+    return result;
+}
+
+// libmicrohttpd is done with the response (sent, or its connection closed): the stream leaves
+// the list shutdown waits on; the producer may still hold it until it finishes.
+static void free_stream(void *cls) {
+    tb_stream *stream = cls;
+    pthread_mutex_lock(&streams_lock);
+    if (stream->previous) stream->previous->next = stream->next; else streams = stream->next;
+    if (stream->next) stream->next->previous = stream->previous;
+    stream_count -= 1;
+    pthread_cond_broadcast(&streams_changed);
+    pthread_mutex_unlock(&streams_lock);
+    pthread_mutex_lock(&stream->lock);
+    stream->abandoned = 1;
+    stream->connection = NULL;
+    pthread_cond_broadcast(&stream->changed);
+    pthread_mutex_unlock(&stream->lock);
+    release(stream);
+}
+
+void tb_stream_abandon(tb_stream *stream) { free_stream(stream); }
+
+tb_response *tb_response_create_stream(unsigned int status, tb_stream *stream) {
+    tb_response *response = calloc(1, sizeof(tb_response));
+    if (response == NULL) return NULL;
+    response->status = status;
+    response->stream = stream;
+    response->mhd = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, read_stream, stream, free_stream);
+    if (response->mhd == NULL) {
+        free(response);
+        free_stream(stream); // the response's hold on it
+        return NULL;
+    }
+    return response;
+}
+
+void tb_stream_attach(tb_stream *stream, struct MHD_Connection *connection) {
+    pthread_mutex_lock(&stream->lock);
+    stream->connection = connection;
+    pthread_mutex_unlock(&stream->lock);
+}
+
+void tb_streams_end(unsigned int wait_ms) {
+    pthread_mutex_lock(&streams_lock);
+    for (tb_stream *stream = streams; stream != NULL; stream = stream->next) {
+        pthread_mutex_lock(&stream->lock);
+        if (!stream->finished) {
+            stream->finished = 1;
+            stream->ok = 0;
+        }
+        wake_reader(stream);
+        pthread_cond_broadcast(&stream->changed);
+        pthread_mutex_unlock(&stream->lock);
+    }
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += wait_ms / 1000;
+    deadline.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec += 1;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    while (stream_count > 0) {
+        if (pthread_cond_timedwait(&streams_changed, &streams_lock, &deadline) != 0) break;
+    }
+    pthread_mutex_unlock(&streams_lock);
+}
