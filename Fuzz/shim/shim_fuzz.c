@@ -26,6 +26,7 @@
 #include "framing.c"
 #include "direct.c"
 #include "watchdog.c"
+#include "stream.c"
 
 #include <linux/sockios.h>
 #include <poll.h>

@@ -96,8 +96,9 @@ struct ProxyRoutes: Sendable {
         }
     }
 
-    /// The stream a proxied answer's body goes into, when it is one to stream: not for `HEAD`
-    /// (no body), nor when its announced length is over the cap (then it is held, and refused).
+    /// The stream a proxied answer's body goes into, when it is one to stream: one of unknown
+    /// length or longer than the stream's buffer; not for `HEAD` (no body), nor when its announced
+    /// length is over the cap (then it is held, and refused).
     /// Made on the transfer's thread, read once the answer is back (after it, through the
     /// continuation that hands the answer over).
     private final class StreamHolder: @unchecked Sendable {
@@ -107,7 +108,9 @@ struct ProxyRoutes: Sendable {
         var stream: ResponseStream?
 
         func choose(method: String, length: Int64?, cap: Int) -> (any APIBodySink)? {
-            guard method != "HEAD", (length ?? 0) <= Int64(cap), let made = ResponseStream(capacity: Self.capacity) else { return nil }
+            // A short answer of known length is held: one buffer, sent with its length, is cheaper.
+            if let length, length <= Int64(Self.capacity) || length > Int64(cap) { return nil }
+            guard method != "HEAD", let made = ResponseStream(capacity: Self.capacity) else { return nil }
             stream = made
             return StreamSink(stream: made)
         }
