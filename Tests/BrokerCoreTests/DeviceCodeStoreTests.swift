@@ -59,6 +59,8 @@ struct DeviceCodeStoreTests {
             Issue.record("a collected code worked again after a restart")
             return
         }
+        await reopened.close()
+        await store.close()
     }
 
     @Test(arguments: StoreKind.allCases)
@@ -95,6 +97,7 @@ struct DeviceCodeStoreTests {
         }
         #expect(try await store.issueDeviceCode(OpaqueToken.hash("tbd_again"), device("CDFGHJKL", clock: clock)),
                 "an expired code's user code can be drawn again")
+        await store.close()
     }
 
     @Test(arguments: StoreKind.allCases)
@@ -110,6 +113,7 @@ struct DeviceCodeStoreTests {
             Issue.record("a refused code was not access_denied")
             return
         }
+        await store.close()
     }
 
     @Test(arguments: StoreKind.allCases)
@@ -130,6 +134,8 @@ struct DeviceCodeStoreTests {
             return try await group.reduce(into: [DevicePoll]()) { $0.append($1) }
         }
         #expect(polls.filter { if case .approved = $0 { true } else { false } }.count == 1)
+        await first.close()
+        await second.close()
     }
 }
 
