@@ -18,7 +18,7 @@ selenium = pytest.importorskip("selenium")
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.support import expected_conditions  # noqa: E402
+from selenium.common.exceptions import WebDriverException  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 SCREENSHOTS = Path(os.environ.get("DEVICE_SCREENSHOTS", Path(__file__).resolve().parents[2] / ".build" / "device-screenshots"))
@@ -41,10 +41,20 @@ def chrome():
 
 
 def press(driver, selector: str) -> None:
-    """Clicks the element and waits for the next page to replace this one."""
+    """Clicks the element and waits for the next page to replace this one and finish loading."""
     page = driver.find_element(By.TAG_NAME, "html")
     driver.find_element(By.CSS_SELECTOR, selector).click()
-    WebDriverWait(driver, 20).until(expected_conditions.staleness_of(page))
+
+    def replaced(_) -> bool:
+        try:
+            page.is_enabled()
+            return False
+        except WebDriverException:
+            # Stale, or (while the new document comes in) chromedriver's "node does not belong
+            # to the document": either way the old page is gone.
+            return True
+    WebDriverWait(driver, 20).until(replaced)
+    WebDriverWait(driver, 20).until(lambda d: d.execute_script("return document.readyState") == "complete")
 
 
 def shot(driver, name: str) -> None:
