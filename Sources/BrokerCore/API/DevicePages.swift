@@ -31,7 +31,7 @@ enum DevicePages {
             <form method="post" action="/device">
             <label for="user_code">Code</label>
             <input id="user_code" name="user_code" value="\(escape(userCode ?? ""))" autocomplete="off" autocapitalize="characters" \
-            spellcheck="false" maxlength="16" placeholder="XXXX-XXXX" required autofocus>
+            spellcheck="false" maxlength="16" placeholder="BCDF-GHJK" required autofocus>
             <input type="hidden" name="csrf" value="\(escape(csrf))">
             <button class="go" type="submit">Continue</button>
             </form>

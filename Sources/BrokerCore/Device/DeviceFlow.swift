@@ -16,7 +16,7 @@ struct DeviceFlow: Sendable {
     struct Codes: Sendable {
         /// The device's secret, `tbd_…`; only its hash is kept.
         let deviceCode: String
-        /// Normalised (no dash); shown as `XXXX-XXXX`.
+        /// Normalised (no dash); shown with a dash after four letters.
         let userCode: String
         let expiresIn: Double
         let interval: Double

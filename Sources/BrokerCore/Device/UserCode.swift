@@ -2,7 +2,8 @@ import BrokerCrypto
 
 /// The code a person types at `/device` (RFC 8628 §6.1): 8 characters from 20 consonants
 /// (no vowels, so no words; no digits to mistake for letters), 20^8 ≈ 2.6 × 10^10 codes, shown as
-/// `XXXX-XXXX`, accepted in either case, with or without the dash and spaces.
+/// four letters, a dash, four letters (`BCDF-GHJK`), accepted in either case, with or without the
+/// dash and spaces.
 enum UserCode {
     static let alphabet = Array("BCDFGHJKLMNPQRSTVWXZ")
     static let length = 8
@@ -26,7 +27,7 @@ enum UserCode {
         return letters
     }
 
-    /// `XXXX-XXXX`, for people.
+    /// Four letters, a dash, four letters (`BCDF-GHJK`), for people.
     static func display(_ normalised: String) -> String {
         "\(normalised.prefix(4))-\(normalised.dropFirst(4))"
     }
