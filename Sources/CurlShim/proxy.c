@@ -192,7 +192,6 @@ void tb_proxy_perform(const tb_proxy_request *request, tb_proxy_response *respon
         if (!next) break;
         headers = next;
     }
-    char error[CURL_ERROR_SIZE] = {0};
     curl_easy_setopt(handle, CURLOPT_URL, request->url);
     curl_easy_setopt(handle, CURLOPT_PROTOCOLS_STR, request->allow_http ? "http,https" : "https");
     curl_easy_setopt(handle, CURLOPT_FOLLOWLOCATION, 0L);
@@ -203,7 +202,6 @@ void tb_proxy_perform(const tb_proxy_request *request, tb_proxy_response *respon
     curl_easy_setopt(handle, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)request->max_response_bytes);
     curl_easy_setopt(handle, CURLOPT_USERAGENT, "token-broker");
     curl_easy_setopt(handle, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(handle, CURLOPT_ERRORBUFFER, error);
     curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
     curl_easy_setopt(handle, CURLOPT_OPENSOCKETDATA, &x);
     curl_easy_setopt(handle, CURLOPT_WRITEFUNCTION, on_body);
@@ -238,10 +236,11 @@ void tb_proxy_perform(const tb_proxy_request *request, tb_proxy_response *respon
         response->outcome = TB_PROXY_FAILED;
     }
     if (code != CURLE_OK) {
-        snprintf(response->error, sizeof response->error, "%s%s%s", curl_easy_strerror(code), error[0] ? ": " : "", error);
+        // libcurl's fixed text for the code only: its detailed message can quote the URL, whose
+        // query may hold a secret the app put there.
+        snprintf(response->error, sizeof response->error, "%s", curl_easy_strerror(code));
     }
     curl_easy_setopt(handle, CURLOPT_HTTPHEADER, NULL);
-    curl_easy_setopt(handle, CURLOPT_ERRORBUFFER, NULL);
     curl_slist_free_all(headers);
     give_back(handle);
 }

@@ -57,7 +57,7 @@ typedef struct {
     /// The answer's body, malloc'd.
     uint8_t *body;
     size_t body_length;
-    /// libcurl's description of a failure (never holds a header or body).
+    /// libcurl's fixed description of a failure's code (never a URL, header or body).
     char error[256];
     /// The body went to `on_body`, not into `body`.
     int streamed;
