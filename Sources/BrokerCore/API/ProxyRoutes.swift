@@ -55,12 +55,12 @@ struct ProxyRoutes: Sendable {
                 let response: Response
                 do throws(ProxyFailure) {
                     let answer = try await services.proxy.forward(forward, session: session, provider: provider) { status, length in
-                        holder.choose(method: method, length: length, cap: services.config.server.limits.proxyMaxResponseBytes)
+                        holder.choose(method: method, length: length, cap: services.proxy.settings.maxResponseBytes)
                     }
                     response = Self.answer(answer, method: method, stream: holder.stream)
                 } catch {
                     if case .exchange(let reason) = error {
-                        // The reason is libcurl's (host and port at most): never the path's query or a header.
+                        // The reason is libcurl's fixed text for its error code: never the URL or a header.
                         services.logger.warning("API call failed", metadata: ["provider": "\(provider.id)", "reason": "\(reason)"])
                     }
                     let failure = Self.httpError(error)
