@@ -179,7 +179,8 @@ def test_a_form_from_another_site_is_refused(start):
     csp = page.headers["Content-Security-Policy"]
     assert "script-src" not in csp and "default-src 'none'" in csp and "frame-ancestors 'none'" in csp
     assert page.headers["X-Frame-Options"] == "DENY"
-    assert "SameSite=Strict" in page.headers.get("Set-Cookie", "") or "tb_device" in person.session.cookies
+    fresh = requests.get(broker.url("/device"), timeout=10).headers["Set-Cookie"]
+    assert fresh.startswith("tb_device=") and "HttpOnly" in fresh and "SameSite=Strict" in fresh and "Path=/device" in fresh
 
 
 def test_kill_9_between_the_approval_and_the_next_poll_loses_nothing(auth_server):
