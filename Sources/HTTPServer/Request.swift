@@ -18,6 +18,10 @@ public struct Request {
     /// The client's IP address, as text.
     public let clientIP: String
     public let body: [UInt8]
+    /// The route that took the request: its registered path, or a prefix route's template (such
+    /// as `/proxy/dev/{path}`); `unmatched` before routing. Never the path as sent: a closed set,
+    /// fit for metrics labels. Set by the ``Router``.
+    public internal(set) var route = "unmatched"
     private let headers: HeaderSource
 
     enum HeaderSource {

@@ -104,6 +104,8 @@ public struct Router: Sendable {
     /// (so that random paths cannot explode metric cardinality).
     public func route(_ request: Request) -> (reply: Reply, label: String) {
         let route = find(request.path)
+        var request = request
+        request.route = route?.label ?? "unmatched"
         let reply: Reply
         switch match(method: request.method, route: route) {
         case .found(let handler):
@@ -113,6 +115,6 @@ public struct Router: Sendable {
         case .notFound:
             reply = .now(HTTPError.notFound.response)
         }
-        return (reply, route?.label ?? "unmatched")
+        return (reply, request.route)
     }
 }

@@ -10,12 +10,12 @@ struct AuthorizeRoutes: Sendable {
 
     func register(in router: inout Router) {
         router.add("GET", "/authorize") { [self] request throws(HTTPError) in
-            try services.admit(request, to: services.loginLimiter, route: "/authorize")
+            try services.admit(request, to: services.loginLimiter)
             let wantsJSON = request.header("Accept")?.contains("application/json") == true
             return try start(try request.query(), session: nil, json: wantsJSON)
         }
         router.add("POST", "/authorize") { [self] request throws(HTTPError) in
-            try services.admit(request, to: services.loginLimiter, route: "/authorize")
+            try services.admit(request, to: services.loginLimiter)
             // The form is read now (the request is gone later), its error answered after the session's.
             let form = Result { () throws(HTTPError) in try request.form() }
             return try services.withBearerSession(request) { [self] session throws(HTTPError) in

@@ -10,7 +10,7 @@ extension BrokerServices {
     func withBearerSession(_ request: Request, _ then: @escaping @Sendable (Session) throws(HTTPError) -> Reply) throws(HTTPError) -> Reply {
         let id = try sessionID(request)
         if let session = store.session(id, now: now()) { return try then(session) }
-        let route = String(request.path)
+        let route = request.route
         guard !store.holdsEverySession else { throw unknownSession(route: route) }
         return .deferredCatching { [self] () async throws(HTTPError) -> Response in
             guard let session = try await load(id) else { throw unknownSession(route: route) }
@@ -61,12 +61,13 @@ extension BrokerServices {
 }
 
 extension BrokerServices {
-    /// Applies a per-client rate limit, counting refusals.
-    func admit(_ request: Request, to limiter: RateLimiter, route: String) throws(HTTPError) {
-        try admit(client: request.clientIP, to: limiter, route: route)
+    /// Applies a per-client rate limit, counting refusals under the request's route.
+    func admit(_ request: Request, to limiter: RateLimiter) throws(HTTPError) {
+        try admit(client: request.clientIP, to: limiter, route: request.route)
     }
 
-    /// Applies a per-client rate limit to the client at address `client`, counting refusals.
+    /// Applies a per-client rate limit to the client at address `client`, counting refusals
+    /// under `route`, a route label (never text from the request).
     func admit(client: String, to limiter: RateLimiter, route: String) throws(HTTPError) {
         do {
             try limiter.admit(client, now: now())

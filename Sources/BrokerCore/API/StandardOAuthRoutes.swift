@@ -18,7 +18,7 @@ struct StandardOAuthRoutes: Sendable {
             // RFC 8414 §3: the well-known segment goes between the host and the issuer's path.
             router.add("GET", "/.well-known/oauth-authorization-server/providers/\(provider)") { _ in .now(metadata) }
             router.add("GET", "/providers/\(provider)/authorize") { [self] request throws(HTTPError) in
-                try services.admit(request, to: services.loginLimiter, route: "/providers/\(provider)/authorize")
+                try services.admit(request, to: services.loginLimiter)
                 return try authorize(try request.query(), provider: provider, issuer: issuer)
             }
         }

@@ -17,7 +17,7 @@ struct StandardTokenRoutes: Sendable {
                 let client = try clientID(request, form)
                 switch try form.required("grant_type") {
                 case "authorization_code":
-                    try services.admit(request, to: services.tokenLimiter, route: "/providers/\(provider)/token")
+                    try services.admit(request, to: services.tokenLimiter)
                     return .deferredCatching { [self] () async throws(HTTPError) -> Response in try await exchange(form, client: client, provider: provider) }
                 case "refresh_token":
                     let token = try form.required("refresh_token")

@@ -11,7 +11,7 @@ struct TokenRoutes: Sendable {
 
     func register(in router: inout Router) {
         router.add("POST", "/token") { [self] request throws(HTTPError) in
-            try services.admit(request, to: services.tokenLimiter, route: "/token")
+            try services.admit(request, to: services.tokenLimiter)
             let form = try request.form()
             return .deferredCatching { [self] () async throws(HTTPError) -> Response in try await redeem(form) }
         }
@@ -33,7 +33,7 @@ struct TokenRoutes: Sendable {
         let minimumValidity = (try? requested.get()) ?? services.refreshSkew
         switch services.sessions.current(id, validFor: minimumValidity, { session, now in session.tokenAnswer(at: now) }) {
         case .unknownSession:
-            let route = String(request.path)
+            let route = request.route
             guard !services.store.holdsEverySession else { throw services.unknownSession(route: route) }
             _ = try requested.get()
             let client = request.clientIP
@@ -50,7 +50,7 @@ struct TokenRoutes: Sendable {
             return .now(answer)
         case .refreshDue:
             _ = try requested.get()
-            try services.admit(request, to: services.refreshLimiter, route: "/token")
+            try services.admit(request, to: services.refreshLimiter)
             return refreshed(id, force: false, minimumValidity: minimumValidity)
         }
     }
