@@ -180,6 +180,7 @@ public final class Broker: Sendable {
             deviceEntryLimiter: RateLimiter(perMinute: config.server.limits.deviceCodeEntriesPerMinute),
             deviceMissLimiter: RateLimiter(perMinute: config.server.limits.deviceCodeMissesPerMinute),
             proxyLimiter: RateLimiter(perMinute: limits.proxyRequestsPerMinute),
+            binding: BrowserBinding(stateKeys: config.state.keys),
             metrics: metrics,
             logger: logger,
             now: now

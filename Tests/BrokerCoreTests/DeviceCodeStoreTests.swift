@@ -11,6 +11,8 @@ import Testing
 struct DeviceCodeStoreTests {
     private static let grant = Grant(provider: "dev", subject: "s", scopes: ["openid"], accessToken: "at-device",
                                      accessTokenExpiresAt: nil, refreshToken: "rt-device", idTokenClaims: nil)
+    /// The hash of the `state` of the login that signed the device in.
+    private static let login = OpaqueToken.hash("tbst_the-login")
 
     private func device(_ userCode: String, clock: TestClock, lifetime: Double = 600) -> DeviceAuthorization {
         DeviceAuthorization(app: "tv", provider: "dev", scopes: ["openid"], userCode: UserCode.hash(userCode),
@@ -33,10 +35,24 @@ struct DeviceCodeStoreTests {
             Issue.record("a new code was not pending")
             return
         }
-        #expect(try await store.decideDeviceCode(code, .approve(Self.grant), now: clock.seconds))
-        #expect(try await store.decideDeviceCode(code, .deny, now: clock.seconds) == false, "decided twice")
+        #expect(try await store.decideDeviceCode(code, .signedIn(Self.grant, login: Self.login), now: clock.seconds) != nil)
+        #expect(try await store.decideDeviceCode(code, .deny(login: nil), now: clock.seconds) == nil, "refused at /device after the sign-in")
         #expect(try await store.pendingDeviceCode(userCode: UserCode.hash("BCDFGHJK"), now: clock.seconds) == nil,
-                "an approved code is no longer found by its user code")
+                "a signed-in code is no longer found by its user code")
+        guard case .pending = try await store.pollDeviceCode(code, app: "tv", now: clock.seconds + 6) else {
+            Issue.record("a grant was collected before its account was confirmed")
+            return
+        }
+        // The person was asked to confirm the account: a crash loses nothing of what they were shown.
+        let beforeConfirmation = try await harness.open(clock: clock)
+        #expect(try await beforeConfirmation.decideDeviceCode(code, .confirm(login: OpaqueToken.hash("tbst_other")), now: clock.seconds) == nil,
+                "another login's confirmation")
+        guard case .signedIn(_, let login)? = try await beforeConfirmation.decideDeviceCode(code, .confirm(login: Self.login), now: clock.seconds) else {
+            Issue.record("the sign-in was lost in the crash, or not confirmed")
+            return
+        }
+        #expect(login == Self.login)
+        #expect(try await beforeConfirmation.decideDeviceCode(code, .deny(login: Self.login), now: clock.seconds) == nil, "decided twice")
 
         // The user was told "signed in": a crash (the store dropped unclosed) loses nothing.
         let afterCrash = try await harness.open(clock: clock)
@@ -89,7 +105,7 @@ struct DeviceCodeStoreTests {
             Issue.record("a code past its lifetime was not expired")
             return
         }
-        #expect(try await store.decideDeviceCode(code, .approve(Self.grant), now: clock.seconds) == false, "approved after expiry")
+        #expect(try await store.decideDeviceCode(code, .signedIn(Self.grant, login: Self.login), now: clock.seconds) == nil, "signed in after expiry")
         await store.sweep()
         guard case .unknown = try await store.pollDeviceCode(code, app: "tv", now: clock.seconds) else {
             Issue.record("the sweep kept an expired code")
@@ -106,9 +122,9 @@ struct DeviceCodeStoreTests {
         let store = try await kind.harness().open(clock: clock)
         let code = OpaqueToken.hash("tbd_no")
         #expect(try await store.issueDeviceCode(code, device("DFGHJKLM", clock: clock)))
-        #expect(try await store.decideDeviceCode(code, .deny, now: clock.seconds))
+        #expect(try await store.decideDeviceCode(code, .deny(login: nil), now: clock.seconds) != nil)
         #expect(try await store.pendingDeviceCode(userCode: UserCode.hash("DFGHJKLM"), now: clock.seconds) == nil)
-        #expect(try await store.decideDeviceCode(code, .approve(Self.grant), now: clock.seconds) == false)
+        #expect(try await store.decideDeviceCode(code, .signedIn(Self.grant, login: Self.login), now: clock.seconds) == nil)
         guard case .denied = try await store.pollDeviceCode(code, app: "tv", now: clock.seconds) else {
             Issue.record("a refused code was not access_denied")
             return
@@ -126,7 +142,8 @@ struct DeviceCodeStoreTests {
         let code = OpaqueToken.hash("tbd_shared")
         #expect(try await first.issueDeviceCode(code, device("FGHJKLMN", clock: clock)))
         #expect(try await second.pendingDeviceCode(userCode: UserCode.hash("FGHJKLMN"), now: clock.seconds)?.code == code)
-        #expect(try await second.decideDeviceCode(code, .approve(Self.grant), now: clock.seconds))
+        #expect(try await second.decideDeviceCode(code, .signedIn(Self.grant, login: Self.login), now: clock.seconds) != nil)
+        #expect(try await first.decideDeviceCode(code, .confirm(login: Self.login), now: clock.seconds) != nil)
         let polls = try await withThrowingTaskGroup(of: DevicePoll.self) { group in
             for store in [first, second, first, second] {
                 group.addTask { try await store.pollDeviceCode(code, app: "tv", now: clock.seconds) }

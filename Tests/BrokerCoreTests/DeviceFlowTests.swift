@@ -5,7 +5,7 @@ import Testing
 @testable import BrokerCore
 
 /// The device flow as a service (`DeviceFlow` with `LoginFlow`): codes, the person's sign-in
-/// through the ordinary login flow ending in the approval, the device's polls — against the
+/// through the ordinary login flow, the account's confirmation, the device's polls — against the
 /// in-process provider, over the in-memory store, with a clock the test moves.
 struct DeviceFlowTests {
     private func devices(_ bed: FlowTestBed) -> DeviceFlow {
@@ -13,26 +13,39 @@ struct DeviceFlowTests {
     }
 
     /// Starts codes for app `tv`, finds them by the typed user code and signs in at the provider:
-    /// the device code and the login the provider's redirect completes.
-    private func signIn(_ bed: FlowTestBed, _ flow: DeviceFlow) async throws -> (DeviceFlow.Codes, PendingAuthorization, String) {
+    /// the device code, the login the provider's redirect completes, its code and its state.
+    private func signIn(_ bed: FlowTestBed, _ flow: DeviceFlow) async throws -> (DeviceFlow.Codes, PendingAuthorization, String, String) {
         let codes = try await flow.start(app: "tv", provider: ScriptedProvider.config(), scopes: ["profile"])
         let waiting = try #require(try await flow.find(typed: UserCode.display(codes.userCode).lowercased()))
         #expect(waiting.device.scopes == ["openid", "email", "profile"] && waiting.device.app == "tv")
-        let url = try await flow.signIn(waiting, at: try await bed.login.providers.resolve("idp"))
-        let (code, state) = try bed.provider.signIn(url, subject: "alice")
+        let started = try await flow.signIn(waiting, at: try await bed.login.providers.resolve("idp"))
+        let (code, state) = try bed.provider.signIn(started.location, subject: "alice")
+        #expect(state == started.state)
         let pending = try #require(try await bed.login.takeLogin(state: state))
         #expect(pending.deviceCode == OpaqueToken.hash(codes.deviceCode))
-        return (codes, pending, code)
+        return (codes, pending, code, state)
+    }
+
+    private static func answer(_ code: String) -> CallbackAnswer {
+        CallbackAnswer(code: code, error: nil, errorDescription: nil, issuer: nil)
     }
 
     @Test func aDeviceSignedInThroughTheLoginFlowCollectsOneSession() async throws {
         let bed = await FlowTestBed()
         let flow = devices(bed)
-        let (codes, pending, code) = try await signIn(bed, flow)
+        let (codes, pending, code, state) = try await signIn(bed, flow)
         await #expect(throws: DevicePollRefusal.pending) { try await flow.poll(deviceCode: codes.deviceCode, app: "tv") }
-        let completion = await bed.login.complete(pending, with: CallbackAnswer(code: code, error: nil, errorDescription: nil, issuer: nil))
-        #expect(completion.outcome == .deviceSignedIn)
-        #expect(try await flow.find(typed: codes.userCode) == nil, "an approved code is no longer waiting")
+        let completion = await bed.login.complete(pending, state: state, with: Self.answer(code))
+        #expect(completion.outcome == .deviceSignedIn(account: "alice@example.test"))
+        #expect(try await flow.find(typed: codes.userCode) == nil, "a signed-in code is no longer waiting for its code")
+        bed.clock.advance(by: codes.interval)
+        await #expect(throws: DevicePollRefusal.pending, "nothing to collect before the account is confirmed") {
+            try await flow.poll(deviceCode: codes.deviceCode, app: "tv")
+        }
+        let device = OpaqueToken.hash(codes.deviceCode)
+        #expect(try await flow.confirm(device, state: "tbst_another-login", approve: true) == false, "another login's confirmation")
+        #expect(try await flow.confirm(device, state: state, approve: true))
+        #expect(try await flow.confirm(device, state: state, approve: true) == false, "confirmed once")
         bed.clock.advance(by: codes.interval)
         await #expect(throws: DevicePollRefusal.unknownCode) { try await flow.poll(deviceCode: codes.deviceCode, app: "other") }
         let collected = try await flow.poll(deviceCode: codes.deviceCode, app: "tv")
@@ -45,9 +58,9 @@ struct DeviceFlowTests {
     @Test func aCodeThatExpiredDuringTheSignInGetsNothingAndTheGrantIsRevoked() async throws {
         let bed = await FlowTestBed()
         let flow = devices(bed)
-        let (codes, pending, code) = try await signIn(bed, flow)
+        let (codes, pending, code, state) = try await signIn(bed, flow)
         bed.clock.advance(by: bed.settings.deviceCodeLifetimeSeconds + 1)
-        let completion = await bed.login.complete(pending, with: CallbackAnswer(code: code, error: nil, errorDescription: nil, issuer: nil))
+        let completion = await bed.login.complete(pending, state: state, with: Self.answer(code))
         guard case .refused(let error, _) = completion.outcome else { Issue.record("approved after expiry"); return }
         #expect(error == "expired_token")
         #expect(!bed.provider.revoked.isEmpty, "the grant nobody will collect is revoked at the provider")
@@ -58,9 +71,22 @@ struct DeviceFlowTests {
     @Test func aRefusalAtTheProviderDeniesTheDevice() async throws {
         let bed = await FlowTestBed()
         let flow = devices(bed)
-        let (codes, pending, _) = try await signIn(bed, flow)
+        let (codes, pending, _, state) = try await signIn(bed, flow)
         let answer = CallbackAnswer(code: nil, error: "access_denied", errorDescription: "no", issuer: nil)
-        #expect(await bed.login.complete(pending, with: answer).outcome == .refused(error: "access_denied", description: "no"))
+        #expect(await bed.login.complete(pending, state: state, with: answer).outcome == .refused(error: "access_denied", description: "no"))
         await #expect(throws: DevicePollRefusal.denied) { try await flow.poll(deviceCode: codes.deviceCode, app: "tv") }
+    }
+
+    @Test func anAccountRefusedAtTheConfirmationDeniesTheDeviceAndIsRevoked() async throws {
+        let bed = await FlowTestBed()
+        let flow = devices(bed)
+        let (codes, pending, code, state) = try await signIn(bed, flow)
+        _ = await bed.login.complete(pending, state: state, with: Self.answer(code))
+        #expect(bed.provider.revoked.isEmpty)
+        #expect(try await flow.confirm(OpaqueToken.hash(codes.deviceCode), state: state, approve: false))
+        #expect(!bed.provider.revoked.isEmpty, "the grant nobody will collect is revoked at the provider")
+        bed.clock.advance(by: codes.interval)
+        await #expect(throws: DevicePollRefusal.denied) { try await flow.poll(deviceCode: codes.deviceCode, app: "tv") }
+        #expect(bed.store.sessionCount == 0)
     }
 }

@@ -52,7 +52,7 @@ struct FlowTestBed {
         let url = try await login.begin(request(scopes: scopes, session: session, challenge: PKCE.challenge(for: verifier)), at: provider)
         let (code, state) = try self.provider.signIn(url, subject: subject)
         guard let pending = try await login.takeLogin(state: state) else { throw ScriptError("the login was not stored") }
-        return await login.complete(pending, with: CallbackAnswer(code: code, error: nil, errorDescription: nil, issuer: issuer))
+        return await login.complete(pending, state: state, with: CallbackAnswer(code: code, error: nil, errorDescription: nil, issuer: issuer))
     }
 
     /// A whole sign-in and redemption: the new session and its token.

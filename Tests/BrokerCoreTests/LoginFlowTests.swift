@@ -70,8 +70,9 @@ struct LoginFlowTests {
         let provider = try await bed.login.providers.resolve("idp")
         for (error, expected) in [("access_denied", "access_denied"), ("bad\"code", "invalid_request")] {
             let url = try await bed.login.begin(bed.request(challenge: PKCE.challenge(for: PKCE.makeVerifier())), at: provider)
-            let pending = try #require(try await bed.login.takeLogin(state: try bed.provider.signIn(url, subject: "alice").state))
-            let completion = await bed.login.complete(pending, with: CallbackAnswer(code: nil, error: error, errorDescription: "No.", issuer: nil))
+            let state = try bed.provider.signIn(url, subject: "alice").state
+            let pending = try #require(try await bed.login.takeLogin(state: state))
+            let completion = await bed.login.complete(pending, state: state, with: CallbackAnswer(code: nil, error: error, errorDescription: "No.", issuer: nil))
             guard case .refused(let code, _) = completion.outcome else { Issue.record("not refused"); continue }
             #expect(code == expected)
         }
@@ -137,7 +138,7 @@ struct LoginFlowTests {
         let (code, state) = try bed.provider.signIn(url, subject: "alice")
         _ = try await bed.sessions.revoke(session.id)
         let pending = try #require(try await bed.login.takeLogin(state: state))
-        let completion = await bed.login.complete(pending, with: CallbackAnswer(code: code, error: nil, errorDescription: nil, issuer: nil))
+        let completion = await bed.login.complete(pending, state: state, with: CallbackAnswer(code: code, error: nil, errorDescription: nil, issuer: nil))
         #expect(completion.outcome == .refused(error: "access_denied", description: "The session ended during the sign-in."))
     }
 }

@@ -60,6 +60,7 @@ DEVICE_ENDPOINTS = [
     ("get", "/device"),
     ("post", "/device"),
     ("post", "/device/decision"),
+    ("post", "/device/confirm"),
 ]
 
 # The API proxy: one path, documented once per method (HEAD is accepted wherever GET is).
@@ -67,7 +68,7 @@ PROXY_ENDPOINTS = [(method, "/proxy/{provider}/{path}") for method in ("get", "p
 
 # Pages for a person at a browser: their own errors are HTML (with a JSON alternative where the
 # server answers before the page's code runs).
-HTML_PAGES = {("post", "/device"), ("post", "/device/decision")}
+HTML_PAGES = {("post", "/device"), ("post", "/device/decision"), ("post", "/device/confirm")}
 
 # Operations that take the session token as a bearer credential.
 BEARER_ENDPOINTS = {
@@ -157,7 +158,7 @@ SHARED_ERROR_RESPONSES = {
 }
 
 # Error responses that deliberately are not the shared component.
-OWN_ERROR_RESPONSES = {("get", "/callback", "400"), ("get", "/readyz", "503"),
+OWN_ERROR_RESPONSES = {("get", "/callback", "400"), ("get", "/callback", "403"), ("get", "/readyz", "503"),
                        ("post", "/providers/{provider}/token", "401"), ("post", "/providers/{provider}/revoke", "401")} | {
     (method, path, status) for method, path in HTML_PAGES for status in ("400", "403", "429", "503")}
 

@@ -7,6 +7,7 @@ DEVICE_SCREENSHOTS (default .build/device-screenshots) for a person to look at."
 
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -24,8 +25,7 @@ from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 SCREENSHOTS = Path(os.environ.get("DEVICE_SCREENSHOTS", Path(__file__).resolve().parents[2] / ".build" / "device-screenshots"))
 
 
-@pytest.fixture
-def chrome():
+def new_chrome():
     if not shutil.which("chromium") or not shutil.which("chromedriver"):
         pytest.fail("chromium and chromium-driver are needed (make test installs them)")
     options = webdriver.ChromeOptions()
@@ -36,6 +36,20 @@ def chrome():
     driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
     driver.set_page_load_timeout(30)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    return driver
+
+
+@pytest.fixture
+def chrome():
+    driver = new_chrome()
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture
+def other_chrome():
+    """A second browser, with cookies of its own: someone else's."""
+    driver = new_chrome()
     yield driver
     driver.quit()
 
@@ -95,10 +109,18 @@ def test_a_person_signs_a_device_in_with_a_browser(chrome, broker_factory, auth_
     press(chrome, "#login-form input[type=submit]")
     press(chrome, "input[name=allow]")
 
+    # Back at the broker: the account that signed in, to confirm before the device gets it.
     assert chrome.current_url.startswith(broker.url("/callback"))
+    assert chrome.find_element(By.TAG_NAME, "h1").text == "Is this the right account?"
+    assert "alice@example.test" in chrome.find_element(By.CSS_SELECTOR, ".account").text
+    assert_styled_and_clean(chrome)
+    shot(chrome, "3-confirm-account")
+    assert cli.poll().json()["error"] == "authorization_pending"
+    press(chrome, "button[value=approve]")
+
     assert chrome.find_element(By.TAG_NAME, "h1").text == "Device signed in"
     assert_styled_and_clean(chrome)
-    shot(chrome, "3-signed-in")
+    shot(chrome, "4-signed-in")
 
     answer = cli.poll_until_done()
     assert answer.status_code == 200, answer.text
@@ -113,7 +135,7 @@ def test_a_person_signs_a_device_in_with_a_browser(chrome, broker_factory, auth_
     press(chrome, "button.go")
     press(chrome, "button[value=deny]")
     assert chrome.find_element(By.TAG_NAME, "h1").text == "Device not signed in"
-    shot(chrome, "4-refused")
+    shot(chrome, "5-refused")
     assert refused_cli.poll().json()["error"] == "access_denied"
 
     # A code nobody was given.
@@ -125,4 +147,29 @@ def test_a_person_signs_a_device_in_with_a_browser(chrome, broker_factory, auth_
     problems = [e["message"] for e in chrome.get_log("browser")
                 if e["level"] == "SEVERE" and "400" not in e["message"] and "/favicon.ico" not in e["message"]]
     assert not problems, problems
-    shot(chrome, "5-wrong-code")
+    shot(chrome, "6-wrong-code")
+
+
+def test_a_provider_link_opened_in_another_browser_signs_nothing_in(chrome, other_chrome, broker_factory, auth_server):
+    """The link to the provider that one browser was sent to, finished in another browser (by a
+    person someone sent it to), ends on the broker's error page; the device gets nothing."""
+    broker, _, _, _ = broker_factory(config_extra="  tv:\n    device_flow: true\nsessions:\n  device_poll_interval_seconds: 1\n")
+    cli = DeviceClient(broker)
+    codes = cli.request_codes()
+    chrome.get(codes["verification_uri_complete"])
+    press(chrome, "button.go")
+    press(chrome, "button[value=approve]")
+    link = chrome.current_url  # the provider's sign-in, leading to its authorization URL
+    assert link.startswith(auth_server.issuer.split("/o")[0])
+
+    other_chrome.get(link)
+    other_chrome.find_element(By.NAME, "username").send_keys("bob")
+    other_chrome.find_element(By.NAME, "password").send_keys("bob-password")
+    press(other_chrome, "#login-form input[type=submit]")
+    press(other_chrome, "input[name=allow]")
+    assert other_chrome.current_url.startswith(broker.url("/callback"))
+    assert "started in another browser" in other_chrome.find_element(By.CSS_SELECTOR, ".error").text
+    assert not other_chrome.find_elements(By.CSS_SELECTOR, "form")
+    shot(other_chrome, "7-other-browser")
+    time.sleep(codes["interval"])
+    assert cli.poll().json()["error"] == "authorization_pending", "the device got nothing"

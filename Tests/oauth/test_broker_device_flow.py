@@ -5,6 +5,8 @@ at the server's userinfo. Also: slow_down, refusals (at /device and at the serve
 replayed device code, wrong and guessed user codes with both rate limits, apps without
 `device_flow`, forms from another site, and kill -9 between the approval and the next poll."""
 
+import base64
+import os
 import re
 import signal
 import tempfile
@@ -61,8 +63,14 @@ def test_a_command_line_tool_signs_in_through_another_browser(start, auth_server
         assert shown in confirm.text
     onward = person.choose(confirm, "approve")
     assert onward.status_code == 303 and onward.headers["Location"].startswith(auth_server.issuer)
+    bound = onward.headers["Set-Cookie"]
+    assert bound.startswith("tb_device_login=") and "HttpOnly" in bound and "SameSite=Lax" in bound
     callback = person.browser.authorize(onward.headers["Location"], "alice", "alice-password")
-    closing = person.session.get(callback, timeout=30)
+    account = person.session.get(callback, timeout=30)
+    # The account is shown before the device gets anything.
+    assert account.status_code == 200 and "alice@example.test" in account.text, account.text
+    assert cli.poll().json()["error"] == "authorization_pending"
+    closing = person.confirm_account(account)
     assert closing.status_code == 200 and "Device signed in" in closing.text
 
     answer = cli.poll_until_done()
@@ -104,10 +112,57 @@ def test_refusing_at_the_device_page_denies_and_spends_the_code(start):
     assert metric(broker, "broker_device_codes_total", outcome="denied") == 1
 
 
+def test_a_provider_url_passed_to_another_browser_signs_nothing_in(start, auth_server):
+    """Someone starts a device code, continues in their own browser and sends the provider URL to
+    someone else: signing in there ends on the broker's error page, nothing is exchanged, and the
+    device gets nothing — while the code still works for a person who enters it themselves."""
+    broker, cli, attacker = start()
+    codes = cli.request_codes()
+    onward = attacker.choose(attacker.enter(codes["user_code"]), "approve")
+    assert onward.status_code == 303
+    victim = DevicePerson(broker, auth_server)
+    try:
+        callback = victim.browser.authorize(onward.headers["Location"], "bob", "bob-password")
+        page = victim.session.get(callback, timeout=30)
+        assert page.status_code == 403 and "started in another browser" in page.text, page.text
+        assert "bob@example.test" not in page.text
+        assert "/device/confirm" not in page.text
+        # The victim's browser cannot confirm on the attacker's behalf either (it has no binding).
+        forged = victim.session.post(broker.url("/device/confirm"), data={"state": "tbst_x", "device": "x", "decision": "approve"}, timeout=10)
+        assert forged.status_code == 403
+        time.sleep(codes["interval"])
+        assert cli.poll().json()["error"] == "authorization_pending", "the device got nothing"
+        assert metric(broker, "broker_rejected_requests_total", route="/callback", reason="device_login_other_browser") == 1
+        assert metric(broker, "broker_device_codes_total", outcome="signed_in") == 0
+        # The person in front of the device can still sign it in, to their own account.
+        closing = attacker.approve(codes["user_code"])
+        assert "Device signed in" in closing.text
+        answer = cli.poll_until_done()
+        assert answer.status_code == 200
+        userinfo = requests.get(auth_server.userinfo_endpoint, headers={"Authorization": f"Bearer {answer.json()['access_token']}"}, timeout=10)
+        assert userinfo.json()["email"] == "alice@example.test"
+    finally:
+        victim.close()
+
+
+def test_refusing_the_account_after_the_sign_in_denies_the_device(start):
+    broker, cli, person = start()
+    codes = cli.request_codes()
+    account = person.sign_in(codes["user_code"], "bob")
+    assert "bob@example.test" in account.text
+    refused = person.confirm_account(account, "deny")
+    assert refused.status_code == 200 and "Device not signed in" in refused.text
+    assert cli.poll().json()["error"] == "access_denied"
+    # The refusal ended this browser's binding to the login: the page's form no longer works.
+    again = person.confirm_account(account, "approve")
+    assert again.status_code == 403
+    assert cli.poll().json()["error"] == "access_denied"
+
+
 def test_refusing_at_the_provider_denies_the_device(start):
     broker, cli, person = start()
     codes = cli.request_codes()
-    closing = person.approve(codes["user_code"], consent=False)
+    closing = person.sign_in(codes["user_code"], consent=False)
     assert closing.status_code == 200 and "refused" in closing.text
     assert cli.poll_until_done().json()["error"] == "access_denied"
 
@@ -174,6 +229,11 @@ def test_a_form_from_another_site_is_refused(start):
     person.session.get(broker.url("/device"), timeout=10)
     wrong = person.session.post(broker.url("/device"), data={"user_code": codes["user_code"], "csrf": "A" * 43}, timeout=10)
     assert wrong.status_code == 403
+    # A cookie planted by a sibling host (no __Host- prefix under http), repeated as the token.
+    planted = base64.urlsafe_b64encode(os.urandom(32)).rstrip(b"=").decode()
+    forged = requests.post(broker.url("/device/decision"), cookies={"tb_device": planted},
+                           data={"user_code": codes["user_code"], "decision": "approve", "csrf": planted}, allow_redirects=False, timeout=10)
+    assert forged.status_code == 403
     assert cli.poll().json()["error"] == "authorization_pending", "nothing changed"
     page = person.session.get(broker.url("/device"), timeout=10)
     csp = page.headers["Content-Security-Policy"]

@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 
 /// What the API handlers share: the configuration, the flow services they call, the rate limits
@@ -20,6 +21,8 @@ struct BrokerServices: Sendable {
     let deviceMissLimiter: RateLimiter
     /// Proxied API requests, per session.
     let proxyLimiter: RateLimiter
+    /// Tags that bind a browser to the device pages and to a device login.
+    let binding: BrowserBinding
     let metrics: BrokerMetrics
     let logger: Logger
     /// Unix seconds now; replaceable in tests.
@@ -27,4 +30,10 @@ struct BrokerServices: Sendable {
 
     /// Refresh access tokens that expire within this many seconds (AppAuth's 60 s by default).
     var refreshSkew: Double { sessions.refreshSkew }
+
+    /// The cookie that binds a device login to the browser that began it.
+    var deviceLoginCookie: DeviceLoginCookie {
+        DeviceLoginCookie(secure: config.server.publicURL.scheme == "https", binding: binding,
+                          lifetimeSeconds: config.sessions.loginLifetimeSeconds)
+    }
 }

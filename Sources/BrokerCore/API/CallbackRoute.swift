@@ -5,13 +5,15 @@ import WireValues
 /// `GET /callback`: the provider sends the browser back here. The broker's `state` must name a
 /// login in progress (else a 400 page, never a redirect); from then on every outcome goes back to
 /// the app's redirect URI (``LoginFlow/complete(_:with:)``): a handoff code on success,
-/// `error=…` otherwise; a device login ends on a page instead (``DevicePages``).
+/// `error=…` otherwise; a device login, only in the browser that began it
+/// (``DeviceLoginCookie``), ends on a page that asks its person to confirm the account
+/// (``DevicePages``).
 struct CallbackRoute: Sendable {
     let services: BrokerServices
 
     func register(in router: inout Router) {
         router.add("GET", "/callback") { [services] request throws(HTTPError) in
-            try services.admit(request, to: services.loginLimiter, route: "/callback")
+            try services.admit(request, to: services.loginLimiter)
             let wantsHTML = request.header("Accept")?.contains("text/html") == true
             let fields: FormFields
             let state: String
@@ -22,6 +24,7 @@ struct CallbackRoute: Sendable {
                 return .now(wantsHTML ? Self.page(error) : error.response)
             }
             let answer = CallbackAnswer(code: fields["code"], error: fields["error"], errorDescription: fields["error_description"], issuer: fields["iss"])
+            let deviceLoginBound = services.deviceLoginCookie.accepts(request, state: state)
             return .deferred { [services] in
                 let pending: PendingAuthorization
                 do throws(HTTPError) {
@@ -38,9 +41,16 @@ struct CallbackRoute: Sendable {
                 } catch {
                     return wantsHTML ? Self.page(error) : error.response
                 }
-                let completion = await services.login.complete(pending, with: answer)
-                // A device login ends here, in the browser of the person who typed the code.
-                if pending.deviceCode != nil { return DevicePages.finished(completion.outcome) }
+                if let device = pending.deviceCode {
+                    // A device login ends here, in the browser that chose to sign in and no other.
+                    guard deviceLoginBound else {
+                        services.metrics.rejected(route: "/callback", reason: "device_login_other_browser")
+                        return wantsHTML ? DevicePages.otherBrowser() : DevicePages.otherBrowserError.response
+                    }
+                    let completion = await services.login.complete(pending, state: state, with: answer)
+                    return DevicePages.signedIn(completion.outcome, app: pending.app, provider: pending.provider, device: device, state: state)
+                }
+                let completion = await services.login.complete(pending, state: state, with: answer)
                 // RFC 9207: the issuer the app's answer comes from (its standard metadata names it).
                 let issuer = ("iss", services.issuer(of: pending.provider))
                 return .redirect(to: FormFields.url(completion.redirectURI, adding: completion.parameters + [issuer]))

@@ -16,6 +16,7 @@ enum DevicePages {
         button{font:inherit;font-weight:600;padding:.7rem 1.2rem;border-radius:.5rem;border:0;margin:.75rem .5rem 0 0;cursor:pointer}\
         .go{background:#1f5fd1;color:#fff}.no{background:#e4e6eb;color:#1d2330}\
         .code{font-family:ui-monospace,monospace;font-size:1.5rem;letter-spacing:.15em}\
+        .account{font-size:1.3rem;font-weight:600;word-break:break-all}\
         .warn{background:#fff4d6;border-left:4px solid #e0a200;padding:.75rem;border-radius:.25rem}\
         .error{background:#fde8e8;border-left:4px solid #c81e1e;padding:.75rem;border-radius:.25rem}\
         dt{font-weight:600}dd{margin:0 0 .5rem 0}ul{margin:.25rem 0;padding-left:1.25rem}
@@ -59,20 +60,30 @@ enum DevicePages {
     }
 
     /// The user refused.
-    static func denied() -> Response {
-        page(title: "Device not signed in", body: """
+    static func denied(headers: [HTTPHeader] = []) -> Response {
+        page(title: "Device not signed in", extraHeaders: headers, body: """
             <h1>Device not signed in</h1>
             <p>You refused: the device gets no access, and its code no longer works. You can close this window.</p>
             """)
     }
 
-    /// The end of a device login at `/callback`.
-    static func finished(_ outcome: LoginCompletion.Outcome) -> Response {
+    /// The end of a device login at `/callback`: the account that signed in, to confirm or
+    /// refuse (the device gets nothing before), or what went wrong.
+    static func signedIn(_ outcome: LoginCompletion.Outcome, app: String, provider: String, device: SHA256Digest, state: String) -> Response {
         switch outcome {
-        case .deviceSignedIn:
-            return page(title: "Device signed in", body: """
-                <h1>Device signed in</h1>
-                <p>Your device is signed in and will continue on its own. You can close this window.</p>
+        case .deviceSignedIn(let account):
+            return page(title: "Is this the right account?", body: """
+                <h1>Is this the right account?</h1>
+                <p>You signed in as</p>
+                <p class="account">\(escape(account))</p>
+                <dl><dt>App</dt><dd>\(escape(app))</dd><dt>Signed in with</dt><dd>\(escape(provider))</dd></dl>
+                <p>Allow the device to use this account? It gets no access until you do.</p>
+                <form method="post" action="/device/confirm">
+                <input type="hidden" name="device" value="\(Base64URL.encode(device.bytes))">
+                <input type="hidden" name="state" value="\(escape(state))">
+                <button class="go" type="submit" name="decision" value="approve">Allow the device</button>
+                <button class="no" type="submit" name="decision" value="deny">Refuse</button>
+                </form>
                 """)
         case .refused(let error, let description):
             let text = error == "access_denied"
@@ -83,6 +94,26 @@ enum DevicePages {
             return failure("The sign-in did not complete.", status: 500)
         }
     }
+
+    /// The device is signed in: its person confirmed the account.
+    static func finished(headers: [HTTPHeader]) -> Response {
+        page(title: "Device signed in", extraHeaders: headers, body: """
+            <h1>Device signed in</h1>
+            <p>Your device is signed in and will continue on its own. You can close this window.</p>
+            """)
+    }
+
+    /// A device login finished in a browser other than the one that chose to sign in: a link
+    /// someone passed on. Nothing was exchanged; the device gets nothing.
+    static func otherBrowser() -> Response {
+        failure(otherBrowserError.description + " Never follow a sign-in link that someone sent you. "
+                    + "If you are signing in a device in front of you, enter the code it shows (Enter a code, below).", status: 403)
+    }
+
+    /// The same, for a client that does not ask for a page.
+    static let otherBrowserError = HTTPError(
+        status: 403, code: "forbidden",
+        description: "This sign-in was started in another browser, so it cannot finish here: the device was not signed in.")
 
     /// A page saying what went wrong.
     static func failure(_ message: String, status: Int, headers: [HTTPHeader] = []) -> Response {

@@ -1,3 +1,4 @@
+import BrokerCrypto
 import Foundation
 import HTTPServer
 import WireValues
@@ -12,11 +13,11 @@ struct DeviceRoutes: Sendable {
 
     let services: BrokerServices
 
-    private var csrf: DeviceCSRF { DeviceCSRF(secure: services.config.server.publicURL.scheme == "https") }
+    private var csrf: DeviceCSRF { DeviceCSRF(secure: services.config.server.publicURL.scheme == "https", binding: services.binding) }
 
     func register(in router: inout Router) {
         router.add("POST", "/device/authorize") { [self] request throws(HTTPError) in
-            try services.admit(request, to: services.loginLimiter, route: "/device/authorize")
+            try services.admit(request, to: services.loginLimiter)
             return try authorize(try request.form())
         }
         router.add("GET", "/device") { [self] request throws(HTTPError) in
@@ -35,6 +36,20 @@ struct DeviceRoutes: Sendable {
             case .failure(let page): return .now(page.response)
             case .success(let form): return .deferred { [self] in await decide(form) }
             }
+        }
+        router.add("POST", "/device/confirm") { [self] request throws(HTTPError) in
+            try services.admit(request, to: services.deviceEntryLimiter)
+            let form: FormFields
+            do throws(HTTPError) {
+                form = try request.form()
+            } catch {
+                return .now(Self.page(error))
+            }
+            guard let state = form["state"], services.deviceLoginCookie.accepts(request, state: state) else {
+                services.metrics.rejected(route: "/device/confirm", reason: "device_login_other_browser")
+                return .now(DevicePages.otherBrowser())
+            }
+            return .deferred { [self] in await confirm(form, state: state) }
         }
     }
 
@@ -80,13 +95,13 @@ struct DeviceRoutes: Sendable {
             return .failure(Page(Self.page(error)))
         }
         guard csrf.accepts(request, form) else {
-            services.metrics.rejected(route: String(request.path), reason: "csrf")
+            services.metrics.rejected(route: request.route, reason: "csrf")
             return .failure(Page(Self.page(HTTPError(
                 status: 403, code: "forbidden",
                 description: "This form is out of date or did not come from this page; open the device page again."))))
         }
         do throws(HTTPError) {
-            try services.admit(request, to: services.deviceEntryLimiter, route: String(request.path))
+            try services.admit(request, to: services.deviceEntryLimiter)
         } catch {
             services.metrics.userCodeEntry(outcome: "rate_limited")
             return .failure(Page(Self.page(error)))
@@ -132,16 +147,36 @@ struct DeviceRoutes: Sendable {
                 return DevicePages.denied()
             }
             let provider = try await services.providers.provider(waiting.device.provider)
-            let location: String
+            let login: (location: String, state: String)
             do throws(StateWriteError) {
-                location = try await services.devices.signIn(waiting, at: provider)
+                login = try await services.devices.signIn(waiting, at: provider)
             } catch {
                 throw error.httpError
             }
-            return Response(status: 303, headers: [HTTPHeader("Location", location)])
+            // Only this browser may finish the login (a provider URL passed on is refused).
+            return Response(status: 303, headers: [HTTPHeader("Location", login.location), services.deviceLoginCookie.set(state: login.state)])
         } catch {
             return Self.page(error)
         }
+    }
+
+    /// The account that signed in, allowed or refused by the browser that signed in.
+    private func confirm(_ form: FormFields, state: String) async -> Response {
+        guard let decision = form["decision"], ["approve", "deny"].contains(decision) else {
+            return Self.page(.badRequest("Choose to allow the device or to refuse."))
+        }
+        guard let raw = form["device"].flatMap(Base64URL.decode), let device = SHA256Digest(bytes: raw) else {
+            return Self.page(.badRequest("This form is incomplete; enter the code again."))
+        }
+        let done: Bool
+        do throws(StateWriteError) {
+            done = try await services.devices.confirm(device, state: state, approve: decision == "approve")
+        } catch {
+            return Self.page(error.httpError)
+        }
+        guard done else { return Self.page(.badRequest(Self.gone)) }
+        let clear = [services.deviceLoginCookie.clear()]
+        return decision == "approve" ? DevicePages.finished(headers: clear) : DevicePages.denied(headers: clear)
     }
 
     /// The app a device request names: `app`, or the standard `client_id`; both must then agree.

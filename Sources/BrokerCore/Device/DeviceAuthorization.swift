@@ -7,7 +7,11 @@ struct DeviceAuthorization: Sendable {
     enum Status: Sendable {
         /// Waiting for the user to enter the code, and sign in or refuse.
         case pending
-        /// The user signed in: the grant the device collects at its next poll.
+        /// The user signed in at the provider, in the browser that chose to (``DeviceRoutes``):
+        /// the grant waits for them to confirm, on the broker, that this account is the one the
+        /// device gets. `login` is the hash of that login's `state`, which the confirmation names.
+        case signedIn(Grant, login: SHA256Digest)
+        /// The user confirmed the account: the grant the device collects at its next poll.
         case approved(Grant)
         /// The user refused; the code is spent.
         case denied
@@ -52,7 +56,7 @@ struct DeviceAuthorization: Sendable {
             status = .collected
             lastPolledAt = now
             return .approved(grant)
-        case .pending:
+        case .pending, .signedIn:
             guard expiresAt > now else { return .expired }
             defer { lastPolledAt = now }
             if let last = lastPolledAt, now - last < interval - Self.pollTolerance {
@@ -63,21 +67,36 @@ struct DeviceAuthorization: Sendable {
         }
     }
 
-    /// Records the user's decision while the code is pending at `now`; false when it is not.
-    mutating func decide(_ decision: DeviceDecision, at now: Double) -> Bool {
-        guard isPending(at: now) else { return false }
-        switch decision {
-        case .approve(let grant): status = .approved(grant)
-        case .deny: status = .denied
+    /// Records the user's decision at `now` when it fits the code's status, and returns the
+    /// status it had; nil when it does not fit (expired, already decided, another login).
+    mutating func decide(_ decision: DeviceDecision, at now: Double) -> Status? {
+        guard expiresAt > now else { return nil }
+        let before = status
+        switch (decision, status) {
+        case (.signedIn(let grant, let login), .pending):
+            status = .signedIn(grant, login: login)
+        case (.confirm(let login), .signedIn(let grant, let expected)) where login == expected:
+            status = .approved(grant)
+        case (.deny(nil), .pending):
+            status = .denied
+        case (.deny(let login?), .signedIn(_, let expected)) where login == expected:
+            status = .denied
+        default:
+            return nil
         }
-        return true
+        return before
     }
 }
 
-/// The user's answer at `/device`, after the provider's sign-in for an approval.
+/// A step of the user's at `/device` and at the provider.
 enum DeviceDecision: Sendable {
-    case approve(Grant)
-    case deny
+    /// Signed in at the provider in the login whose `state` hashes to `login`: the grant waits
+    /// for the account to be confirmed.
+    case signedIn(Grant, login: SHA256Digest)
+    /// Confirmed the account of the login `login` signed in with: the device may collect it.
+    case confirm(login: SHA256Digest)
+    /// Refused: while the code waits (nil), or at the account's confirmation of the login `login`.
+    case deny(login: SHA256Digest?)
 }
 
 /// What a poll finds (RFC 8628 §3.5).

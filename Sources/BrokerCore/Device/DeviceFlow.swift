@@ -64,19 +64,35 @@ struct DeviceFlow: Sendable {
     /// The user refused: the code is spent, and the device is told `access_denied`. False when
     /// it was no longer waiting.
     func deny(_ waiting: Waiting) async throws(StateWriteError) -> Bool {
-        let denied = try await store.decideDeviceCode(waiting.code, .deny, now: now())
+        let denied = try await store.decideDeviceCode(waiting.code, .deny(login: nil), now: now()) != nil
         if denied { metrics.deviceCode(outcome: "denied") }
         return denied
     }
 
-    /// The user chose to go on: a login at the provider whose completion approves the code
-    /// (``LoginFlow/complete(_:with:)``); the provider's authorization URL.
-    func signIn(_ waiting: Waiting, at provider: Provider) async throws(StateWriteError) -> String {
+    /// The user chose to go on: a login at the provider whose completion holds the grant on the
+    /// code (``LoginFlow/complete(_:state:with:)``); the provider's authorization URL and the
+    /// login's `state`, to which the API layer binds the browser.
+    func signIn(_ waiting: Waiting, at provider: Provider) async throws(StateWriteError) -> (location: String, state: String) {
         let request = LoginRequest(
             provider: provider.id, app: waiting.device.app, redirectURI: "", appState: nil, challenge: "",
             scopes: waiting.device.scopes, loginHint: nil, prompt: nil, session: nil, deviceCode: waiting.code
         )
-        return try await login.begin(request, at: provider)
+        let state = OpaqueToken.make(prefix: OpaqueToken.statePrefix)
+        return (try await login.begin(request, at: provider, state: state), state)
+    }
+
+    /// The person who signed in with the login of `state` confirmed (`approve`) the account the
+    /// device is to get, or refused it (its grant is then revoked at the provider). False when
+    /// the code holds no grant of that login (expired, already decided, another login's).
+    func confirm(_ code: SHA256Digest, state: String, approve: Bool) async throws(StateWriteError) -> Bool {
+        let login = OpaqueToken.hash(state)
+        let decision: DeviceDecision = approve ? .confirm(login: login) : .deny(login: login)
+        guard let before = try await store.decideDeviceCode(code, decision, now: now()) else { return false }
+        metrics.deviceCode(outcome: approve ? "approved" : "denied")
+        if !approve, case .signedIn(let grant, _) = before {
+            _ = await self.login.revoker.revoke(grant.provider, accessToken: grant.accessToken, refreshToken: grant.refreshToken)
+        }
+        return true
     }
 
     /// A poll by `app` with `deviceCode`: a new session once the user has signed in (durable

@@ -16,8 +16,9 @@ struct LoginCompletion: Sendable {
     enum Outcome: Sendable, Equatable {
         /// The grant is stored behind this one-time handoff code.
         case handoff(code: String)
-        /// A device login (RFC 8628) ended: its device code is approved.
-        case deviceSignedIn
+        /// A device login (RFC 8628) signed in at the provider as `account`: its grant waits on
+        /// the device code for the person to confirm that account.
+        case deviceSignedIn(account: String)
         /// The login failed: an RFC 6749 §4.1.2.1 error code and a short description.
         case refused(error: String, description: String?)
     }

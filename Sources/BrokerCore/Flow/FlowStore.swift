@@ -101,11 +101,13 @@ final class FlowStore: Sendable {
         }
     }
 
-    func decideDevice(_ code: SHA256Digest, _ decision: DeviceDecision, now: Double) -> DurabilityTicket? {
+    /// The status the code had before the decision, and the ticket of its record; nil when the
+    /// decision does not fit the code.
+    func decideDevice(_ code: SHA256Digest, _ decision: DeviceDecision, now: Double) -> (DeviceAuthorization.Status, DurabilityTicket)? {
         entries.withLock { entries in
-            guard var device = entries.devices[code], device.decide(decision, at: now) else { return nil }
+            guard var device = entries.devices[code], let before = device.decide(decision, at: now) else { return nil }
             entries.put(code, device)
-            return log.enqueue([.device(code, device)])
+            return (before, log.enqueue([.device(code, device)]))
         }
     }
 

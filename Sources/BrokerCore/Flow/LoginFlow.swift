@@ -27,8 +27,11 @@ struct LoginFlow: Sendable {
     /// own `state`, PKCE challenge and (for OpenID Connect) nonce; the provider's configured
     /// scopes, the session's (incremental authorization) and the requested ones. Throws when the
     /// login cannot be stored (the store is out of reach).
-    func begin(_ login: LoginRequest, at provider: Provider) async throws(StateWriteError) -> String {
-        let state = OpaqueToken.make(prefix: OpaqueToken.statePrefix)
+    /// `state` is made here unless the caller needs to know it first (a device login binds its
+    /// browser to it).
+    func begin(
+        _ login: LoginRequest, at provider: Provider, state: String = OpaqueToken.make(prefix: OpaqueToken.statePrefix)
+    ) async throws(StateWriteError) -> String {
         let verifier = PKCE.makeVerifier()
         let nonce = OpaqueToken.make(prefix: "")
         var scopes = provider.config.scopes
@@ -61,10 +64,11 @@ struct LoginFlow: Sendable {
         try await store.takeLogin(OpaqueToken.hash(state), now: now())
     }
 
-    /// Completes the login with what the provider sent back. Every outcome goes to the app's
-    /// redirect URI: a handoff code for the grant (or, for an incremental authorization, for the
-    /// session it merged into), or an OAuth error.
-    func complete(_ pending: PendingAuthorization, with answer: CallbackAnswer) async -> LoginCompletion {
+    /// Completes the login begun under `state` with what the provider sent back. Every outcome
+    /// goes to the app's redirect URI: a handoff code for the grant (or, for an incremental
+    /// authorization, for the session it merged into), or an OAuth error; a device login's grant
+    /// waits instead for its person to confirm the account (``DeviceFlow/confirm(_:state:approve:)``).
+    func complete(_ pending: PendingAuthorization, state: String, with answer: CallbackAnswer) async -> LoginCompletion {
         func refused(_ error: String, _ description: String?) -> LoginCompletion {
             LoginCompletion(redirectURI: pending.redirectURI, appState: pending.appState, outcome: .refused(error: error, description: description))
         }
@@ -72,7 +76,7 @@ struct LoginFlow: Sendable {
             metrics.login(provider: pending.provider, outcome: error == "access_denied" ? "denied" : "failed")
             // A user who refuses at the provider refuses the device too (RFC 8628: access_denied).
             if error == "access_denied", let device = pending.deviceCode,
-               (try? await store.decideDeviceCode(device, .deny, now: now())) == true {
+               (try? await store.decideDeviceCode(device, .deny(login: nil), now: now())) != nil {
                 metrics.deviceCode(outcome: "denied")
             }
             // The provider's code and text go to the app as they are when they are well-formed
@@ -95,9 +99,9 @@ struct LoginFlow: Sendable {
         do throws(Failure) {
             let grant = try await exchange(code, pending, provider)
             if let device = pending.deviceCode {
-                try await approve(device, with: grant)
+                try await hold(grant, for: device, login: OpaqueToken.hash(state))
                 metrics.login(provider: provider.id, outcome: "completed")
-                return LoginCompletion(redirectURI: pending.redirectURI, appState: nil, outcome: .deviceSignedIn)
+                return LoginCompletion(redirectURI: pending.redirectURI, appState: nil, outcome: .deviceSignedIn(account: grant.accountName))
             }
             let handoff = try await handOff(grant, pending)
             metrics.login(provider: provider.id, outcome: "completed")
@@ -163,22 +167,22 @@ struct LoginFlow: Sendable {
         return profile.subject
     }
 
-    /// Approves the device code with the grant, durably: the user is about to read that the
-    /// device is signed in. A code that expired or was refused meanwhile gets nothing, and the
+    /// Holds the grant on the device code until its person confirms the account, durably: they
+    /// are about to be asked. A code that expired or was refused meanwhile gets nothing, and the
     /// grant is revoked at the provider.
-    private func approve(_ device: SHA256Digest, with grant: Grant) async throws(Failure) {
-        let approved: Bool
+    private func hold(_ grant: Grant, for device: SHA256Digest, login: SHA256Digest) async throws(Failure) {
+        let held: DeviceAuthorization.Status?
         do {
-            approved = try await store.decideDeviceCode(device, .approve(grant), now: now())
+            held = try await store.decideDeviceCode(device, .signedIn(grant, login: login), now: now())
         } catch {
             throw Failure(code: "temporarily_unavailable", description: "The sign-in could not be saved; enter the code again in a moment.", log: error.description)
         }
-        guard approved else {
+        guard held != nil else {
             _ = await revoker.revoke(grant.provider, accessToken: grant.accessToken, refreshToken: grant.refreshToken)
             throw Failure(code: "expired_token", description: "The device's code expired or was refused while you signed in; start again on the device.",
                           log: "device code no longer pending")
         }
-        metrics.deviceCode(outcome: "approved")
+        metrics.deviceCode(outcome: "signed_in")
     }
 
     /// Stores the grant behind a fresh handoff code, durably, and returns the code. For an

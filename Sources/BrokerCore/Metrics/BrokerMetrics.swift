@@ -93,10 +93,11 @@ public final class BrokerMetrics: Sendable {
         count("handoff_redemptions", "POST /token handoff code redemptions by outcome.", [("outcome", outcome)])
     }
 
-    /// A device code's step (RFC 8628): `issued`, `approved`, `denied`, `expired` (polled after
-    /// its lifetime), `polled` (each poll), `collected` (the device got its session).
+    /// A device code's step (RFC 8628): `issued`, `signed_in` (at the provider), `approved` (the
+    /// account confirmed), `denied`, `expired` (polled after its lifetime), `polled` (each poll),
+    /// `collected` (the device got its session).
     func deviceCode(outcome: String) {
-        count("device_codes", "Device code steps: issued, approved, denied, expired, polled, collected.", [("outcome", outcome)])
+        count("device_codes", "Device code steps: issued, signed_in, approved, denied, expired, polled, collected.", [("outcome", outcome)])
     }
 
     /// A user code typed at `/device`: `found`, `unknown`, `malformed` or `rate_limited`.

@@ -1,4 +1,5 @@
 import BrokerCrypto
+import WireValues
 
 /// The one place where what a provider's token endpoint answered becomes a session's: a new
 /// session (`POST /token`), an incremental grant merged at `/callback`, and a refresh
@@ -45,5 +46,18 @@ extension Session {
         case .replace: scopes = grant.scopes
         case .add: for scope in grant.scopes where !scopes.contains(scope) { scopes.append(scope) }
         }
+    }
+}
+
+extension Grant {
+    /// How a person recognises the account that signed in: the ID token's `email`,
+    /// `preferred_username` or `name`, else the provider's user id.
+    var accountName: String {
+        if let raw = idTokenClaims, let claims = try? JSONValue.parse(raw) {
+            for name in ["email", "preferred_username", "name"] {
+                if case .string(let text)? = claims[name], !text.isEmpty { return text }
+            }
+        }
+        return subject
     }
 }

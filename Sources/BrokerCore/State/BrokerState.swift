@@ -169,10 +169,10 @@ final class BrokerState: StateStore {
         flows.pendingDevice(userCode: userCode, now: now)
     }
 
-    func decideDeviceCode(_ code: SHA256Digest, _ decision: DeviceDecision, now: Double) async throws(StateWriteError) -> Bool {
-        guard let ticket = flows.decideDevice(code, decision, now: now) else { return false }
+    func decideDeviceCode(_ code: SHA256Digest, _ decision: DeviceDecision, now: Double) async throws(StateWriteError) -> DeviceAuthorization.Status? {
+        guard let (before, ticket) = flows.decideDevice(code, decision, now: now) else { return nil }
         try await ticket.wait()
-        return true
+        return before
     }
 
     func pollDeviceCode(_ code: SHA256Digest, app: String, now: Double) async throws(StateWriteError) -> DevicePoll {

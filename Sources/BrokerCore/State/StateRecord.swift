@@ -204,7 +204,7 @@ extension Grant {
 
 extension DeviceAuthorization {
     /// Status numbers: fixed forever (README, "State files").
-    private static let pending = 0.0, approved = 1.0, denied = 2.0, collected = 3.0
+    private static let pending = 0.0, approved = 1.0, denied = 2.0, collected = 3.0, signedIn = 4.0
 
     func encode(into fields: inout FieldWriter) {
         fields.string(2, app)
@@ -215,6 +215,10 @@ extension DeviceAuthorization {
         fields.double(7, interval)
         switch status {
         case .pending: fields.double(8, Self.pending)
+        case .signedIn(let grant, let login):
+            fields.double(8, Self.signedIn)
+            fields.bytes(9, grant.encoded())
+            fields.digest(10, login)
         case .approved(let grant):
             fields.double(8, Self.approved)
             fields.bytes(9, grant.encoded())
@@ -230,6 +234,9 @@ extension DeviceAuthorization {
         case Self.approved:
             guard let grant = fields.bytes(9) else { throw StateDecodingError("an approved device code without its grant") }
             status = .approved(try Grant(grant))
+        case Self.signedIn:
+            guard let grant = fields.bytes(9) else { throw StateDecodingError("a signed-in device code without its grant") }
+            status = .signedIn(try Grant(grant), login: try fields.requiredDigest(10))
         case Self.denied: status = .denied
         case Self.collected: status = .collected
         default: throw StateDecodingError("a device code with an unknown status")

@@ -88,8 +88,9 @@ protocol StateStore: Sendable {
     /// not expired) and its device code's hash; nil otherwise. Reads the store itself.
     func pendingDeviceCode(userCode: SHA256Digest, now: Double) async throws(StateReadError) -> (code: SHA256Digest, device: DeviceAuthorization)?
     /// Records the user's decision (``DeviceAuthorization/decide(_:at:)``), durably: the user is
-    /// about to be told the device is signed in. False when the code was no longer pending.
-    func decideDeviceCode(_ code: SHA256Digest, _ decision: DeviceDecision, now: Double) async throws(StateWriteError) -> Bool
+    /// about to be told what became of the device. The status the code had before; nil when the
+    /// decision did not fit it (expired, already decided, another login's confirmation).
+    func decideDeviceCode(_ code: SHA256Digest, _ decision: DeviceDecision, now: Double) async throws(StateWriteError) -> DeviceAuthorization.Status?
     /// A poll by the device (``DeviceAuthorization/poll(by:at:)``), applied once whichever
     /// instance is asked; durable when it collects the grant (whatever happens next, the code
     /// never hands it out again).

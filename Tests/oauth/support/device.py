@@ -76,9 +76,9 @@ class DevicePerson:
         return self.session.post(self.broker.url(form.action), data={**form.values(), "decision": decision},
                                  allow_redirects=False, timeout=10)
 
-    def approve(self, typed: str, username: str = "alice", consent: bool = True) -> requests.Response:
+    def sign_in(self, typed: str, username: str = "alice", consent: bool = True) -> requests.Response:
         """Enters the code, continues, signs in (and consents, or not) at the server: the broker's
-        closing page."""
+        page after the sign-in (the account to confirm, or what went wrong)."""
         confirm = self.enter(typed)
         assert confirm.status_code == 200 and "Sign in a device?" in confirm.text, confirm.text
         onward = self.choose(confirm, "approve")
@@ -86,6 +86,17 @@ class DevicePerson:
         callback = self.browser.authorize(onward.headers["Location"], username, f"{username}-password", consent=consent)
         assert "/callback?" in callback, callback  # the public URL's instance, maybe not this one
         return self.session.get(callback, timeout=30)
+
+    def confirm_account(self, account_page: requests.Response, decision: str = "approve") -> requests.Response:
+        """Allows (or refuses) the account the page shows: the broker's closing page."""
+        assert account_page.status_code == 200 and "Is this the right account?" in account_page.text, account_page.text
+        form = next(f for f in parse_forms(account_page.text) if f.action == "/device/confirm")
+        return self.session.post(urljoin(account_page.url, form.action), data={**form.values(), "decision": decision},
+                                 allow_redirects=False, timeout=10)
+
+    def approve(self, typed: str, username: str = "alice") -> requests.Response:
+        """The whole sign-in of a device: the broker's closing page."""
+        return self.confirm_account(self.sign_in(typed, username))
 
     def close(self):
         self.browser.close()

@@ -38,10 +38,8 @@ extension PostgresStateStore {
         return (code, device)
     }
 
-    func decideDeviceCode(_ code: SHA256Digest, _ decision: DeviceDecision, now: Double) async throws(StateWriteError) -> Bool {
-        try await change(code) { device in
-            device.decide(decision, at: now) ? true : nil
-        } ?? false
+    func decideDeviceCode(_ code: SHA256Digest, _ decision: DeviceDecision, now: Double) async throws(StateWriteError) -> DeviceAuthorization.Status? {
+        try await change(code) { device in device.decide(decision, at: now) }
     }
 
     func pollDeviceCode(_ code: SHA256Digest, app: String, now: Double) async throws(StateWriteError) -> DevicePoll {
@@ -88,6 +86,7 @@ extension PostgresStateStore {
         case .approved: 1
         case .denied: 2
         case .collected: 3
+        case .signedIn: 4
         }
     }
 

@@ -1,0 +1,35 @@
+import HTTPServer
+
+/// Binds a device login to the browser that chose, at `/device`, to sign in: the redirect to the
+/// provider sets a cookie whose value is the tag of the login's `state` (``BrowserBinding``), and
+/// `/callback` and the account's confirmation accept the login only from a browser that sends
+/// it. A provider URL passed to someone else (who would then sign the device in to their own
+/// account) ends on an error page there. `SameSite=Lax`, so that the provider's redirect back
+/// carries it; `HttpOnly`; under HTTPS a `__Host-` cookie, which no other host can set.
+struct DeviceLoginCookie: Sendable {
+    let secure: Bool
+    let binding: BrowserBinding
+    /// As long as the login may take.
+    let lifetimeSeconds: Double
+
+    private static let purpose = "device-login"
+
+    private var name: String { secure ? "__Host-tb_device_login" : "tb_device_login" }
+    private var attributes: String { secure ? "Path=/; Secure; HttpOnly; SameSite=Lax" : "Path=/; HttpOnly; SameSite=Lax" }
+
+    /// The header that binds this browser to the login of `state`.
+    func set(state: String) -> HTTPHeader {
+        HTTPHeader("Set-Cookie", "\(name)=\(binding.tag(Self.purpose, state)); \(attributes); Max-Age=\(Int(lifetimeSeconds))")
+    }
+
+    /// The header that removes the cookie once the login is over.
+    func clear() -> HTTPHeader {
+        HTTPHeader("Set-Cookie", "\(name)=; \(attributes); Max-Age=0")
+    }
+
+    /// Whether `request` comes from the browser bound to the login of `state`.
+    func accepts(_ request: Request, state: String) -> Bool {
+        guard let value = BrowserBinding.cookie(name, in: request) else { return false }
+        return binding.accepts(value, Self.purpose, state)
+    }
+}
