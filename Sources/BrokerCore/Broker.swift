@@ -178,7 +178,7 @@ public final class Broker: Sendable {
             tokenLimiter: RateLimiter(perMinute: config.server.limits.tokenRequestsPerMinute),
             refreshLimiter: RateLimiter(perMinute: config.server.limits.refreshRequestsPerMinute),
             deviceEntryLimiter: RateLimiter(perMinute: config.server.limits.deviceCodeEntriesPerMinute),
-            deviceMissLimiter: RateLimiter(perMinute: config.server.limits.deviceCodeMissesPerMinute),
+            userCodeGuard: UserCodeGuard(missesPerMinute: config.server.limits.deviceCodeMissesPerMinute),
             proxyLimiter: RateLimiter(perMinute: limits.proxyRequestsPerMinute),
             binding: BrowserBinding(stateKeys: config.state.keys),
             metrics: metrics,

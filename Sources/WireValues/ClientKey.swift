@@ -15,4 +15,14 @@ public enum ClientKey {
         guard unmapped.count == 16 else { return IPNetwork.text(of: unmapped) }
         return IPNetwork.text(of: Array(unmapped[0..<8]) + [UInt8](repeating: 0, count: 8)) + "/64"
     }
+
+    /// The network of `address` a group of clients commonly shares (one subscriber, one
+    /// organisation): an IPv4 address's /24, an IPv6 address's /48 (RFC 6177's usual site
+    /// prefix). For limits that one small group of clients must not spend for everyone.
+    public static func network(of address: String) -> String {
+        guard let bytes = IPNetwork.addressBytes(Substring(address)) else { return address }
+        let unmapped = IPNetwork.unmapped(bytes)
+        if unmapped.count == 4 { return IPNetwork.text(of: Array(unmapped[0..<3]) + [0]) + "/24" }
+        return IPNetwork.text(of: Array(unmapped[0..<6]) + [UInt8](repeating: 0, count: 10)) + "/48"
+    }
 }

@@ -191,15 +191,47 @@ def test_wrong_user_codes_are_counted_and_limited_per_client(start):
     assert metric(broker, "broker_device_user_code_entries_total", outcome="rate_limited") == 1
 
 
-def test_wrong_codes_from_every_client_share_one_budget(start):
-    broker, cli, person = start(limits={"BROKER_DEVICE_CODE_ENTRIES_PER_MINUTE": "0", "BROKER_DEVICE_CODE_MISSES_PER_MINUTE": "2"})
+def enter_from(person, address: str, typed: str) -> requests.Response:
+    """`person` entering a code as the client at `address` (behind the trusted proxy, 127.0.0.1)."""
+    person.session.headers["X-Forwarded-For"] = address
+    return person.enter(typed)
+
+
+def test_wrong_codes_are_bounded_per_client_per_network_and_for_everyone(start):
+    broker, cli, person = start(limits={"BROKER_DEVICE_CODE_ENTRIES_PER_MINUTE": "0", "BROKER_DEVICE_CODE_MISSES_PER_MINUTE": "40",
+                                        "BROKER_TRUSTED_PROXIES": "127.0.0.1"})
     codes = cli.request_codes()
+    # A client backs off first: 40 / 20 = 2 wrong codes a minute.
     for guess in ("BCDF-GHJK", "BCDF-GHJL"):
-        assert person.enter(guess).status_code == 400
-    # The budget is spent for everyone: even the right code waits, and no guess is tried.
-    blocked = person.enter(codes["user_code"])
+        assert enter_from(person, "10.0.0.1", guess).status_code == 400
+    backed_off = enter_from(person, "10.0.0.1", codes["user_code"])
+    assert backed_off.status_code == 429 and "Too many wrong codes" in backed_off.text
+    assert f"try again in {backed_off.headers['Retry-After']} second" in backed_off.text
+    # Its network next: 40 / 10 = 4 a minute for 10.0.0.0/24.
+    for guess in ("BCDF-GHJM", "BCDF-GHJN"):
+        assert enter_from(person, "10.0.0.2", guess).status_code == 400
+    assert enter_from(person, "10.0.0.3", "BCDF-GHJP").status_code == 429, "the network's share is spent"
+    # Someone elsewhere is not held back by them.
+    assert "Sign in a device?" in enter_from(person, "192.0.2.7", codes["user_code"]).text
+    # Spending everyone's budget takes ten networks: then even the right code waits, from anywhere.
+    for network in range(1, 10):
+        for host in (1, 2):
+            for guess in ("BCDF-GHJQ", "BCDF-GHJR"):
+                assert enter_from(person, f"10.0.{network}.{host}", guess).status_code == 400
+    blocked = enter_from(person, "198.51.100.9", codes["user_code"])
     assert blocked.status_code == 429 and "Too many wrong codes" in blocked.text
-    assert metric(broker, "broker_device_user_code_entries_total", outcome="unknown") == 2
+    assert metric(broker, "broker_device_user_code_entries_total", outcome="unknown") == 40
+
+
+def test_six_addresses_guessing_do_not_lock_everyone_out(start):
+    """The defaults (60 wrong codes a minute): ten wrong codes from each of six addresses leave a
+    person with a valid code, elsewhere, able to sign in."""
+    broker, cli, person = start(limits={"BROKER_DEVICE_CODE_ENTRIES_PER_MINUTE": "0", "BROKER_TRUSTED_PROXIES": "127.0.0.1"})
+    codes = cli.request_codes()
+    statuses = [enter_from(person, f"203.0.113.{host}", "BCDF-GHJK").status_code for host in range(1, 7) for _ in range(10)]
+    assert statuses[:4] == [400, 400, 400, 429], "a client backs off after three"
+    assert statuses.count(400) == 6 and statuses.count(429) == 54, "their /24 gets six in all"
+    assert "Sign in a device?" in enter_from(person, "192.0.2.7", codes["user_code"]).text
 
 
 def test_only_device_flow_apps_get_codes(start):

@@ -17,8 +17,8 @@ struct BrokerServices: Sendable {
     let refreshLimiter: RateLimiter
     /// User codes entered at `/device`, per client.
     let deviceEntryLimiter: RateLimiter
-    /// Wrong user codes entered at `/device`, all clients together (one bucket).
-    let deviceMissLimiter: RateLimiter
+    /// Wrong user codes entered at `/device`: per client, per network and for all clients.
+    let userCodeGuard: UserCodeGuard
     /// Proxied API requests, per session.
     let proxyLimiter: RateLimiter
     /// Tags that bind a browser to the device pages and to a device login.

@@ -28,13 +28,17 @@ struct DeviceRoutes: Sendable {
         router.add("POST", "/device") { [self] request throws(HTTPError) in
             switch admitForm(request) {
             case .failure(let page): return .now(page.response)
-            case .success(let form): return .deferred { [self] in await enter(form) }
+            case .success(let form):
+                let client = request.clientIP
+                return .deferred { [self] in await enter(form, client: client) }
             }
         }
         router.add("POST", "/device/decision") { [self] request throws(HTTPError) in
             switch admitForm(request) {
             case .failure(let page): return .now(page.response)
-            case .success(let form): return .deferred { [self] in await decide(form) }
+            case .success(let form):
+                let client = request.clientIP
+                return .deferred { [self] in await decide(form, client: client) }
             }
         }
         router.add("POST", "/device/confirm") { [self] request throws(HTTPError) in
@@ -110,8 +114,8 @@ struct DeviceRoutes: Sendable {
     }
 
     /// The code typed at `/device`: the page that asks to allow or refuse, or the form again.
-    private func enter(_ form: FormFields) async -> Response {
-        switch await find(form) {
+    private func enter(_ form: FormFields, client: String) async -> Response {
+        switch await find(form, client: client) {
         case .failure(let page): return page.response
         case .success(let waiting):
             let providerOrigin: String?
@@ -126,12 +130,12 @@ struct DeviceRoutes: Sendable {
     }
 
     /// Allow (on to the provider's sign-in) or refuse.
-    private func decide(_ form: FormFields) async -> Response {
+    private func decide(_ form: FormFields, client: String) async -> Response {
         guard let decision = form["decision"], ["approve", "deny"].contains(decision) else {
             return Self.page(.badRequest("Choose to continue or to refuse."))
         }
         let waiting: DeviceFlow.Waiting
-        switch await find(form) {
+        switch await find(form, client: client) {
         case .failure(let page): return page.response
         case .success(let found): waiting = found
         }
@@ -190,13 +194,16 @@ struct DeviceRoutes: Sendable {
     private static let gone = "This code is unknown, expired or already used. Check the code your device shows, or start again on the device."
 
     /// The waiting device code the form's `user_code` names, or the page to answer instead. A
-    /// wrong code counts against every client's shared budget; none is tried while it is spent.
-    private func find(_ form: FormFields) async -> Result<DeviceFlow.Waiting, Page> {
+    /// wrong code from `client` counts against its own, its network's and every client's budget
+    /// (``UserCodeGuard``); none is tried while one of them is spent.
+    private func find(_ form: FormFields, client: String) async -> Result<DeviceFlow.Waiting, Page> {
         let csrfToken = form["csrf"] ?? ""
-        if let wait = services.deviceMissLimiter.wait("all", now: services.now()) {
+        if let wait = services.userCodeGuard.wait(client, now: services.now()) {
             services.metrics.userCodeEntry(outcome: "rate_limited")
-            return .failure(Page(DevicePages.failure("Too many wrong codes were entered here; try again in a minute.", status: 429,
-                                                     headers: [HTTPHeader("Retry-After", String(Int(wait.rounded(.up))))])))
+            let seconds = Int(wait.rounded(.up))
+            return .failure(Page(DevicePages.failure(
+                "Too many wrong codes were entered; try again in \(seconds) second\(seconds == 1 ? "" : "s").", status: 429,
+                headers: [HTTPHeader("Retry-After", String(seconds))])))
         }
         let typed = form["user_code"] ?? ""
         guard UserCode.normalise(typed) != nil else {
@@ -211,7 +218,7 @@ struct DeviceRoutes: Sendable {
             return .failure(Page(Self.page(error.httpError)))
         }
         guard let found else {
-            _ = services.deviceMissLimiter.take("all", now: services.now())
+            services.userCodeGuard.miss(client, now: services.now())
             services.metrics.userCodeEntry(outcome: "unknown")
             return .failure(Page(DevicePages.entry(userCode: nil, csrf: csrfToken, message: Self.gone, status: 400)))
         }
