@@ -169,3 +169,18 @@ def test_token_endpoint_errors_are_rfc_6749_section_5_2(issuer):
         assert answer.headers["Cache-Control"] == "no-store"
         if status == 401:
             assert answer.headers["WWW-Authenticate"].startswith("Basic")
+
+
+def test_revoking_another_clients_token_changes_nothing_and_says_nothing(broker_factory):
+    """RFC 7009 §2.2: the answer is 200 whether the token is unknown or another client's, so a
+    caller cannot learn that a token exists; another client's token is not revoked."""
+    broker, app, _, _ = broker_factory(config_extra="  other:\n    redirect_uris: [http://127.0.0.1/other]\n")
+    app.login()
+    revoke = metadata(broker.url("/providers/dot"))["revocation_endpoint"]
+    unknown = requests.post(revoke, data={"token": "tbs_" + "x" * 43, "client_id": "other"}, timeout=10)
+    others = requests.post(revoke, data={"token": app.session_token, "client_id": "other"}, timeout=10)
+    assert unknown.status_code == others.status_code == 200 and unknown.content == others.content == b""
+    assert app.call("GET", "/token").status_code == 200, "another client's token stays"
+    own = requests.post(revoke, data={"token": app.session_token, "client_id": "web"}, timeout=10)
+    assert own.status_code == 200
+    assert app.call("GET", "/token").status_code == 401

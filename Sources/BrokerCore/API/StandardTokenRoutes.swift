@@ -122,16 +122,14 @@ struct StandardTokenRoutes: Sendable {
     }
 
     /// RFC 7009: a session token of this client ends its session here and at the provider (the
-    /// broker's `POST /revoke`); a token the broker does not know is answered 200 as well.
+    /// broker's `POST /revoke`). A token the broker does not know, or another client's (which
+    /// stays), is answered 200 as well (§2.2): the answer never tells whether a token exists.
     private func revoke(_ token: String, client: String, provider: String) -> Reply {
         guard token.hasPrefix(OpaqueToken.sessionPrefix) else { return .now(Response(status: 200)) }
         let id = OpaqueToken.hash(token)
         return .deferredCatching { [services] () async throws(HTTPError) -> Response in
             let found = if let cached = services.store.session(id, now: services.now()) { cached } else { try await services.load(id) }
-            guard let session = found else { return Response(status: 200) }
-            guard session.app == client, session.provider == provider else {
-                throw .badRequest("The token was issued to another client.")
-            }
+            guard let session = found, session.app == client, session.provider == provider else { return Response(status: 200) }
             do throws(StateWriteError) {
                 _ = try await services.sessions.revoke(id)
             } catch {
