@@ -12,12 +12,16 @@ final class ServerCore: Sendable {
     private let deferred = DeferredRequests()
     private let requestIDs = RequestIDs()
     private let draining = Atomic<Bool>(false)
+    /// `Keep-Alive: timeout=…`: how long an idle connection stays open, so that a client's pool
+    /// drops it before the server does (a request sent on a connection as it closes fails).
+    private let keepAlive: String
 
     init(configuration: ServerConfiguration, router: Router, observer: any RequestObserver) {
         self.configuration = configuration
         self.router = router
         self.observer = observer
         limiter = ConnectionLimiter(maxTotal: configuration.maxConnections, maxPerIP: configuration.maxConnectionsPerIP)
+        keepAlive = "timeout=\(configuration.idleTimeoutSeconds)"
     }
 
     /// From now on every answer closes its connection, so that clients move off.
@@ -187,6 +191,8 @@ final class ServerCore: Sendable {
         }
         if response.closeConnection || draining.load(ordering: .relaxed) {
             tb_response_close_connection(created)
+        } else {
+            Self.addHeader(to: created, "Keep-Alive", keepAlive)
         }
         return created
     }

@@ -74,8 +74,8 @@ static void tb_on_completed(void *cls, struct MHD_Connection *connection, void *
     tb_request *request = *con_cls;
     *con_cls = NULL;
     if (request == NULL) return;
-    // The connection now waits for its next request.
-    if (request->owner != NULL) tb_watch_head(cls, request->owner);
+    // The connection now idles until its next request.
+    if (request->owner != NULL) tb_watch_idle(cls, request->owner);
     tb_finish(cls, request);
 }
 

@@ -57,7 +57,9 @@ struct tb_connection {
     char client_ip[INET6_ADDRSTRLEN]; // text, formatted once per connection
     // The watchdog's: the socket, and by when the request now arriving must be in.
     int fd;
-    uint64_t deadline_ns;     // atomic; 0: none (the request is with Swift, or no deadlines)
+    uint64_t deadline_ns;     // atomic; 0: none (idle, the request is with Swift, or no deadlines)
+    int idle;                 // atomic; 1: no byte of a next request yet (no deadline but the idle timeout)
+    uint64_t idle_bytes;      // the socket's bytes received when it began to idle (written before `idle`)
     uint64_t body_started_ns; // when the request's head was complete
     uint64_t body_bytes;      // of the request's body so far
     tb_connection *previous;  // in tb_watchdog.connections, under its lock
@@ -112,12 +114,13 @@ int tb_answer_directly(tb_request *request, tb_response *response);
 int tb_watchdog_start(tb_server *server, unsigned int head_seconds, size_t body_min_rate,
                       char *error, size_t error_size);
 void tb_watchdog_stop(tb_server *server);
-/// A connection opened: its first request head is due within the head timeout.
+/// A connection opened: it idles until its first request's first byte, whose head is then due
+/// within the head timeout.
 void tb_watch_open(tb_server *server, tb_connection *connection, int fd);
 /// A connection closes; before libmicrohttpd closes its socket.
 void tb_watch_close(tb_server *server, tb_connection *connection);
-/// The connection waits for its next request's head (the previous request is done).
-void tb_watch_head(tb_server *server, tb_connection *connection);
+/// The previous request is done: the connection idles until its next request's first byte.
+void tb_watch_idle(tb_server *server, tb_connection *connection);
 /// The request's head is in; its body (if any) now arrives.
 void tb_watch_body(tb_server *server, tb_connection *connection);
 /// `bytes` more of the body arrived.

@@ -3,13 +3,19 @@
 // libmicrohttpd 0.9.75 has an idle timeout only, which any trickle of bytes resets. So each
 // connection carries a deadline, set on the server threads as its request goes through its
 // phases, and one thread per server checks them about once a second:
-//   - waiting for or receiving a head, since the connection opened or its previous request
-//     ended: `head_ns`;
+//   - idle (opened, or its previous request ended) and no byte of a next request yet: none; the
+//     idle timeout (libmicrohttpd's) closes it, quietly, as keep-alive connections are meant to
+//     be closed;
+//   - receiving a head, since its first byte arrived: `head_ns`. libmicrohttpd does not say
+//     when that is, but the socket does: the watchdog compares the kernel's count of bytes
+//     received (TCP_INFO's tcpi_bytes_received) with the count when the connection began to
+//     idle, so the head deadline starts within a second of the first byte;
 //   - receiving a body, since the head was complete: `head_ns` plus one second per
 //     `body_min_rate` bytes received (Apache's mod_reqtimeout MinRate);
 //   - with Swift (dispatched) until the request is done: none.
 // A connection past its deadline gets shutdown(SHUT_RDWR): libmicrohttpd then reads the end of
-// the stream and closes the connection itself, reporting it as usual.
+// the stream and closes the connection itself, reporting it as usual. Only those are logged: a
+// client that was sending, too slowly.
 //
 // The socket cannot have been closed (and its number reused) when the watchdog shuts it down:
 // the watchdog holds `lock` while it walks the connections, tb_watch_close() takes it to
@@ -17,6 +23,7 @@
 // CLOSED callback returned (daemon.c, MHD_cleanup_connections and new_connection_process_).
 #include "shim_internal.h"
 
+#include <linux/tcp.h> // struct tcp_info with tcpi_bytes_received (glibc's <netinet/tcp.h> lacks it)
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -28,11 +35,38 @@ static void tb_set_deadline(tb_connection *connection, uint64_t deadline) {
     __atomic_store_n(&connection->deadline_ns, deadline, __ATOMIC_RELAXED);
 }
 
-// Shuts down the connections past their deadline; returns how many. Under `lock`.
+// The bytes the socket has received so far; 0 when the kernel does not say (then any
+// connection counts as having received some, and gets the head deadline at once).
+static uint64_t tb_bytes_received(int fd) {
+    struct tcp_info info;
+    socklen_t length = sizeof info;
+    memset(&info, 0, sizeof info);
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &length) != 0 ||
+        length < offsetof(struct tcp_info, tcpi_bytes_received) + sizeof info.tcpi_bytes_received) {
+        return UINT64_MAX;
+    }
+    return info.tcpi_bytes_received;
+}
+
+// An idle connection whose next request has begun to arrive gets the head deadline. Under `lock`.
+static void tb_notice_head(tb_watchdog *watchdog, tb_connection *connection, uint64_t now) {
+    if (!__atomic_load_n(&connection->idle, __ATOMIC_ACQUIRE)) return;
+    if (tb_bytes_received(connection->fd) <= connection->idle_bytes) return;
+    // Unless a server thread moved on meanwhile (the head is in: it set a deadline of its own).
+    int idle = 1;
+    if (!__atomic_compare_exchange_n(&connection->idle, &idle, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) return;
+    uint64_t none = 0;
+    __atomic_compare_exchange_n(&connection->deadline_ns, &none, now + watchdog->head_ns, 0,
+                                __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
+// Starts head deadlines where a request began, and shuts down the connections past their
+// deadline; returns how many. Under `lock`.
 static unsigned int tb_cut_late(tb_watchdog *watchdog, uint64_t now) {
     unsigned int cut = 0;
     for (tb_connection *connection = watchdog->connections; connection != NULL;
          connection = connection->next) {
+        tb_notice_head(watchdog, connection, now);
         uint64_t deadline = __atomic_load_n(&connection->deadline_ns, __ATOMIC_RELAXED);
         if (deadline == 0 || now < deadline) continue;
         // Only once, unless a server thread moved the deadline meanwhile.
@@ -110,11 +144,18 @@ void tb_watchdog_stop(tb_server *server) {
     pthread_mutex_destroy(&watchdog->lock);
 }
 
+// The connection idles from now: no deadline until a byte beyond `bytes` arrives.
+static void tb_idle(tb_connection *connection, uint64_t bytes) {
+    connection->idle_bytes = bytes;
+    tb_set_deadline(connection, 0);
+    __atomic_store_n(&connection->idle, 1, __ATOMIC_RELEASE);
+}
+
 void tb_watch_open(tb_server *server, tb_connection *connection, int fd) {
     tb_watchdog *watchdog = &server->watchdog;
     connection->fd = fd;
     if (watchdog->head_ns == 0) return;
-    tb_set_deadline(connection, tb_monotonic_ns() + watchdog->head_ns);
+    tb_idle(connection, 0);
     pthread_mutex_lock(&watchdog->lock);
     connection->previous = NULL;
     connection->next = watchdog->connections;
@@ -136,14 +177,18 @@ void tb_watch_close(tb_server *server, tb_connection *connection) {
     pthread_mutex_unlock(&watchdog->lock);
 }
 
-void tb_watch_head(tb_server *server, tb_connection *connection) {
+void tb_watch_idle(tb_server *server, tb_connection *connection) {
     if (server->watchdog.head_ns == 0) return;
-    tb_set_deadline(connection, tb_monotonic_ns() + server->watchdog.head_ns);
+    // Bytes of a pipelined next request already received count as before it: its head then
+    // gets its deadline at its next byte, or the idle timeout bounds it.
+    uint64_t bytes = tb_bytes_received(connection->fd);
+    tb_idle(connection, bytes == UINT64_MAX ? 0 : bytes);
 }
 
 void tb_watch_body(tb_server *server, tb_connection *connection) {
     const tb_watchdog *watchdog = &server->watchdog;
     if (watchdog->head_ns == 0) return;
+    __atomic_store_n(&connection->idle, 0, __ATOMIC_RELEASE);
     connection->body_started_ns = tb_monotonic_ns();
     connection->body_bytes = 0;
     tb_set_deadline(connection, watchdog->body_min_rate == 0
@@ -160,4 +205,7 @@ void tb_watch_body_bytes(tb_server *server, tb_connection *connection, size_t by
     tb_set_deadline(connection, connection->body_started_ns + watchdog->head_ns + earned);
 }
 
-void tb_watch_dispatched(tb_connection *connection) { tb_set_deadline(connection, 0); }
+void tb_watch_dispatched(tb_connection *connection) {
+    __atomic_store_n(&connection->idle, 0, __ATOMIC_RELEASE);
+    tb_set_deadline(connection, 0);
+}

@@ -3,7 +3,8 @@ import Testing
 
 /// Clients that send their request too slowly to ever reach the idle timeout (a byte now and
 /// then) are closed by the request deadlines (`request_head_timeout_seconds`,
-/// `request_body_min_bytes_per_second`); clients that keep up are not.
+/// `request_body_min_bytes_per_second`); clients that keep up are not, and neither are idle
+/// connections kept for a next request, until the idle timeout.
 @Suite(.serialized)
 struct SlowClientTests {
     private static let config = """
@@ -22,6 +23,31 @@ struct SlowClientTests {
         let ended = connection.trickle(head, interval: 0.5, upTo: 8)
         #expect(ended.map { $0 < 5 } == true, "the broker must close a connection whose head takes longer than 2 s")
         #expect(try broker.get("/healthz").status == 200)
+    }
+
+    /// A client pool reuses a connection after a pause longer than the head timeout: the
+    /// connection is still open (announced with `Keep-Alive: timeout=`), a `POST` on it is
+    /// answered, and nothing is logged as slow. So is a connection opened ahead of its request.
+    @Test func anIdleConnectionStaysOpenForItsNextRequestUntilTheIdleTimeout() throws {
+        let broker = try BrokerProcess(config: Self.config)
+        let reused = try RawConnection(port: broker.port)
+        let early = try RawConnection(port: broker.port)
+        reused.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        let first = try reused.readResponse()
+        #expect(first.status == 200 && first.headers["keep-alive"] == "timeout=30")
+        Thread.sleep(forTimeInterval: 4.5)
+        let post = "POST /token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 3\r\n\r\na=b"
+        #expect(reused.send(post))
+        #expect(try reused.readResponse().status == 400, "the POST on the kept connection is answered")
+        #expect(early.send(post))
+        #expect(try early.readResponse().status == 400, "the connection opened 4.5 s before its request is answered")
+        // After an idle pause, a head that trickles is still cut at its deadline.
+        Thread.sleep(forTimeInterval: 3)
+        let ended = reused.trickle(Array("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: \(String(repeating: "s", count: 64))\r\n\r\n".utf8),
+                                   interval: 0.5, upTo: 8)
+        #expect(ended.map { $0 < 5 } == true)
+        try waitUntil { broker.lines.contains { $0.contains("arrived too slowly") } }
+        #expect(broker.lines.filter { $0.contains("arrived too slowly") }.count == 1, "only the slow client is logged")
     }
 
     @Test func aBodyBelowTheMinimumRateIsCutOff() throws {
