@@ -29,6 +29,24 @@ struct ProxyRulesTests {
         }
     }
 
+    @Test(arguments: [
+        "/..;/admin", "/.;/x", "/a/..;jsessionid=1/b", "/...;x", "/;x", "/..%3b/x", "/..%3B", "/%c0%ae%c0%ae/x", "/%c0%2e", "/%e0%80%ae",
+        "/%ef%bc%8e%ef%bc%8e/x", "/a/%ef%bc%8e", "/%e2%80%a4%e2%80%a4", "/%ef%b9%92", "/%e3%80%82", "/%e2%80%a5", "/%ef%bc%8f",
+        "/%ef%bc%bc", "/%ef%bc%a0", "/%ef%bc%9b", "/%ff", "/%c3", "/a%e2%80", "/%80", "/%ed%a0%80",
+    ])
+    func whatSomeServersReadAsADotSegmentIsRefused(_ path: String) {
+        guard case .failure = target(path) else {
+            Issue.record("\(path) was accepted")
+            return
+        }
+    }
+
+    @Test func encodedUTF8AndPathParametersPass() throws {
+        for path in ["/caf%c3%a9", "/caf%C3%A9/x", "/a;b=c", "/a..;b", "/v1.2;x/y", "/%e2%82%ac", "/%f0%9f%98%80"] {
+            #expect(try target(path).get() == "https://api.example.com/v4" + path)
+        }
+    }
+
     @Test func aQueryMayHoldAnyVisibleCharacterButAHash() {
         #expect((try? target("/a", "x=%2F..%2F&y=\\").get()) != nil)
         for query in ["a=b#c", "a=b c", "a=\u{1}", "a=\u{e9}"] {

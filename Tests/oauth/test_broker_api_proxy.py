@@ -104,7 +104,8 @@ def test_a_session_of_another_provider_is_refused(broker_factory, auth_server, u
     "/proxy/dot/../token", "/proxy/dot/a/../../token", "/proxy/dot/./json", "/proxy/dot/%2e%2e/token", "/proxy/dot/%2E/json",
     "/proxy/dot/a%2fb", "/proxy/dot/a%2Fb", "/proxy/dot/a%5cb", "/proxy/dot/a\\b", "/proxy/dot/user@evil.example",
     "/proxy/dot/a%40b", "/proxy/dot/a%00b", "/proxy/dot/a%0d%0aX:y", "/proxy/dot/a%252e%252e", "/proxy/dot//evil.example/x",
-    "/proxy/dot/json?q=a#frag", "/proxy/dot/%zz", "/proxy/dotx/json",
+    "/proxy/dot/json?q=a#frag", "/proxy/dot/%zz", "/proxy/dotx/json", "/proxy/dot/..;/token", "/proxy/dot/%c0%ae%c0%ae/token",
+    "/proxy/dot/%ef%bc%8e%ef%bc%8e/token", "/proxy/dot/%ff",
 ])
 def test_path_tricks_are_refused_before_any_connection(proxied, upstream, target):
     broker, app = proxied()
