@@ -75,10 +75,14 @@ struct ProxyRulesTests {
     @Test func internalAddressesAreRefused() {
         for address in ["127.0.0.1", "127.1.2.3", "10.0.0.1", "172.16.0.1", "172.31.255.255", "192.168.1.1", "169.254.169.254",
                         "100.64.0.1", "0.0.0.0", "224.0.0.1", "255.255.255.255", "::1", "::", "fe80::1", "fd00:ec2::254",
-                        "fc00::1", "ff02::1", "::ffff:127.0.0.1", "::ffff:10.1.2.3", "64:ff9b::a9fe:a9fe", "2002:7f00:1::"] {
+                        "fc00::1", "ff02::1", "::ffff:127.0.0.1", "::ffff:10.1.2.3", "64:ff9b::a9fe:a9fe", "2002:7f00:1::",
+                        "64:ff9b:1::a00:1", "64:ff9b:1:ffff::808:808", "::ffff:0:127.0.0.1", "0:0:0:0:ffff:0:a9fe:a9fe", "::ffff:0:a00:1",
+                        "fec0::1", "feff::1", "192.0.2.1", "198.51.100.7", "203.0.113.255", "2001:db8::1", "2001:db8:ffff::1",
+                        "::ffff:192.0.2.1"] {
             #expect(APIExchange.refuses(address: address) == true, "\(address) must be refused")
         }
-        for address in ["8.8.8.8", "140.82.112.6", "172.32.0.1", "192.169.0.1", "2606:4700::1111", "::ffff:8.8.8.8"] {
+        for address in ["8.8.8.8", "140.82.112.6", "172.32.0.1", "192.169.0.1", "2606:4700::1111", "::ffff:8.8.8.8", "::ffff:0:8.8.8.8",
+                        "192.0.3.1", "198.51.101.1", "203.0.114.1", "2001:db9::1", "64:ff9b:2::1"] {
             #expect(APIExchange.refuses(address: address) == false, "\(address) is public")
         }
         #expect(APIExchange.refuses(address: "example.com") == nil)
