@@ -87,6 +87,19 @@ struct ProxyRulesTests {
         }
         #expect(APIExchange.refuses(address: "example.com") == nil)
     }
+
+    @Test func anOptionLibcurlRefusesFailsTheCall() async {
+        // libcurl refuses a URL over 8 MB (CURL_MAX_INPUT_LENGTH): unchecked, the call would go on
+        // without it, as it would without any other refused option.
+        let request = APIRequest(method: "GET", url: "http://127.0.0.1:9/" + String(repeating: "a", count: 9_000_000), headers: [],
+                                 body: nil, timeoutSeconds: 2, maxResponseBytes: 1_024, allowPrivateAddresses: false, allowHTTP: true,
+                                 connectionKey: "test")
+        guard case .failure(.failed(let reason)) = await APITransfers(maxInFlight: 1).perform(request) else {
+            Issue.record("the call did not fail")
+            return
+        }
+        #expect(reason == "libcurl refused an option of the call")
+    }
 }
 
 /// The proxy's configuration: presets bring their API, a provider may set or override it, and
