@@ -20,9 +20,12 @@ public struct APIRequest: Sendable {
     public var maxResponseBytes: Int
     public var allowPrivateAddresses: Bool
     public var allowHTTP: Bool
+    /// Who may share connections with this request (the API proxy: the session): a connection
+    /// serves only requests with the same key.
+    public var connectionKey: String
 
     public init(method: String, url: String, headers: [(String, String)], body: [UInt8]?, timeoutSeconds: Double,
-                maxResponseBytes: Int, allowPrivateAddresses: Bool, allowHTTP: Bool) {
+                maxResponseBytes: Int, allowPrivateAddresses: Bool, allowHTTP: Bool, connectionKey: String) {
         self.method = method
         self.url = url
         self.headers = headers
@@ -31,6 +34,7 @@ public struct APIRequest: Sendable {
         self.maxResponseBytes = maxResponseBytes
         self.allowPrivateAddresses = allowPrivateAddresses
         self.allowHTTP = allowHTTP
+        self.connectionKey = connectionKey
     }
 }
 
@@ -52,12 +56,16 @@ public enum APIExchangeError: Error, Sendable, Equatable {
     /// Resolution, connection or TLS failed.
     case unreachable(String)
     case failed(String)
+    /// Every transfer thread is busy and the line in front of them is full, or the request
+    /// waited in it past its timeout: not sent.
+    case busy
 }
 
 /// Where a streamed answer's body goes, as it arrives (on the transfer's thread).
 public protocol APIBodySink: Sendable {
-    /// False when nobody reads any more: the transfer stops.
-    func write(_ bytes: UnsafeRawBufferPointer) -> Bool
+    /// Waits at most `milliseconds` for room (the transfer's deadline); false when nobody reads
+    /// any more, or not in time: the transfer stops.
+    func write(_ bytes: UnsafeRawBufferPointer, waitingAtMost milliseconds: Int) -> Bool
     /// The body ended: whole (`ok`), or broken off (a failed transfer, or over the cap).
     func finish(ok: Bool)
 }
@@ -68,23 +76,39 @@ public enum APIAnswer: Sendable {
     case streaming(status: Int, headers: [(name: String, value: String)])
 }
 
-public enum APIExchange {
-    /// The threads transfers run on: as many as libcurl handles are kept (`POOL_SIZE` in proxy.c).
-    private static let threads = BlockingThreads(limit: 64)
+/// The threads transfers run on, and the line in front of them: a transfer takes a thread while
+/// fewer than `maxInFlight` run, else waits in a line of at most `maxInFlight` more — beyond it,
+/// or once it has waited its whole timeout, it fails at once (`busy`). Every transfer ends by
+/// its timeout, whatever its client does, so the line moves.
+public final class APITransfers: Sendable {
+    private let threads: BlockingThreads
 
-    /// Performs `request` on one of the proxy's threads. With `stream`, once the head has come
-    /// (status, and the body's length when known) `stream` may give a sink: the answer is then
+    public init(maxInFlight: Int) {
+        threads = BlockingThreads(limit: maxInFlight, queueLimit: maxInFlight)
+    }
+
+    /// Performs `request` on one of the threads. With `stream`, once the head has come (status,
+    /// and the body's length when known) `stream` may give a sink: the answer is then
     /// `.streaming` at once, while the body goes on into the sink; else the body is held and the
     /// answer is `.whole` at the end.
-    public static func perform(
+    public func perform(
         _ request: APIRequest, stream: (@Sendable (_ status: Int, _ contentLength: Int64?) -> (any APIBodySink)?)? = nil
     ) async -> Result<APIAnswer, APIExchangeError> {
         await withCheckedContinuation { continuation in
             let transfer = Transfer(choose: stream, continuation: continuation)
-            threads.run { transfer.run(request) }
+            let queued = ContinuousClock.now
+            let accepted = threads.run {
+                let waited = (ContinuousClock.now - queued).components
+                let left = request.timeoutSeconds - Double(waited.seconds) - Double(waited.attoseconds) / 1e18
+                guard left > 0 else { return transfer.fail(.busy) }
+                transfer.run(request, timeoutSeconds: left)
+            }
+            if !accepted { transfer.fail(.busy) }
         }
     }
+}
 
+public enum APIExchange {
     /// Whether the address policy refuses an IP literal; nil when `address` is not one.
     public static func refuses(address: String) -> Bool? {
         switch tb_proxy_address_refused(address) {
@@ -118,10 +142,18 @@ private final class Transfer: @unchecked Sendable {
         self.continuation = continuation
     }
 
-    func run(_ request: APIRequest) {
+    /// No transfer: the caller learns why.
+    func fail(_ error: APIExchangeError) {
+        continuation.resume(returning: .failure(error))
+    }
+
+    /// Runs the transfer, within `timeoutSeconds` in all (what is left of the request's own).
+    func run(_ request: APIRequest, timeoutSeconds: Double) {
         let lines = request.headers.map { "\($0.0): \($0.1)" }
         var cLines = lines.map { strdup($0) }
         defer { cLines.forEach { free($0) } }
+        let connectionKey = strdup(request.connectionKey)
+        defer { free(connectionKey) }
         var response = tb_proxy_response()
         defer { tb_proxy_response_free(&response) }
         let body = request.body ?? []
@@ -134,16 +166,18 @@ private final class Transfer: @unchecked Sendable {
                             var cRequest = tb_proxy_request(
                                 method: method, url: url, headers: lines.isEmpty ? nil : headerArray, header_count: lines.count,
                                 body: bodyBytes.baseAddress, body_length: bodyBytes.count, has_body: request.body == nil ? 0 : 1,
-                                timeout_ms: Int(request.timeoutSeconds * 1000), connect_timeout_ms: Int(request.timeoutSeconds * 500),
+                                timeout_ms: Int(timeoutSeconds * 1000), connect_timeout_ms: Int(min(timeoutSeconds, request.timeoutSeconds / 2) * 1000),
                                 max_response_bytes: request.maxResponseBytes,
                                 allow_private_addresses: request.allowPrivateAddresses ? 1 : 0, allow_http: request.allowHTTP ? 1 : 0,
+                                connection_key: connectionKey,
                                 on_head: choose == nil ? nil : { context, status, headers, length, contentLength in
                                     let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
                                     return transfer.head(Int(status), headers, length, contentLength) ? 1 : 0
                                 },
-                                on_body: { context, data, length in
+                                on_body: { context, data, length, waitMilliseconds in
                                     let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
-                                    return transfer.sink?.write(UnsafeRawBufferPointer(start: data, count: length)) == true ? 1 : 0
+                                    let bytes = UnsafeRawBufferPointer(start: data, count: length)
+                                    return transfer.sink?.write(bytes, waitingAtMost: waitMilliseconds) == true ? 1 : 0
                                 },
                                 context: context
                             )

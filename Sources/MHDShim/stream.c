@@ -2,11 +2,13 @@
 // (include/mhd_shim.h, tb_stream_*). libmicrohttpd asks for bytes through a content reader; when
 // none are buffered yet, the reader suspends the connection and returns 0 (what microhttpd.h
 // prescribes: 0 alone would busy-loop the polling thread), and the producer resumes it when it
-// has written more or finished. The producer waits while the buffer is full (backpressure).
+// has written more or finished. The producer waits while the buffer is full (backpressure), up
+// to a deadline it gives: a client that does not read cannot hold the producer longer.
 // Streams whose response libmicrohttpd still holds are listed, so that shutdown can end them
 // before stopping the daemon, which aborts on a suspended connection.
 #include "shim_internal.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -54,7 +56,11 @@ tb_stream *tb_stream_create(size_t capacity) {
     stream->capacity = capacity;
     stream->references = 2;
     pthread_mutex_init(&stream->lock, NULL);
-    pthread_cond_init(&stream->changed, NULL);
+    pthread_condattr_t monotonic;
+    pthread_condattr_init(&monotonic);
+    pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
+    pthread_cond_init(&stream->changed, &monotonic);
+    pthread_condattr_destroy(&monotonic);
     pthread_mutex_lock(&streams_lock);
     stream->next = streams;
     if (streams) streams->previous = stream;
@@ -72,12 +78,21 @@ static void wake_reader(tb_stream *stream) {
     }
 }
 
-int tb_stream_write(tb_stream *stream, const void *data, size_t length) {
+int tb_stream_write(tb_stream *stream, const void *data, size_t length, long wait_ms) {
     const uint8_t *bytes = data;
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += wait_ms / 1000;
+    deadline.tv_nsec += (wait_ms % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec += 1;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    int late = 0;
     pthread_mutex_lock(&stream->lock);
-    while (length > 0 && !stream->abandoned && !stream->finished) {
+    while (length > 0 && !stream->abandoned && !stream->finished && !late) {
         if (stream->length == stream->capacity) {
-            pthread_cond_wait(&stream->changed, &stream->lock);
+            late = pthread_cond_timedwait(&stream->changed, &stream->lock, &deadline) == ETIMEDOUT;
             continue;
         }
         if (stream->start > 0 && stream->start + stream->length == stream->capacity) {
@@ -92,7 +107,7 @@ int tb_stream_write(tb_stream *stream, const void *data, size_t length) {
         length -= chunk;
         wake_reader(stream);
     }
-    int accepted = !stream->abandoned && !stream->finished;
+    int accepted = !stream->abandoned && !stream->finished && length == 0;
     pthread_mutex_unlock(&stream->lock);
     return accepted;
 }

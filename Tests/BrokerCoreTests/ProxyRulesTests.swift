@@ -29,6 +29,24 @@ struct ProxyRulesTests {
         }
     }
 
+    @Test(arguments: [
+        "/..;/admin", "/.;/x", "/a/..;jsessionid=1/b", "/...;x", "/;x", "/..%3b/x", "/..%3B", "/%c0%ae%c0%ae/x", "/%c0%2e", "/%e0%80%ae",
+        "/%ef%bc%8e%ef%bc%8e/x", "/a/%ef%bc%8e", "/%e2%80%a4%e2%80%a4", "/%ef%b9%92", "/%e3%80%82", "/%e2%80%a5", "/%ef%bc%8f",
+        "/%ef%bc%bc", "/%ef%bc%a0", "/%ef%bc%9b", "/%ff", "/%c3", "/a%e2%80", "/%80", "/%ed%a0%80",
+    ])
+    func whatSomeServersReadAsADotSegmentIsRefused(_ path: String) {
+        guard case .failure = target(path) else {
+            Issue.record("\(path) was accepted")
+            return
+        }
+    }
+
+    @Test func encodedUTF8AndPathParametersPass() throws {
+        for path in ["/caf%c3%a9", "/caf%C3%A9/x", "/a;b=c", "/a..;b", "/v1.2;x/y", "/%e2%82%ac", "/%f0%9f%98%80"] {
+            #expect(try target(path).get() == "https://api.example.com/v4" + path)
+        }
+    }
+
     @Test func aQueryMayHoldAnyVisibleCharacterButAHash() {
         #expect((try? target("/a", "x=%2F..%2F&y=\\").get()) != nil)
         for query in ["a=b#c", "a=b c", "a=\u{1}", "a=\u{e9}"] {
@@ -57,13 +75,30 @@ struct ProxyRulesTests {
     @Test func internalAddressesAreRefused() {
         for address in ["127.0.0.1", "127.1.2.3", "10.0.0.1", "172.16.0.1", "172.31.255.255", "192.168.1.1", "169.254.169.254",
                         "100.64.0.1", "0.0.0.0", "224.0.0.1", "255.255.255.255", "::1", "::", "fe80::1", "fd00:ec2::254",
-                        "fc00::1", "ff02::1", "::ffff:127.0.0.1", "::ffff:10.1.2.3", "64:ff9b::a9fe:a9fe", "2002:7f00:1::"] {
+                        "fc00::1", "ff02::1", "::ffff:127.0.0.1", "::ffff:10.1.2.3", "64:ff9b::a9fe:a9fe", "2002:7f00:1::",
+                        "64:ff9b:1::a00:1", "64:ff9b:1:ffff::808:808", "::ffff:0:127.0.0.1", "0:0:0:0:ffff:0:a9fe:a9fe", "::ffff:0:a00:1",
+                        "fec0::1", "feff::1", "192.0.2.1", "198.51.100.7", "203.0.113.255", "2001:db8::1", "2001:db8:ffff::1",
+                        "::ffff:192.0.2.1"] {
             #expect(APIExchange.refuses(address: address) == true, "\(address) must be refused")
         }
-        for address in ["8.8.8.8", "140.82.112.6", "172.32.0.1", "192.169.0.1", "2606:4700::1111", "::ffff:8.8.8.8"] {
+        for address in ["8.8.8.8", "140.82.112.6", "172.32.0.1", "192.169.0.1", "2606:4700::1111", "::ffff:8.8.8.8", "::ffff:0:8.8.8.8",
+                        "192.0.3.1", "198.51.101.1", "203.0.114.1", "2001:db9::1", "64:ff9b:2::1"] {
             #expect(APIExchange.refuses(address: address) == false, "\(address) is public")
         }
         #expect(APIExchange.refuses(address: "example.com") == nil)
+    }
+
+    @Test func anOptionLibcurlRefusesFailsTheCall() async {
+        // libcurl refuses a URL over 8 MB (CURL_MAX_INPUT_LENGTH): unchecked, the call would go on
+        // without it, as it would without any other refused option.
+        let request = APIRequest(method: "GET", url: "http://127.0.0.1:9/" + String(repeating: "a", count: 9_000_000), headers: [],
+                                 body: nil, timeoutSeconds: 2, maxResponseBytes: 1_024, allowPrivateAddresses: false, allowHTTP: true,
+                                 connectionKey: "test")
+        guard case .failure(.failed(let reason)) = await APITransfers(maxInFlight: 1).perform(request) else {
+            Issue.record("the call did not fail")
+            return
+        }
+        #expect(reason == "libcurl refused an option of the call")
     }
 }
 

@@ -11,14 +11,15 @@ import concurrent.futures
 import hashlib
 import signal
 import socket
+import threading
 import time
 from urllib.parse import urlsplit
 
 import pytest
 import requests
 
-from support.broker import wait_for
-from support.recording_upstream import RecordingUpstream
+from support.broker import App, wait_for
+from support.recording_upstream import MisbehavingUpstream, RecordingUpstream
 
 
 @pytest.fixture
@@ -104,7 +105,8 @@ def test_a_session_of_another_provider_is_refused(broker_factory, auth_server, u
     "/proxy/dot/../token", "/proxy/dot/a/../../token", "/proxy/dot/./json", "/proxy/dot/%2e%2e/token", "/proxy/dot/%2E/json",
     "/proxy/dot/a%2fb", "/proxy/dot/a%2Fb", "/proxy/dot/a%5cb", "/proxy/dot/a\\b", "/proxy/dot/user@evil.example",
     "/proxy/dot/a%40b", "/proxy/dot/a%00b", "/proxy/dot/a%0d%0aX:y", "/proxy/dot/a%252e%252e", "/proxy/dot//evil.example/x",
-    "/proxy/dot/json?q=a#frag", "/proxy/dot/%zz", "/proxy/dotx/json",
+    "/proxy/dot/json?q=a#frag", "/proxy/dot/%zz", "/proxy/dotx/json", "/proxy/dot/..;/token", "/proxy/dot/%c0%ae%c0%ae/token",
+    "/proxy/dot/%ef%bc%8e%ef%bc%8e/token", "/proxy/dot/%ff",
 ])
 def test_path_tricks_are_refused_before_any_connection(proxied, upstream, target):
     broker, app = proxied()
@@ -248,3 +250,142 @@ def test_a_provider_without_an_api_has_no_proxy(broker_factory):
     app.login()
     answer = app.call("GET", "/proxy/dot/anything")
     assert answer.status_code == 404 and "api_base_url" in answer.json()["error_description"]
+
+
+@pytest.fixture
+def misbehaving():
+    server = MisbehavingUpstream()
+    yield server
+    server.close()
+
+
+@pytest.mark.parametrize("method, path", [("GET", "/no-content"), ("GET", "/not-modified"), ("HEAD", "/json"), ("GET", "/extra")])
+def test_bytes_after_an_answer_never_reach_another_request(broker_factory, browser, misbehaving, method, path):
+    """An API that sends more after an answer (a body after a 204 or 304 or a HEAD answer, more
+    than Content-Length): the next request — another session's, or for a body libcurl did not
+    expect, the same session's — gets its own answer, never those bytes."""
+    broker, first, _, _ = broker_factory(provider_extra=api(misbehaving.base_url))
+    first.login()
+    second = App(broker, browser)
+    second.login("bob")
+    answer = first.call(method, f"/proxy/dot{path}")
+    assert answer.status_code in (200, 204, 304), answer.text
+    for app in (second, first) if path != "/extra" else (second,):
+        own = app.call("GET", "/proxy/dot/own")
+        assert own.status_code == 200 and own.json()["path"] == "/own", own.text
+        assert own.json()["auth"] == f"Bearer {app.call('GET', '/token').json()['access_token']}"
+
+
+def test_a_switching_protocols_answer_is_a_502_at_once(broker_factory, misbehaving):
+    broker, app, _, _ = broker_factory(provider_extra=api(misbehaving.base_url))
+    app.login()
+    started = time.monotonic()
+    answer = app.call("GET", "/proxy/dot/switch")
+    assert answer.status_code == 502 and answer.json()["error"] == "upstream_error", answer.text
+    assert time.monotonic() - started < 3, "not held until the upstream timeout"
+    assert app.call("GET", "/proxy/dot/own").json()["path"] == "/own"
+
+
+def test_the_address_policy_holds_on_a_reused_connection(broker_factory, browser, auth_server, upstream):
+    """Two providers with one API host, one allowing private addresses and one not: a connection
+    the first opened never carries the second's call past the address check."""
+    strict = f"""
+  strict:
+    issuer: {auth_server.issuer}
+    client_id: strict-client
+    client_secret_env: DOT_CLIENT_SECRET
+    scopes: [openid, profile, email, read]
+{api(upstream.base_url, allow_private=False)}"""
+    broker, lenient, _, secret = broker_factory(provider_extra=api(upstream.base_url) + strict)
+    auth_server.register_client([broker.url("/callback")], client_id="strict-client", client_secret=secret)
+    lenient.login()
+    refused = App(broker, browser, provider="strict")
+    refused.login()
+    assert lenient.call("GET", "/proxy/dot/json").status_code == 200
+    answer = refused.call("GET", "/proxy/strict/json")
+    assert answer.status_code == 502 and answer.json()["error"] == "upstream_address_refused", answer.text
+    assert upstream.count() == 1
+
+
+def open_request(broker, target: str, token: str, source: str = "127.0.0.1") -> socket.socket:
+    """A connection that sends a GET and reads nothing yet (a small receive window)."""
+    connection = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    connection.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    connection.bind((source, 0))
+    connection.settimeout(10)
+    connection.connect(("127.0.0.1", broker.port))
+    connection.sendall(f"GET {target} HTTP/1.1\r\nHost: {broker.host}\r\nAuthorization: Bearer {token}\r\n\r\n".encode())
+    return connection
+
+
+def read_head(connection: socket.socket) -> tuple[int, str]:
+    """The status and head of the answer, reading byte by byte so that no body is taken."""
+    head = b""
+    while not head.endswith(b"\r\n\r\n"):
+        byte = connection.recv(1)
+        if not byte:
+            break
+        head += byte
+    return int(head.split(b" ", 2)[1]), head.decode("latin-1")
+
+
+def test_clients_that_do_not_read_hold_up_no_one_else(proxied, upstream, browser):
+    """Connections that ask for a large answer and never read it, or trickle it: each session holds
+    at most its bound of transfers, another session's call is served at once, and every held
+    transfer ends by the upstream timeout."""
+    broker, reader = proxied(env={"BROKER_UPSTREAM_TIMEOUT_SECONDS": "3", "BROKER_PROXY_MAX_TRANSFERS": "8",
+                                  "BROKER_PROXY_MAX_TRANSFERS_PER_SESSION": "2", "BROKER_PROXY_MAX_TRANSFERS_PER_IP": "6",
+                                  "BROKER_PROXY_MAX_RESPONSE_BYTES": "104857600"})
+    stalled, trickler = App(broker, browser), App(broker, browser)
+    stalled.login("bob")
+    trickler.login("bob")
+    big = "/proxy/dot/bytes/60000000"
+    started = time.monotonic()
+    held = [open_request(broker, big, stalled.session_token) for _ in range(6)]
+    statuses = [read_head(connection) for connection in held]
+    assert sorted(status for status, _ in statuses) == [200, 200, 429, 429, 429, 429], statuses
+    assert all("Retry-After:" in head for status, head in statuses if status == 429)
+    trickled = [open_request(broker, big, trickler.session_token) for _ in range(2)]
+    assert [read_head(connection)[0] for connection in trickled] == [200, 200]
+    stop = threading.Event()
+
+    def trickle(connection):
+        try:
+            while not stop.is_set() and connection.recv(256):
+                time.sleep(0.2)
+        except OSError:
+            pass
+    threads = [threading.Thread(target=trickle, args=(connection,), daemon=True) for connection in trickled]
+    for thread in threads:
+        thread.start()
+    assert wait_for(lambda: upstream.count() >= 4, timeout=5)
+    # Another session, from the same address: served at once.
+    asked = time.monotonic()
+    answer = reader.call("GET", "/proxy/dot/json")
+    assert answer.status_code == 200 and time.monotonic() - asked < 1.5
+    # Every held transfer ends by the upstream timeout (the API sees its connection closed).
+    assert wait_for(lambda: len(upstream.bytes_ended) >= 4, timeout=8)
+    assert max(upstream.bytes_ended) - started < 3 + 2, "within the upstream timeout"
+    stop.set()
+    for connection in held + trickled:
+        connection.close()
+    assert stalled.call("GET", "/proxy/dot/json").status_code == 200, "the session's transfers are its own again"
+
+
+def test_a_full_line_of_transfers_is_a_503_with_retry_after(proxied, upstream):
+    broker, app = proxied(env={"BROKER_UPSTREAM_TIMEOUT_SECONDS": "3", "BROKER_PROXY_MAX_TRANSFERS": "1",
+                               "BROKER_PROXY_MAX_RESPONSE_BYTES": "104857600"})
+    running = open_request(broker, "/proxy/dot/bytes/60000000", app.session_token)
+    assert read_head(running)[0] == 200
+    waiting = open_request(broker, "/proxy/dot/json", app.session_token)  # the one place in line
+    time.sleep(0.3)
+    asked = time.monotonic()
+    answer = app.call("GET", "/proxy/dot/json")
+    assert answer.status_code == 503 and answer.json()["error"] == "proxy_busy", answer.text
+    assert answer.headers["Retry-After"] and time.monotonic() - asked < 1.5
+    # The running transfer ends by its deadline; the line moves.
+    status, _ = read_head(waiting)
+    assert status in (200, 503)
+    running.close()
+    waiting.close()
+    assert wait_for(lambda: app.call("GET", "/proxy/dot/json").status_code == 200, timeout=6)

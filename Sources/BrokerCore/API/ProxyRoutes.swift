@@ -7,20 +7,25 @@ import WireValues
 
 /// `/proxy/{provider}/{path}` (GET, HEAD, POST, PUT, PATCH, DELETE): the API proxy
 /// (``APIProxy``). The path and query are checked before anything else; the bearer session must
-/// be the provider's; each session has its own rate limit; the API's answer comes back with its
-/// status and the headers ``ProxyHeaders`` lets through.
+/// be the provider's; each session has its own rate limit and bound on transfers in flight (so
+/// has each client address); the API's answer comes back with its status and the headers
+/// ``ProxyHeaders`` lets through.
 struct ProxyRoutes: Sendable {
     static let methods = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
 
     let services: BrokerServices
 
     func register(in router: inout Router) {
+        let limits = services.config.server.limits
+        let transfers = APITransfers(maxInFlight: limits.proxyMaxTransfers)
+        let slots = ProxyTransferSlots(perSession: limits.proxyMaxTransfersPerSession, perClient: limits.proxyMaxTransfersPerIP)
         for provider in services.config.providers {
             let prefix = "/proxy/\(provider.id)"
             let label = "\(prefix)/{path}"
             for method in Self.methods {
                 let handler: Handler = { [self] request throws(HTTPError) in
-                    try forward(request, provider: provider, path: request.path.dropFirst(prefix.utf8.count), route: label)
+                    try forward(request, provider: provider, path: request.path.dropFirst(prefix.utf8.count), route: label,
+                                transfers: transfers, slots: slots)
                 }
                 router.addPrefix(method, prefix + "/", label: label, handler)
                 router.add(method, prefix, handler)
@@ -28,7 +33,8 @@ struct ProxyRoutes: Sendable {
         }
     }
 
-    private func forward(_ request: Request, provider: ProviderConfig, path: Substring, route: String) throws(HTTPError) -> Reply {
+    private func forward(_ request: Request, provider: ProviderConfig, path: Substring, route: String, transfers: APITransfers,
+                         slots: ProxyTransferSlots) throws(HTTPError) -> Reply {
         guard let base = provider.apiBaseURL else {
             throw HTTPError(status: 404, code: "not_found", description: "This provider has no API proxy: its configuration sets no api_base_url.")
         }
@@ -41,6 +47,7 @@ struct ProxyRoutes: Sendable {
         }
         let headers = Self.clientHeaders(request, extras: provider.apiHeaders)
         let method = request.method
+        let client = ClientKey.of(request.clientIP) // an IPv6 client by its /64, as every per-client limit
         let body: [UInt8]? = ["POST", "PUT", "PATCH"].contains(method) || !request.body.isEmpty ? request.body : nil
         return try services.withBearerSession(request) { [services] session throws(HTTPError) in
             guard session.provider == provider.id else {
@@ -48,17 +55,26 @@ struct ProxyRoutes: Sendable {
                 throw HTTPError(status: 403, code: "wrong_provider", description: "This session is for another provider.")
             }
             try services.admit(client: session.id.hex, to: services.proxyLimiter, route: route)
+            guard let slot = slots.take(session: session.id.hex, client: client) else {
+                services.metrics.rejected(route: route, reason: "proxy_in_flight")
+                throw HTTPError(status: 429, code: "rate_limited",
+                                description: "Too many API calls of this session or this address are under way; retry when one has ended.",
+                                headers: [HTTPHeader("Retry-After", "1")])
+            }
             let started = ContinuousClock.now
             return .deferredCatching { () async throws(HTTPError) -> Response in
                 let forward = APIProxy.Forward(method: method, url: url, headers: headers, body: body)
-                let holder = StreamHolder()
+                let holder = StreamHolder(slot: slot)
                 let response: Response
                 do throws(ProxyFailure) {
-                    let answer = try await services.proxy.forward(forward, session: session, provider: provider) { status, length in
+                    let answer = try await services.proxy.forward(forward, session: session, provider: provider, on: transfers) { status, length in
                         holder.choose(method: method, length: length, cap: services.proxy.settings.maxResponseBytes)
                     }
+                    // A streaming body gives the slot back when it ends; any other answer is whole here.
+                    if case .whole = answer { slot.release() }
                     response = Self.answer(answer, method: method, stream: holder.stream)
                 } catch {
+                    slot.release()
                     if case .exchange(let reason) = error {
                         // The reason is libcurl's fixed text for its error code: never the URL or a header.
                         services.logger.warning("API call failed", metadata: ["provider": "\(provider.id)", "reason": "\(reason)"])
@@ -105,23 +121,35 @@ struct ProxyRoutes: Sendable {
         /// Up to this many bytes wait for a slow client before the API's side waits too.
         static let capacity = 262_144
 
+        let slot: ProxyTransferSlots.Slot
         var stream: ResponseStream?
+
+        init(slot: ProxyTransferSlots.Slot) {
+            self.slot = slot
+        }
 
         func choose(method: String, length: Int64?, cap: Int) -> (any APIBodySink)? {
             // A short answer of known length is held: one buffer, sent with its length, is cheaper.
             if let length, length <= Int64(Self.capacity) || length > Int64(cap) { return nil }
             guard method != "HEAD", let made = ResponseStream(capacity: Self.capacity) else { return nil }
             stream = made
-            return StreamSink(stream: made)
+            return StreamSink(stream: made, slot: slot)
         }
     }
 
-    /// A response stream as the API client's sink.
+    /// A response stream as the API client's sink; the transfer's slot goes back with its end.
     private struct StreamSink: APIBodySink {
         let stream: ResponseStream
+        let slot: ProxyTransferSlots.Slot
 
-        func write(_ bytes: UnsafeRawBufferPointer) -> Bool { stream.write(bytes) }
-        func finish(ok: Bool) { stream.finish(ok: ok) }
+        func write(_ bytes: UnsafeRawBufferPointer, waitingAtMost milliseconds: Int) -> Bool {
+            stream.write(bytes, waitingAtMost: milliseconds)
+        }
+
+        func finish(ok: Bool) {
+            stream.finish(ok: ok)
+            slot.release()
+        }
     }
 
     private static func httpError(_ failure: ProxyFailure) -> HTTPError {
@@ -146,6 +174,9 @@ struct ProxyRoutes: Sendable {
             return .upstreamUnavailable("The API could not be reached.")
         case .exchange(.failed):
             return HTTPError(status: 502, code: "upstream_error", description: "The API's answer could not be read.")
+        case .exchange(.busy):
+            return HTTPError(status: 503, code: "proxy_busy", description: "The proxy has as many API calls under way as it takes; retry shortly.",
+                             headers: [HTTPHeader("Retry-After", "1")])
         }
     }
 }

@@ -39,6 +39,12 @@ public struct Limits: Sendable, Equatable {
     public var proxyMaxResponseBytes: Int
     /// Largest request body the proxy keeps to send again after refreshing a refused token.
     public var proxyRetryMaxBodyBytes: Int
+    /// API proxy transfers running at once; as many more may wait for one to end, beyond that 503.
+    public var proxyMaxTransfers: Int
+    /// API proxy transfers in flight at once for one session; 429 above.
+    public var proxyMaxTransfersPerSession: Int
+    /// API proxy transfers in flight at once for one client IP address; 429 above.
+    public var proxyMaxTransfersPerIP: Int
 
     /// Creates limits; the defaults are those of the embedded configuration.
     public init(maxBodyBytes: Int = 65_536, maxHeaderBytes: Int = 8_192, maxURLBytes: Int = 4_096,
@@ -48,7 +54,8 @@ public struct Limits: Sendable, Equatable {
                 loginRequestsPerMinute: Int = 120, tokenRequestsPerMinute: Int = 120,
                 refreshRequestsPerMinute: Int = 120, deviceCodeEntriesPerMinute: Int = 10,
                 deviceCodeMissesPerMinute: Int = 60, proxyRequestsPerMinute: Int = 600,
-                proxyMaxResponseBytes: Int = 10_485_760, proxyRetryMaxBodyBytes: Int = 65_536) {
+                proxyMaxResponseBytes: Int = 10_485_760, proxyRetryMaxBodyBytes: Int = 65_536,
+                proxyMaxTransfers: Int = 128, proxyMaxTransfersPerSession: Int = 32, proxyMaxTransfersPerIP: Int = 64) {
         self.maxBodyBytes = maxBodyBytes
         self.maxHeaderBytes = maxHeaderBytes
         self.maxURLBytes = maxURLBytes
@@ -67,6 +74,9 @@ public struct Limits: Sendable, Equatable {
         self.proxyRequestsPerMinute = proxyRequestsPerMinute
         self.proxyMaxResponseBytes = proxyMaxResponseBytes
         self.proxyRetryMaxBodyBytes = proxyRetryMaxBodyBytes
+        self.proxyMaxTransfers = proxyMaxTransfers
+        self.proxyMaxTransfersPerSession = proxyMaxTransfersPerSession
+        self.proxyMaxTransfersPerIP = proxyMaxTransfersPerIP
     }
 
     /// Accepted range of `max_body_bytes`: 1 KiB to 64 MiB.
@@ -92,4 +102,6 @@ public struct Limits: Sendable, Equatable {
     static let proxyMaxResponseBytesRange = 1_024...1_073_741_824
     /// Accepted range of `proxy_retry_max_body_bytes`: none kept, up to 64 MiB.
     static let proxyRetryMaxBodyBytesRange = 0...67_108_864
+    /// Accepted range of `proxy_max_transfers` and its per-session and per-IP bounds.
+    static let proxyMaxTransfersRange = 1...4_096
 }

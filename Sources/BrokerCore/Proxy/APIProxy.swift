@@ -25,9 +25,11 @@ struct APIProxy: Sendable {
     /// which sink (never for a 401, which may be retried).
     typealias StreamChoice = @Sendable (_ status: Int, _ contentLength: Int64?) -> (any APIBodySink)?
 
-    /// Sends `request` for `session` to `provider`'s API: the answer whole, or its head with the
-    /// body streaming into the sink `stream` chose.
-    func forward(_ request: Forward, session: Session, provider: ProviderConfig, stream: @escaping StreamChoice) async throws(ProxyFailure) -> APIAnswer {
+    /// Sends `request` for `session` to `provider`'s API, on `transfers`: the answer whole, or its
+    /// head with the body streaming into the sink `stream` chose. The session's requests share
+    /// connections to the API with no other session's.
+    func forward(_ request: Forward, session: Session, provider: ProviderConfig, on transfers: APITransfers,
+                 stream: @escaping StreamChoice) async throws(ProxyFailure) -> APIAnswer {
         let token: String
         if session.accessTokenValid(for: sessions.refreshSkew, at: now()) {
             token = session.accessToken
@@ -35,7 +37,8 @@ struct APIProxy: Sendable {
             token = try await refreshed(session.id, force: false).accessToken
         }
         let choose: StreamChoice = { status, length in status == 401 ? nil : stream(status, length) }
-        let answer = try await send(request, token: token, provider: provider, stream: choose)
+        let connectionKey = session.id.hex
+        let answer = try await send(request, token: token, provider: provider, on: transfers, connectionKey: connectionKey, stream: choose)
         guard case .whole(let first) = answer, first.status == 401 else { return answer }
         // The API no longer takes the token: one refresh, joining any under way.
         let renewed: String
@@ -50,7 +53,7 @@ struct APIProxy: Sendable {
             renewed = current.accessToken
         }
         guard request.body.map({ $0.count <= settings.retryMaxBodyBytes }) ?? true else { throw .refreshedNotRetried }
-        return try await send(request, token: renewed, provider: provider, stream: stream)
+        return try await send(request, token: renewed, provider: provider, on: transfers, connectionKey: connectionKey, stream: stream)
     }
 
     private func refreshed(_ id: SHA256Digest, force: Bool) async throws(ProxyFailure) -> Session {
@@ -61,7 +64,8 @@ struct APIProxy: Sendable {
         }
     }
 
-    private func send(_ request: Forward, token: String, provider: ProviderConfig, stream: @escaping StreamChoice) async throws(ProxyFailure) -> APIAnswer {
+    private func send(_ request: Forward, token: String, provider: ProviderConfig, on transfers: APITransfers, connectionKey: String,
+                      stream: @escaping StreamChoice) async throws(ProxyFailure) -> APIAnswer {
         // A token is a header value here: one with a line break would add headers of its own.
         guard ProxyHeaders.isPlainValue(token) else { throw .exchange(.failed("the provider's access token is not a plain header value")) }
         var headers = request.headers
@@ -74,9 +78,10 @@ struct APIProxy: Sendable {
             method: request.method, url: request.url, headers: headers, body: request.body,
             timeoutSeconds: settings.timeoutSeconds, maxResponseBytes: settings.maxResponseBytes,
             allowPrivateAddresses: provider.apiAllowPrivateAddresses,
-            allowHTTP: provider.apiBaseURL?.scheme == "http" // the configuration allowed it (loopback, allow_insecure_http)
+            allowHTTP: provider.apiBaseURL?.scheme == "http", // the configuration allowed it (loopback, allow_insecure_http)
+            connectionKey: connectionKey
         )
-        switch await APIExchange.perform(exchange, stream: stream) {
+        switch await transfers.perform(exchange, stream: stream) {
         case .success(let response): return response
         case .failure(let error): throw .exchange(error)
         }

@@ -1,10 +1,17 @@
+import Foundation
+
 /// The API proxy's target: the provider's configured API base URL joined with the path the
 /// client sent after `/proxy/{provider}` and its query string, both as sent (never decoded and
 /// re-encoded). Everything in the path that could move the request elsewhere is refused before
 /// any connection: dot segments (`.`, `..`), empty segments, backslashes, `@`, percent-encoded
 /// slashes, backslashes, dots, `@`, `%` (double encoding) or control characters, raw control,
 /// space or non-ASCII characters, and a path that does not start with `/`; the query may hold
-/// any visible character but `#`. The host is always the base URL's.
+/// any visible character but `#`. Also what some API servers read as a dot segment: a segment
+/// that is dots (or nothing) before a `;` (Tomcat, Jetty and Spring drop path parameters, so
+/// `..;` is `..` to them), percent-encoded bytes that are not UTF-8 (an overlong `%c0%ae` is a
+/// dot to a lenient decoder), and encoded characters that look like or normalise to a dot, a
+/// slash, a backslash, `@` or `%` (fullwidth `%ef%bc%8e`, U+2024, U+FE52…). The host is always
+/// the base URL's.
 enum ProxyPath {
     /// Why a path or query was refused (said to the client, without repeating it).
     struct Refusal: Error, Sendable, Equatable {
@@ -17,6 +24,7 @@ enum ProxyPath {
         if let refusal = checkPath(path) { return .failure(refusal) }
         for segment in path.split(separator: "/", omittingEmptySubsequences: false).dropFirst() {
             if segment == "." || segment == ".." { return .failure(Refusal(reason: "The API path may not contain . or .. segments.")) }
+            if let refusal = checkDecoded(segment) { return .failure(refusal) }
         }
         if path.contains("//") { return .failure(Refusal(reason: "The API path may not contain empty segments.")) }
         if let query, !query.utf8.allSatisfy({ (0x21...0x7E).contains($0) && $0 != UInt8(ascii: "#") }) {
@@ -52,6 +60,39 @@ enum ProxyPath {
                 return Refusal(reason: "The API path contains a character the proxy does not forward (\\, @, a space, a control or non-ASCII character).")
             }
             index += 1
+        }
+        return nil
+    }
+
+    /// Characters an API server may take for a dot or a separator although they are not one: dot
+    /// look-alikes (U+2024 one dot leader, U+FE52 small full stop, U+FF0E fullwidth full stop,
+    /// ideographic full stops…), and anything whose compatibility form (NFKC, which some servers
+    /// apply) holds a character the path may not encode.
+    private static func isLookAlike(_ scalar: Unicode.Scalar) -> Bool {
+        if [0x2024, 0x2025, 0x2026, 0x3002, 0xFE52, 0xFF0E, 0xFF61].contains(scalar.value) { return true }
+        return String(scalar).precomposedStringWithCompatibilityMapping.contains { "/\\.@%;".contains($0) }
+    }
+
+    /// The segment as the API server decodes it: UTF-8, without look-alikes, and not dots (or
+    /// nothing) before a path parameter. The segment's form is already checked (`checkPath`).
+    private static func checkDecoded(_ segment: Substring) -> Refusal? {
+        var bytes: [UInt8] = []
+        var utf8 = segment.utf8[...]
+        while let byte = utf8.popFirst() {
+            guard byte == UInt8(ascii: "%"), let high = utf8.popFirst().flatMap(hex), let low = utf8.popFirst().flatMap(hex) else {
+                bytes.append(byte)
+                continue
+            }
+            bytes.append(high << 4 | low)
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            return Refusal(reason: "The API path has percent-encoded bytes that are not UTF-8.")
+        }
+        if text.unicodeScalars.contains(where: { !$0.isASCII && isLookAlike($0) }) {
+            return Refusal(reason: "The API path encodes a character that stands for a dot or a separator.")
+        }
+        if let semicolon = text.firstIndex(of: ";"), text[..<semicolon].allSatisfy({ $0 == "." }) {
+            return Refusal(reason: "The API path may not contain a segment of dots (or none) before a ; (read as . or .. by some servers).")
         }
         return nil
     }

@@ -25,13 +25,18 @@ typedef struct {
     int allow_private_addresses;
     /// Allow plain http:// (else https only).
     int allow_http;
+    /// Who may share connections: a request reuses only connections opened for requests with the
+    /// same key (and the same address policy and schemes). The API proxy gives the session's.
+    const char *connection_key;
     /// Optional: called on the transfer's thread once the answer's head is complete (a final
     /// status; `content_length` -1 when unknown). Returning 1 passes the body to `on_body` as it
     /// arrives, still counted against `max_response_bytes` (past it the transfer stops); 0 holds it
     /// in `response` as without these callbacks.
     int (*on_head)(void *context, long status, const char *headers, size_t headers_length, long long content_length);
-    /// Takes body bytes when `on_head` chose to; 0 stops the transfer (nobody reads any more).
-    int (*on_body)(void *context, const uint8_t *data, size_t length);
+    /// Takes body bytes when `on_head` chose to, waiting at most `wait_ms` for room (the time left
+    /// to the transfer's deadline, `timeout_ms` from its start); 0 stops the transfer (nobody
+    /// reads any more, or not in time).
+    int (*on_body)(void *context, const uint8_t *data, size_t length, long wait_ms);
     void *context;
 } tb_proxy_request;
 
@@ -67,7 +72,9 @@ typedef struct {
 void tb_proxy_global_init(void);
 
 /// Performs `request`; fills `response` (free it with tb_proxy_response_free). Connections are
-/// kept for reuse between calls in a small pool of handles.
+/// kept for reuse between calls with the same `connection_key` in a small pool of handles, and
+/// only after an answer libcurl framed exactly (never after a HEAD, a 1xx, 204 or 304, or a
+/// failure). A 101 fails at once. Fails (TB_PROXY_FAILED) when libcurl refuses an option.
 void tb_proxy_perform(const tb_proxy_request *request, tb_proxy_response *response);
 
 void tb_proxy_response_free(tb_proxy_response *response);

@@ -139,9 +139,10 @@ void tb_response_free(tb_response *response);
 tb_stream *tb_stream_create(size_t capacity);
 /// A response whose body is `stream` (which the response then also holds).
 tb_response *tb_response_create_stream(unsigned int status, tb_stream *stream);
-/// Appends `length` bytes, waiting while the buffer is full. Returns 0 when nobody will read them
-/// (the client went away, or the stream was ended): stop writing, and finish.
-int tb_stream_write(tb_stream *stream, const void *data, size_t length);
+/// Appends `length` bytes, waiting while the buffer is full, at most `wait_ms` milliseconds in
+/// all. Returns 0 when nobody will read them (the client went away, or the stream was ended) or
+/// when they did not fit in time (a client that does not read): stop writing, and finish.
+int tb_stream_write(tb_stream *stream, const void *data, size_t length, long wait_ms);
 /// Ends the body: `ok` 1 ends it properly, 0 breaks it off (the connection is closed, so that a
 /// client never takes a cut body for a whole one). The producer's last call.
 void tb_stream_finish(tb_stream *stream, int ok);

@@ -3,7 +3,8 @@ headers, body) for the API proxy's tests, and answers by path:
 
   /json              200 {"ok": true} with ETag, Link, rate-limit headers, and Set-Cookie
   /redirect          302 to /elsewhere on this server, with Set-Cookie
-  /bytes/N           200 with N bytes (0x61…), sent in 64 KiB chunks
+  /bytes/N           200 with N bytes (0x61…), sent in 64 KiB chunks; when the sending ends
+                     (whole, or the connection closed) its time goes into `bytes_ended`
   /chunked/N         200 with N bytes, chunked (no length announced)
   /slow/N            200, chunked: N bytes, then a pause of `slow_pause` seconds, then N more
   /protected         200, or 401 when the bearer token is in `refused_tokens`
@@ -12,6 +13,7 @@ headers, body) for the API proxy's tests, and answers by path:
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -23,6 +25,7 @@ class RecordingUpstream:
         self.requests: list[dict] = []
         self.refused_tokens: set[str] = set()
         self.slow_pause = 1.5
+        self.bytes_ended: list[float] = []
         self._lock = threading.Lock()
 
         class Handler(BaseHTTPRequestHandler):
@@ -66,10 +69,15 @@ class RecordingUpstream:
                     self.send_header("Content-Length", str(size))
                     self.end_headers()
                     sent = 0
-                    while sent < size:
-                        chunk = min(65536, size - sent)
-                        self.wfile.write(b"a" * chunk)
-                        sent += chunk
+                    try:
+                        while sent < size:
+                            chunk = min(65536, size - sent)
+                            self.wfile.write(b"a" * chunk)
+                            sent += chunk
+                    except OSError:
+                        pass
+                    with upstream._lock:
+                        upstream.bytes_ended.append(time.monotonic())
                 elif path.startswith("/chunked/") or path.startswith("/slow/"):
                     size = int(path.rsplit("/", 1)[1])
                     self.send_response(200)
@@ -119,3 +127,92 @@ class RecordingUpstream:
     def close(self):
         self._server.shutdown()
         self._server.server_close()
+
+
+class MisbehavingUpstream:
+    """An API upstream on loopback, on raw sockets, that keeps connections alive and answers by
+    path, misbehaving on some:
+
+      /no-content      204, and then (a moment later, so that it is not read with the head) a
+                       whole second answer as if it were a body
+      /not-modified    304, likewise
+      /extra           200 with Content-Length: 2, then, likewise, a second answer
+      any HEAD         200 with Content-Length, then the announced body (the second answer)
+      /switch          101 Switching Protocols, then silence (the connection stays open)
+      anything else    200 {"path": …, "auth": <the Authorization header>}
+
+    The second answer carries the path and Authorization of the request that provoked it: read
+    by another request, it would hand that request someone else's answer.
+    """
+
+    def __init__(self, host: str = "127.0.0.1", delay: float = 0.3):
+        self.delay = delay
+        self.requests: list[tuple[str, str]] = []
+        self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._listener.bind((host, 0))
+        self._listener.listen(64)
+        self.port = self._listener.getsockname()[1]
+        self.base_url = f"http://{host}:{self.port}"
+        self._open: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @staticmethod
+    def answer(status: str, body: bytes) -> bytes:
+        return f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body
+
+    def _accept(self):
+        while True:
+            try:
+                connection, _ = self._listener.accept()
+            except OSError:
+                return
+            self._open.append(connection)
+            threading.Thread(target=self._serve, args=(connection,), daemon=True).start()
+
+    def _serve(self, connection: socket.socket):
+        buffered = b""
+        try:
+            while True:
+                while b"\r\n\r\n" not in buffered:
+                    chunk = connection.recv(65536)
+                    if not chunk:
+                        return
+                    buffered += chunk
+                head, buffered = buffered.split(b"\r\n\r\n", 1)
+                lines = head.decode("latin-1").split("\r\n")
+                method, target, _ = lines[0].split(" ", 2)
+                headers = {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:] if ":" in line)}
+                length = int(headers.get("content-length") or 0)
+                while len(buffered) < length:
+                    buffered += connection.recv(65536)
+                buffered = buffered[length:]
+                self.requests.append((method, target))
+                own = json.dumps({"path": target, "auth": headers.get("authorization", "")}).encode()
+                smuggled = self.answer("200 OK", json.dumps({"smuggled": target, "auth": headers.get("authorization", "")}).encode())
+                if method == "HEAD":
+                    connection.sendall(f"HTTP/1.1 200 OK\r\nContent-Length: {len(smuggled)}\r\n\r\n".encode())
+                    time.sleep(self.delay)
+                    connection.sendall(smuggled)
+                elif target == "/no-content" or target == "/not-modified":
+                    connection.sendall(b"HTTP/1.1 204 No Content\r\n\r\n" if target == "/no-content" else b"HTTP/1.1 304 Not Modified\r\n\r\n")
+                    time.sleep(self.delay)
+                    connection.sendall(smuggled)
+                elif target == "/extra":
+                    connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                    time.sleep(self.delay)
+                    connection.sendall(smuggled)
+                elif target == "/switch":
+                    connection.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: other\r\nConnection: Upgrade\r\n\r\n")
+                else:
+                    connection.sendall(self.answer("200 OK", own))
+        except OSError:
+            return
+
+    def close(self):
+        self._listener.close()
+        for connection in self._open:
+            try:
+                connection.close()
+            except OSError:
+                pass
