@@ -111,6 +111,7 @@ CODE_STATUS = {
     "upstream_address_refused": "502",
     "upstream_response_too_large": "502",
     "upstream_unavailable": "503",
+    "proxy_busy": "503",
     "not_ready": "503",
     "temporarily_unavailable": "503",
 }
