@@ -15,6 +15,7 @@ import signal
 import subprocess
 import threading
 import time
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 import requests
@@ -89,6 +90,32 @@ def test_each_step_of_a_login_on_another_instance_and_the_session_everywhere(ins
     for broker in (brokers[0], brokers[1]):
         assert wait_for(lambda: requests.get(broker.url("/token"), headers=bearer(token), timeout=10).status_code == 401, 2)
     assert time.monotonic() - started < 2
+
+
+def test_an_incremental_authorization_with_each_step_on_another_instance(instances, auth_server):
+    """Sign in and add a scope through a round-robin balancer: the instance that takes the
+    callback (the second) and the one that redeems the code (the third) never held the session in
+    memory; they read it from the store."""
+    brokers, apps, _ = instances
+    params, verifier = apps[0].sign_in("alice", scope="read")
+    redeemed = apps[0].redeem(params["code"], verifier)
+    assert redeemed.status_code == 200, redeemed.text
+    token = redeemed.json()["session_token"]
+    from support.pkce import make_pkce
+    more_verifier, challenge = make_pkce()
+    started = requests.post(brokers[0].url("/authorize"), headers=bearer(token), timeout=10, data={
+        "scope": "write", "redirect_uri": apps[0].redirect_uri, "code_challenge": challenge,
+        "code_challenge_method": "S256", "state": "more",
+    })
+    assert started.status_code == 200, started.text
+    location = apps[0].browser.authorize(started.json()["authorization_url"], "alice", "alice-password")
+    back = dict(parse_qsl(urlsplit(location).query))
+    assert back.get("state") == "more" and "code" in back, back
+    merged = apps[2].redeem(back["code"], more_verifier)
+    assert merged.status_code == 200, merged.text
+    assert "session_token" not in merged.json() and "write" in merged.json()["scope"].split()
+    for broker in brokers:
+        assert wait_for(lambda: {"read", "write"} <= set(requests.get(broker.url("/session"), headers=bearer(token), timeout=10).json()["scopes"]), 2)
 
 
 def test_a_device_signs_in_with_each_step_on_another_instance(instances, auth_server):

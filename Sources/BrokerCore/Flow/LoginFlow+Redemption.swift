@@ -53,7 +53,14 @@ extension LoginFlow {
         metrics.handoffRedemption(outcome: "redeemed")
         guard let grant = handoff.grant else {
             // Incremental authorization: the grant is already in the app's session.
-            guard let sessionID = handoff.sessionID, let session = store.session(sessionID, now: at) else { throw .sessionGone }
+            guard let sessionID = handoff.sessionID else { throw .sessionGone }
+            let found: Session?
+            do {
+                found = try await store.findSession(sessionID, now: at)
+            } catch {
+                throw .unsaved
+            }
+            guard let session = found else { throw .sessionGone }
             return RedeemedSession(session: session, token: nil)
         }
         let token = OpaqueToken.make(prefix: OpaqueToken.sessionPrefix)

@@ -192,7 +192,13 @@ struct LoginFlow: Sendable {
         var handoffGrant: Grant? = grant
         if let sessionID = pending.sessionID {
             let gone = Failure(code: "access_denied", description: "The session ended during the sign-in.", log: "session gone before merge")
-            guard let current = store.session(sessionID, now: now()) else { throw gone }
+            let found: Session?
+            do {
+                found = try await store.findSession(sessionID, now: now())
+            } catch {
+                throw Failure(code: "temporarily_unavailable", description: "The sign-in could not be saved; sign in again in a moment.", log: error.description)
+            }
+            guard let current = found else { throw gone }
             guard current.subject == grant.subject else {
                 throw Failure(code: "access_denied", description: "A different account signed in than the session's.", log: "subject mismatch on incremental authorization")
             }

@@ -103,7 +103,7 @@ final class Refresher: Sendable {
     private func perform(_ id: SHA256Digest, force: Bool, minimumValidity: Double) async -> Outcome {
         let seen: Session?
         do {
-            seen = try await current(id)
+            seen = try await store.findSession(id, now: now())
         } catch {
             logger.warning("refresh not attempted: the state store is out of reach", metadata: ["reason": "\(error.description)"])
             return .unsaved
@@ -128,11 +128,6 @@ final class Refresher: Sendable {
         }
     }
 
-    /// The session from memory, or from the store itself after a miss in a shared store's cache.
-    private func current(_ id: SHA256Digest) async throws(StateReadError) -> Session? {
-        if let session = store.session(id, now: now()) { return session }
-        return store.holdsEverySession ? nil : try await store.loadSession(id, now: now())
-    }
 
     /// The refresh at the provider, under the session's refresh lock.
     private func refreshLocked(_ id: SHA256Digest, seen: Session, force: Bool) async -> Outcome {

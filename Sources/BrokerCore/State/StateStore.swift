@@ -119,8 +119,18 @@ public struct StateReadError: Error, Sendable, CustomStringConvertible {
 }
 
 extension StateStore {
-    /// A copy of the live session `id`.
+    /// A copy of the live session `id` in this instance's memory (see ``readSession(_:now:_:)``).
     func session(_ id: SHA256Digest, now: Double) -> Session? {
         readSession(id, now: now) { copy $0 }
+    }
+
+    /// The live session `id`, wherever it is: this instance's memory, else — a store shared by
+    /// several instances, whose cache may not hold it (never loaded here, or dropped by another
+    /// instance's change) — the store itself. The one way a flow reads a session: any step of a
+    /// login or a refresh may land on any instance. Only `GET /token`'s hot path reads memory
+    /// alone, on the server thread. Throws when the store cannot be read now.
+    func findSession(_ id: SHA256Digest, now: Double) async throws(StateReadError) -> Session? {
+        if let session = session(id, now: now) { return session }
+        return holdsEverySession ? nil : try await loadSession(id, now: now)
     }
 }
