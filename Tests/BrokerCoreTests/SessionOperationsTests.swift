@@ -11,7 +11,7 @@ struct SessionOperationsTests {
     private func current(_ bed: FlowTestBed, _ id: SHA256Digest, validFor validity: Double = 60) -> String {
         switch bed.sessions.current(id, validFor: validity, { session, _ in session.accessToken }) {
         case .fresh(let token): "fresh \(token)"
-        case .refreshDue: "refresh due"
+        case .refreshDue(let early): early ? "refresh early" : "refresh due"
         case .unknownSession: "unknown"
         }
     }
@@ -21,7 +21,9 @@ struct SessionOperationsTests {
         let session = try await bed.newSession().session
         #expect(current(bed, session.id) == "fresh \(session.accessToken)")
         #expect(current(bed, OpaqueToken.hash("tbs_unknown")) == "unknown")
+        #expect(current(bed, session.id, validFor: 86_400) == "refresh early", "asked before it is due (min_ttl)")
         bed.clock.advance(by: 3600 - 59)
+        #expect(current(bed, session.id, validFor: 86_400) == "refresh due")
         #expect(current(bed, session.id) == "refresh due")
         let refreshed = try await bed.sessions.refresh(session.id, force: false, minimumValidity: 60)
         #expect(refreshed.accessToken != session.accessToken && refreshed.refreshToken != session.refreshToken)

@@ -5,6 +5,7 @@ import concurrent.futures
 import time
 
 import requests
+import requests.adapters
 
 
 def test_forced_refreshes_of_one_session_reach_the_provider_once_per_interval(broker_factory, auth_server):
@@ -81,3 +82,36 @@ def test_concurrent_refreshes_with_different_force_and_min_ttl_share_one(broker_
             allowed = new if params else new | {tokens["access_token"]}
             assert answer.json()["access_token"] in allowed
     assert app.call("GET", "/session").status_code == 200
+
+
+def test_a_backend_reading_many_due_sessions_from_one_address_is_never_refused(broker_factory, auth_server):
+    """A backend serving many users from one address (through its one connection pool): every
+    GET /token whose refresh is due is answered, however many there are in a minute (the
+    per-address limit is for refreshes asked early); many callers on one due session share one
+    refresh at the provider."""
+    broker, app, _, _ = broker_factory(env={"BROKER_LOGIN_REQUESTS_PER_MINUTE": "0", "BROKER_TOKEN_REQUESTS_PER_MINUTE": "0",
+                                            "BROKER_REFRESH_REQUESTS_PER_MINUTE": "120"})
+    auth_server.set_access_token_lifetime(2)  # inside the 60 s skew: every GET /token wants a refresh
+    tokens = [app.login("alice")["session_token"] for _ in range(300)]
+    backend = requests.Session()
+    backend.mount("http://", requests.adapters.HTTPAdapter(pool_connections=1, pool_maxsize=32))
+
+    def read(token):
+        answer = backend.get(broker.url("/token"), headers={"Authorization": f"Bearer {token}"}, timeout=30)
+        return answer.status_code, answer.json()
+
+    auth_server.reset_stats()
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        answers = list(pool.map(read, tokens))
+    assert [status for status, _ in answers].count(200) == 300, [body for status, body in answers if status != 200][:3]
+    assert auth_server.stats().get("refresh_token") == 300
+    time.sleep(2.5)
+    auth_server.reset_stats()
+    with concurrent.futures.ThreadPoolExecutor(32) as pool:
+        answers = list(pool.map(read, [tokens[0]] * 200))
+    assert all(status == 200 for status, _ in answers), {status for status, _ in answers}
+    assert len({body["access_token"] for _, body in answers}) == 1
+    assert auth_server.stats().get("refresh_token") == 1
+    metrics = requests.get(broker.url("/metrics"), timeout=10).text
+    assert 'broker_rejected_requests_total{route="/token",reason="rate_limited"}' not in metrics
+    backend.close()

@@ -21,11 +21,11 @@ extension BrokerServices {
         }
     }
 
-    /// The session `id` from the store itself (after a miss in memory); a store out of reach is
-    /// a 503.
+    /// The session `id`, from memory or else the store (``StateStore/findSession(_:now:)``); a
+    /// store out of reach is a 503.
     func load(_ id: SHA256Digest) async throws(HTTPError) -> Session? {
         do throws(StateReadError) {
-            return try await store.loadSession(id, now: now())
+            return try await store.findSession(id, now: now())
         } catch {
             throw error.httpError
         }
@@ -75,5 +75,18 @@ extension BrokerServices {
             metrics.rejected(route: route, reason: "rate_limited")
             throw error
         }
+    }
+}
+
+extension BrokerServices {
+    /// Applies the per-address refresh limit to a refresh asked for before it is due (`early`:
+    /// a `min_ttl` beyond the refresh skew while the token is still valid for the skew). A
+    /// refresh that is due is never refused here: a backend reading tokens for many users from
+    /// one address makes them all day, each session's are already bounded by the provider's
+    /// token lifetime (and joined, one at a time, by the refresher), and refusing them would
+    /// fail ordinary reads. `POST /refresh` is always early and counted (`admit`).
+    func admitRefresh(early: Bool, client: String, route: String) throws(HTTPError) {
+        guard early else { return }
+        try admit(client: client, to: refreshLimiter, route: route)
     }
 }

@@ -98,14 +98,14 @@ struct StandardTokenRoutes: Sendable {
                                            code: "invalid_grant")
         guard token.hasPrefix(OpaqueToken.sessionPrefix) else { throw invalid }
         let id = OpaqueToken.hash(token)
-        let found = if let cached = services.store.session(id, now: services.now()) { cached } else { try await services.load(id) }
+        let found = try await services.load(id)
         guard let session = found, session.app == client, session.provider == provider else { throw invalid }
         if let scope, !Set(scope.split(separator: " ").map(String.init)).isSubset(of: session.scopes) {
             throw .badRequest("scope may only name scopes the grant has.", code: "invalid_scope")
         }
         let now = services.now()
+        // Due (a standard client refreshes when its token expires): never refused per address.
         if session.accessTokenValid(for: services.refreshSkew, at: now) { return session.standardTokenAnswer(at: now, refreshToken: token) }
-        try services.admit(client: address, to: services.refreshLimiter, route: "/providers/\(provider)/token")
         do throws(RefreshFailure) {
             let refreshed = try await services.sessions.refresh(id, force: false, minimumValidity: services.refreshSkew)
             return refreshed.standardTokenAnswer(at: services.now(), refreshToken: token)
@@ -128,7 +128,7 @@ struct StandardTokenRoutes: Sendable {
         guard token.hasPrefix(OpaqueToken.sessionPrefix) else { return .now(Response(status: 200)) }
         let id = OpaqueToken.hash(token)
         return .deferredCatching { [services] () async throws(HTTPError) -> Response in
-            let found = if let cached = services.store.session(id, now: services.now()) { cached } else { try await services.load(id) }
+            let found = try await services.load(id)
             guard let session = found, session.app == client, session.provider == provider else { return Response(status: 200) }
             do throws(StateWriteError) {
                 _ = try await services.sessions.revoke(id)

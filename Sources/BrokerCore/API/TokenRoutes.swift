@@ -3,9 +3,11 @@ import HTTPServer
 import WireValues
 
 /// `POST /token` redeems a handoff code or answers a device's poll (RFC 8628); `GET /token` hands out the current access token,
-/// refreshing it first when it is about to expire; `POST /refresh` refreshes now. A request that
-/// would refresh counts against the client's `refresh_requests_per_minute`, and the refresher
-/// bounds refreshes per session (`Refresher`); a `GET /token` answered from memory does neither.
+/// refreshing it first when it is about to expire; `POST /refresh` refreshes now. A refresh asked
+/// for before it is due (`POST /refresh`, a `min_ttl` beyond the skew) counts against the
+/// client's `refresh_requests_per_minute` (``BrokerServices/admitRefresh(early:client:route:)``), and the
+/// refresher bounds refreshes per session (`Refresher`); a `GET /token` answered from memory does
+/// neither.
 struct TokenRoutes: Sendable {
     let services: BrokerServices
 
@@ -42,15 +44,15 @@ struct TokenRoutes: Sendable {
                 guard let session = try await services.load(id) else { throw services.unknownSession(route: route) }
                 let now = services.now()
                 if session.accessTokenValid(for: minimumValidity, at: now) { return session.tokenAnswer(at: now) }
-                try services.admit(client: client, to: services.refreshLimiter, route: "/token")
+                try services.admitRefresh(early: session.accessTokenValid(for: services.refreshSkew, at: now), client: client, route: route)
                 return try await refresh(id, force: false, minimumValidity: minimumValidity)
             }
         case .fresh(let answer):
             _ = try requested.get()
             return .now(answer)
-        case .refreshDue:
+        case .refreshDue(let early):
             _ = try requested.get()
-            try services.admit(request, to: services.refreshLimiter)
+            try services.admitRefresh(early: early, client: request.clientIP, route: request.route)
             return refreshed(id, force: false, minimumValidity: minimumValidity)
         }
     }

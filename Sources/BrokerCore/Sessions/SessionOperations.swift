@@ -32,8 +32,9 @@ final class SessionOperations: Sendable {
     enum CurrentToken<Answer: Sendable>: Sendable {
         /// The access token is good for long enough: `answer` made of the session.
         case fresh(Answer)
-        /// The access token must be refreshed first (``refresh(_:force:minimumValidity:)``).
-        case refreshDue
+        /// The access token must be refreshed first (``refresh(_:force:minimumValidity:)``);
+        /// `early` when only the asked validity wants it (the token is still good for the skew).
+        case refreshDue(early: Bool)
         /// No such live session.
         case unknownSession
     }
@@ -44,7 +45,9 @@ final class SessionOperations: Sendable {
                                    _ answer: (borrowing Session, _ now: Double) -> Answer) -> CurrentToken<Answer> {
         let at = now()
         return store.readSession(id, now: at) { session in
-            session.accessTokenValid(for: validity, at: at) ? CurrentToken.fresh(answer(session, at)) : .refreshDue
+            session.accessTokenValid(for: validity, at: at)
+                ? CurrentToken.fresh(answer(session, at))
+                : .refreshDue(early: session.accessTokenValid(for: refreshSkew, at: at))
         } ?? .unknownSession
     }
 
