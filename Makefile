@@ -3,7 +3,7 @@
 
 SWIFT        ?= swift
 VENV         ?= .venv
-DEB_PACKAGES := libmicrohttpd-dev libssl-dev libpq-dev libcurl4-openssl-dev postgresql pkg-config python3-venv openssl curl gcc chromium chromium-driver
+DEB_PACKAGES := libmicrohttpd-dev libssl-dev libpq-dev libcurl4-openssl-dev postgresql pkg-config python3-venv openssl curl gcc chromium chromium-driver nginx
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: run test build deps venv crash-loop deploy-check bench bench-deps fuzz-smoke fuzz clean

@@ -186,6 +186,7 @@ class Broker:
             "BROKER_STATE_KEY": key,
             "BROKER_STATE_DIR": state_dir,
             "BROKER_LOG_FORMAT": "json",
+            "BROKER_SHUTDOWN_DELAY_SECONDS": "0",  # no balancer to move off: stop at once
             # No periodic snapshot in the middle of the measurements; the one at shutdown is timed.
             "BROKER_SNAPSHOT_INTERVAL_SECONDS": "3600",
             # The load comes from one address: per-IP rate limits would measure the limiter.

@@ -19,6 +19,7 @@ public final class Broker: Sendable {
     private let refresher: Refresher
     private let maintenance = Mutex<Task<Void, Never>?>(nil)
     private let logOutput: LogOutput
+    private let shuttingDown = ShutdownFlag()
 
     /// Loads the state, binds the listening socket and builds everything that serves on it.
     /// With `development`, the built-in identity provider and demo app are added (loopback
@@ -87,7 +88,8 @@ public final class Broker: Sendable {
             return (provider.id, issuer)
         }
         OperationsRoutes(
-            readiness: Readiness(issuers: issuers, discovery: discovery, stateFailure: { [store] in store.writeFailure }), metrics: metrics,
+            readiness: Readiness(issuers: issuers, discovery: discovery, stateFailure: { [store] in store.writeFailure },
+                                 shuttingDown: shuttingDown), metrics: metrics,
             liveSessions: { [store] in store.sessionCount }, requestsInFlight: { [server] in server.activeRequests }
         ).register(in: &router)
         self.config = config
@@ -208,9 +210,21 @@ public final class Broker: Sendable {
         maintenance.withLock { $0 = upkeep }
     }
 
+    /// The first step of a shutdown that gives balancers time to move off (SIGTERM, with
+    /// `shutdown_delay_seconds`): from now on `/readyz` answers 503 and every answer closes its
+    /// connection, while the broker goes on accepting and serving until ``shutdown()``.
+    public func stopBeingReady() {
+        shuttingDown.set()
+        server.closeConnectionsAfterAnswers()
+        logger.notice("shutting down: /readyz answers 503 while requests are still served", metadata: [
+            "delay_seconds": "\(config.server.shutdownDelaySeconds)",
+        ])
+    }
+
     /// Stops accepting, lets pending requests finish within the configured grace period, and
     /// closes everything.
     public func shutdown() async {
+        shuttingDown.set()
         logger.notice("shutting down", metadata: ["grace_seconds": "\(config.server.shutdownGraceSeconds)"])
         let cutShort = await server.shutdown(grace: .seconds(config.server.shutdownGraceSeconds))
         // Refreshes still under way (their clients were answered 503) bring rotated tokens:

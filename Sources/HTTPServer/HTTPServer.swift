@@ -86,6 +86,14 @@ public final class HTTPServer: Sendable {
         }
     }
 
+    /// From now on every answer closes its connection (its client reconnects, through its
+    /// balancer, elsewhere), while the server goes on accepting: the start of a shutdown.
+    public func closeConnectionsAfterAnswers() {
+        state.withLock { state in
+            if case .running(let server) = state { server.core.takeUnretainedValue().beginDraining() }
+        }
+    }
+
     /// Stops accepting connections, lets pending requests finish within `grace`, answers those
     /// still waiting with 503, then closes everything. Answers how many requests were cut short.
     @discardableResult

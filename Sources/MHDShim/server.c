@@ -205,6 +205,14 @@ static enum MHD_Result tb_on_access(void *cls, struct MHD_Connection *connection
         tb_limit framing = tb_check_framing(request, method, version);
         if (request->owner != NULL) tb_watch_body(server, request->owner);
         request->limit = tb_initial_limit(server, request, framing);
+        if (request->limit == TB_LIMIT_BODY) {
+            // A declared length over the limit: answer now and read (and drop) what the client
+            // is still sending for a moment before closing (direct.c), so that a proxy in front
+            // reads the 413 instead of a reset; libmicrohttpd would close at once.
+            request->direct = 1;
+            tb_dispatch(server, request);
+            return MHD_NO;
+        }
         if (request->limit != TB_LIMIT_NONE) return tb_dispatch(server, request);
         // libmicrohttpd 0.9.75 sends "100 Continue" even to a request without a body that asks
         // for it, and a pipelined byte after it then makes it spin a core until the idle timeout

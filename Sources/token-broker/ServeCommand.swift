@@ -44,8 +44,17 @@ struct ServeCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data("token-broker: cannot start: \(error)\n".utf8))
             throw ExitCode(1)
         }
-        let signal = await signals.wait()
+        let signal = await signals.next()
         broker.logger.notice("signal received", metadata: ["signal": "\(signal)"])
+        // SIGTERM is an orchestrator's or a balancer's stop: serve on while they move off. A
+        // person's Ctrl-C (SIGINT), or a second signal, does not wait.
+        let delay = settings.server.shutdownDelaySeconds
+        if signal == "SIGTERM", delay > 0 {
+            broker.stopBeingReady()
+            if let another = await signals.next(within: delay) {
+                broker.logger.notice("signal received: the shutdown delay is cut short", metadata: ["signal": "\(another)"])
+            }
+        }
         await broker.shutdown()
     }
 }

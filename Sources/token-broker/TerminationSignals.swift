@@ -21,38 +21,62 @@ struct TerminationSignals {
         self.sources = sources
     }
 
-    /// The name of the first signal received.
-    func wait() async -> String {
-        await waiter.wait()
+    /// The name of the next signal received.
+    func next() async -> String {
+        await waiter.next(within: nil) ?? "SIGTERM"
+    }
+
+    /// The name of the next signal received within `seconds`, or nil when none came.
+    func next(within seconds: Double) async -> String? {
+        await waiter.next(within: seconds)
     }
 }
 
-/// Hands the first signal to whoever waits, whichever comes first.
+/// Hands each signal to whoever waits, in order; one waiter at a time.
 private final class SignalWaiter: Sendable {
     private struct State {
-        var received: String?
-        var continuation: CheckedContinuation<String, Never>?
+        var received: [String] = []
+        var continuation: CheckedContinuation<String?, Never>?
+        /// Counts waits, so that a time-out ends only the wait it was set for.
+        var wait = 0
     }
 
     private let state = Mutex(State())
 
-    func wait() async -> String {
+    func next(within seconds: Double?) async -> String? {
         await withCheckedContinuation { continuation in
-            let ready: String? = state.withLock { state in
-                if let received = state.received { return received }
+            enum Found { case signal(String), waiting(Int) }
+            let found: Found = state.withLock { state in
+                if !state.received.isEmpty { return .signal(state.received.removeFirst()) }
                 state.continuation = continuation
-                return nil
+                state.wait += 1
+                return .waiting(state.wait)
             }
-            if let ready { continuation.resume(returning: ready) }
+            switch found {
+            case .signal(let name):
+                continuation.resume(returning: name)
+            case .waiting(let wait):
+                guard let seconds else { return }
+                DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [self] in
+                    let expired: CheckedContinuation<String?, Never>? = state.withLock { state in
+                        guard state.wait == wait, let waiting = state.continuation else { return nil }
+                        state.continuation = nil
+                        return waiting
+                    }
+                    expired?.resume(returning: nil)
+                }
+            }
         }
     }
 
     func deliver(_ name: String) {
-        let continuation: CheckedContinuation<String, Never>? = state.withLock { state in
-            guard state.received == nil else { return nil }
-            state.received = name
-            defer { state.continuation = nil }
-            return state.continuation
+        let continuation: CheckedContinuation<String?, Never>? = state.withLock { state in
+            guard let waiting = state.continuation else {
+                state.received.append(name)
+                return nil
+            }
+            state.continuation = nil
+            return waiting
         }
         continuation?.resume(returning: name)
     }

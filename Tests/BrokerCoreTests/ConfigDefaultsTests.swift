@@ -14,6 +14,7 @@ struct ConfigDefaultsTests {
         let seconds = ConfigValueParsing.format
         let list = { (items: [String]) in items.isEmpty ? "none" : items.joined(separator: ",") }
         return [
+            "server.shutdown_delay_seconds": seconds(server.shutdownDelaySeconds),
             "server.shutdown_grace_seconds": seconds(server.shutdownGraceSeconds),
             "server.limits.max_body_bytes": "\(limits.maxBodyBytes)",
             "server.limits.max_header_bytes": "\(limits.maxHeaderBytes)",

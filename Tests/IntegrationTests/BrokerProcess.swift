@@ -38,6 +38,8 @@ final class BrokerProcess: Sendable {
         childEnvironment["BROKER_LOG_FORMAT"] = "json"
         childEnvironment["BROKER_STATE_DIR"] = directory.appendingPathComponent("state").path
         childEnvironment["BROKER_STATE_KEY"] = Self.stateKey
+        // Tests stop brokers with SIGTERM all the time; the ones about the delay set their own.
+        childEnvironment["BROKER_SHUTDOWN_DELAY_SECONDS"] = "0"
         childEnvironment.merge(environment) { $1 }
         process.environment = childEnvironment
         let pipe = Pipe()

@@ -2,8 +2,9 @@ import Foundation
 import Synchronization
 import Testing
 
-/// SIGTERM and SIGINT: stop accepting, let pending requests finish within the grace period,
-/// exit 0, never abort, even with suspended connections.
+/// SIGTERM and SIGINT: serve on for the shutdown delay with `/readyz` at 503 (SIGTERM), then stop
+/// accepting, let pending requests finish within the grace period, exit 0, never abort, even
+/// with suspended connections.
 @Suite(.serialized)
 struct ShutdownTests {
     @Test func sigtermLetsASuspendedRequestFinish() throws {
@@ -25,6 +26,48 @@ struct ShutdownTests {
         #expect(broker.waitForExit(seconds: 10) == 0)
         #expect(throws: RawHTTPError.self) { try RawConnection(port: port) }
         #expect(broker.lines.contains { $0.contains(#""msg":"stopped""#) && $0.contains(#""requests_cut_short":"0""#) })
+    }
+
+    /// What a balancer needs: from SIGTERM on, `/readyz` fails at once while new connections are
+    /// still accepted and served (each answer closing its connection) for the delay; then the
+    /// broker stops accepting and exits.
+    @Test func sigtermServesOnForTheDelayWithReadyzFailing() throws {
+        let broker = try BrokerProcess(environment: ["BROKER_SHUTDOWN_DELAY_SECONDS": "3"])
+        #expect(try broker.get("/readyz").status == 200)
+        let signalled = Date()
+        broker.signal(SIGTERM)
+        try waitUntil(seconds: 1) { (try? broker.get("/readyz"))?.status == 503 }
+        let readiness = try broker.get("/readyz")
+        #expect(try readiness.json()["status"] as? String == "not_ready")
+        var served = 0
+        while Date().timeIntervalSince(signalled) < 2.5 {
+            let answer = try broker.get("/healthz")
+            #expect(answer.status == 200 && answer.headers["connection"]?.lowercased() == "close")
+            served += 1
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        #expect(served >= 15, "new connections are served during the delay")
+        #expect(broker.waitForExit(seconds: 10) == 0)
+        #expect(Date().timeIntervalSince(signalled) >= 3)
+        #expect(throws: RawHTTPError.self) { try RawConnection(port: broker.port) }
+    }
+
+    /// A person's Ctrl-C, or a second SIGTERM, does not wait for the delay.
+    @Test func sigintOrASecondSignalSkipsTheDelay() throws {
+        let interrupted = try BrokerProcess(environment: ["BROKER_SHUTDOWN_DELAY_SECONDS": "30"])
+        var signalled = Date()
+        interrupted.signal(SIGINT)
+        #expect(interrupted.waitForExit(seconds: 10) == 0)
+        #expect(Date().timeIntervalSince(signalled) < 5)
+
+        let twice = try BrokerProcess(environment: ["BROKER_SHUTDOWN_DELAY_SECONDS": "30"])
+        signalled = Date()
+        twice.signal(SIGTERM)
+        try waitUntil(seconds: 2) { (try? twice.get("/readyz"))?.status == 503 }
+        twice.signal(SIGTERM)
+        #expect(twice.waitForExit(seconds: 10) == 0)
+        #expect(Date().timeIntervalSince(signalled) < 6)
+        #expect(twice.lines.contains { $0.contains("the shutdown delay is cut short") })
     }
 
     @Test func sigintCutsShortWhatOutlivesTheGracePeriod() throws {

@@ -86,7 +86,8 @@ def test_hardening_and_stop(project):
     assert broker["cap_drop"] == ["ALL"]
     assert "no-new-privileges:true" in broker["security_opt"]
     assert broker.get("stop_signal", "SIGTERM") == "SIGTERM"
-    grace = load_yaml(DEPLOY / "broker.yaml")["server"].get("shutdown_grace_seconds", 10)
+    server = load_yaml(DEPLOY / "broker.yaml")["server"]
+    grace = server.get("shutdown_delay_seconds", 10) + server.get("shutdown_grace_seconds", 10)
     assert _seconds(broker["stop_grace_period"]) >= grace + 10
     assert broker["healthcheck"]["test"][-1].endswith("/healthz")
     assert [(p["target"], p["published"]) for p in broker["ports"]] == [(8080, "8080")]

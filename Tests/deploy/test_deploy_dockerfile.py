@@ -208,7 +208,8 @@ def test_image_command_runs_answers_the_healthcheck_and_stops_on_sigterm(df, bin
     """The ENTRYPOINT + CMD as the container would run them (only the listen address moved to a
     free loopback port and the state directory to a temporary one), serving plain HTTP or, with
     server.tls_*, HTTPS: the HEALTHCHECK command succeeds, the STOPSIGNAL stops the broker
-    cleanly well within the grace period, and a snapshot is left in the state directory."""
+    cleanly after the shutdown delay and well within the grace period, and a snapshot is left in
+    the state directory."""
     port = _free_port()
     state = tmp_path / "state"
     env = _image_env(df, binary, {"BROKER_LISTEN": f"127.0.0.1:{port}", "BROKER_STATE_DIR": str(state),
@@ -228,9 +229,10 @@ def test_image_command_runs_answers_the_healthcheck_and_stops_on_sigterm(df, bin
         stopsignal = getattr(signal, df.runtime.last("STOPSIGNAL").value[0])
         started = time.monotonic()
         process.send_signal(stopsignal)
-        out, err = process.communicate(timeout=20)
+        delay = load_yaml(DEPLOY / "broker.yaml")["server"]["shutdown_delay_seconds"]
+        out, err = process.communicate(timeout=delay + 20)
         assert process.returncode == 0, err
-        assert time.monotonic() - started < 10
+        assert delay <= time.monotonic() - started < delay + 10
     finally:
         if process.poll() is None:
             process.kill()

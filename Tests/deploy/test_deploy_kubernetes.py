@@ -105,8 +105,9 @@ def test_probes_resources_and_termination():
     assert c["startupProbe"]["httpGet"]["path"] == "/healthz"
     for kind in ("requests", "limits"):
         assert {"cpu", "memory"} <= set(c["resources"][kind])
-    grace = broker_config()["server"].get("shutdown_grace_seconds", 10)
-    assert deployment()["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 30 > grace + 10
+    server = broker_config()["server"]
+    grace = server.get("shutdown_delay_seconds", 10) + server.get("shutdown_grace_seconds", 10)
+    assert deployment()["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 45 > grace + 10
 
 
 def test_volumes_meet_configuration_and_image():

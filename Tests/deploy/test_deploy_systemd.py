@@ -79,7 +79,8 @@ def test_required_directives(unit):
         assert value in unit_values(unit, "Service", key), f"{key}={value} missing"
     assert "@system-service" in unit_values(unit, "Service", "SystemCallFilter")
     assert unit_values(unit, "Service", "ProtectProc") == ["invisible"]
-    assert int(service["TimeoutStopSec"]) >= 10 + load_yaml(SYSTEMD / "broker.yaml")["server"].get("shutdown_grace_seconds", 10)
+    server = load_yaml(SYSTEMD / "broker.yaml")["server"]
+    assert int(service["TimeoutStopSec"]) >= 10 + server.get("shutdown_delay_seconds", 10) + server.get("shutdown_grace_seconds", 10)
     assert service["RestartPreventExitStatus"] == "2", "an invalid configuration (exit 2) is not restarted"
     assert unit_values(unit, "Install", "WantedBy") == ["multi-user.target"]
     assert "network-online.target" in unit_values(unit, "Unit", "After")

@@ -12,6 +12,7 @@ struct ConfigDraft: Sendable {
     /// Request threads as configured; 0 (one per core) is resolved by ``ServerConfig``, as the
     /// default already is.
     var threads = BrokerConfig.defaults.server.threads
+    var shutdownDelaySeconds = BrokerConfig.defaults.server.shutdownDelaySeconds
     var shutdownGraceSeconds = BrokerConfig.defaults.server.shutdownGraceSeconds
     var limits = BrokerConfig.defaults.server.limits
     var corsOrigins = BrokerConfig.defaults.server.corsOrigins
@@ -38,7 +39,7 @@ struct ConfigDraft: Sendable {
     func finish() -> BrokerConfig {
         BrokerConfig(
             server: ServerConfig(listen: listen, publicURL: publicURL, threads: threads,
-                                 shutdownGraceSeconds: shutdownGraceSeconds, limits: limits, corsOrigins: corsOrigins,
+                                 shutdownDelaySeconds: shutdownDelaySeconds, shutdownGraceSeconds: shutdownGraceSeconds, limits: limits, corsOrigins: corsOrigins,
                                  trustedProxies: trustedProxies,
                                  tls: tlsCertificateFile.flatMap { certificate in
                                      tlsKeyFile.map { TLSFiles(certificateFile: certificate, keyFile: $0) }

@@ -29,8 +29,14 @@ struct ConfigSetting: Sendable {
                       description: "request threads (0 = one per core)", expected: "an integer") { draft, text in
             ConfigValueParsing.integer(text, in: ServerConfig.threadsRange).map { draft.threads = $0 }
         },
+        ConfigSetting(key: "server.shutdown_delay_seconds", variable: "BROKER_SHUTDOWN_DELAY_SECONDS",
+                      description: "on SIGTERM, seconds the broker goes on serving, /readyz answering 503, before it stops accepting",
+                      expected: "a number") { draft, text in
+            ConfigValueParsing.number(text, in: ServerConfig.shutdownDelaySecondsRange).map { draft.shutdownDelaySeconds = $0 }
+        },
         ConfigSetting(key: "server.shutdown_grace_seconds", variable: "BROKER_SHUTDOWN_GRACE_SECONDS",
-                      description: "on SIGTERM, seconds pending requests get to finish", expected: "a number") { draft, text in
+                      description: "on SIGTERM, seconds pending requests get to finish once the broker stops accepting",
+                      expected: "a number") { draft, text in
             ConfigValueParsing.number(text, in: ServerConfig.shutdownGraceSecondsRange).map { draft.shutdownGraceSeconds = $0 }
         },
         limit("max_body_bytes", "BROKER_MAX_BODY_BYTES", "largest request body, in bytes",

@@ -14,7 +14,11 @@ public struct ServerConfig: Sendable, Equatable {
     /// Number of request threads, already resolved: a configured 0 becomes the number of cores,
     /// so this is at least 1.
     public var threads: Int
-    /// On SIGTERM, how long pending requests get to finish, in seconds.
+    /// On SIGTERM, how long the broker goes on accepting and serving, with `/readyz` answering
+    /// 503, before it stops accepting: the time a balancer or Kubernetes takes to stop sending it
+    /// requests. 0: it stops accepting at once.
+    public var shutdownDelaySeconds: Double
+    /// On SIGTERM, once it stops accepting, how long pending requests get to finish, in seconds.
     public var shutdownGraceSeconds: Double
     /// Request and connection limits.
     public var limits: Limits
@@ -29,13 +33,14 @@ public struct ServerConfig: Sendable, Equatable {
     /// here only. `publicURL` defaults to `http(s)://<listen>`. `threads` 0 means one per core and
     /// is resolved here, the one place it is: every later layer sees a positive count.
     public init(listen: ListenAddress = ListenAddress(host: "127.0.0.1", port: 8080), publicURL: URL? = nil,
-                threads: Int = 0, shutdownGraceSeconds: Double = 10, limits: Limits = Limits(),
+                threads: Int = 0, shutdownDelaySeconds: Double = 10, shutdownGraceSeconds: Double = 10, limits: Limits = Limits(),
                 corsOrigins: [String] = [], trustedProxies: [IPNetwork] = [], tls: TLSFiles? = nil) {
         self.listen = listen
         self.tls = tls
         self.publicURL = publicURL ?? listen.derivedPublicURL(secure: tls != nil)
         self.publicURLIsDerived = publicURL == nil
         self.threads = threads > 0 ? threads : ProcessInfo.processInfo.activeProcessorCount
+        self.shutdownDelaySeconds = shutdownDelaySeconds
         self.shutdownGraceSeconds = shutdownGraceSeconds
         self.limits = limits
         self.corsOrigins = corsOrigins
@@ -49,6 +54,8 @@ public struct ServerConfig: Sendable, Equatable {
     static let threadsRange = 0...1_024
     /// Accepted range of `shutdown_grace_seconds`: up to one hour.
     static let shutdownGraceSecondsRange = 0.0...3_600.0
+    /// Accepted range of `shutdown_delay_seconds`: up to ten minutes.
+    static let shutdownDelaySecondsRange = 0.0...600.0
 }
 
 extension ListenAddress {

@@ -1,10 +1,13 @@
 import Foundation
 import HTTPServer
+import Synchronization
 import WireValues
 
 /// `/readyz`: the broker is ready when its state can be written (it is loaded before the broker
-/// listens; a failed journal write or snapshot fails the check until a write succeeds again) and
-/// every provider configured by `issuer` has had its discovery document fetched.
+/// listens; a failed journal write or snapshot fails the check until a write succeeds again),
+/// every provider configured by `issuer` has had its discovery document fetched, and it is not
+/// shutting down (from SIGTERM on, while it still serves for `shutdown_delay_seconds`, so that
+/// balancers move off it first).
 ///
 /// Once every document is cached the answer comes straight from memory; otherwise the missing
 /// ones are fetched (concurrently, each bounded by the upstream timeouts) while the request waits.
@@ -13,8 +16,15 @@ struct Readiness: Sendable {
     let discovery: DiscoveryCache
     /// Why the state cannot be written, or nil.
     let stateFailure: @Sendable () -> String?
+    /// Set once the broker is shutting down.
+    let shuttingDown: ShutdownFlag
 
     func reply() -> Reply {
+        guard !shuttingDown.isSet else {
+            return .now(.json(.object([("status", .string("not_ready")), ("checks", .object([
+                ("shutdown", .object([("status", .string("fail")), ("detail", .string("shutting down"))])),
+            ]))]), status: 503))
+        }
         let state = stateFailure()
         let missing = issuers.filter { discovery.cached($0.issuer) == nil }
         guard !missing.isEmpty else { return .now(Self.response(state: state, checks: issuers.map { ($0.provider, nil) })) }
@@ -53,4 +63,15 @@ struct Readiness: Sendable {
             status: ready ? 200 : 503
         )
     }
+}
+
+/// Whether the broker is shutting down: set once, read by `/readyz`.
+final class ShutdownFlag: Sendable {
+    private let value = Atomic<Bool>(false)
+
+    func set() {
+        value.store(true, ordering: .relaxed)
+    }
+
+    var isSet: Bool { value.load(ordering: .relaxed) }
 }

@@ -52,7 +52,11 @@ class BrokerProcess:
         child_env["BROKER_LOG_FORMAT"] = "json"
         child_env["BROKER_STATE_DIR"] = state_dir or str(Path(self._dir.name) / "state")
         child_env["BROKER_STATE_KEY"] = STATE_KEY
+        # Tests stop brokers with SIGTERM all the time; the ones about the delay set their own.
+        child_env["BROKER_SHUTDOWN_DELAY_SECONDS"] = "0"
         child_env.update(env or {})
+        # None in `env` removes a variable: the broker's own default applies.
+        child_env = {k: v for k, v in child_env.items() if v is not None}
         self.lines: list[str] = []
         self._listening = threading.Event()
         self.process = subprocess.Popen(
