@@ -30,8 +30,10 @@ struct DeviceFlowTests {
         CallbackAnswer(code: code, error: nil, errorDescription: nil, issuer: nil)
     }
 
-    @Test func aDeviceSignedInThroughTheLoginFlowCollectsOneSession() async throws {
-        let bed = await FlowTestBed()
+    @Test(arguments: StoreKind.allCases)
+    func aDeviceSignedInThroughTheLoginFlowCollectsOneSession(_ kind: StoreKind) async throws {
+        let bed = try await FlowTestBed(kind)
+        defer { Task { await bed.close() } }
         let flow = devices(bed)
         let (codes, pending, code, state) = try await signIn(bed, flow)
         await #expect(throws: DevicePollRefusal.pending) { try await flow.poll(deviceCode: codes.deviceCode, app: "tv") }
@@ -50,13 +52,15 @@ struct DeviceFlowTests {
         await #expect(throws: DevicePollRefusal.unknownCode) { try await flow.poll(deviceCode: codes.deviceCode, app: "other") }
         let collected = try await flow.poll(deviceCode: codes.deviceCode, app: "tv")
         let token = try #require(collected.token)
-        let stored = try #require(bed.store.session(OpaqueToken.hash(token), now: bed.clock.seconds))
+        let stored = try #require((try await bed.stored(OpaqueToken.hash(token))))
         #expect(stored.subject == "alice" && stored.app == "tv" && stored.scopes.contains("profile") && bed.provider.accepts(stored.accessToken))
         await #expect(throws: DevicePollRefusal.used) { try await flow.poll(deviceCode: codes.deviceCode, app: "tv") }
     }
 
-    @Test func aCodeThatExpiredDuringTheSignInGetsNothingAndTheGrantIsRevoked() async throws {
-        let bed = await FlowTestBed()
+    @Test(arguments: StoreKind.allCases)
+    func aCodeThatExpiredDuringTheSignInGetsNothingAndTheGrantIsRevoked(_ kind: StoreKind) async throws {
+        let bed = try await FlowTestBed(kind)
+        defer { Task { await bed.close() } }
         let flow = devices(bed)
         let (codes, pending, code, state) = try await signIn(bed, flow)
         bed.clock.advance(by: bed.settings.deviceCodeLifetimeSeconds + 1)
@@ -68,8 +72,10 @@ struct DeviceFlowTests {
         #expect(bed.store.sessionCount == 0)
     }
 
-    @Test func aRefusalAtTheProviderDeniesTheDevice() async throws {
-        let bed = await FlowTestBed()
+    @Test(arguments: StoreKind.allCases)
+    func aRefusalAtTheProviderDeniesTheDevice(_ kind: StoreKind) async throws {
+        let bed = try await FlowTestBed(kind)
+        defer { Task { await bed.close() } }
         let flow = devices(bed)
         let (codes, pending, _, state) = try await signIn(bed, flow)
         let answer = CallbackAnswer(code: nil, error: "access_denied", errorDescription: "no", issuer: nil)
@@ -77,8 +83,10 @@ struct DeviceFlowTests {
         await #expect(throws: DevicePollRefusal.denied) { try await flow.poll(deviceCode: codes.deviceCode, app: "tv") }
     }
 
-    @Test func anAccountRefusedAtTheConfirmationDeniesTheDeviceAndIsRevoked() async throws {
-        let bed = await FlowTestBed()
+    @Test(arguments: StoreKind.allCases)
+    func anAccountRefusedAtTheConfirmationDeniesTheDeviceAndIsRevoked(_ kind: StoreKind) async throws {
+        let bed = try await FlowTestBed(kind)
+        defer { Task { await bed.close() } }
         let flow = devices(bed)
         let (codes, pending, code, state) = try await signIn(bed, flow)
         _ = await bed.login.complete(pending, state: state, with: Self.answer(code))

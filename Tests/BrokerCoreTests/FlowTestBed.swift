@@ -4,8 +4,10 @@ import Logging
 
 @testable import BrokerCore
 
-/// The flow services as the broker assembles them, over the in-memory store, a clock the test
-/// moves and a ``ScriptedProvider``: no socket, no disk.
+/// The flow services as the broker assembles them, over a store, a clock the test moves and a
+/// ``ScriptedProvider``: no socket. The store is the embedded one in memory, or three instances on
+/// one PostgreSQL database taking the calls in turn (``RoundRobinStore``): every step of a flow on
+/// another instance, as behind a balancer without stickiness.
 struct FlowTestBed {
     static let app = "demo-app"
     static let redirectURI = "com.example.app:/done"
@@ -13,17 +15,25 @@ struct FlowTestBed {
 
     let clock = TestClock(Date(timeIntervalSince1970: 1_800_000_000))
     let provider: ScriptedProvider
-    let store: BrokerState
+    let store: any StateStore
     let login: LoginFlow
     let sessions: SessionOperations
     let settings = SessionSettings()
 
-    init() async {
+    init(_ kind: StoreKind = .embedded) async throws {
         provider = await ScriptedProvider.make(clock: clock)
         let logger = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
         let metrics = BrokerMetrics()
-        store = BrokerState(lifetimes: SessionLifetimes(idle: settings.idleLifetimeSeconds, absolute: settings.absoluteLifetimeSeconds),
-                            clock: clock.closure, logger: logger)
+        let lifetimes = SessionLifetimes(idle: settings.idleLifetimeSeconds, absolute: settings.absoluteLifetimeSeconds)
+        switch kind {
+        case .embedded:
+            store = BrokerState(lifetimes: lifetimes, clock: clock.closure, logger: logger)
+        case .postgres:
+            let harness = try PostgresStoreHarness(lifetimes: lifetimes)
+            var instances: [any StateStore] = []
+            for _ in 0..<3 { instances.append(try await harness.open(clock: clock)) }
+            store = RoundRobinStore(instances)
+        }
         let providers = ProviderDirectory(providers: [ScriptedProvider.config()], discovery: DiscoveryCache(client: provider))
         let calls = ProviderCalls(client: provider, metrics: metrics)
         let profiles = ProfileCache(lifetime: settings.profileCacheSeconds)
@@ -37,6 +47,17 @@ struct FlowTestBed {
                                   webhooks: nil, minInterval: settings.minRefreshIntervalSeconds, now: clock.closure)
         sessions = SessionOperations(store: store, refresher: refresher, providers: providers, calls: calls, profiles: profiles,
                                      revoker: revoker, refreshSkew: settings.refreshSkewSeconds, now: clock.closure)
+    }
+
+    /// The session `id` as the store holds it now (an instance's cache may lag another's change
+    /// by a notification; the test asks the store itself).
+    func stored(_ id: SHA256Digest) async throws -> Session? {
+        store.holdsEverySession ? store.session(id, now: clock.seconds) : try await store.loadSession(id, now: clock.seconds)
+    }
+
+    /// Releases the store (the PostgreSQL instances' connections).
+    func close() async {
+        await store.close()
     }
 
     /// A login request of the test app, for a new session or (with `session`) more scopes.

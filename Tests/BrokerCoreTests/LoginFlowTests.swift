@@ -9,8 +9,10 @@ import WireValues
 /// handoff code, merge an incremental grant — against an in-process provider, over the
 /// in-memory store, with a clock the test moves.
 struct LoginFlowTests {
-    @Test func aSignInBecomesASessionOnce() async throws {
-        let bed = await FlowTestBed()
+    @Test(arguments: StoreKind.allCases)
+    func aSignInBecomesASessionOnce(_ kind: StoreKind) async throws {
+        let bed = try await FlowTestBed(kind)
+        defer { Task { await bed.close() } }
         let verifier = PKCE.makeVerifier()
         let completion = try await bed.signIn(verifier: verifier)
         guard case .handoff(let code) = completion.outcome else { Issue.record("no code: \(completion.outcome)"); return }
@@ -20,15 +22,17 @@ struct LoginFlowTests {
         let redeemed = try await bed.login.redeem(redemption)
         let token = try #require(redeemed.token)
         #expect(token.hasPrefix(OpaqueToken.sessionPrefix) && redeemed.session.id == OpaqueToken.hash(token))
-        let stored = try #require(bed.store.session(redeemed.session.id, now: bed.clock.seconds))
+        let stored = try #require((try await bed.stored(redeemed.session.id)))
         #expect(stored.subject == "alice" && stored.scopes == ["openid", "email"] && stored.app == FlowTestBed.app)
         #expect(bed.provider.accepts(stored.accessToken) && stored.refreshToken != nil)
         #expect(stored.idTokenClaims.map { String(decoding: $0, as: UTF8.self).contains(#""sub":"alice""#) } == true)
         await #expect(throws: HandoffRefusal.replayed) { try await bed.login.redeem(redemption) }
     }
 
-    @Test func theAuthorizationURLCarriesTheBrokersOwnStatePKCEAndNonce() async throws {
-        let bed = await FlowTestBed()
+    @Test(arguments: StoreKind.allCases)
+    func theAuthorizationURLCarriesTheBrokersOwnStatePKCEAndNonce(_ kind: StoreKind) async throws {
+        let bed = try await FlowTestBed(kind)
+        defer { Task { await bed.close() } }
         let provider = try await bed.login.providers.resolve("idp")
         let url = try await bed.login.begin(bed.request(scopes: ["profile"], challenge: PKCE.challenge(for: PKCE.makeVerifier())), at: provider)
         #expect(url.hasPrefix("\(ScriptedProvider.issuer)/authorize?"))
@@ -39,8 +43,10 @@ struct LoginFlowTests {
         #expect(query["code_challenge"] != bed.request(challenge: "x").challenge && query["code_challenge_method"] == "S256")
     }
 
-    @Test func aLoginIsTakenOnceAndNotAfterItExpired() async throws {
-        let bed = await FlowTestBed()
+    @Test(arguments: StoreKind.allCases)
+    func aLoginIsTakenOnceAndNotAfterItExpired(_ kind: StoreKind) async throws {
+        let bed = try await FlowTestBed(kind)
+        defer { Task { await bed.close() } }
         let provider = try await bed.login.providers.resolve("idp")
         let challenge = PKCE.challenge(for: PKCE.makeVerifier())
         let (_, first) = try bed.provider.signIn(try await bed.login.begin(bed.request(challenge: challenge), at: provider), subject: "alice")
@@ -51,22 +57,28 @@ struct LoginFlowTests {
         #expect(try await bed.login.takeLogin(state: second) == nil)
     }
 
-    @Test func anAnswerFromAnotherIssuerIsRefused() async throws {
-        let bed = await FlowTestBed()
+    @Test(arguments: StoreKind.allCases)
+    func anAnswerFromAnotherIssuerIsRefused(_ kind: StoreKind) async throws {
+        let bed = try await FlowTestBed(kind)
+        defer { Task { await bed.close() } }
         let completion = try await bed.signIn(verifier: PKCE.makeVerifier(), issuer: "https://elsewhere.test")
         #expect(completion.outcome == .refused(error: "invalid_request", description: "The response came from another issuer."))
         #expect(bed.store.sessionCount == 0)
     }
 
-    @Test func anIDTokenForAnotherLoginIsRefused() async throws {
-        let bed = await FlowTestBed()
+    @Test(arguments: StoreKind.allCases)
+    func anIDTokenForAnotherLoginIsRefused(_ kind: StoreKind) async throws {
+        let bed = try await FlowTestBed(kind)
+        defer { Task { await bed.close() } }
         bed.provider.forgeNextNonce("someone-elses-nonce")
         let completion = try await bed.signIn(verifier: PKCE.makeVerifier())
         #expect(completion.outcome == .refused(error: "server_error", description: "The provider's ID token is invalid."))
     }
 
-    @Test func theProvidersErrorGoesToTheAppWhenWellFormed() async throws {
-        let bed = await FlowTestBed()
+    @Test(arguments: StoreKind.allCases)
+    func theProvidersErrorGoesToTheAppWhenWellFormed(_ kind: StoreKind) async throws {
+        let bed = try await FlowTestBed(kind)
+        defer { Task { await bed.close() } }
         let provider = try await bed.login.providers.resolve("idp")
         for (error, expected) in [("access_denied", "access_denied"), ("bad\"code", "invalid_request")] {
             let url = try await bed.login.begin(bed.request(challenge: PKCE.challenge(for: PKCE.makeVerifier())), at: provider)
@@ -78,8 +90,10 @@ struct LoginFlowTests {
         }
     }
 
-    @Test func aCodeWorksOnlyForItsAppRedirectAndVerifierAndOnlyInTime() async throws {
-        let bed = await FlowTestBed()
+    @Test(arguments: StoreKind.allCases)
+    func aCodeWorksOnlyForItsAppRedirectAndVerifierAndOnlyInTime(_ kind: StoreKind) async throws {
+        let bed = try await FlowTestBed(kind)
+        defer { Task { await bed.close() } }
         func code(_ verifier: String) async throws -> String {
             guard case .handoff(let code) = try await bed.signIn(verifier: verifier).outcome else { throw ScriptError("no code") }
             return code
@@ -102,20 +116,24 @@ struct LoginFlowTests {
         #expect(bed.store.sessionCount == 0)
     }
 
-    @Test func aReplayedCodeEndsItsSessionHereAndAtTheProvider() async throws {
-        let bed = await FlowTestBed()
+    @Test(arguments: StoreKind.allCases)
+    func aReplayedCodeEndsItsSessionHereAndAtTheProvider(_ kind: StoreKind) async throws {
+        let bed = try await FlowTestBed(kind)
+        defer { Task { await bed.close() } }
         let verifier = PKCE.makeVerifier()
         guard case .handoff(let code) = try await bed.signIn(verifier: verifier).outcome else { Issue.record("no code"); return }
         let request = HandoffRedemptionRequest(code: code, verifier: verifier, redirectURI: FlowTestBed.redirectURI, app: FlowTestBed.app)
         let session = try await bed.login.redeem(request).session
         await #expect(throws: HandoffRefusal.replayed) { try await bed.login.redeem(request) }
-        #expect(bed.store.session(session.id, now: bed.clock.seconds) == nil)
+        #expect((try await bed.stored(session.id)) == nil)
         #expect(bed.provider.revoked == [session.refreshToken, session.accessToken].compactMap { $0 })
         #expect(!bed.provider.accepts(session.accessToken))
     }
 
-    @Test func anIncrementalGrantMergesIntoTheSessionOfTheSameUserOnly() async throws {
-        let bed = await FlowTestBed()
+    @Test(arguments: StoreKind.allCases)
+    func anIncrementalGrantMergesIntoTheSessionOfTheSameUserOnly(_ kind: StoreKind) async throws {
+        let bed = try await FlowTestBed(kind)
+        defer { Task { await bed.close() } }
         let session = try await bed.newSession(subject: "alice").session
         let verifier = PKCE.makeVerifier()
         let completion = try await bed.signIn(subject: "alice", scopes: ["calendar"], session: session, verifier: verifier)
@@ -127,11 +145,13 @@ struct LoginFlowTests {
 
         let other = try await bed.signIn(subject: "mallory", scopes: ["drive"], session: redeemed.session, verifier: verifier)
         #expect(other.outcome == .refused(error: "access_denied", description: "A different account signed in than the session's."))
-        #expect(bed.store.session(session.id, now: bed.clock.seconds)?.scopes == ["openid", "email", "calendar"])
+        #expect((try await bed.stored(session.id))?.scopes == ["openid", "email", "calendar"])
     }
 
-    @Test func anIncrementalGrantForAnEndedSessionIsRefused() async throws {
-        let bed = await FlowTestBed()
+    @Test(arguments: StoreKind.allCases)
+    func anIncrementalGrantForAnEndedSessionIsRefused(_ kind: StoreKind) async throws {
+        let bed = try await FlowTestBed(kind)
+        defer { Task { await bed.close() } }
         let session = try await bed.newSession().session
         let provider = try await bed.login.providers.resolve("idp")
         let url = try await bed.login.begin(bed.request(scopes: ["calendar"], session: session, challenge: PKCE.challenge(for: PKCE.makeVerifier())), at: provider)

@@ -30,15 +30,17 @@ struct EmbeddedStoreHarness: StoreHarness {
 struct PostgresStoreHarness: StoreHarness {
     let url: String
     let keys = StateKeys(current: .generate())
+    let lifetimes: SessionLifetimes
 
-    init() throws {
+    init(lifetimes: SessionLifetimes = StoreConformanceTests.lifetimes) throws {
         url = try PostgresTestCluster.shared.get().createDatabase()
+        self.lifetimes = lifetimes
     }
 
     func open(clock: TestClock) async throws -> any StateStore {
         try await PostgresStateStore.open(
             settings: PostgresSettings(url: url, password: Secret(PostgresTestCluster.password, source: "test"), poolSize: 4),
-            keys: keys, lifetimes: StoreConformanceTests.lifetimes, refreshLockWaitSeconds: 10, clock: { clock.seconds },
+            keys: keys, lifetimes: lifetimes, refreshLockWaitSeconds: 10, clock: { clock.seconds },
             logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
         )
     }
@@ -50,6 +52,11 @@ enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
     case postgres
 
     var testDescription: String { rawValue }
+
+    /// The stores several broker instances share (an embedded store has one instance per
+    /// directory, which its lock enforces): the cases about several instances run on these
+    /// alone rather than passing without checking anything on the others.
+    static let sharedByInstances: [StoreKind] = [.postgres]
 
     func harness() throws -> any StoreHarness {
         switch self {
@@ -219,12 +226,11 @@ struct StoreConformanceTests {
         await #expect(throws: StateWriteError.self) { try await store.saveSession(session("late", clock: clock), createdBy: nil) }
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.sharedByInstances)
     func aLoginIsTakenOnceWhicheverInstanceAsks(_ kind: StoreKind) async throws {
         let harness = try kind.harness()
         let clock = Self.clock()
         let first = try await harness.open(clock: clock)
-        guard !first.holdsEverySession else { return } // one instance per embedded store
         let second = try await harness.open(clock: clock)
         let state = OpaqueToken.hash("state-shared")
         try await first.beginLogin(state, PendingAuthorization(
@@ -237,12 +243,11 @@ struct StoreConformanceTests {
         #expect(taken.count == 1 && taken.first?.appState == "s")
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.sharedByInstances)
     func anotherInstancesChangesReachThisOnesMemory(_ kind: StoreKind) async throws {
         let harness = try kind.harness()
         let clock = Self.clock()
         let first = try await harness.open(clock: clock)
-        guard !first.holdsEverySession else { return }
         let second = try await harness.open(clock: clock)
         let shared = session("shared", clock: clock)
         #expect(try await first.saveSession(shared, createdBy: nil))
@@ -257,12 +262,11 @@ struct StoreConformanceTests {
         #expect(await eventually { first.session(shared.id, now: clock.seconds) == nil }, "the first instance still serves a removed session")
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.sharedByInstances)
     func oneRefreshLockHolderAtATimeAcrossInstances(_ kind: StoreKind) async throws {
         let harness = try kind.harness()
         let clock = Self.clock()
         let first = try await harness.open(clock: clock)
-        guard !first.holdsEverySession else { return }
         let second = try await harness.open(clock: clock)
         let id = OpaqueToken.hash("tbs_locked")
         let holders = LockHolders()
