@@ -52,6 +52,7 @@ STANDARD_ENDPOINTS = [
     ("get", "/providers/{provider}/authorize"),
     ("post", "/providers/{provider}/token"),
     ("post", "/providers/{provider}/revoke"),
+    ("post", "/providers/{provider}/device_authorization"),
 ]
 
 # The device flow (RFC 8628): codes for a device, and the pages where its user types the code.
@@ -160,7 +161,8 @@ SHARED_ERROR_RESPONSES = {
 
 # Error responses that deliberately are not the shared component.
 OWN_ERROR_RESPONSES = {("get", "/callback", "400"), ("get", "/callback", "403"), ("get", "/readyz", "503"),
-                       ("post", "/providers/{provider}/token", "401"), ("post", "/providers/{provider}/revoke", "401")} | {
+                       ("post", "/providers/{provider}/token", "401"), ("post", "/providers/{provider}/revoke", "401"),
+                       ("post", "/providers/{provider}/device_authorization", "401")} | {
     (method, path, status) for method, path in HTML_PAGES for status in ("400", "403", "429", "503")}
 
 ERROR_REF = "#/components/schemas/Error"

@@ -48,7 +48,8 @@ def test_the_metadata_document_has_what_rfc_8414_requires(issuer):
         assert urlsplit(document[endpoint]).netloc == parts.netloc
     assert document["response_types_supported"] == ["code"]
     assert document["code_challenge_methods_supported"] == ["S256"]
-    assert set(document["grant_types_supported"]) == {"authorization_code", "refresh_token"}
+    assert set(document["grant_types_supported"]) == {"authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:device_code"}
+    assert document["device_authorization_endpoint"] == issuer + "/device_authorization"
     assert document["token_endpoint_auth_methods_supported"] == ["none"]
     assert document["authorization_response_iss_parameter_supported"] is True
     assert set(document["scopes_supported"]) == {"openid", "profile", "email", "read"}
@@ -160,7 +161,9 @@ def test_token_endpoint_errors_are_rfc_6749_section_5_2(issuer):
               redirect_uri=REDIRECT_URI), 400, "invalid_grant"),
         (post(grant_type="refresh_token", client_id="web", refresh_token="tbs_" + "x" * 43), 400, "invalid_grant"),
         (post(grant_type="refresh_token", client_id="nobody", refresh_token="tbs_" + "x" * 43), 401, "invalid_client"),
-        (post(grant_type="refresh_token", refresh_token="tbs_" + "x" * 43), 400, "invalid_request"),
+        # A public client's refresh token names its app: without client_id it is looked up.
+        (post(grant_type="refresh_token", refresh_token="tbs_" + "x" * 43), 400, "invalid_grant"),
+        (post(grant_type="authorization_code", code="tbh_unknown", code_verifier="v" * 43, redirect_uri=REDIRECT_URI), 400, "invalid_request"),
         (requests.post(token_endpoint, data={"grant_type": "refresh_token", "refresh_token": "x"}, auth=("web", "a-secret"), timeout=10),
          401, "invalid_client"),
     ]
@@ -184,3 +187,57 @@ def test_revoking_another_clients_token_changes_nothing_and_says_nothing(broker_
     own = requests.post(revoke, data={"token": app.session_token, "client_id": "web"}, timeout=10)
     assert own.status_code == 200
     assert app.call("GET", "/token").status_code == 401
+
+
+def test_a_device_signs_in_from_the_metadata_alone_and_refreshes_with_its_refresh_token(broker_factory, auth_server, monkeypatch):
+    """RFC 8628 as a standard client does it, from the issuer's metadata: the device
+    authorization endpoint (no broker-specific parameter: the provider is the issuer's), the
+    person at /device in a browser, polls with oauthlib's DeviceClient at the token endpoint, and
+    a refresh_token — the session token — that requests-oauthlib refreshes with its defaults."""
+    from oauthlib.oauth2 import DeviceClient
+    from support.device import DevicePerson
+
+    monkeypatch.setenv("OAUTHLIB_INSECURE_TRANSPORT", "1")  # oauthlib's switch for plain HTTP on loopback
+    auth_server.set_access_token_lifetime(3)
+    broker, _, _, _ = broker_factory(config_extra="  tv:\n    device_flow: true\nsessions:\n  device_poll_interval_seconds: 1\n")
+    document = metadata(broker.url("/providers/dot"))
+    assert document["device_authorization_endpoint"] == broker.url("/providers/dot/device_authorization")
+    assert "urn:ietf:params:oauth:grant-type:device_code" in document["grant_types_supported"]
+
+    client = DeviceClient("tv")
+    started = requests.post(document["device_authorization_endpoint"], data={"client_id": "tv", "scope": "read"}, timeout=10)
+    assert started.status_code == 200, started.text
+    codes = started.json()
+    assert codes["verification_uri"] == broker.url("/device")
+    body = client.prepare_request_body(device_code=codes["device_code"], include_client_id=True)
+    poll = lambda: requests.post(document["token_endpoint"], data=body, timeout=10,  # noqa: E731
+                                 headers={"Content-Type": "application/x-www-form-urlencoded"})
+    first = poll()
+    assert first.status_code == 400 and first.json()["error"] == "authorization_pending"
+
+    person = DevicePerson(broker, auth_server)
+    try:
+        assert "Device signed in" in person.approve(codes["user_code"]).text
+    finally:
+        person.close()
+    time.sleep(codes["interval"])
+    answer = poll()
+    assert answer.status_code == 200, answer.text
+    token = client.parse_request_body_response(answer.text)
+    assert token["refresh_token"].startswith("tbs_") and "session_token" not in token and "read" in token["scope"]  # oauthlib splits it
+    assert requests.get(auth_server.userinfo_endpoint, headers={"Authorization": f"Bearer {token['access_token']}"}, timeout=10).status_code == 200
+    again = poll()
+    assert again.status_code == 400 and again.json()["error"] == "invalid_grant", "collected once"
+
+    # requests-oauthlib's refresh_token() as it comes: no client_id, no HTTP Basic.
+    time.sleep(max(0.0, token["expires_in"]) + 0.5)
+    refreshed = OAuthlibSession("tv", token=token).refresh_token(document["token_endpoint"])
+    assert refreshed["access_token"] != token["access_token"] and refreshed["refresh_token"] == token["refresh_token"]
+    assert requests.get(auth_server.userinfo_endpoint, headers={"Authorization": f"Bearer {refreshed['access_token']}"}, timeout=10).status_code == 200
+    # A client_id that names another app is still refused.
+    other = requests.post(document["token_endpoint"], timeout=10,
+                          data={"grant_type": "refresh_token", "refresh_token": token["refresh_token"], "client_id": "web"})
+    assert other.status_code == 400 and other.json()["error"] == "invalid_grant"
+    # An app not registered for the device flow gets no codes.
+    web = requests.post(document["device_authorization_endpoint"], data={"client_id": "web"}, timeout=10)
+    assert web.status_code == 400 and web.json()["error"] == "unauthorized_client"

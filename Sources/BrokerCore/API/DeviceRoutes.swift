@@ -57,19 +57,24 @@ struct DeviceRoutes: Sendable {
         }
     }
 
-    /// RFC 8628 §3.1–3.2.
+    /// RFC 8628 §3.1–3.2, the broker's own spelling: the provider named in the form.
     private func authorize(_ form: FormFields) throws(HTTPError) -> Reply {
         guard let appID = try DeviceRoutes.app(form) else { throw .badRequest("Missing parameter: app (or client_id).") }
+        return try authorize(app: appID, provider: try form.required("provider"), scopes: try BrokerServices.scopes(form))
+    }
+
+    /// RFC 8628 §3.1–3.2 for `app` at `providerID`, asking for the provider's configured scopes
+    /// and `scopes`: here and at the standard endpoint (``StandardTokenRoutes``), where the
+    /// provider is the issuer's.
+    func authorize(app appID: String, provider providerID: String, scopes: [String]) throws(HTTPError) -> Reply {
         guard let app = services.config.app(id: appID) else { throw .badRequest("Unknown app.") }
         guard app.deviceFlow else {
             throw .badRequest("This app is not registered for the device flow (device_flow: true).", code: "unauthorized_client")
         }
-        let providerID = try form.required("provider")
         guard let provider = services.providers.config(providerID) else { throw .badRequest("Unknown provider.") }
         guard app.allows(provider: providerID) else {
             throw .badRequest("This app may not use this provider.", code: "unauthorized_client")
         }
-        let scopes = try BrokerServices.scopes(form)
         let verification = services.config.server.publicURL.appendingPathComponent("device").absoluteString
         return .deferredCatching { [services] () async throws(HTTPError) -> Response in
             let codes: DeviceFlow.Codes

@@ -68,7 +68,8 @@ extension BrokerServices {
     }
 
     /// RFC 8414 metadata of provider `provider`'s authorization server: public clients, PKCE
-    /// with S256, the authorization-code and refresh-token grants, RFC 9207's `iss`.
+    /// with S256, the authorization-code, refresh-token and device (RFC 8628) grants, RFC 9207's
+    /// `iss`.
     func authorizationServerMetadata(of provider: String) -> JSONValue {
         let issuer = issuer(of: provider)
         let strings = { (values: [String]) in JSONValue.array(values.map(JSONValue.string)) }
@@ -77,9 +78,10 @@ extension BrokerServices {
             ("authorization_endpoint", .string(issuer + "/authorize")),
             ("token_endpoint", .string(issuer + "/token")),
             ("revocation_endpoint", .string(issuer + "/revoke")),
+            ("device_authorization_endpoint", .string(issuer + "/device_authorization")),
             ("response_types_supported", strings(["code"])),
             ("response_modes_supported", strings(["query"])),
-            ("grant_types_supported", strings(["authorization_code", "refresh_token"])),
+            ("grant_types_supported", strings(["authorization_code", "refresh_token", DeviceRoutes.grantType])),
             ("code_challenge_methods_supported", strings(["S256"])),
             ("token_endpoint_auth_methods_supported", strings(["none"])),
             ("revocation_endpoint_auth_methods_supported", strings(["none"])),
