@@ -15,7 +15,7 @@ import signal
 import subprocess
 import threading
 import time
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import pytest
 import requests
@@ -38,7 +38,10 @@ def instances(postgres, auth_server, browser, request):
     starts one more on the same database. A test marked `instance_env` adds to their environment."""
     ports = [free_port() for _ in range(3)]
     client_id, secret = auth_server.register_client([f"http://127.0.0.1:{ports[1]}/callback"])
-    config = broker_config(provider_config(auth_server, client_id)) + "  tv:\n    device_flow: true\n"
+    # The provider's API is the authorization server itself (its userinfo), for the proxy.
+    api = auth_server.userinfo_endpoint.rsplit("/userinfo/", 1)[0]
+    extra = f"    api_base_url: {api}\n    api_allow_private_addresses: true\n"
+    config = broker_config(provider_config(auth_server, client_id, extra=extra)) + "  tv:\n    device_flow: true\n"
     env = {
         "DOT_CLIENT_SECRET": secret, "BROKER_STATE_BACKEND": "postgres", "BROKER_POSTGRES_URL": postgres.create_database(),
         "BROKER_POSTGRES_PASSWORD": postgres.password, "BROKER_PUBLIC_URL": f"http://127.0.0.1:{ports[1]}",
@@ -116,6 +119,35 @@ def test_an_incremental_authorization_with_each_step_on_another_instance(instanc
     assert "session_token" not in merged.json() and "write" in merged.json()["scope"].split()
     for broker in brokers:
         assert wait_for(lambda: {"read", "write"} <= set(requests.get(broker.url("/session"), headers=bearer(token), timeout=10).json()["scopes"]), 2)
+
+
+def test_the_standard_endpoints_and_the_proxy_with_each_step_on_another_instance(instances, auth_server):
+    """A standard client through a round-robin balancer: the authorization endpoint of the first,
+    the callback on the second, the code at the third's token endpoint, a refresh at the first
+    (no client_id), API calls through each one's proxy, revocation at the second."""
+    brokers, apps, _ = instances
+    from support.pkce import make_pkce
+    verifier, challenge = make_pkce()
+    query = urlencode({"client_id": "web", "redirect_uri": apps[0].redirect_uri, "response_type": "code", "state": "std",
+                       "code_challenge": challenge, "code_challenge_method": "S256", "scope": "openid read"})
+    location = apps[0].browser.authorize(brokers[0].url("/providers/dot/authorize?" + query), "alice", "alice-password")
+    back = dict(parse_qsl(urlsplit(location).query))
+    assert back.get("state") == "std" and "code" in back, back
+    exchanged = requests.post(brokers[2].url("/providers/dot/token"), timeout=10, data={
+        "grant_type": "authorization_code", "code": back["code"], "code_verifier": verifier,
+        "redirect_uri": apps[0].redirect_uri, "client_id": "web"})
+    assert exchanged.status_code == 200, exchanged.text
+    refresh_token = exchanged.json()["refresh_token"]
+    refreshed = requests.post(brokers[0].url("/providers/dot/token"), timeout=10,
+                              data={"grant_type": "refresh_token", "refresh_token": refresh_token})
+    assert refreshed.status_code == 200 and refreshed.json()["refresh_token"] == refresh_token, refreshed.text
+    for broker in brokers:
+        answer = requests.get(broker.url("/proxy/dot/userinfo/"), headers=bearer(refresh_token), timeout=10)
+        assert answer.status_code == 200 and answer.json()["sub"], answer.text
+    revoked = requests.post(brokers[1].url("/providers/dot/revoke"), data={"token": refresh_token, "client_id": "web"}, timeout=10)
+    assert revoked.status_code == 200
+    for broker in (brokers[0], brokers[2]):
+        assert wait_for(lambda: requests.get(broker.url("/proxy/dot/userinfo/"), headers=bearer(refresh_token), timeout=10).status_code == 401, 2)
 
 
 def test_a_device_signs_in_with_each_step_on_another_instance(instances, auth_server):
