@@ -114,6 +114,15 @@ struct LoginFlowTests {
             try await bed.login.redeem(HandoffRedemptionRequest(code: late, verifier: verifier, redirectURI: FlowTestBed.redirectURI, app: FlowTestBed.app))
         }
         #expect(bed.store.sessionCount == 0)
+        // A verifier that is not one (RFC 7636 §4.1) is said to be malformed, and leaves the code as it was.
+        let kept = try await code(verifier)
+        for malformed in ["short", verifier + "!", String(repeating: "a", count: 129)] {
+            await #expect(throws: HandoffRefusal.malformedVerifier) {
+                try await bed.login.redeem(HandoffRedemptionRequest(code: kept, verifier: malformed, redirectURI: FlowTestBed.redirectURI, app: FlowTestBed.app))
+            }
+        }
+        let redeemed = try await bed.login.redeem(HandoffRedemptionRequest(code: kept, verifier: verifier, redirectURI: FlowTestBed.redirectURI, app: FlowTestBed.app))
+        #expect(redeemed.token != nil)
     }
 
     @Test(arguments: StoreKind.allCases)

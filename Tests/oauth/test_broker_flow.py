@@ -151,6 +151,12 @@ def test_wrong_code_verifier_or_binding_is_invalid_grant(broker_factory):
     assert other_uri.status_code == 400 and other_uri.json()["error"] == "invalid_grant"
     bad_grant = app.redeem("x", verifier, grant_type="password")
     assert bad_grant.status_code == 400 and bad_grant.json()["error"] == "unsupported_grant_type"
+    # A verifier that is not one (RFC 7636 §4.1) is said to be malformed, and spends nothing.
+    params, verifier = app.sign_in("alice")
+    malformed = app.redeem(params["code"], "too-short")
+    assert malformed.status_code == 400 and malformed.json()["error"] == "invalid_request"
+    assert "malformed" in malformed.json()["error_description"]
+    assert app.redeem(params["code"], verifier).status_code == 200
 
 
 def test_refresh_rotates_the_refresh_token(broker_factory, auth_server):

@@ -105,8 +105,10 @@ struct StandardTokenRoutes: Sendable {
         do throws(HandoffRefusal) {
             redeemed = try await services.login.redeem(request)
         } catch {
-            if case .unsaved = error { throw error.httpError }
-            throw .badRequest(error.httpError.description, code: "invalid_grant")
+            switch error {
+            case .unsaved, .malformedVerifier: throw error.httpError
+            default: throw .badRequest(error.httpError.description, code: "invalid_grant")
+            }
         }
         guard redeemed.session.provider == provider else {
             // Sent to another issuer's token endpoint: the new session is not handed out.

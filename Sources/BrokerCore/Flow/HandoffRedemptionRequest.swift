@@ -25,6 +25,9 @@ enum HandoffRefusal: Error, Sendable, Equatable {
     case replayed
     /// Issued to another app or redirect URI.
     case wrongClient
+    /// The PKCE verifier is not one (RFC 7636 §4.1: 43 to 128 unreserved characters); the code
+    /// is left as it was.
+    case malformedVerifier
     /// The PKCE verifier does not match the app's challenge.
     case wrongVerifier
     /// The session an incremental authorization merged into has ended since.

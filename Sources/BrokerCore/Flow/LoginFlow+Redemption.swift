@@ -8,6 +8,8 @@ extension LoginFlow {
     /// provider, where its first redeemer's access token would otherwise keep working (RFC 6749
     /// §4.1.2).
     func redeem(_ request: HandoffRedemptionRequest) async throws(HandoffRefusal) -> RedeemedSession {
+        // Before the code is touched: a malformed verifier is the client's mistake, not a guess.
+        guard PKCE.isWellFormed(request.verifier) else { throw .malformedVerifier }
         let codeID = OpaqueToken.hash(request.code)
         let at = now()
         let redemption: HandoffRedemption
