@@ -161,6 +161,7 @@ SHARED_ERROR_RESPONSES = {
 
 # Error responses that deliberately are not the shared component.
 OWN_ERROR_RESPONSES = {("get", "/callback", "400"), ("get", "/callback", "403"), ("get", "/readyz", "503"),
+                       ("get", "/authorize", "400"), ("get", "/providers/{provider}/authorize", "400"),
                        ("post", "/providers/{provider}/token", "401"), ("post", "/providers/{provider}/revoke", "401"),
                        ("post", "/providers/{provider}/device_authorization", "401")} | {
     (method, path, status) for method, path in HTML_PAGES for status in ("400", "403", "429", "503")}

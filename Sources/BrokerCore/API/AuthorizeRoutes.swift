@@ -4,7 +4,8 @@ import WireValues
 
 /// `GET /authorize` starts a login; `POST /authorize` asks for more scopes on an existing
 /// session (incremental authorization). Both validate everything before anything is stored, and
-/// answer invalid input with a JSON 400 — never a redirect, which could be an open redirector.
+/// answer invalid input with a 400 — JSON, or a page for a browser; never a redirect, which could
+/// be an open redirector.
 struct AuthorizeRoutes: Sendable {
     let services: BrokerServices
 
@@ -12,7 +13,13 @@ struct AuthorizeRoutes: Sendable {
         router.add("GET", "/authorize") { [self] request throws(HTTPError) in
             try services.admit(request, to: services.loginLimiter)
             let wantsJSON = request.header("Accept")?.contains("application/json") == true
-            return try start(try request.query(), session: nil, json: wantsJSON)
+            do throws(HTTPError) {
+                return try start(try request.query(), session: nil, json: wantsJSON)
+            } catch {
+                // A person at a browser sees the error as a page; an API client gets JSON.
+                guard !wantsJSON, BrokerPage.wanted(by: request) else { throw error }
+                return .now(Self.page(error))
+            }
         }
         router.add("POST", "/authorize") { [self] request throws(HTTPError) in
             try services.admit(request, to: services.loginLimiter)
@@ -22,6 +29,14 @@ struct AuthorizeRoutes: Sendable {
                 try start(try form.get(), session: session, json: true)
             }
         }
+    }
+
+    /// An invalid sign-in request as a page: it goes back to no app, which could be an open
+    /// redirector.
+    static func page(_ error: HTTPError) -> Response {
+        BrokerPage.failure(title: "This sign-in link does not work", message: error.description,
+                           next: "Go back to the app you came from and start the sign-in again; if this keeps happening, tell the app's makers.",
+                           status: error.status, headers: error.headers)
     }
 
     private func start(_ fields: FormFields, session: Session?, json: Bool) throws(HTTPError) -> Reply {

@@ -14,7 +14,7 @@ struct CallbackRoute: Sendable {
     func register(in router: inout Router) {
         router.add("GET", "/callback") { [services] request throws(HTTPError) in
             try services.admit(request, to: services.loginLimiter)
-            let wantsHTML = request.header("Accept")?.contains("text/html") == true
+            let wantsHTML = BrokerPage.wanted(by: request)
             let fields: FormFields
             let state: String
             do throws(HTTPError) {
@@ -58,14 +58,9 @@ struct CallbackRoute: Sendable {
         }
     }
 
-    /// The error as a small HTML page, for a person looking at a browser.
+    /// The error as a page, for a person looking at a browser.
     private static func page(_ error: HTTPError) -> Response {
-        let text = error.description.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-        let html = """
-            <!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign-in failed</title></head>
-            <body><h1>Sign-in failed</h1><p>\(text)</p></body></html>
-            """
-        // The server adds the security headers (a CSP forbidding scripts and framing among them).
-        return Response(status: error.status, headers: [HTTPHeader("Content-Type", "text/html; charset=utf-8")], body: Array(html.utf8))
+        BrokerPage.failure(title: "Sign-in failed", message: error.description,
+                           next: "Go back to the app you came from and sign in again.", status: error.status, headers: error.headers)
     }
 }

@@ -2,27 +2,10 @@ import BrokerCrypto
 import Foundation
 import HTTPServer
 
-/// The pages a person sees at `/device` (RFC 8628 §3.3): plain HTML with one inline stylesheet,
-/// no script, no external resource, readable on a phone. The Content-Security-Policy allows that
-/// stylesheet by its hash, forms only to the broker (and, on the page whose form leads there,
-/// the provider's sign-in), and no framing.
+/// The pages a person sees at `/device` (RFC 8628 §3.3), in the broker's page shell
+/// (``BrokerPage``): forms only to the broker (and, on the page whose form leads there, the
+/// provider's sign-in).
 enum DevicePages {
-    private static let style = """
-        body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;background:#f4f5f7;color:#1d2330}\
-        main{max-width:28rem;margin:2rem auto;padding:1.5rem;background:#fff;border-radius:.75rem;box-shadow:0 1px 4px #0002}\
-        h1{font-size:1.4rem;margin-top:0}label{display:block;font-weight:600;margin-bottom:.5rem}\
-        input{box-sizing:border-box;width:100%;font:inherit;font-size:1.6rem;letter-spacing:.15em;text-transform:uppercase;\
-        text-align:center;padding:.6rem;border:2px solid #aab;border-radius:.5rem}\
-        button{font:inherit;font-weight:600;padding:.7rem 1.2rem;border-radius:.5rem;border:0;margin:.75rem .5rem 0 0;cursor:pointer}\
-        .go{background:#1f5fd1;color:#fff}.no{background:#e4e6eb;color:#1d2330}\
-        .code{font-family:ui-monospace,monospace;font-size:1.5rem;letter-spacing:.15em}\
-        .account{font-size:1.3rem;font-weight:600;word-break:break-all}\
-        .warn{background:#fff4d6;border-left:4px solid #e0a200;padding:.75rem;border-radius:.25rem}\
-        .error{background:#fde8e8;border-left:4px solid #c81e1e;padding:.75rem;border-radius:.25rem}\
-        dt{font-weight:600}dd{margin:0 0 .5rem 0}ul{margin:.25rem 0;padding-left:1.25rem}
-        """
-    private static let styleSource = "'sha256-\(Data(SHA256.hash(style).bytes).base64EncodedString())'"
-
     /// Where the user types the code; `userCode` fills it in (from `verification_uri_complete`).
     static func entry(userCode: String?, csrf: String, message: String? = nil, status: Int = 200, cookie: HTTPHeader? = nil) -> Response {
         let error = message.map { "<p class=\"error\" role=\"alert\">\(escape($0))</p>" } ?? ""
@@ -32,7 +15,8 @@ enum DevicePages {
             <form method="post" action="/device">
             <label for="user_code">Code</label>
             <input id="user_code" name="user_code" value="\(escape(userCode ?? ""))" autocomplete="off" autocapitalize="characters" \
-            spellcheck="false" maxlength="16" placeholder="BCDF-GHJK" required autofocus>
+            spellcheck="false" maxlength="16" aria-describedby="code_hint" required autofocus>
+            <p class="hint" id="code_hint">Eight letters, as your device shows them; the dash is optional.</p>
             <input type="hidden" name="csrf" value="\(escape(csrf))">
             <button class="go" type="submit">Continue</button>
             </form>
@@ -128,37 +112,10 @@ enum DevicePages {
         title: String, status: Int = 200, formTargets: [String] = [], cookie: HTTPHeader? = nil, extraHeaders: [HTTPHeader] = [],
         body: String
     ) -> Response {
-        let html = """
-            <!doctype html><html lang="en"><head><meta charset="utf-8">
-            <meta name="viewport" content="width=device-width, initial-scale=1">
-            <title>\(escape(title))</title><style>\(style)</style></head>
-            <body><main>
-            \(body)
-            </main></body></html>
-            """
-        // form-action also governs where a submitted form may be redirected (the provider).
-        let formAction = (["'self'"] + formTargets).joined(separator: " ")
-        var headers = [
-            HTTPHeader("Content-Type", "text/html; charset=utf-8"),
-            HTTPHeader("Content-Security-Policy",
-                       "default-src 'none'; style-src \(styleSource); form-action \(formAction); frame-ancestors 'none'; base-uri 'none'"),
-        ] + extraHeaders
-        if let cookie { headers.append(cookie) }
-        return Response(status: status, headers: headers, body: Array(html.utf8))
+        BrokerPage.render(title: title, status: status, formTargets: formTargets, headers: extraHeaders + (cookie.map { [$0] } ?? []), body: body)
     }
 
-    static func escape(_ text: String) -> String {
-        var escaped = ""
-        for character in text {
-            switch character {
-            case "&": escaped += "&amp;"
-            case "<": escaped += "&lt;"
-            case ">": escaped += "&gt;"
-            case "\"": escaped += "&quot;"
-            case "'": escaped += "&#39;"
-            default: escaped.append(character)
-            }
-        }
-        return escaped
+    private static func escape(_ text: String) -> String {
+        BrokerPage.escape(text)
     }
 }

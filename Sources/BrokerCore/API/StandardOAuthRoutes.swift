@@ -19,7 +19,14 @@ struct StandardOAuthRoutes: Sendable {
             router.add("GET", "/.well-known/oauth-authorization-server/providers/\(provider)") { _ in .now(metadata) }
             router.add("GET", "/providers/\(provider)/authorize") { [self] request throws(HTTPError) in
                 try services.admit(request, to: services.loginLimiter)
-                return try authorize(try request.query(), provider: provider, issuer: issuer)
+                do throws(HTTPError) {
+                    return try authorize(try request.query(), provider: provider, issuer: issuer)
+                } catch {
+                    // Before the client and its redirect URI are known good: answered here, as a
+                    // page for a person at a browser.
+                    guard BrokerPage.wanted(by: request) else { throw error }
+                    return .now(AuthorizeRoutes.page(error))
+                }
             }
         }
     }

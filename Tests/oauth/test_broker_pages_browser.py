@@ -1,0 +1,88 @@
+"""Every page the broker shows a person, in a real headless browser (Debian's chromium through
+chromedriver) at a phone's width (412 px) and a desktop's (1280 px): the sign-in error pages of
+/callback, /authorize and the standard authorization endpoint (a browser gets a page, an API
+client JSON), the device entry page and the development provider's sign-in. Each must carry a
+viewport, apply the shared stylesheet under its Content-Security-Policy without a violation,
+keep its card off the screen's edges and say what to do next. A screenshot of each is written
+to PAGE_SCREENSHOTS (default .build/page-screenshots) for a person to look at."""
+
+import os
+import shutil
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+import requests
+
+from support.broker import BrokerProcess
+
+selenium = pytest.importorskip("selenium")
+from selenium import webdriver  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+
+SCREENSHOTS = Path(os.environ.get("PAGE_SCREENSHOTS", Path(__file__).resolve().parents[2] / ".build" / "page-screenshots"))
+
+
+@pytest.fixture(params=[412, 1280], ids=["phone", "desktop"])
+def chrome(request):
+    if not shutil.which("chromium") or not shutil.which("chromedriver"):
+        pytest.fail("chromium and chromium-driver are needed (make test installs them)")
+    options = webdriver.ChromeOptions()
+    options.binary_location = shutil.which("chromium")
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", f"--window-size={request.param},900", "--lang=en"):
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
+    driver.set_page_load_timeout(30)
+    driver.width = request.param
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    yield driver
+    driver.quit()
+
+
+def look(driver, url: str, name: str, status_logged: bool = False) -> str:
+    """Opens `url`, checks the page as a person sees it, saves a screenshot; the page's text."""
+    driver.get(url)
+    assert driver.find_element(By.CSS_SELECTOR, 'meta[name="viewport"]').get_attribute("content").startswith("width=device-width")
+    main = driver.find_element(By.TAG_NAME, "main")
+    assert main.value_of_css_property("max-width") == "448px", "the shared stylesheet applied"
+    left = main.rect["x"]
+    right = driver.execute_script("return document.documentElement.clientWidth") - (main.rect["x"] + main.rect["width"])
+    assert left >= 12 and right >= 12, f"the card keeps off the edges ({left}, {right})"
+    problems = [e["message"] for e in driver.get_log("browser")
+                if e["level"] in ("SEVERE", "WARNING") and "/favicon.ico" not in e["message"]
+                and not (status_logged and "the server responded with a status of" in e["message"])]
+    assert not problems, problems
+    driver.save_screenshot(str(SCREENSHOTS / f"{name}-{driver.width}.png"))
+    return main.text
+
+
+def test_the_sign_in_error_pages(chrome, broker_factory):
+    broker, app, _, _ = broker_factory()
+    text = look(chrome, broker.url("/callback?state=tbst_unknown&code=x"), "callback-error", status_logged=True)
+    assert "Sign-in failed" in text and "sign in again" in text
+    text = look(chrome, broker.url("/authorize?" + urlencode({"app": "nobody", "provider": "dot"})), "authorize-error", status_logged=True)
+    assert "does not work" in text and "Go back to the app" in text
+    text = look(chrome, broker.url("/providers/dot/authorize?" + urlencode({"client_id": "nobody", "response_type": "code"})),
+                "standard-authorize-error", status_logged=True)
+    assert "Unknown client_id" in text
+    # An API client still gets JSON for the same requests.
+    for path in ("/authorize?app=nobody&provider=dot", "/providers/dot/authorize?client_id=nobody"):
+        answer = requests.get(broker.url(path), timeout=10)
+        assert answer.status_code == 400 and answer.json()["error"] == "invalid_request"
+
+
+def test_the_device_entry_and_the_development_sign_in(chrome):
+    broker = BrokerProcess("", args=("--dev",))
+    try:
+        text = look(chrome, broker.url("/device"), "device-entry")
+        assert "Eight letters" in text
+        assert chrome.find_element(By.NAME, "user_code").get_attribute("placeholder") in (None, "")
+        authorize = broker.url("/authorize?" + urlencode({
+            "app": "demo", "provider": "dev", "redirect_uri": "http://127.0.0.1/callback", "state": "s",
+            "code_challenge": "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM", "code_challenge_method": "S256"}))
+        text = look(chrome, authorize, "development-sign-in")
+        assert "Development identity provider" in text and chrome.find_element(By.NAME, "user").get_attribute("value") == "alice"
+    finally:
+        broker.stop()
