@@ -19,7 +19,7 @@ run: deps
 test: deps venv
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
-	$(VENV)/bin/python -m pytest -q Tests/contract Tests/oauth Tests/deploy
+	$(VENV)/bin/python -m pytest -q Tests/contract Tests/oauth Tests/deploy Tests/docs
 	$(MAKE) fuzz-smoke
 
 ## The crash loop of Tests/oauth/test_broker_crash.py with many rounds (kill -9 under load).
