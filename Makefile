@@ -33,7 +33,7 @@ deploy-check: deps venv
 	$(SWIFT) build --product token-broker
 	$(VENV)/bin/python -m pytest -q Tests/deploy
 
-## The benchmark (README, "Benchmark"): a release build, then one run of bench/run.py (about
+## The benchmark (docs/benchmark.md): a release build, then one run of bench/run.py (about
 ## 3 minutes) that prints one table. BENCH_ARGS passes options (python3 bench/run.py --help).
 bench: bench-deps
 	$(SWIFT) build -c release --product token-broker

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The token broker's benchmark (README, "Benchmark"; `make bench`).
+"""The token broker's benchmark (docs/benchmark.md; `make bench`).
 
 One run, one table: the broker's hot path (`GET /token` on live sessions) side by side with the
 broker's `/healthz`, a bare libmicrohttpd responder (bench/mhd_bare.c) and nginx answering the

@@ -24,7 +24,7 @@ public final class Broker: Sendable {
     /// Loads the state, binds the listening socket and builds everything that serves on it.
     /// With `development`, the built-in identity provider and demo app are added (loopback
     /// only), and the state may live in memory only. `acceptDamagedState` starts even when a
-    /// state file is damaged (README, "State").
+    /// state file is damaged (docs/state.md).
     public init(
         config: BrokerConfig, development: Bool = false, acceptDamagedState: Bool = false,
         logOutput: LogOutput = .standardOutput

@@ -1,4 +1,5 @@
 import BrokerCore
+import Foundation
 import Testing
 
 struct ConfigProblemsTests {
@@ -167,5 +168,42 @@ func expectProblem(_ problems: [ConfigProblem], key: String, contains text: Stri
             sourceLocation: sourceLocation)
     if let line, let match {
         #expect(match.line == line, "line of \(key)", sourceLocation: sourceLocation)
+    }
+}
+
+/// `display_name`: what a person is shown for an app or a provider on the broker's pages.
+struct ConfigDisplayNameTests {
+    private static let yaml = """
+        providers:
+          corp:
+            issuer: https://login.example.com
+            client_id: broker
+            client_secret_env: CORP_SECRET
+            display_name: Corp Single Sign-On
+        apps:
+          tv:
+            device_flow: true
+            display_name: "Living-room TV"
+          web:
+            redirect_uris: [https://app.example.com/cb]
+        """
+
+    @Test func appsAndProvidersMayHaveOne() throws {
+        let config = try ConfigLoader.load(yaml: Self.yaml, fileName: "test.yaml", environment: ["CORP_SECRET": "s"])
+        #expect(config.provider(id: "corp")?.shownName == "Corp Single Sign-On")
+        #expect(config.app(id: "tv")?.shownName == "Living-room TV")
+        #expect(config.app(id: "web")?.displayName == nil && config.app(id: "web")?.shownName == "web", "the id without one")
+    }
+
+    @Test func oneWithAControlCharacterOrTooLongIsAProblem() {
+        for bad in [#""TV\u0007""#, String(repeating: "x", count: 101), #""""#] {
+            let yaml = Self.yaml.replacingOccurrences(of: #""Living-room TV""#, with: bad)
+            do {
+                _ = try ConfigLoader.load(yaml: yaml, fileName: "test.yaml", environment: ["CORP_SECRET": "s"])
+                Issue.record("accepted \(bad)")
+            } catch {
+                #expect(error.problems.contains { $0.key == "apps.tv.display_name" }, "\(error.problems)")
+            }
+        }
     }
 }

@@ -38,10 +38,12 @@ struct LoggingTests {
             try #require(lines.count == 2)
             #expect(!lines[0].contains("proxy"))
             if style == .json {
-                let direct = try #require(try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: String])
-                #expect(direct["client"] == "198.51.100.9" && direct["duration_ms"] == "1.500")
-                let proxied = try #require(try JSONSerialization.jsonObject(with: Data(lines[1].utf8)) as? [String: String])
-                #expect(proxied["proxy"] == "10.0.0.5" && proxied["client"] == "198.51.100.9")
+                let direct = try #require(try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: Any])
+                #expect(direct["client"] as? String == "198.51.100.9" && direct["duration_ms"] as? Double == 1.5)
+                #expect(direct["status"] as? Int == 200 && direct["bytes"] as? Int == 42, "numbers as JSON numbers")
+                #expect(lines[0].contains(#""duration_ms":1.500,"#))
+                let proxied = try #require(try JSONSerialization.jsonObject(with: Data(lines[1].utf8)) as? [String: Any])
+                #expect(proxied["proxy"] as? String == "10.0.0.5" && proxied["client"] as? String == "198.51.100.9")
             } else {
                 #expect(lines[1].contains(" client=198.51.100.9 ") && lines[1].contains(" path=/token proxy=10.0.0.5 request_id=r-1 "))
             }

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// Error bodies say what is wrong without repeating what the client sent (README, "Security").
+/// Error bodies say what is wrong without repeating what the client sent (docs/security.md).
 @Suite(.serialized)
 struct InputEchoTests {
     private static let marker = "ZQXMARKERZQX"

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// Every metrics label comes from a closed set (README, "Security"): paths sent to a prefix route
+/// Every metrics label comes from a closed set (docs/security.md): paths sent to a prefix route
 /// (`/proxy/{provider}/{path}`) with an unknown session token, with a malformed path, or with no
 /// token, and to no route at all, add no series to `/metrics` however many distinct ones arrive.
 @Suite(.serialized)

@@ -642,7 +642,7 @@ def test_post_authorize_takes_the_same_fields_with_scope_required(doc):
     schema = form_schema(doc, "post", "/authorize")
     assert set(schema["properties"]) == set(AUTHORIZE_PARAMS)
     assert "scope" in schema["required"]
-    # README, "Decisions where the specification was silent": POST /authorize needs no provider
+    # docs/api.md, "Decisions where the specification was silent": POST /authorize needs no provider
     # or app (the session's are used); if given they must match the session's.
     assert set(schema["required"]) >= {n for n, req in AUTHORIZE_PARAMS.items() if req} - {"provider", "app"}
     assert not {"provider", "app"} & set(schema["required"])

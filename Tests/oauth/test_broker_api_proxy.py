@@ -1,4 +1,4 @@
-"""The API proxy (README, "Calling the provider's API through the broker"): requests an app sends
+"""The API proxy (docs/api.md, "Calling the provider's API through the broker"): requests an app sends
 to /proxy/{provider}/{path} with its session token reach the provider's API with the provider's
 token — against the real authorization server's userinfo, and a recording upstream on loopback
 that keeps what it receives. The client's credentials and cookies never arrive; another

@@ -84,7 +84,9 @@ def assert_styled_and_clean(driver) -> None:
 
 
 def test_a_person_signs_a_device_in_with_a_browser(chrome, broker_factory, auth_server):
-    broker, _, _, _ = broker_factory(config_extra="  tv:\n    device_flow: true\nsessions:\n  device_poll_interval_seconds: 1\n")
+    broker, _, _, _ = broker_factory(
+        provider_extra="    display_name: Test Identity\n",
+        config_extra="  tv:\n    device_flow: true\n    display_name: Living-room TV\nsessions:\n  device_poll_interval_seconds: 1\n")
     cli = DeviceClient(broker)
     codes = cli.request_codes()
 
@@ -97,7 +99,8 @@ def test_a_person_signs_a_device_in_with_a_browser(chrome, broker_factory, auth_
 
     assert chrome.find_element(By.TAG_NAME, "h1").text == "Sign in a device?"
     page = chrome.find_element(By.TAG_NAME, "main").text
-    for shown in ("tv", "dot", "openid", codes["user_code"], "Never enter a code that someone sent you"):
+    # The configured display names, not the ids.
+    for shown in ("Living-room TV", "Test Identity", "openid", codes["user_code"], "Never enter a code that someone sent you"):
         assert shown in page
     assert_styled_and_clean(chrome)
     shot(chrome, "2-confirm")
@@ -113,6 +116,7 @@ def test_a_person_signs_a_device_in_with_a_browser(chrome, broker_factory, auth_
     assert chrome.current_url.startswith(broker.url("/callback"))
     assert chrome.find_element(By.TAG_NAME, "h1").text == "Is this the right account?"
     assert "alice@example.test" in chrome.find_element(By.CSS_SELECTOR, ".account").text
+    assert "Living-room TV" in chrome.find_element(By.TAG_NAME, "main").text
     assert_styled_and_clean(chrome)
     shot(chrome, "3-confirm-account")
     assert cli.poll().json()["error"] == "authorization_pending"

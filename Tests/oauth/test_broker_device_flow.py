@@ -1,4 +1,4 @@
-"""The device flow (RFC 8628) in front of the real authorization server (README, "Signing in a
+"""The device flow (RFC 8628) in front of the real authorization server (docs/api.md, "Signing in a
 device"): a scripted command-line tool asks for codes and polls while a scripted person types the
 code at /device, allows it, and signs in and consents at the server; the tool's session then works
 at the server's userinfo. Also: slow_down, refusals (at /device and at the server), expiry, a

@@ -1,5 +1,5 @@
 """Three brokers on one PostgreSQL behind a balancer, restarted one after the other under load
-(README, "Running several instances"): no request fails.
+(docs/several-instances.md): no request fails.
 
 - nginx with its default upstream settings (passive health checks: one refused connection marks
   a server down for 10 s; the request is retried on the next one). Each instance is stopped

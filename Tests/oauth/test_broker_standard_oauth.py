@@ -1,4 +1,4 @@
-"""The broker as an ordinary OAuth 2.0 authorization server for its apps (README, "Using a
+"""The broker as an ordinary OAuth 2.0 authorization server for its apps (docs/api.md, "Using a
 standard OAuth client"): clients nobody here wrote — authlib's OAuth2Session and
 requests-oauthlib's — configured from the RFC 8414 metadata document alone (given the issuer URL
 and the client id), run the whole flow against the broker in front of the real authorization

@@ -48,7 +48,9 @@ struct CallbackRoute: Sendable {
                         return wantsHTML ? DevicePages.otherBrowser() : DevicePages.otherBrowserError.response
                     }
                     let completion = await services.login.complete(pending, state: state, with: answer)
-                    return DevicePages.signedIn(completion.outcome, app: pending.app, provider: pending.provider, device: device, state: state)
+                    return DevicePages.signedIn(completion.outcome, app: services.config.app(id: pending.app)?.shownName ?? pending.app,
+                                                provider: services.providers.config(pending.provider)?.shownName ?? pending.provider,
+                                                device: device, state: state)
                 }
                 let completion = await services.login.complete(pending, state: state, with: answer)
                 // RFC 9207: the issuer the app's answer comes from (its standard metadata names it).

@@ -24,12 +24,12 @@ enum DevicePages {
     }
 
     /// What the user is about to allow, with the warning against codes from someone else.
-    static func confirm(_ waiting: DeviceFlow.Waiting, providerName: String, providerOrigin: String?, csrf: String) -> Response {
+    static func confirm(_ waiting: DeviceFlow.Waiting, appName: String, providerName: String, providerOrigin: String?, csrf: String) -> Response {
         let scopes = waiting.device.scopes.map { "<li>\(escape($0))</li>" }.joined()
         return page(title: "Sign in a device?", formTargets: providerOrigin.map { [$0] } ?? [], body: """
             <h1>Sign in a device?</h1>
             <p>Code <span class="code">\(escape(UserCode.display(waiting.userCode)))</span></p>
-            <dl><dt>App</dt><dd>\(escape(waiting.device.app))</dd>
+            <dl><dt>App</dt><dd>\(escape(appName))</dd>
             <dt>Signs in with</dt><dd>\(escape(providerName))</dd>
             <dt>Access asked for</dt><dd><ul>\(scopes)</ul></dd></dl>
             <p class="warn"><strong>Only continue if you started this yourself</strong> on a device in front of you, and it \

@@ -130,7 +130,10 @@ struct DeviceRoutes: Sendable {
             } catch {
                 return Self.page(error)
             }
-            return DevicePages.confirm(waiting, providerName: waiting.device.provider, providerOrigin: providerOrigin, csrf: form["csrf"] ?? "")
+            let appName = services.config.app(id: waiting.device.app)?.shownName ?? waiting.device.app
+            let providerName = services.providers.config(waiting.device.provider)?.shownName ?? waiting.device.provider
+            return DevicePages.confirm(waiting, appName: appName, providerName: providerName, providerOrigin: providerOrigin,
+                                       csrf: form["csrf"] ?? "")
         }
     }
 

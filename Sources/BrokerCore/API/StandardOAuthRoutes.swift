@@ -4,7 +4,7 @@ import WireValues
 
 /// The broker as an ordinary OAuth 2.0 authorization server for public clients with PKCE, one
 /// issuer per provider (`<public_url>/providers/{provider}`), so that AppAuth, golang/oauth2,
-/// authlib and the like work against it with a configuration change (README, "Using a standard
+/// authlib and the like work against it with a configuration change (docs/api.md, "Using a standard
 /// OAuth client"): its RFC 8414 metadata and its authorization endpoint here, its token and
 /// revocation endpoints in ``StandardTokenRoutes``. The client id is the app id; the provider
 /// comes from the issuer's path, so the broker's own endpoints stay as they are.

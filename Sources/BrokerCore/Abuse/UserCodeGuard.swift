@@ -5,7 +5,7 @@ import WireValues
 /// tries; and, so that a small group of clients cannot spend that budget for everyone, a share
 /// of it per network (an IPv4 /24, an IPv6 /48: a tenth) and per client (an IPv4 address, an
 /// IPv6 /64: a twentieth), which a client meets first. Spending the whole budget then takes
-/// clients in ten networks or more (README, "Signing in a device").
+/// clients in ten networks or more (docs/api.md, "Signing in a device").
 struct UserCodeGuard: Sendable {
     private let everyone: RateLimiter
     private let network: RateLimiter

@@ -9,14 +9,20 @@ public struct AppConfig: Sendable, Equatable {
     /// Whether the app may sign in devices (RFC 8628: `POST /device/authorize`); such an app
     /// needs no redirect URI.
     public let deviceFlow: Bool
+    /// What a person is shown for the app (`display_name`, such as `Acme for TV`), or nil for its id.
+    public let displayName: String?
 
     /// Creates an app. The loader validates its input; this initializer does not.
-    public init(id: String, redirectURIs: [RedirectURI], providers: [String]? = nil, deviceFlow: Bool = false) {
+    public init(id: String, redirectURIs: [RedirectURI], providers: [String]? = nil, deviceFlow: Bool = false, displayName: String? = nil) {
         self.id = id
+        self.displayName = displayName
         self.redirectURIs = redirectURIs
         self.providers = providers
         self.deviceFlow = deviceFlow
     }
+
+    /// The app's name for a person: its display name, else its id.
+    public var shownName: String { displayName ?? id }
 
     /// Whether the app may use the provider with id `provider`.
     public func allows(provider: String) -> Bool {

@@ -10,7 +10,7 @@ struct AppDecoder {
     /// broken provider does not also make each app naming it fail.
     let providerIDs: [String]
 
-    static let knownKeys = ["redirect_uris", "providers", "device_flow"]
+    static let knownKeys = ["redirect_uris", "providers", "device_flow", "display_name"]
 
     /// The app, or `nil` when anything about it is wrong (every problem is recorded).
     func decode(_ node: Node, problems: inout ConfigProblemList) -> AppConfig? {
@@ -21,8 +21,9 @@ struct AppDecoder {
         // A device-flow app needs no redirect URI: its devices poll instead (RFC 8628).
         let redirectURIs = deviceFlow && !reader.has("redirect_uris") ? [] : decodeRedirectURIs(reader, problems: &problems)
         let providers = decodeProviders(reader, problems: &problems)
+        let displayName = reader.displayName(problems: &problems)
         guard problems.problems.count == before, let redirectURIs else { return nil }
-        return AppConfig(id: id, redirectURIs: redirectURIs, providers: providers, deviceFlow: deviceFlow)
+        return AppConfig(id: id, redirectURIs: redirectURIs, providers: providers, deviceFlow: deviceFlow, displayName: displayName)
     }
 
     private func decodeRedirectURIs(_ reader: YAMLMappingReader, problems: inout ConfigProblemList) -> [RedirectURI]? {

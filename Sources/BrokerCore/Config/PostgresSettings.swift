@@ -2,7 +2,7 @@
 public enum StateBackend: String, Sendable, Equatable, CaseIterable {
     /// Memory, an encrypted journal and snapshots in `state.directory`: one broker instance.
     case embedded
-    /// PostgreSQL, shared by several broker instances (README, "Running several instances").
+    /// PostgreSQL, shared by several broker instances (docs/several-instances.md).
     case postgres
 }
 

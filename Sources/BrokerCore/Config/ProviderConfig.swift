@@ -41,6 +41,12 @@ public struct ProviderConfig: Sendable {
     /// Whether the proxy may connect to loopback, private and link-local addresses for this
     /// provider (`api_allow_private_addresses`): a test upstream, an API inside your network.
     public let apiAllowPrivateAddresses: Bool
+    /// What a person is shown for the provider (`display_name`, such as `Google Workspace`), or nil
+    /// for its id.
+    public let displayName: String?
+
+    /// The provider's name for a person: its display name, else its id.
+    public var shownName: String { displayName ?? id }
 
     /// Creates a provider. The loader validates its input; this initializer does not.
     public init(id: String, endpoints: ProviderEndpoints, clientID: String, clientSecret: Secret,
@@ -49,8 +55,9 @@ public struct ProviderConfig: Sendable {
                 allowInsecureHTTP: Bool = false, preset: String? = nil, userinfoEndpointOverride: URL? = nil,
                 profileMapping: ProfileMapping = .openIDConnect, userinfoMethod: String = "GET",
                 scopeSeparator: String = " ", apiBaseURL: URL? = nil, apiHeaders: [String] = [],
-                apiAllowPrivateAddresses: Bool = false) {
+                apiAllowPrivateAddresses: Bool = false, displayName: String? = nil) {
         self.id = id
+        self.displayName = displayName
         self.preset = preset
         self.endpoints = endpoints
         self.userinfoEndpointOverride = userinfoEndpointOverride

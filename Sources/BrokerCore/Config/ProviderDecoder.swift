@@ -17,7 +17,7 @@ struct ProviderDecoder {
     static let knownKeys = ["preset", "issuer"] + endpointKeys + ProviderPreset.placeholderKeys + [
         "client_id", "client_secret_env", "client_secret_file", "scopes",
         "token_endpoint_auth_method", "authorization_params", "allow_insecure_http",
-        "api_base_url", "api_headers", "api_allow_private_addresses",
+        "api_base_url", "api_headers", "api_allow_private_addresses", "display_name",
     ]
 
     /// The provider, or `nil` when anything about it is wrong (every problem is recorded).
@@ -45,6 +45,7 @@ struct ProviderDecoder {
         let parameters = (preset?.authorizationParameters ?? [:])
             .merging(decodeParameters(reader, problems: &problems)) { _, configured in configured }
         let api = decodeAPI(reader, preset: preset, allowInsecureHTTP: insecure, problems: &problems)
+        let displayName = reader.displayName(problems: &problems)
         guard problems.problems.count == before, let resolved, let clientID, let secret else { return nil }
         return ProviderConfig(id: id, endpoints: resolved.endpoints, clientID: clientID, clientSecret: secret,
                               scopes: scopes, authorizationParameters: parameters,
@@ -53,7 +54,8 @@ struct ProviderDecoder {
                               profileMapping: preset?.profileMapping ?? .openIDConnect,
                               userinfoMethod: preset?.userinfoMethod ?? "GET",
                               scopeSeparator: preset?.scopeSeparator ?? " ", apiBaseURL: api.baseURL,
-                              apiHeaders: api.headers, apiAllowPrivateAddresses: api.allowPrivateAddresses)
+                              apiHeaders: api.headers, apiAllowPrivateAddresses: api.allowPrivateAddresses,
+                              displayName: displayName)
     }
 
     /// The API proxy's settings: `api_base_url` (else the preset's; no query or fragment),

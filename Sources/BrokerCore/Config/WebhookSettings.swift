@@ -1,7 +1,7 @@
 public import Foundation
 
 /// `webhooks`: where the broker reports sessions that end or keep failing to refresh. Each event
-/// is signed with HMAC-SHA256 under `secret` (README, "Webhooks").
+/// is signed with HMAC-SHA256 under `secret` (docs/operations.md, "Webhooks").
 public struct WebhookSettings: Sendable {
     public let url: URL
     public let secret: Secret

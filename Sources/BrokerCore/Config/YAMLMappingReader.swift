@@ -76,6 +76,17 @@ struct YAMLMappingReader {
         return text
     }
 
+    /// `display_name`: what a person is shown for an app or a provider — at most 100 characters,
+    /// no control character; nil when absent (or wrong, recorded).
+    func displayName(problems: inout ConfigProblemList) -> String? {
+        guard let text = string("display_name", problems: &problems) else { return nil }
+        guard text.count <= 100, !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            problems.add(path.child("display_name"), "must be at most 100 characters, without control characters", line: line(of: "display_name"))
+            return nil
+        }
+        return text
+    }
+
     /// Parses the scalar under `key` with `parse`, recording a failure.
     func parsed<T>(_ key: String, expected: String, problems: inout ConfigProblemList,
                    _ parse: (String) -> Result<T, ConfigValueError>) -> T? {

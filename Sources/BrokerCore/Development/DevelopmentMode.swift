@@ -45,12 +45,13 @@ public enum DevelopmentMode {
             clientSecret: Secret(clientSecret, source: "development mode"),
             scopes: ["openid", "profile", "email"],
             // The proxy reaches the built-in provider's own endpoints (`/proxy/dev/userinfo`) on loopback.
-            apiBaseURL: issuer, apiAllowPrivateAddresses: true
+            apiBaseURL: issuer, apiAllowPrivateAddresses: true, displayName: "Development identity provider"
         )
-        let demo = AppConfig(id: appID, redirectURIs: [try RedirectURI(parsing: demoRedirectURI)], deviceFlow: true)
+        let demo = AppConfig(id: appID, redirectURIs: [try RedirectURI(parsing: demoRedirectURI)], deviceFlow: true, displayName: "Demo app")
         let configured = config.providers.map(\.id)
         let apps = config.apps.map { app in
-            AppConfig(id: app.id, redirectURIs: app.redirectURIs, providers: app.providers ?? configured, deviceFlow: app.deviceFlow)
+            AppConfig(id: app.id, redirectURIs: app.redirectURIs, providers: app.providers ?? configured, deviceFlow: app.deviceFlow,
+                      displayName: app.displayName)
         }
         return BrokerConfig(
             server: config.server, log: config.log, sessions: config.sessions, state: config.state,

@@ -10,8 +10,8 @@ import Synchronization
 /// line before it, is on standard output when `write` returns. `writeSoon` is for the access
 /// log, one line per request: the line joins a buffer that a writer thread empties in one
 /// `write` call every couple of milliseconds. One system call per request, with the file's
-/// lock shared by every server thread, cost as much as the rest of a `GET /token` (README,
-/// "Benchmark"); batched, it is a small fraction. What waits in the buffer when the process is
+/// lock shared by every server thread, cost as much as the rest of a `GET /token` (docs/benchmark-history.md);
+/// batched, it is a small fraction. What waits in the buffer when the process is
 /// killed (`SIGKILL`; a crash) is lost: at most the last few milliseconds of access-log lines.
 /// A clean shutdown writes everything. Lines never interleave; one thread's lines keep their
 /// order, and a batch groups lines by thread (see `PendingLines`).

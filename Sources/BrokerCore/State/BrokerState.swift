@@ -4,7 +4,7 @@ import Logging
 import Synchronization
 
 /// The state on one machine: in memory (sharded sessions, logins, handoff codes), made durable
-/// by an encrypted journal plus periodic snapshots in the state directory (README, "State").
+/// by an encrypted journal plus periodic snapshots in the state directory (docs/state.md).
 /// Upkeep (sweeping, snapshots) is in BrokerState+Upkeep.swift.
 final class BrokerState: StateStore {
     let sessions: SessionStore

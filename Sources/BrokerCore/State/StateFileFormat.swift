@@ -1,6 +1,6 @@
 import BrokerCrypto
 
-/// The container both state files share (README, "State files"):
+/// The container both state files share (docs/state.md, "Format"):
 ///
 ///     header (32 bytes, plaintext): magic (4) | version (u16) | reserved (u16) | key id (u64)
 ///                                   | generation (u64) | created, Unix seconds (u64)

@@ -5,7 +5,7 @@ import Foundation
 /// code — sessions made as `POST /token` makes them, kept in a `SessionStore`, written by
 /// `SnapshotWriter` as generation 1 — so that a broker started on the directory loads them as it
 /// would after a restart. Nothing in the served API is involved. Used by `broker-bench-state`
-/// (README, "Benchmark"); the broker itself never calls it, and it is `package`: no API of the
+/// (docs/benchmark.md); the broker itself never calls it, and it is `package`: no API of the
 /// BrokerCore library.
 ///
 /// Each session looks like one the development provider makes: provider `dev`, app `demo`,

@@ -11,7 +11,7 @@ enum StateRecord: Sendable {
     case handoff(SHA256Digest, Handoff)
     case device(SHA256Digest, DeviceAuthorization)
 
-    /// Record types: fixed forever (README, "State files").
+    /// Record types: fixed forever (docs/state.md, "Format").
     private enum Kind: UInt8 {
         case session = 1
         case sessionRemoved = 2
@@ -81,7 +81,7 @@ enum StateRecord: Sendable {
     }
 }
 
-// Field tags per record kind (README, "State files"). Tag 1 is the record's key.
+// Field tags per record kind (docs/state.md, "Format"). Tag 1 is the record's key.
 
 extension Session {
     func encode(into fields: inout FieldWriter) {
@@ -203,7 +203,7 @@ extension Grant {
 }
 
 extension DeviceAuthorization {
-    /// Status numbers: fixed forever (README, "State files").
+    /// Status numbers: fixed forever (docs/state.md, "Format").
     private static let pending = 0.0, approved = 1.0, denied = 2.0, collected = 3.0, signedIn = 4.0
 
     func encode(into fields: inout FieldWriter) {

@@ -5,7 +5,7 @@ import Postgres
 import Synchronization
 
 /// The state in PostgreSQL, shared by several broker instances (`state.backend: postgres`;
-/// README, "Running several instances"). Rows are sealed (``RowSealer``); each instance keeps a
+/// docs/several-instances.md). Rows are sealed (``RowSealer``); each instance keeps a
 /// bounded cache of sessions (``SessionCache``) kept coherent by `LISTEN/NOTIFY` on
 /// ``channel``: every change to a session row bumps its version and notifies `id:version` in
 /// the same transaction. A change is committed (synchronous commit) before its method returns;
