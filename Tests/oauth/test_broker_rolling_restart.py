@@ -102,6 +102,20 @@ class Load:
         return dict(self.counts)
 
 
+def under_load(load: Load, restart) -> tuple[dict[int, int], float]:
+    """Runs `restart` while `load` runs, with a second of load before and after: the answers by
+    status, and how long the restart took."""
+    try:
+        time.sleep(1)
+        started = time.monotonic()
+        restart()
+        took = time.monotonic() - started
+        time.sleep(1)
+    finally:
+        counts = load.stop()
+    return counts, took
+
+
 def session_token(broker: BrokerProcess, browser) -> str:
     from support.broker import App
     return App(broker, browser).login("alice")["session_token"]
@@ -113,17 +127,15 @@ def test_a_rolling_restart_behind_nginx_with_its_defaults_fails_no_request(fleet
         fleet.start(port)
     token = session_token(fleet.running[ports[0]], browser)
     nginx = Nginx(ports)
-    load = Load(nginx.url("/token"), token)
-    try:
-        time.sleep(1)
-        started = time.monotonic()
+
+    def restart():
         for port in ports:
             fleet.stop(port)
             fleet.start(port)
-        took = time.monotonic() - started
-        time.sleep(1)
+
+    try:
+        counts, took = under_load(Load(nginx.url("/token"), token), restart)
     finally:
-        counts = load.stop()
         nginx.close()
     print(f"\nrolling restart behind nginx (defaults), {took:.1f} s: answers by status {counts}")
     assert counts.get(200, 0) > 500
@@ -156,18 +168,14 @@ def test_a_rolling_restart_in_kubernetes_order_fails_no_request(fleet, browser):
     controller.start()
     # A connection per request: nginx's own reloads close kept-alive client connections, which is
     # nginx's matter, not the broker's.
-    load = Load(nginx.url("/token"), token, keep_alive=False)
-    try:
-        time.sleep(1)
-        started = time.monotonic()
+    def restart():
         for port in old:
-            new = free_port()
-            fleet.start(new)  # ready before the old one is told to go
+            fleet.start(free_port())  # ready before the old one is told to go
             fleet.stop(port)
-        took = time.monotonic() - started
-        time.sleep(1)
+
+    try:
+        counts, took = under_load(Load(nginx.url("/token"), token, keep_alive=False), restart)
     finally:
-        counts = load.stop()
         watching.set()
         controller.join()
         nginx.close()
