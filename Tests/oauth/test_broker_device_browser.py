@@ -1,9 +1,11 @@
 """The /device pages in a real headless browser (Debian's chromium through chromedriver): the
-whole device flow against the real authorization server as a person on a phone-sized screen does
-it — the prefilled code, the confirmation with its warning, the sign-in and consent at the server,
-the closing page — then a refusal and a wrong code. The browser must apply the pages' stylesheet
+whole device flow against the real authorization server as a person does it, at a phone's width
+(412 px) and a desktop's (1280 px) — the prefilled code, the confirmation with its warning, the
+sign-in and consent at the server, the account to confirm, the closing page — then a refusal and
+a wrong code. The browser must apply the pages' stylesheet
 under their Content-Security-Policy and log no violation. A screenshot of every page is written to
-DEVICE_SCREENSHOTS (default .build/device-screenshots) for a person to look at."""
+DEVICE_SCREENSHOTS (default .build/device-screenshots), at a phone's width and a desktop's, for
+a person to look at."""
 
 import os
 import shutil
@@ -25,23 +27,24 @@ from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 SCREENSHOTS = Path(os.environ.get("DEVICE_SCREENSHOTS", Path(__file__).resolve().parents[2] / ".build" / "device-screenshots"))
 
 
-def new_chrome():
+def new_chrome(width: int = 412):
     if not shutil.which("chromium") or not shutil.which("chromedriver"):
         pytest.fail("chromium and chromium-driver are needed (make test installs them)")
     options = webdriver.ChromeOptions()
     options.binary_location = shutil.which("chromium")
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=412,915", "--lang=en"):
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", f"--window-size={width},915", "--lang=en"):
         options.add_argument(argument)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
     driver.set_page_load_timeout(30)
+    driver.width = width
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     return driver
 
 
-@pytest.fixture
-def chrome():
-    driver = new_chrome()
+@pytest.fixture(params=[412, 1280], ids=["phone", "desktop"])
+def chrome(request):
+    driver = new_chrome(request.param)
     yield driver
     driver.quit()
 
@@ -72,7 +75,7 @@ def press(driver, selector: str) -> None:
 
 
 def shot(driver, name: str) -> None:
-    driver.save_screenshot(str(SCREENSHOTS / f"{name}.png"))
+    driver.save_screenshot(str(SCREENSHOTS / f"{name}-{driver.width}.png"))
 
 
 def assert_styled_and_clean(driver) -> None:
