@@ -76,7 +76,7 @@ struct OperationsTests {
         let line = try #require(broker.jsonLines.first { $0["request_id"] as? String == "log-check" })
         #expect(line["msg"] as? String == "request")
         #expect(line["path"] as? String == "/healthz")
-        #expect(line["status"] as? String == "200")
+        #expect(line["status"] as? Int == 200, "a JSON number")
         #expect(line["level"] as? String == "info")
         #expect(line["ts"] as? String != nil)
         #expect(!broker.lines.contains { $0.contains("SECRET-CODE-123") })
