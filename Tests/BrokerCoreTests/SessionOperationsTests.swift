@@ -49,6 +49,26 @@ struct SessionOperationsTests {
         #expect(try await current(bed, session.id, expected: expected) == expected && bed.provider.accepts(refreshed.accessToken))
     }
 
+    /// The one way to a fresh token: the session as it is while its token is good for the asked
+    /// validity, else refreshed once (concurrent callers share the refresh).
+    @Test(arguments: StoreKind.allCases)
+    func aFreshTokenIsTheSessionsWhileValidElseOneRefresh(_ kind: StoreKind) async throws {
+        let bed = try await FlowTestBed(kind)
+        defer { Task { await bed.close() } }
+        let session = try await bed.newSession().session
+        #expect(try await bed.sessions.fresh(session, validFor: 60).accessToken == session.accessToken)
+        #expect(bed.sessions.refreshIsEarly(session, validFor: 86_400), "a day's validity asked of a fresh token")
+        #expect(!bed.sessions.refreshIsEarly(session, validFor: 60))
+        bed.clock.advance(by: 3600 - 30)
+        #expect(!bed.sessions.refreshIsEarly(session, validFor: 86_400), "due anyway: not early")
+        let refreshed = try await withThrowingTaskGroup(of: String.self) { group in
+            for _ in 0..<8 { group.addTask { try await bed.sessions.fresh(session, validFor: 60).accessToken } }
+            return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+        }
+        #expect(refreshed.count == 1 && !refreshed.contains(session.accessToken), "one refresh for every caller")
+        #expect(bed.provider.accepts(try #require(refreshed.first)))
+    }
+
     @Test(arguments: StoreKind.allCases)
     func onlyInvalidGrantEndsTheSession(_ kind: StoreKind) async throws {
         let bed = try await FlowTestBed(kind)

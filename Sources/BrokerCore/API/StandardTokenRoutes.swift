@@ -130,19 +130,14 @@ struct StandardTokenRoutes: Sendable {
         if let scope, !Set(scope.split(separator: " ").map(String.init)).isSubset(of: session.scopes) {
             throw .badRequest("scope may only name scopes the grant has.", code: "invalid_scope")
         }
-        let now = services.now()
-        // Due (a standard client refreshes when its token expires): never refused per address.
-        if session.accessTokenValid(for: services.refreshSkew, at: now) { return session.standardTokenAnswer(at: now, refreshToken: token) }
+        // A standard client refreshes when its token is due: never refused per address.
         do throws(RefreshFailure) {
-            let refreshed = try await services.sessions.refresh(id, force: false, minimumValidity: services.refreshSkew)
-            return refreshed.standardTokenAnswer(at: services.now(), refreshToken: token)
+            return try await services.sessions.fresh(session, validFor: services.refreshSkew).standardTokenAnswer(at: services.now(), refreshToken: token)
         } catch {
             switch error {
             case .loginRequired, .gone:
                 throw .badRequest("The provider no longer honours this sign-in; sign in again.", code: "invalid_grant")
-            case .tooSoon:
-                return session.standardTokenAnswer(at: services.now(), refreshToken: token)
-            case .failed, .unsaved:
+            case .tooSoon, .failed, .unsaved:
                 throw error.httpError
             }
         }

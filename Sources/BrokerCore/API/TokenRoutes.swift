@@ -42,10 +42,12 @@ struct TokenRoutes: Sendable {
             // A shared store's cache miss: the session from the store, then as above.
             return .deferredCatching { [services] () async throws(HTTPError) -> Response in
                 guard let session = try await services.load(id) else { throw services.unknownSession(route: route) }
-                let now = services.now()
-                if session.accessTokenValid(for: minimumValidity, at: now) { return session.tokenAnswer(at: now) }
-                try services.admitRefresh(early: session.accessTokenValid(for: services.refreshSkew, at: now), client: client, route: route)
-                return try await refresh(id, force: false, minimumValidity: minimumValidity)
+                try services.admitRefresh(early: services.sessions.refreshIsEarly(session, validFor: minimumValidity), client: client, route: route)
+                do throws(RefreshFailure) {
+                    return try await services.sessions.fresh(session, validFor: minimumValidity).tokenAnswer(at: services.now())
+                } catch {
+                    throw error.httpError
+                }
             }
         case .fresh(let answer):
             _ = try requested.get()

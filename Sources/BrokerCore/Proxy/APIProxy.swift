@@ -31,10 +31,10 @@ struct APIProxy: Sendable {
     func forward(_ request: Forward, session: Session, provider: ProviderConfig, on transfers: APITransfers,
                  stream: @escaping StreamChoice) async throws(ProxyFailure) -> APIAnswer {
         let token: String
-        if session.accessTokenValid(for: sessions.refreshSkew, at: now()) {
-            token = session.accessToken
-        } else {
-            token = try await refreshed(session.id, force: false).accessToken
+        do throws(RefreshFailure) {
+            token = try await sessions.fresh(session, validFor: sessions.refreshSkew).accessToken
+        } catch {
+            throw .refresh(error)
         }
         let choose: StreamChoice = { status, length in status == 401 ? nil : stream(status, length) }
         let connectionKey = session.id.hex

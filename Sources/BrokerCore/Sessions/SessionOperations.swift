@@ -51,6 +51,26 @@ final class SessionOperations: Sendable {
         } ?? .unknownSession
     }
 
+    /// The one way to a fresh token (golang.org/x/oauth2's `ReuseTokenSource`, AppAuth's
+    /// `performActionWithFreshTokens`): `session` as it is when its access token stays valid for
+    /// `validity` more seconds, else the session refreshed at the provider first — one refresh
+    /// per session at a time, joined by concurrent callers; within `min_refresh_interval_seconds`
+    /// of the last one, the current token. `GET /token`, the standard token endpoint and the API
+    /// proxy all get their token here; only `GET /token`'s hot path first looks in memory on the
+    /// server thread (``current(_:validFor:_:)``). `refreshIsEarly` says whether a refresh here
+    /// would be asked before it is due, which per-address limits count.
+    func fresh(_ session: Session, validFor validity: Double) async throws(RefreshFailure) -> Session {
+        if session.accessTokenValid(for: validity, at: now()) { return session }
+        return try await refresh(session.id, force: false, minimumValidity: validity)
+    }
+
+    /// Whether ``fresh(_:validFor:)`` would refresh `session` before it is due: only the asked
+    /// validity wants it, the token still being good for the refresh skew.
+    func refreshIsEarly(_ session: Session, validFor validity: Double) -> Bool {
+        let at = now()
+        return !session.accessTokenValid(for: validity, at: at) && session.accessTokenValid(for: refreshSkew, at: at)
+    }
+
     /// The session with a token valid for `minimumValidity` seconds, refreshed at the provider
     /// first when it is due or `force`d (one refresh per session at a time: ``Refresher``).
     func refresh(_ id: SHA256Digest, force: Bool, minimumValidity: Double) async throws(RefreshFailure) -> Session {
