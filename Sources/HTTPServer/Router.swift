@@ -102,9 +102,8 @@ public struct Router: Sendable {
     /// Routes and runs `request`, turning routing failures and thrown errors into responses;
     /// with the route's label for metrics: the path when it is a route, a fixed word otherwise
     /// (so that random paths cannot explode metric cardinality).
-    public func route(_ request: Request) -> (reply: Reply, label: String) {
+    public func route(_ request: inout Request) -> (reply: Reply, label: String) {
         let route = find(request.path)
-        var request = request
         request.route = route?.label ?? "unmatched"
         let reply: Reply
         switch match(method: request.method, route: route) {
@@ -116,5 +115,11 @@ public struct Router: Sendable {
             reply = .now(HTTPError.notFound.response)
         }
         return (reply, request.route)
+    }
+
+    /// The same for a request made in memory (`Request(method:target:)`).
+    public func route(_ request: Request) -> (reply: Reply, label: String) {
+        var request = request
+        return route(&request)
     }
 }

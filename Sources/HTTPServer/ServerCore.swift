@@ -58,7 +58,7 @@ final class ServerCore: Sendable {
         let bodyStart = tb_request_body(pointer, &bodyLength)
         let body = bodyLength > 0 && bodyStart != nil ? Array(UnsafeBufferPointer(start: bodyStart, count: bodyLength)) : []
         let (clientIP, proxyIP) = addresses(of: pointer)
-        let request = Request(
+        var request = Request(
             method: String(cString: tb_request_method(pointer)),
             target: target,
             id: requestIDs.make(clientSupplied: tb_request_header(pointer, "X-Request-Id").map { String(cString: $0) }),
@@ -74,7 +74,7 @@ final class ServerCore: Sendable {
         } else if request.method == "OPTIONS", request.header("Access-Control-Request-Method") != nil {
             (reply, route) = (.now(CORS.preflight(allowed: origin != nil)), router.label(for: request.path))
         } else {
-            (reply, route) = router.route(request)
+            (reply, route) = router.route(&request)
         }
         let record = RequestRecord(
             method: Self.methodLabel(request.method),

@@ -24,7 +24,7 @@ struct CallbackRoute: Sendable {
                 return .now(wantsHTML ? Self.page(error) : error.response)
             }
             let answer = CallbackAnswer(code: fields["code"], error: fields["error"], errorDescription: fields["error_description"], issuer: fields["iss"])
-            let deviceLoginBound = services.deviceLoginCookie.accepts(request, state: state)
+            let deviceLoginCookie = services.deviceLoginCookie.value(in: request)
             return .deferred { [services] in
                 let pending: PendingAuthorization
                 do throws(HTTPError) {
@@ -43,7 +43,7 @@ struct CallbackRoute: Sendable {
                 }
                 if let device = pending.deviceCode {
                     // A device login ends here, in the browser that chose to sign in and no other.
-                    guard deviceLoginBound else {
+                    guard services.deviceLoginCookie.accepts(deviceLoginCookie, state: state) else {
                         services.metrics.rejected(route: "/callback", reason: "device_login_other_browser")
                         return wantsHTML ? DevicePages.otherBrowser() : DevicePages.otherBrowserError.response
                     }

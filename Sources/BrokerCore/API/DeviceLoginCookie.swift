@@ -27,9 +27,15 @@ struct DeviceLoginCookie: Sendable {
         HTTPHeader("Set-Cookie", "\(name)=; \(attributes); Max-Age=0")
     }
 
-    /// Whether `request` comes from the browser bound to the login of `state`.
-    func accepts(_ request: Request, state: String) -> Bool {
-        guard let value = BrowserBinding.cookie(name, in: request) else { return false }
+    /// The cookie `request` carries, if any (read while the request is valid; checked later,
+    /// once the login is known to be a device's).
+    func value(in request: Request) -> String? {
+        BrowserBinding.cookie(name, in: request)
+    }
+
+    /// Whether `value` (``value(in:)``) binds its browser to the login of `state`.
+    func accepts(_ value: String?, state: String) -> Bool {
+        guard let value else { return false }
         return binding.accepts(value, Self.purpose, state)
     }
 }

@@ -49,7 +49,8 @@ struct DeviceRoutes: Sendable {
             } catch {
                 return .now(Self.page(error))
             }
-            guard let state = form["state"], services.deviceLoginCookie.accepts(request, state: state) else {
+            let cookie = services.deviceLoginCookie
+            guard let state = form["state"], cookie.accepts(cookie.value(in: request), state: state) else {
                 services.metrics.rejected(route: "/device/confirm", reason: "device_login_other_browser")
                 return .now(DevicePages.otherBrowser())
             }

@@ -43,7 +43,7 @@ struct APIProxy: Sendable {
         // The API no longer takes the token: one refresh, joining any under way.
         let renewed: String
         do throws(ProxyFailure) {
-            renewed = try await refreshed(session.id, force: true).accessToken
+            renewed = try await refreshedNow(session.id).accessToken
         } catch {
             guard case .refresh(.tooSoon) = error else { throw error }
             // Refreshed moments ago (by another request): the current token, if it is another.
@@ -56,9 +56,10 @@ struct APIProxy: Sendable {
         return try await send(request, token: renewed, provider: provider, on: transfers, connectionKey: connectionKey, stream: stream)
     }
 
-    private func refreshed(_ id: SHA256Digest, force: Bool) async throws(ProxyFailure) -> Session {
+    /// The session refreshed now, the API having refused its token (joining a refresh under way).
+    private func refreshedNow(_ id: SHA256Digest) async throws(ProxyFailure) -> Session {
         do {
-            return try await sessions.refresh(id, force: force, minimumValidity: sessions.refreshSkew)
+            return try await sessions.refresh(id, force: true, minimumValidity: sessions.refreshSkew)
         } catch {
             throw .refresh(error)
         }
