@@ -8,7 +8,6 @@ DEVICE_SCREENSHOTS (default .build/device-screenshots), at a phone's width and a
 a person to look at."""
 
 import os
-import shutil
 import time
 from pathlib import Path
 
@@ -18,32 +17,17 @@ import requests
 from support.device import DeviceClient
 
 selenium = pytest.importorskip("selenium")
-from selenium import webdriver  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.common.exceptions import WebDriverException  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+from support.chrome import WIDTH_IDS, WIDTHS, new_chrome  # noqa: E402
 
 SCREENSHOTS = Path(os.environ.get("DEVICE_SCREENSHOTS", Path(__file__).resolve().parents[2] / ".build" / "device-screenshots"))
 
 
-def new_chrome(width: int = 412):
-    if not shutil.which("chromium") or not shutil.which("chromedriver"):
-        pytest.fail("chromium and chromium-driver are needed (make test installs them)")
-    options = webdriver.ChromeOptions()
-    options.binary_location = shutil.which("chromium")
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", f"--window-size={width},915", "--lang=en"):
-        options.add_argument(argument)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
-    driver.set_page_load_timeout(30)
-    driver.width = width
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    return driver
-
-
-@pytest.fixture(params=[412, 1280], ids=["phone", "desktop"])
+@pytest.fixture(params=WIDTHS, ids=WIDTH_IDS)
 def chrome(request):
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     driver = new_chrome(request.param)
     yield driver
     driver.quit()

@@ -7,7 +7,6 @@ keep its card off the screen's edges and say what to do next. A screenshot of ea
 to PAGE_SCREENSHOTS (default .build/page-screenshots) for a person to look at."""
 
 import os
-import shutil
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -17,26 +16,16 @@ import requests
 from support.broker import BrokerProcess
 
 selenium = pytest.importorskip("selenium")
-from selenium import webdriver  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
+from support.chrome import WIDTH_IDS, WIDTHS, new_chrome  # noqa: E402
 
 SCREENSHOTS = Path(os.environ.get("PAGE_SCREENSHOTS", Path(__file__).resolve().parents[2] / ".build" / "page-screenshots"))
 
 
-@pytest.fixture(params=[412, 1280], ids=["phone", "desktop"])
+@pytest.fixture(params=WIDTHS, ids=WIDTH_IDS)
 def chrome(request):
-    if not shutil.which("chromium") or not shutil.which("chromedriver"):
-        pytest.fail("chromium and chromium-driver are needed (make test installs them)")
-    options = webdriver.ChromeOptions()
-    options.binary_location = shutil.which("chromium")
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", f"--window-size={request.param},900", "--lang=en"):
-        options.add_argument(argument)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
-    driver.set_page_load_timeout(30)
-    driver.width = request.param
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    driver = new_chrome(request.param)
     yield driver
     driver.quit()
 
