@@ -101,11 +101,7 @@ enum DevicePages {
 
     /// A page saying what went wrong.
     static func failure(_ message: String, status: Int, headers: [HTTPHeader] = []) -> Response {
-        page(title: "Device sign-in", status: status, extraHeaders: headers, body: """
-            <h1>Device sign-in</h1>
-            <p class="error" role="alert">\(escape(message))</p>
-            <p><a href="/device">Enter a code</a></p>
-            """)
+        BrokerPage.failure(title: "Device sign-in", message: message, next: #"<a href="/device">Enter a code</a>"#, status: status, headers: headers)
     }
 
     private static func page(
