@@ -35,7 +35,7 @@ static void tb_set_deadline(tb_connection *connection, uint64_t deadline) {
     __atomic_store_n(&connection->deadline_ns, deadline, __ATOMIC_RELAXED);
 }
 
-// The bytes the socket has received so far; 0 when the kernel does not say (then any
+// The bytes the socket has received so far; UINT64_MAX when the kernel does not say (then any
 // connection counts as having received some, and gets the head deadline at once).
 static uint64_t tb_bytes_received(int fd) {
     struct tcp_info info;
