@@ -62,8 +62,9 @@ struct FlowTestBed {
 
     /// A login request of the test app, for a new session or (with `session`) more scopes.
     func request(scopes: [String] = [], session: Session? = nil, challenge: String) -> LoginRequest {
-        LoginRequest(provider: "idp", app: Self.app, redirectURI: Self.redirectURI, appState: "app-state", challenge: challenge,
-                     scopes: scopes, loginHint: nil, prompt: nil, session: session)
+        let back = AppReturn(redirectURI: Self.redirectURI, state: "app-state", challenge: challenge)
+        guard let session else { return LoginRequest(provider: "idp", app: Self.app, scopes: scopes, loginHint: nil, prompt: nil, purpose: .app(back)) }
+        return .incremental(of: session, adding: scopes, app: Self.app, back: back, loginHint: nil, prompt: nil)
     }
 
     /// `begin`, the user's sign-in as `subject`, and `complete`: what the app's redirect URI gets.
@@ -80,7 +81,15 @@ struct FlowTestBed {
     func newSession(subject: String = "alice") async throws -> RedeemedSession {
         let verifier = PKCE.makeVerifier()
         let completion = try await signIn(subject: subject, verifier: verifier)
-        guard case .handoff(let code) = completion.outcome else { throw ScriptError("sign-in failed: \(completion.outcome)") }
+        guard let code = completion.handoffCode else { throw ScriptError("sign-in failed: \(completion)") }
         return try await login.redeem(HandoffRedemptionRequest(code: code, verifier: verifier, redirectURI: Self.redirectURI, app: Self.app))
+    }
+}
+
+extension LoginCompletion {
+    /// The handoff code an app's login ended with; nil for a refusal or a device login.
+    var handoffCode: String? {
+        guard case .app(_, .handoff(let code)) = self else { return nil }
+        return code
     }
 }

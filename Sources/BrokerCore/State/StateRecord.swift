@@ -118,33 +118,51 @@ extension Session {
 }
 
 extension PendingAuthorization {
+    /// The purpose in the fields it has always had: an app's way back in 4–6, the session of an
+    /// incremental authorization in 10, a device code in 12. A device login writes 4 and 6 empty,
+    /// as files written before the purpose was one value require them.
     func encode(into fields: inout FieldWriter) {
         fields.string(2, provider)
         fields.string(3, app)
-        fields.string(4, redirectURI)
-        fields.string(5, appState)
-        fields.string(6, appChallenge)
+        switch purpose {
+        case .app(let back):
+            Self.encode(back, into: &fields)
+        case .incremental(let back, let session):
+            Self.encode(back, into: &fields)
+            fields.digest(10, session)
+        case .device(let code):
+            fields.string(4, "")
+            fields.string(6, "")
+            fields.digest(12, code)
+        }
         fields.string(7, verifier)
         fields.string(8, nonce)
         fields.string(9, requestedScopes.joined(separator: " "))
-        fields.digest(10, sessionID)
         fields.double(11, expiresAt)
-        fields.digest(12, deviceCode)
+    }
+
+    private static func encode(_ back: AppReturn, into fields: inout FieldWriter) {
+        fields.string(4, back.redirectURI)
+        fields.string(5, back.state)
+        fields.string(6, back.challenge)
     }
 
     init(_ fields: FieldReader) throws(StateDecodingError) {
+        let purpose: LoginPurpose
+        if let device = try fields.digest(12) {
+            purpose = .device(device)
+        } else {
+            let back = AppReturn(redirectURI: try fields.requiredString(4), state: try fields.string(5), challenge: try fields.requiredString(6))
+            purpose = if let session = try fields.digest(10) { .incremental(back, session: session) } else { .app(back) }
+        }
         self.init(
             provider: try fields.requiredString(2),
             app: try fields.requiredString(3),
-            redirectURI: try fields.requiredString(4),
-            appState: try fields.string(5),
-            appChallenge: try fields.requiredString(6),
+            purpose: purpose,
             verifier: try fields.requiredString(7),
             nonce: try fields.requiredString(8),
             requestedScopes: try fields.requiredString(9).split(separator: " ").map(String.init),
-            sessionID: try fields.digest(10),
-            expiresAt: try fields.requiredDouble(11),
-            deviceCode: try fields.digest(12)
+            expiresAt: try fields.requiredDouble(11)
         )
     }
 }
