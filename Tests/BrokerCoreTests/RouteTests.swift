@@ -17,21 +17,7 @@ struct RouteTests {
 
         init(_ kind: StoreKind) async throws {
             bed = try await FlowTestBed(kind)
-            let app = AppConfig(id: FlowTestBed.app, redirectURIs: [try RedirectURI(parsing: FlowTestBed.redirectURI)], deviceFlow: true)
-            let config = BrokerConfig(
-                server: ServerConfig(publicURL: URL(string: "https://broker.test")), providers: [ScriptedProvider.config()], apps: [app]
-            )
-            let logger = bed.login.logger
-            let services = BrokerServices(
-                config: config, providers: bed.login.providers, login: bed.login, sessions: bed.sessions,
-                devices: DeviceFlow(settings: bed.settings, login: bed.login, store: bed.store, metrics: bed.login.metrics, now: bed.clock.closure),
-                proxy: APIProxy(sessions: bed.sessions, settings: ProxySettings(timeoutSeconds: 5, maxResponseBytes: 1 << 20, retryMaxBodyBytes: 1024),
-                                now: bed.clock.closure),
-                store: bed.store, loginLimiter: RateLimiter(perMinute: 0), tokenLimiter: RateLimiter(perMinute: 0),
-                refreshLimiter: RateLimiter(perMinute: 0), deviceEntryLimiter: RateLimiter(perMinute: 0),
-                userCodeGuard: UserCodeGuard(missesPerMinute: 0), proxyLimiter: RateLimiter(perMinute: 0),
-                binding: BrowserBinding(stateKeys: nil), metrics: bed.login.metrics, logger: logger, now: bed.clock.closure
-            )
+            let services = try bed.services()
             var router = Router()
             CallbackRoute(services: services).register(in: &router)
             TokenRoutes(services: services).register(in: &router)
@@ -92,8 +78,8 @@ struct RouteTests {
         defer { Task { await routes.bed.close() } }
         let cases: [([(String, String)], Int, String)] = [
             ([("grant_type", "password"), ("client_id", FlowTestBed.app)], 400, "unsupported_grant_type"),
-            ([("grant_type", DeviceRoutes.grantType), ("device_code", "tbd_unknown"), ("client_id", FlowTestBed.app)], 400, "invalid_grant"),
-            ([("grant_type", DeviceRoutes.grantType), ("device_code", "tbd_unknown")], 400, "invalid_request"),
+            ([("grant_type", DeviceCodeGrant.type), ("device_code", "tbd_unknown"), ("client_id", FlowTestBed.app)], 400, "invalid_grant"),
+            ([("grant_type", DeviceCodeGrant.type), ("device_code", "tbd_unknown")], 400, "invalid_request"),
             ([("grant_type", "refresh_token"), ("refresh_token", "tbs_unknown")], 400, "invalid_grant"),
             ([("grant_type", "authorization_code"), ("code", "tbh_x"), ("code_verifier", "short"), ("redirect_uri", FlowTestBed.redirectURI),
               ("client_id", FlowTestBed.app)], 400, "invalid_request"),
@@ -116,7 +102,7 @@ struct RouteTests {
         #expect(standard.status == 200)
         let deviceCode = try #require(try json(standard)["device_code"] as? String)
         let poll = await routes.send("POST", "/providers/idp/token", form: [
-            ("grant_type", DeviceRoutes.grantType), ("device_code", deviceCode), ("client_id", FlowTestBed.app),
+            ("grant_type", DeviceCodeGrant.type), ("device_code", deviceCode), ("client_id", FlowTestBed.app),
         ])
         #expect(poll.status == 400)
         #expect(try json(poll)["error"] as? String == "authorization_pending")
