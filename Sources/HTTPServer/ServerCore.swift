@@ -2,8 +2,8 @@ internal import MHDShim
 import Synchronization
 
 /// Where requests enter, on a server thread: limits first, then the router. A `Reply.now` is
-/// sent from the same thread (the fast path); a `Reply.deferred` suspends the connection, runs in a
-/// task, and resumes it with the answer.
+/// sent from the same thread (the fast path); a `Reply.later` (`Reply.deferred`: in a task) suspends
+/// the connection and resumes it with the answer, from the thread its work ends on.
 final class ServerCore: Sendable {
     private let configuration: ServerConfiguration
     private let router: Router
@@ -91,7 +91,7 @@ final class ServerCore: Sendable {
         case .now(let response):
             tb_request_respond(pointer, makeResponse(response, requestID: request.id, origin: origin))
             finish(record, response, startNanos: tb_request_start_ns(pointer))
-        case .deferred(let work):
+        case .later(let start):
             tb_request_defer(pointer)
             guard let ticket = deferred.add(shim) else {
                 // The shutdown has already answered the waiting: answer this one the same way,
@@ -102,12 +102,11 @@ final class ServerCore: Sendable {
                 return
             }
             let startNanos = tb_request_start_ns(pointer)
-            Task {
-                let response = await work()
+            start(Answer { response in
                 guard let claimed = self.deferred.claim(ticket) else { return }
                 tb_request_complete(claimed.pointer, self.makeResponse(response, requestID: record.requestID, origin: origin))
                 self.finish(record, response, startNanos: startNanos)
-            }
+            })
         }
     }
 

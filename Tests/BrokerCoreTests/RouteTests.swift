@@ -31,10 +31,7 @@ struct RouteTests {
         func send(_ method: String, _ target: String, form: [(String, String)]? = nil) async -> Response {
             let body = form.map { Array(FormFields.encode($0).utf8) } ?? []
             let headers = form == nil ? [:] : ["Content-Type": "application/x-www-form-urlencoded"]
-            switch router.route(Request(method: method, target: target, headers: headers, body: body)).reply {
-            case .now(let response): return response
-            case .deferred(let work): return await work()
-            }
+            return await router.route(Request(method: method, target: target, headers: headers, body: body)).reply.response()
         }
     }
 
