@@ -114,7 +114,7 @@ public final class Broker: Sendable {
                     """)
             }
             logger.notice("development mode without a state key: sessions live in memory only and end with the process")
-            return BrokerState(lifetimes: lifetimes, clock: systemClock, logger: logger)
+            return EmbeddedStateStore(lifetimes: lifetimes, clock: systemClock, logger: logger)
         }
         if config.state.backend == .postgres {
             do {
@@ -127,9 +127,9 @@ public final class Broker: Sendable {
                 throw BrokerStartError(error.description)
             }
         }
-        let store: BrokerState
+        let store: EmbeddedStateStore
         do {
-            store = try BrokerState(
+            store = try EmbeddedStateStore(
                 settings: config.state, keys: keys, lifetimes: lifetimes, acceptDamage: acceptDamage,
                 clock: systemClock, logger: logger, metrics: metrics
             )

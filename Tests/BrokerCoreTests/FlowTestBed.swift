@@ -27,7 +27,7 @@ struct FlowTestBed {
         let lifetimes = SessionLifetimes(idle: settings.idleLifetimeSeconds, absolute: settings.absoluteLifetimeSeconds)
         switch kind {
         case .embedded:
-            store = BrokerState(lifetimes: lifetimes, clock: clock.closure, logger: logger)
+            store = EmbeddedStateStore(lifetimes: lifetimes, clock: clock.closure, logger: logger)
         case .postgres:
             let harness = try PostgresStoreHarness(lifetimes: lifetimes)
             var instances: [any StateStore] = []

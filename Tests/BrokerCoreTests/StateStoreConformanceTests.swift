@@ -18,7 +18,7 @@ struct EmbeddedStoreHarness: StoreHarness {
     let keys = StateKeys(current: .generate())
 
     func open(clock: TestClock) throws -> any StateStore {
-        try BrokerState(
+        try EmbeddedStateStore(
             settings: StateSettings(directory: directory), keys: keys, lifetimes: StoreConformanceTests.lifetimes,
             acceptDamage: false, clock: { clock.seconds }, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
         )

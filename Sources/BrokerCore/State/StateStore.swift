@@ -3,9 +3,10 @@ import BrokerCrypto
 /// The broker's state: sessions, logins in progress, handoff codes and device codes. The only place where
 /// state changes and is made durable; everything above it calls these methods.
 ///
-/// Today's implementation is `BrokerState` (memory, with an encrypted journal and snapshots on
-/// local disk, or memory only in development mode); the next is a store on PostgreSQL shared by
-/// several broker instances. Every implementation keeps this contract:
+/// Two implementations: `EmbeddedStateStore` (`State/Embedded/`: memory, with an encrypted journal
+/// and snapshots on local disk, or memory only in development mode) and `PostgresStateStore`
+/// (`State/Postgres/`: sealed rows in a database several broker instances share). Every
+/// implementation keeps this contract:
 ///
 /// - **Reads never wait for I/O.** `readSession` is on the hot path (`GET /token`) and answers
 ///   from memory. With several instances, a read may see another instance's change a moment
@@ -107,13 +108,19 @@ protocol StateStore: Sendable {
     /// instances: one of them at a time).
     func sweep() async
     /// Keeps the store in shape until the calling task is cancelled: sweeps, and whatever else
-    /// the implementation needs (`BrokerState`: snapshots that retire journals).
+    /// the implementation needs (`EmbeddedStateStore`: snapshots that retire journals).
     func maintain() async
     /// Makes everything durable and releases the store; later changes fail.
     func close() async
 }
 
 /// The store could not be read now (a database out of reach); nothing was changed.
+/// Why a change could not be made durable. The change is in memory; the client is told the
+/// broker could not complete the request.
+public struct StateWriteError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+}
+
 public struct StateReadError: Error, Sendable, CustomStringConvertible {
     public let description: String
 }
@@ -133,4 +140,10 @@ extension StateStore {
         if let session = session(id, now: now) { return session }
         return holdsEverySession ? nil : try await loadSession(id, now: now)
     }
+}
+
+extension StateStore {
+    /// How long every store remembers a redeemed handoff code past its expiry, to recognise a
+    /// replay and revoke the session the code created.
+    static var replayMemory: Double { 600 }
 }

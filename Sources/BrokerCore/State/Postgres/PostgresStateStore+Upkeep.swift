@@ -17,7 +17,7 @@ extension PostgresStateStore {
     /// Deletes expired rows, when no other instance is sweeping at the moment.
     func sweep() async {
         let now = clock()
-        let replayMemory = FlowStore.replayMemory
+        let replayMemory = Self.replayMemory
         let removed = try? await write { connection throws(PostgresError) -> Int in
             guard try connection.execute("SELECT pg_try_advisory_xact_lock($1)", [.int(Self.sweepLockKey)]).bool(0, 0) == true else { return 0 }
             let sessions = try connection.execute("DELETE FROM broker_sessions WHERE expires_at <= $1", [.double(now)]).affected

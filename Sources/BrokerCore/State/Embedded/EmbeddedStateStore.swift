@@ -5,10 +5,10 @@ import Synchronization
 
 /// The state on one machine: in memory (sharded sessions, logins, handoff codes), made durable
 /// by an encrypted journal plus periodic snapshots in the state directory (docs/state.md).
-/// Upkeep (sweeping, snapshots) is in BrokerState+Upkeep.swift.
-final class BrokerState: StateStore {
-    let sessions: SessionStore
-    let flows: FlowStore
+/// Upkeep (sweeping, snapshots) is in EmbeddedStateStore+Upkeep.swift.
+final class EmbeddedStateStore: StateStore {
+    let sessions: SessionTable
+    let flows: FlowTable
     let disk: Disk?
     let clock: BrokerClock
     let logger: Logger
@@ -28,8 +28,8 @@ final class BrokerState: StateStore {
 
     /// Memory only (development mode without a state key).
     init(lifetimes: SessionLifetimes, clock: @escaping BrokerClock, logger: Logger) {
-        sessions = SessionStore(log: NoChangeLog(), lifetimes: lifetimes)
-        flows = FlowStore(log: NoChangeLog())
+        sessions = SessionTable(log: NoChangeLog(), lifetimes: lifetimes)
+        flows = FlowTable(log: NoChangeLog())
         disk = nil
         self.clock = clock
         self.logger = logger
@@ -53,8 +53,8 @@ final class BrokerState: StateStore {
         let started = ContinuousClock.now
         // Recovered records are applied without logging; the journal takes over afterwards.
         let log = SwitchableLog()
-        let sessions = SessionStore(log: log, lifetimes: lifetimes)
-        let flows = FlowStore(log: log)
+        let sessions = SessionTable(log: log, lifetimes: lifetimes)
+        let flows = FlowTable(log: log)
         let report: StateRecovery.Report
         do {
             report = try StateRecovery.load(directory: directory, keys: keys, acceptDamage: acceptDamage) { record in

@@ -2,8 +2,8 @@ import Foundation
 import Logging
 import Synchronization
 
-/// BrokerState's upkeep: sweeping expired entries, snapshots that retire journals, closing.
-extension BrokerState {
+/// EmbeddedStateStore's upkeep: sweeping expired entries, snapshots that retire journals, closing.
+extension EmbeddedStateStore {
     /// Drops expired sessions, logins and codes at the clock's now.
     func sweep() async {
         let now = clock()

@@ -1,16 +1,14 @@
 import BrokerCrypto
 import Synchronization
 
-/// Logins in progress, handoff codes and device codes, by the hash of their secret value. All are
+/// The embedded store's (``EmbeddedStateStore``) logins in progress, handoff codes and device
+/// codes, by the hash of their secret value. All are
 /// single-use and short-lived; expired entries are swept.
 ///
 /// Handoff codes are logged and waited for (the app was given the code). Logins in progress are
 /// logged without waiting: a crash can lose one begun in the last milliseconds, whose user then
 /// simply signs in again — the redirect to the provider is not held up by an fsync.
-final class FlowStore: Sendable {
-    /// How long a redeemed code is remembered, to recognise a replay and revoke its session.
-    static let replayMemory = 600.0
-
+final class FlowTable: Sendable {
     private struct Entries {
         var pending: [SHA256Digest: PendingAuthorization] = [:]
         var handoffs: [SHA256Digest: Handoff] = [:]
@@ -141,7 +139,7 @@ final class FlowStore: Sendable {
     func sweep(now: Double) {
         entries.withLock { entries in
             entries.pending = entries.pending.filter { $0.value.expiresAt > now }
-            entries.handoffs = entries.handoffs.filter { $0.value.expiresAt + Self.replayMemory > now }
+            entries.handoffs = entries.handoffs.filter { $0.value.expiresAt + EmbeddedStateStore.replayMemory > now }
             entries.devices = entries.devices.filter { $0.value.expiresAt > now }
             entries.userCodes = entries.userCodes.filter { entries.devices[$0.value] != nil }
         }
