@@ -154,7 +154,7 @@ static void tb_idle(tb_connection *connection, uint64_t bytes) {
 void tb_watch_open(tb_server *server, tb_connection *connection, int fd) {
     tb_watchdog *watchdog = &server->watchdog;
     connection->fd = fd;
-    if (watchdog->head_ns == 0) return;
+    if (watchdog->head_ns == 0 || fd < 0) return;
     tb_idle(connection, 0);
     pthread_mutex_lock(&watchdog->lock);
     connection->previous = NULL;
@@ -166,7 +166,7 @@ void tb_watch_open(tb_server *server, tb_connection *connection, int fd) {
 
 void tb_watch_close(tb_server *server, tb_connection *connection) {
     tb_watchdog *watchdog = &server->watchdog;
-    if (watchdog->head_ns == 0) return;
+    if (watchdog->head_ns == 0 || connection->fd < 0) return;
     pthread_mutex_lock(&watchdog->lock);
     if (connection->previous != NULL) {
         connection->previous->next = connection->next;
@@ -178,7 +178,7 @@ void tb_watch_close(tb_server *server, tb_connection *connection) {
 }
 
 void tb_watch_idle(tb_server *server, tb_connection *connection) {
-    if (server->watchdog.head_ns == 0) return;
+    if (server->watchdog.head_ns == 0 || connection->fd < 0) return;
     // Bytes of a pipelined next request already received count as before it: its head then
     // gets its deadline at its next byte, or the idle timeout bounds it.
     uint64_t bytes = tb_bytes_received(connection->fd);
