@@ -97,8 +97,16 @@ struct tb_connection {
     // The watchdog's: the socket, and by when the request now arriving must be in.
     int fd;                   // -1 when libmicrohttpd did not say: then not watched
     uint64_t deadline_ns;     // atomic; 0: none (idle, the request is with Swift, or no deadlines)
-    int idle;                 // atomic; 1: no byte of a next request yet (no deadline but the idle timeout)
-    uint64_t idle_bytes;      // the socket's bytes received when it began to idle (written before `idle`)
+    // Atomic; while the connection idles (no byte of a next request yet: no deadline but the
+    // idle timeout), the number of this idle period (from 1, counted by its server thread); 0
+    // otherwise.
+    uint32_t idle;
+    uint32_t idle_periods;    // the server thread's count of idle periods
+    uint64_t idle_since_ns;   // atomic; when the idle period began (written before `idle`)
+    // The watchdog's own, under its lock: the idle period it last looked at, and the socket's
+    // bytes received at that look.
+    uint32_t seen_period;
+    uint64_t seen_bytes;
     uint64_t body_started_ns; // when the request's head was complete
     uint64_t body_bytes;      // of the request's body so far
     tb_connection *previous;  // in tb_watchdog.connections, under its lock
