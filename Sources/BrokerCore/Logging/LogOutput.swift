@@ -43,9 +43,10 @@ public final class LogOutput: Sendable {
 
     /// How long the writer gathers lines after the first one of a batch arrives.
     private static let gatherMicroseconds: UInt32 = 2_000
-    /// Past this many waiting bytes of entries in its stripe (about 5,000 lines: the descriptor
-    /// is slower than the requests), a thread's `writeSoon` drops its lines.
-    private static let maxPendingBytesPerStripe = 512 << 10
+    /// Past this many waiting bytes of entries in its stripe (about 10,000 lines, a fifth of a
+    /// second of a busy server thread: the descriptor is slower than the requests, or the writer
+    /// thread gets no CPU), a thread's `writeSoon` drops its lines.
+    private static let maxPendingBytesPerStripe = 1 << 20
     /// A batch buffer grown past this (a burst) is let go after its write rather than kept.
     private static let keptBatchCapacity = 1 << 20
 
