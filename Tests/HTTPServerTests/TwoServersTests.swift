@@ -9,17 +9,17 @@ struct TwoServersTests {
     @Test func stoppingOneServerLeavesTheOthersStreamAlone() async throws {
         let secondHalf = DispatchSemaphore(value: 0)
         var router = Router()
+        // Answered at once, its body written by a thread of its own: nothing waits for Swift's
+        // task pool, which the blocking reads below and other suites may fill.
         router.add("GET", "/stream") { _ in
-            .deferred {
-                guard let stream = ResponseStream(capacity: 1024) else { return Response(status: 503) }
-                Thread {
-                    let first = "first|".utf8.withContiguousStorageIfAvailable { stream.write(UnsafeRawBufferPointer($0), waitingAtMost: 5_000) }
-                    secondHalf.wait()
-                    let second = "second".utf8.withContiguousStorageIfAvailable { stream.write(UnsafeRawBufferPointer($0), waitingAtMost: 5_000) }
-                    stream.finish(ok: first == true && second == true)
-                }.start()
-                return Response(status: 200, stream: stream)
-            }
+            guard let stream = ResponseStream(capacity: 1024) else { return .now(Response(status: 503)) }
+            Thread {
+                let first = "first|".utf8.withContiguousStorageIfAvailable { stream.write(UnsafeRawBufferPointer($0), waitingAtMost: 5_000) }
+                secondHalf.wait()
+                let second = "second".utf8.withContiguousStorageIfAvailable { stream.write(UnsafeRawBufferPointer($0), waitingAtMost: 5_000) }
+                stream.finish(ok: first == true && second == true)
+            }.start()
+            return .now(Response(status: 200, stream: stream))
         }
         let stopped = try HTTPServer(configuration: Self.configuration, observer: Silent())
         let serving = try HTTPServer(configuration: Self.configuration, observer: Silent())
@@ -28,10 +28,10 @@ struct TwoServersTests {
 
         let client = try Client(port: serving.port)
         client.send("GET /stream HTTP/1.1\r\nHost: x\r\n\r\n")
-        #expect(client.read(until: "first|"), "the head and the first chunk arrive at once")
+        #expect(await client.read(until: "first|"), "the head and the first chunk arrive at once")
         await stopped.shutdown(grace: .seconds(1))
         secondHalf.signal()
-        #expect(client.read(until: "\r\n0\r\n\r\n"), "the body ends properly: \(client.received)")
+        #expect(await client.read(until: "\r\n0\r\n\r\n"), "the body ends properly: \(client.received)")
         #expect(client.received.contains("first|") && client.received.contains("second"))
         await serving.shutdown(grace: .seconds(1))
     }
@@ -47,8 +47,10 @@ struct TwoServersTests {
         func serverMessage(_ message: String) {}
     }
 
-    /// A plain TCP client on 127.0.0.1, reading with a timeout.
-    private final class Client {
+    /// A plain TCP client on 127.0.0.1, reading with a timeout. Used by one test at a time, and
+    /// its reads run one at a time on a dispatch thread (off Swift's task pool, which a blocking
+    /// read would hold).
+    private final class Client: @unchecked Sendable {
         private let socket: Int32
         private(set) var received = ""
 
@@ -73,7 +75,13 @@ struct TwoServersTests {
         }
 
         /// Reads until `marker` has arrived (true), or the connection ends or stays silent for 10 s.
-        func read(until marker: String) -> Bool {
+        func read(until marker: String) async -> Bool {
+            await withCheckedContinuation { done in
+                DispatchQueue.global().async { done.resume(returning: self.readBlocking(until: marker)) }
+            }
+        }
+
+        private func readBlocking(until marker: String) -> Bool {
             var chunk = [UInt8](repeating: 0, count: 4096)
             while !received.contains(marker) {
                 let count = chunk.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
