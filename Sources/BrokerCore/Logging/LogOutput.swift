@@ -12,9 +12,10 @@ import Synchronization
 /// access log, one line per request: the server thread packs the request's facts
 /// (`AccessEntry`) into a bounded buffer, and a writer thread formats a batch of them and
 /// writes it in one `write` call every couple of milliseconds — as nginx's `access_log …
-/// buffer=` does. Formatting the line on the server thread, and one system call per request
-/// with the file's lock shared by every server thread, cost as much as the rest of a `GET
-/// /token` (docs/benchmark-history.md). When the buffer is full (the descriptor is slower than
+/// buffer=` does. One system call per request, with the file's lock shared by every server
+/// thread, cost as much as the rest of a `GET /token` (docs/benchmark-history.md); once
+/// batched, formatting the line was most of what the log still cost the server thread
+/// (docs/benchmark.md). When the buffer is full (the descriptor is slower than
 /// the requests), the line is dropped and `writeSoon` says so — a request never waits for the
 /// log. What waits in the buffer when the process is killed (`SIGKILL`; a crash) is lost: at
 /// most the last few milliseconds of access-log lines. A clean shutdown writes everything
