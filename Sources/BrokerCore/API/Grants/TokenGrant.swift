@@ -52,7 +52,7 @@ struct TokenGrants: Sendable {
         for grant in offered where grant.type == type {
             return try grant.init(form, client: client)
         }
-        throw .badRequest("grant_type must be \(types.joined(separator: ", ")).", code: "unsupported_grant_type")
+        throw .badRequest("grant_type must be one of: \(types.joined(separator: ", ")).", code: "unsupported_grant_type")
     }
 
     /// The `grant_type` values offered, in order.
