@@ -111,15 +111,7 @@ final class PostgresStateStore: StateStore {
 
     private static func parseNotification(_ payload: String) -> (SHA256Digest, Int64, Double)? {
         let parts = payload.split(separator: ":")
-        guard parts.count == 3, let version = Int64(parts[1]), let sent = Int64(parts[2]), parts[0].utf8.count == 64 else { return nil }
-        var bytes: [UInt8] = []
-        var hex = parts[0][...]
-        while !hex.isEmpty {
-            guard let byte = UInt8(hex.prefix(2), radix: 16) else { return nil }
-            bytes.append(byte)
-            hex = hex.dropFirst(2)
-        }
-        guard let id = SHA256Digest(bytes: bytes) else { return nil }
+        guard parts.count == 3, let version = Int64(parts[1]), let sent = Int64(parts[2]), let id = SHA256Digest(hex: parts[0]) else { return nil }
         return (id, version, Double(sent) / 1000)
     }
 
