@@ -21,17 +21,7 @@ struct RouteTests {
             let config = BrokerConfig(
                 server: ServerConfig(publicURL: URL(string: "https://broker.test")), providers: [ScriptedProvider.config()], apps: [app]
             )
-            let logger = bed.login.logger
-            let services = BrokerServices(
-                config: config, providers: bed.login.providers, login: bed.login, sessions: bed.sessions,
-                devices: DeviceFlow(settings: bed.settings, login: bed.login, store: bed.store, metrics: bed.login.metrics, now: bed.clock.closure),
-                proxy: APIProxy(sessions: bed.sessions, settings: ProxySettings(timeoutSeconds: 5, maxResponseBytes: 1 << 20, retryMaxBodyBytes: 1024),
-                                now: bed.clock.closure),
-                store: bed.store, loginLimiter: RateLimiter(perMinute: 0), tokenLimiter: RateLimiter(perMinute: 0),
-                refreshLimiter: RateLimiter(perMinute: 0), deviceEntryLimiter: RateLimiter(perMinute: 0),
-                userCodeGuard: UserCodeGuard(missesPerMinute: 0), proxyLimiter: RateLimiter(perMinute: 0),
-                binding: BrowserBinding(stateKeys: nil), metrics: bed.login.metrics, logger: logger, now: bed.clock.closure
-            )
+            let services = bed.services(config)
             var router = Router()
             CallbackRoute(services: services).register(in: &router)
             TokenRoutes(services: services).register(in: &router)
