@@ -90,14 +90,18 @@ public final class Broker: Sendable {
         StandardTokenRoutes(services: services).register(in: &router)
         DeviceRoutes(services: services).register(in: &router)
         ProxyRoutes(services: services).register(in: &router)
+        let audit = AuditTrail(logger: logger, webhooks: services.webhooks)
+        let administration = SessionAdministration(store: store, sessions: services.sessions)
+        BackChannelLogoutRoute(services: services, logout: BackChannelLogout(
+            providers: providers, verifier: LogoutTokenVerifier(signatures: services.login.idTokens, clock: systemClock), store: store,
+            administration: administration, audit: audit
+        )).register(in: &router)
         var adminRouter = Router()
         if let settings = config.admin {
             guard adminServer != nil || settings.token != nil else {
                 throw BrokerStartError("the admin API is never served on the public listener without admin.token_file")
             }
-            let audit = AuditTrail(logger: logger, webhooks: services.webhooks)
-            let routes = AdminRoutes(services: services, administration: SessionAdministration(store: store, sessions: services.sessions),
-                                     audit: audit, token: settings.token)
+            let routes = AdminRoutes(services: services, administration: administration, audit: audit, token: settings.token)
             // Its own listener, or the public one (the loader allows that only with a token).
             if adminServer != nil { routes.register(in: &adminRouter) } else { routes.register(in: &router) }
         }
