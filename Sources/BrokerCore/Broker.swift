@@ -73,10 +73,16 @@ public final class Broker: Sendable {
             } catch {
                 throw BrokerStartError(error.description)
             }
+            let signer = await DevelopmentSigner.make()
+            let issuer = DevelopmentMode.issuer(of: config).absoluteString
             DevelopmentProvider(
-                issuer: DevelopmentMode.issuer(of: config).absoluteString, callbackURL: config.server.callbackURL.absoluteString,
-                clientSecret: secret, signer: await DevelopmentSigner.make(), now: systemClock
+                issuer: issuer, callbackURL: config.server.callbackURL.absoluteString,
+                clientSecret: secret, signer: signer, now: systemClock
             ).register(in: &router)
+            if let logoutURL = config.backChannelLogoutURLs.first(where: { $0.provider == DevelopmentMode.providerID })?.url {
+                DevelopmentLogout(issuer: issuer, backChannelLogoutURL: logoutURL, signer: signer,
+                                  client: UpstreamClient(limits: config.server.limits.upstream), now: systemClock).register(in: &router)
+            }
         }
         let upstream = UpstreamClient(limits: config.server.limits.upstream)
         let discovery = DiscoveryCache(client: upstream)
