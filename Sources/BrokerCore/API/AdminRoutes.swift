@@ -37,7 +37,7 @@ struct AdminRoutes: Sendable {
         }
         guard let given, constantTimeEquals(SHA256.hash(Array(given.utf8)).bytes, tokenHash) else {
             services.metrics.rejected(route: request.route, reason: "admin_credential")
-            audit.record("admin.refused", [("route", .string(request.route)), ("client", .string(request.clientIP))])
+            audit.refused("admin.refused", [("route", .string(request.route)), ("client", .string(request.clientIP))])
             throw HTTPError(status: 401, code: "invalid_token", description: "Send the admin token as Authorization: Bearer <token>.",
                             headers: [HTTPHeader("WWW-Authenticate", #"Bearer realm="admin", error="invalid_token""#)])
         }

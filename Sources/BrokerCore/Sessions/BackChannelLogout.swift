@@ -38,7 +38,7 @@ struct BackChannelLogout: Sendable {
             logout = try await verifier.verify(token, jwksURI: jwksURI, issuer: issuer, clientID: provider.config.clientID)
         } catch {
             if error.keySetUnavailable { throw .unavailable("the provider's key set") }
-            audit.record("backchannel_logout.refused", [("provider", .string(id)), ("reason", .string(error.description))])
+            audit.refused("backchannel_logout.refused", [("provider", .string(id)), ("reason", .string(error.description))])
             throw .refused(error)
         }
         let spent = SHA256.hash(Array("backchannel-logout\u{0}\(logout.issuer)\u{0}\(logout.tokenID)".utf8))
@@ -49,7 +49,7 @@ struct BackChannelLogout: Sendable {
             throw .unavailable("the state store")
         }
         guard firstTime else {
-            audit.record("backchannel_logout.refused", [("provider", .string(id)), ("reason", .string(LogoutTokenError.replayed.description))])
+            audit.refused("backchannel_logout.refused", [("provider", .string(id)), ("reason", .string(LogoutTokenError.replayed.description))])
             throw .refused(.replayed)
         }
         let filter = SessionFilter(provider: id, subject: logout.subject, providerSessionID: logout.providerSessionID)
