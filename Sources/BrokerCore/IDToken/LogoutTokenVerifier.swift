@@ -46,7 +46,7 @@ struct LogoutTokenVerifier: Sendable {
         return try check(claims, issuer: issuer, clientID: clientID)
     }
 
-    func check(_ claims: JSONValue, issuer: String, clientID: String) throws(LogoutTokenError) -> Logout {
+    private func check(_ claims: JSONValue, issuer: String, clientID: String) throws(LogoutTokenError) -> Logout {
         guard case .object = claims else { throw .malformed }
         let read = { (name: String) throws(LogoutTokenError) -> String? in
             do { return try claims.optionalString(name) } catch { throw .malformed }

@@ -3,7 +3,7 @@ import BrokerCrypto
 /// Which sessions the admin API lists or ends, and which a logout token names: every given
 /// field must match. A subject (`sub`) or a provider session (`sid`) is the provider's, so it
 /// comes with the provider.
-struct SessionFilter: Sendable, Equatable {
+struct SessionFilter: Sendable {
     var provider: String?
     var app: String?
     /// The user's id at `provider`.
