@@ -17,6 +17,10 @@ struct CheckConfigCommand: ParsableCommand {
         do {
             let config = try ConfigLoader.load(path: file, environment: ProcessInfo.processInfo.environment)
             print("\(file): OK (\(config.providers.count) providers, \(config.apps.count) apps, listen \(config.server.listen))")
+            // What to register at each OpenID Connect provider for back-channel logout.
+            for (provider, url) in config.backChannelLogoutURLs {
+                print("\(provider): back-channel logout URI \(url.absoluteString)")
+            }
         } catch {
             FileHandle.standardError.write(Data("\(error)\n".utf8))
             throw ExitCode(1)

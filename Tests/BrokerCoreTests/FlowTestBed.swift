@@ -55,6 +55,20 @@ struct FlowTestBed {
         store.holdsEverySession ? store.session(id, now: clock.seconds) : try await store.loadSession(id, now: clock.seconds)
     }
 
+    /// The API handlers' services over this bed, with `config` (no rate limits, no webhook).
+    func services(_ config: BrokerConfig) -> BrokerServices {
+        BrokerServices(
+            config: config, providers: login.providers, login: login, sessions: sessions,
+            devices: DeviceFlow(settings: settings, login: login, store: store, metrics: login.metrics, now: clock.closure),
+            proxy: APIProxy(sessions: sessions, settings: ProxySettings(timeoutSeconds: 5, maxResponseBytes: 1 << 20, retryMaxBodyBytes: 1024),
+                            now: clock.closure),
+            store: store, loginLimiter: RateLimiter(perMinute: 0), tokenLimiter: RateLimiter(perMinute: 0),
+            refreshLimiter: RateLimiter(perMinute: 0), deviceEntryLimiter: RateLimiter(perMinute: 0),
+            userCodeGuard: UserCodeGuard(missesPerMinute: 0), proxyLimiter: RateLimiter(perMinute: 0),
+            binding: BrowserBinding(stateKeys: nil), webhooks: nil, metrics: login.metrics, logger: login.logger, now: clock.closure
+        )
+    }
+
     /// Releases the store (the PostgreSQL instances' connections).
     func close() async {
         await store.close()
@@ -99,16 +113,6 @@ extension FlowTestBed {
     /// provider, public URL `https://broker.test`, no rate limits.
     func services() throws -> BrokerServices {
         let app = AppConfig(id: Self.app, redirectURIs: [try RedirectURI(parsing: Self.redirectURI)], deviceFlow: true)
-        let config = BrokerConfig(server: ServerConfig(publicURL: URL(string: "https://broker.test")), providers: [ScriptedProvider.config()], apps: [app])
-        return BrokerServices(
-            config: config, providers: login.providers, login: login, sessions: sessions,
-            devices: DeviceFlow(settings: settings, login: login, store: store, metrics: login.metrics, now: clock.closure),
-            proxy: APIProxy(sessions: sessions, settings: ProxySettings(timeoutSeconds: 5, maxResponseBytes: 1 << 20, retryMaxBodyBytes: 1024),
-                            now: clock.closure),
-            store: store, loginLimiter: RateLimiter(perMinute: 0), tokenLimiter: RateLimiter(perMinute: 0),
-            refreshLimiter: RateLimiter(perMinute: 0), deviceEntryLimiter: RateLimiter(perMinute: 0),
-            userCodeGuard: UserCodeGuard(missesPerMinute: 0), proxyLimiter: RateLimiter(perMinute: 0),
-            binding: BrowserBinding(stateKeys: nil), metrics: login.metrics, logger: login.logger, now: clock.closure
-        )
+        return services(BrokerConfig(server: ServerConfig(publicURL: URL(string: "https://broker.test")), providers: [ScriptedProvider.config()], apps: [app]))
     }
 }

@@ -10,6 +10,8 @@ enum StateRecord: Sendable {
     case pendingRemoved(SHA256Digest)
     case handoff(SHA256Digest, Handoff)
     case device(SHA256Digest, DeviceAuthorization)
+    /// A token accepted once (``StateStore/spendOnce(_:until:)``), remembered until then.
+    case spent(SHA256Digest, until: Double)
 
     /// Record types: fixed forever (docs/state.md, "Format").
     private enum Kind: UInt8 {
@@ -19,6 +21,7 @@ enum StateRecord: Sendable {
         case pendingRemoved = 4
         case handoff = 5
         case device = 6
+        case spent = 7
     }
 
     /// `kind (1 byte) | length (varint) | fields`.
@@ -47,6 +50,10 @@ enum StateRecord: Sendable {
             kind = .device
             fields.digest(1, code)
             device.encode(into: &fields)
+        case .spent(let id, let until):
+            kind = .spent
+            fields.digest(1, id)
+            fields.double(2, until)
         }
         output.append(kind.rawValue)
         FieldWriter.appendVarint(UInt64(fields.bytes.count), to: &output)
@@ -76,6 +83,7 @@ enum StateRecord: Sendable {
             case .pendingRemoved: body(.pendingRemoved(try fields.requiredDigest(1)))
             case .handoff: body(.handoff(try fields.requiredDigest(1), try Handoff(fields)))
             case .device: body(.device(try fields.requiredDigest(1), try DeviceAuthorization(fields)))
+            case .spent: body(.spent(try fields.requiredDigest(1), until: try fields.requiredDouble(2)))
             }
         }
     }
@@ -97,9 +105,11 @@ extension Session {
         fields.double(10, createdAt)
         fields.double(11, usedAt)
         fields.double(12, refreshedAt)
+        fields.string(13, providerSessionID)
     }
 
     init(_ fields: FieldReader, scopes: inout ScopeTable) throws(StateDecodingError) {
+        let claims = fields.bytes(9)
         self.init(
             id: try fields.requiredDigest(1),
             provider: try fields.requiredString(2),
@@ -109,10 +119,12 @@ extension Session {
             accessToken: try fields.requiredString(6),
             accessTokenExpiresAt: try fields.double(7),
             refreshToken: try fields.string(8),
-            idTokenClaims: fields.bytes(9),
+            idTokenClaims: claims,
             createdAt: try fields.requiredDouble(10),
             usedAt: try fields.requiredDouble(11),
-            refreshedAt: try fields.double(12)
+            refreshedAt: try fields.double(12),
+            // Written before field 13 existed: the `sid` is in the claims, if anywhere.
+            providerSessionID: try fields.string(13) ?? Self.providerSessionID(in: claims)
         )
     }
 }

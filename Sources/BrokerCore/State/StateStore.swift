@@ -64,6 +64,12 @@ protocol StateStore: Sendable {
     /// Removes the session `id` durably; the removed session, or nil when there was none.
     func removeSession(_ id: SHA256Digest) async throws(StateWriteError) -> Session?
 
+    /// The live sessions `filter` matches (a ``SessionFilter/isValid`` one), every instance's,
+    /// in the order of their ids after `after`, at most `limit` of them: for the admin API and
+    /// back-channel logout. Reads the store itself (a shared store: its database, finding a
+    /// subject or provider session by its ``BlindIndex``); throws when it cannot be read now.
+    func findSessions(_ filter: SessionFilter, after: SHA256Digest?, limit: Int, now: Double) async throws(StateReadError) -> SessionPage
+
     // MARK: Logins and handoff codes
 
     /// Records a login in progress under the hash of its `state`: visible to every instance when
@@ -96,6 +102,14 @@ protocol StateStore: Sendable {
     /// instance is asked; durable when it collects the grant (whatever happens next, the code
     /// never hands it out again).
     func pollDeviceCode(_ code: SHA256Digest, app: String, now: Double) async throws(StateWriteError) -> DevicePoll
+
+    // MARK: Tokens accepted once
+
+    /// Records that the token known by `id` (a hash of its issuer and `jti`: a back-channel
+    /// logout token) was accepted, durably and for every instance, remembered until `until`
+    /// (Unix seconds; past it the token is refused for its age). True the first time; false when
+    /// it was already accepted, whichever instance accepted it.
+    func spendOnce(_ id: SHA256Digest, until: Double) async throws(StateWriteError) -> Bool
 
     // MARK: Operations
 

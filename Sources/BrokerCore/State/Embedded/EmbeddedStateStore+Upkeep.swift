@@ -76,6 +76,7 @@ extension EmbeddedStateStore {
                     for (state, pending) in flows.pending { emit(.pending(state, pending)) }
                     for (code, handoff) in flows.handoffs { emit(.handoff(code, handoff)) }
                     for (code, device) in flows.devices { emit(.device(code, device)) }
+                    for (id, until) in flows.spent { emit(.spent(id, until: until)) }
                 })
             } catch {
                 return .failure(error)

@@ -61,7 +61,7 @@ final class EmbeddedStateStore: StateStore {
                 switch record {
                 case .session(let session): sessions.restore(session)
                 case .sessionRemoved(let id): sessions.restoreRemoval(id)
-                case .pending, .pendingRemoved, .handoff, .device: flows.restore(record)
+                case .pending, .pendingRemoved, .handoff, .device, .spent: flows.restore(record)
                 }
             }
         } catch {
@@ -139,6 +139,27 @@ final class EmbeddedStateStore: StateStore {
         let (session, ticket) = sessions.remove(id)
         try await ticket.wait()
         return session
+    }
+
+    /// Memory holds every session: a scan, in id order (admin calls and logout tokens are rare
+    /// next to reads; a million sessions take tens of milliseconds).
+    func findSessions(_ filter: SessionFilter, after: SHA256Digest?, limit: Int, now: Double) async throws(StateReadError) -> SessionPage {
+        var matching: [Session] = []
+        for shard in sessions.capture() {
+            for session in shard.values where sessions.isLive(session, now: now) && filter.matches(session) {
+                if let after, !(after.hex < session.id.hex) { continue }
+                matching.append(session)
+            }
+        }
+        matching.sort { $0.id.hex < $1.id.hex }
+        let page = Array(matching.prefix(limit))
+        return SessionPage(sessions: page, next: matching.count > limit ? page.last?.id : nil)
+    }
+
+    func spendOnce(_ id: SHA256Digest, until: Double) async throws(StateWriteError) -> Bool {
+        guard let ticket = flows.spend(id, until: until, now: clock()) else { return false }
+        try await ticket.wait()
+        return true
     }
 
     func beginLogin(_ state: SHA256Digest, _ pending: PendingAuthorization) async throws(StateWriteError) {

@@ -108,6 +108,11 @@ final class SessionTable: Sendable {
         shards.map { shard in shard.sessions.withLock { $0 } }
     }
 
+    /// Whether `session` is within its lifetimes at `now`.
+    func isLive(_ session: Session, now: Double) -> Bool {
+        lifetimes.isLive(session, now: now)
+    }
+
     var count: Int {
         shards.reduce(0) { total, shard in total + shard.sessions.withLock { $0.count } }
     }

@@ -25,6 +25,7 @@ extension PostgresStateStore {
             try connection.execute("DELETE FROM broker_handoffs WHERE expires_at + $2 <= $1", [.double(now), .double(replayMemory)])
             try connection.execute("DELETE FROM broker_device_codes WHERE expires_at <= $1", [.double(now)])
             try connection.execute("DELETE FROM broker_refresh_leases WHERE held_until <= extract(epoch FROM clock_timestamp())")
+            try connection.execute("DELETE FROM broker_spent_tokens WHERE expires_at <= $1", [.double(now)])
             return sessions
         }
         if let removed, removed > 0 { logger.info("expired sessions removed", metadata: ["count": "\(removed)"]) }
@@ -86,12 +87,13 @@ extension PostgresStateStore {
         }
     }
 
-    /// Re-seals up to 500 session rows sealed under an older key, through `updateSession` (a
-    /// version bump like any change).
+    /// Re-seals up to 500 session rows sealed under an older key or written before the blind
+    /// index, through `updateSession` (a version bump like any change), which indexes them under
+    /// the current key.
     func reseal() async {
         let current = sealer.currentKeyID
         guard let rows = try? await run("read", { connection throws(PostgresError) in
-            try connection.execute("SELECT id FROM broker_sessions WHERE key_id <> $1 LIMIT 500", [.int(current)])
+            try connection.execute("SELECT id FROM broker_sessions WHERE key_id <> $1 OR subject_index IS NULL LIMIT 500", [.int(current)])
         }) else { return }
         for row in 0..<rows.count {
             guard let bytes = rows.bytes(row, 0), let id = SHA256Digest(bytes: bytes) else { continue }
