@@ -79,6 +79,7 @@ class Target:
     tokens: str
     header: str = BEARER
     api: Callable[[], list[int]] | None = None
+    api_accepts: Callable[[], int] | None = None  # connections the API has accepted so far
 
 STARTED: list[subprocess.Popen] = []
 STOPPERS: list[Callable[[], None]] = []  # other things to stop at the end (the authorization server)
@@ -516,14 +517,15 @@ def parse_duration(text: str) -> float:
 def run_wrk(target: Target, seconds: int, wrk_cpus: set[int] | None = None) -> dict:
     """One wrk run against `target`; on `wrk_cpus` when given."""
     pids, api = target.pids(), target.api() if target.api else []
-    before, api_before = cpu_ticks(pids), cpu_ticks(api)
+    accepts = target.api_accepts or (lambda: 0)
+    before, api_before, accepts_before = cpu_ticks(pids), cpu_ticks(api), accepts()
     output = subprocess.run(
         (["taskset", "-c", cpu_list(wrk_cpus)] if wrk_cpus else [])
         + ["wrk", "-t2", "-c64", f"-d{seconds}s", "--latency", "-s", os.path.join(HERE, "token.lua"),
            f"http://127.0.0.1:{target.port}", "--", target.tokens, target.path, target.header],
         capture_output=True, text=True, timeout=seconds + 60,
     ).stdout
-    after, api_after = cpu_ticks(pids), cpu_ticks(api)
+    after, api_after, accepts_after = cpu_ticks(pids), cpu_ticks(api), accepts()
     if not re.search(r"^\s+99%", output, re.M):
         raise RuntimeError(f"wrk on port {target.port} printed no latency distribution:\n{output}")
     requests = int(re.search(r"(\d+) requests in ([\d.]+)(\w+)", output).group(1))
@@ -537,6 +539,7 @@ def run_wrk(target: Target, seconds: int, wrk_cpus: set[int] | None = None) -> d
         "p99": parse_duration(latency["99"]),
         "cpu_us": (after - before) / CLK_TCK * 1e6 / max(requests, 1),
         "api_cpu_us": (api_after - api_before) / CLK_TCK * 1e6 / max(requests, 1),
+        "api_connections": accepts_after - accepts_before - (1 if target.api_accepts else 0),  # less the second probe's own
         "bad": int(bad.group(1)) if bad else 0,
         "socket_errors": errors.group(1) if errors else "",
         "requests": requests,
@@ -611,6 +614,9 @@ http {{
             default_type {headers.get('Content-Type', 'application/json')};
 {add_headers}
             return 200 '{quoted}';
+        }}
+        location = /nginx_status {{
+            stub_status;
         }}
         location = /authorization {{
             default_type text/plain;
@@ -799,6 +805,7 @@ def run(args, broker_bin: str, fixture_bin: str, workdir: str, run_started: floa
         f"(Cookie header {len(cookies[0])} bytes); it forwards their access tokens")
 
     api = lambda: [nginx.pid] + children(nginx.pid)  # noqa: E731
+    accepts = lambda: int(http_get(nginx_port, "/nginx_status")[2].split()[7])  # noqa: E731 - stub_status's "accepts"
     hot = [
         Target(TOKEN, a.port, "/token", lambda: [a.pid], sample),
         Target(NOLOG, b.port, "/token", lambda: [b.pid], sample),
@@ -810,9 +817,9 @@ def run(args, broker_bin: str, fixture_bin: str, workdir: str, run_started: floa
     ]
     proxy, proxy_tokens = start_proxy_broker(broker_bin, fixture_bin, workdir, key, nginx_port)
     proxied = [
-        Target(PROXY, proxy.port, "/proxy/api/token", lambda: [proxy.pid], proxy_tokens, api=api),
-        Target(ENVOY_FILTER, envoy.filtered_port, "/token", lambda: [envoy.pid], cookie_file, header="Cookie: ", api=api),
-        Target(ENVOY_PLAIN, envoy.plain_port, "/token", lambda: [envoy.pid], sample, api=api),
+        Target(PROXY, proxy.port, "/proxy/api/token", lambda: [proxy.pid], proxy_tokens, api=api, api_accepts=accepts),
+        Target(ENVOY_FILTER, envoy.filtered_port, "/token", lambda: [envoy.pid], cookie_file, header="Cookie: ", api=api, api_accepts=accepts),
+        Target(ENVOY_PLAIN, envoy.plain_port, "/token", lambda: [envoy.pid], sample, api=api, api_accepts=accepts),
         Target(NGINX, nginx_port, "/token", api, sample),
     ]
     if args.baseline_bin:
@@ -848,7 +855,7 @@ def run(args, broker_bin: str, fixture_bin: str, workdir: str, run_started: floa
             results[target.name].append(result)
             log(f"round {round_number + 1}: {target.name}: {result['rps']:.0f} req/s, p50 {result['p50']:.2f} ms, "
                 f"p99 {result['p99']:.2f} ms, {result['cpu_us']:.1f} µs CPU/req"
-                + (f" (nginx {result['api_cpu_us']:.1f} µs)" if target.api and target.name != NGINX else "")
+                + (f" (nginx {result['api_cpu_us']:.1f} µs, {result['api_connections']} connections opened to it)" if target.api_accepts else "")
                 + (f", {result['bad']} non-2xx" if result["bad"] else "") + (f", socket errors {result['socket_errors']}" if result["socket_errors"] else ""))
     # wrk counts a 302 (Envoy's redirect to sign in) as an answer: the filter's own counters say
     # whether every request took its signed-in path.
@@ -1018,8 +1025,10 @@ def report(args, results, targets, rss, summaries, large, medium, first_ready, f
                       for label, name in (("broker", PROXY), ("Envoy filter", ENVOY_FILTER), ("Envoy", ENVOY_PLAIN)))
     rows.append(("API proxy: latency added to a GET sent to nginx directly (p50, p99)", "", "", "", "", added,
                  f"broker p50 < +1 ms {ok(med[PROXY]['p50'] - direct['p50'] < 1)}"))
-    rows.append(("nginx (the API): its workers' own CPU per request", "", "", "", "",
-                 "; ".join(f"{label} {med[name]['api_cpu_us']:.1f} µs" for label, name in (
+    opened = {name: sum(r["api_connections"] for r in results[name]) / max(1, sum(r["requests"] for r in results[name])) * 1000
+              for name in (PROXY, ENVOY_FILTER, ENVOY_PLAIN)}
+    rows.append(("nginx (the API): its workers' own CPU per request; connections opened to it per 1,000 requests", "", "", "", "",
+                 "; ".join(f"{label} {med[name]['api_cpu_us']:.1f} µs, {opened[name]:.1f}" for label, name in (
                      ("behind the broker", PROXY), ("behind Envoy's filter", ENVOY_FILTER), ("behind Envoy", ENVOY_PLAIN)))
                  + f"; directly {med[NGINX]['cpu_us']:.1f} µs", ""))
     counters = summaries["envoy_filter"]
@@ -1030,7 +1039,7 @@ def report(args, results, targets, rss, summaries, large, medium, first_ready, f
                  ok(signed_in)))
     if BASELINE in names:
         rows.append(("/token CPU per request, this build ÷ the baseline build", "", "", "", "",
-                     f"{med[TOKEN]['cpu_us'] / med[BASELINE]['cpu_us']:.2f}×; by round "
+                     f"{med[TOKEN]['cpu_us'] / med[BASELINE]['cpu_us']:.2f}× (the rounds' median ratio {median(by_round(TOKEN, BASELINE)):.2f}×); by round "
                      + " / ".join(f"{r:.2f}" for r in by_round(TOKEN, BASELINE)), ""))
     if POSTGRES in names:
         count, seconds, cpu, miss_median = summaries["miss"]
