@@ -560,7 +560,11 @@ def machine() -> str:
     with open("/proc/meminfo") as f:
         memory = int(f.readline().split()[1]) / 1024 / 1024
     cores = len(os.sched_getaffinity(0))
-    return f"{model}, {cores} cores, {memory:.0f} GiB memory, Linux {platform.release()}"
+    try:
+        system = platform.freedesktop_os_release()["PRETTY_NAME"]
+    except (OSError, KeyError):
+        system = "Linux"
+    return f"{model}, {cores} cores, {memory:.0f} GiB memory, {system}, Linux {platform.release()}"
 
 
 def fixture(tool: str, directory: str, tokens: str, count: int, key: str, issuer: str, *options: str) -> dict:
