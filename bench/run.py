@@ -530,7 +530,9 @@ def run_wrk(target: Target, seconds: int, wrk_cpus: set[int] | None = None) -> d
         raise RuntimeError(f"wrk on port {target.port} printed no latency distribution:\n{output}")
     requests = int(re.search(r"(\d+) requests in ([\d.]+)(\w+)", output).group(1))
     duration = parse_duration(re.search(r"\d+ requests in ([\d.]+\w+)", output).group(1)) / 1000
-    latency = dict(re.findall(r"^\s+(50|99)%\s+([\d.]+\w+)$", output, re.M))
+    latency = dict(re.findall(r"^\s+(50|99)%\s+([\d.]+[a-z]+)\s*$", output, re.M))
+    if len(latency) != 2:
+        raise RuntimeError(f"wrk on port {target.port}: no p50 or p99 in its latency distribution:\n{output}")
     bad = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
     errors = re.search(r"Socket errors: (.*)", output)
     return {
