@@ -1027,7 +1027,7 @@ def report(args, results, targets, rss, summaries, large, medium, first_ready, f
     rows.append(("API proxy: broker ÷ Envoy without filter, both → nginx", "", "", "", "", versus(PROXY, ENVOY_PLAIN),
                  f"CPU ≤ Envoy's {ok(med[PROXY]['cpu_us'] <= med[ENVOY_PLAIN]['cpu_us'])}"))
     direct = med[NGINX]
-    added = "; ".join(f"{label} +{med[name]['p50'] - direct['p50']:.2f} ms, +{med[name]['p99'] - direct['p99']:.2f} ms"
+    added = "; ".join(f"{label} {med[name]['p50'] - direct['p50']:+.2f} ms, {med[name]['p99'] - direct['p99']:+.2f} ms"
                       for label, name in (("broker", PROXY), ("Envoy filter", ENVOY_FILTER), ("Envoy", ENVOY_PLAIN)))
     rows.append(("API proxy: latency added to a GET sent to nginx directly (p50, p99)", "", "", "", "", added,
                  f"broker p50 < +1 ms {ok(med[PROXY]['p50'] - direct['p50'] < 1)}"))
