@@ -38,9 +38,9 @@ try:
     import requests
     from support.authserver import AuthServer
     from support.browser import Browser
-except ImportError as missing:  # the benchmark's other rows need only the standard library
-    raise SystemExit(f"bench/envoy.py needs the tests' Python tools ({missing}): run with .venv/bin/python "
-                     "after `make venv` (make bench does)") from missing
+except ImportError as missing:
+    raise SystemExit(f"bench/envoy_peer.py needs the tests' Python tools ({missing}): run bench/run.py with "
+                     ".venv/bin/python after `make venv` (make bench does)") from missing
 
 DIRECT_PATH = "/direct"
 SESSION_COOKIES = ("BearerToken", "IdToken", "RefreshToken", "OauthHMAC", "OauthExpires")
