@@ -35,6 +35,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "Tests", "oauth"))
 
 try:
+    import django  # noqa: F401 - the authorization server runs on this Python
     import requests
     from support.authserver import AuthServer
     from support.browser import Browser
