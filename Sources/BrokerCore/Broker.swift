@@ -19,6 +19,8 @@ public final class Broker: Sendable {
     private let admin: (server: HTTPServer, router: Router)?
     private let store: any StateStore
     private let refresher: Refresher
+    /// Revokes at the provider the grants a store's sweep finds abandoned.
+    private let revoker: GrantRevoker
     private let maintenance = Mutex<Task<Void, Never>?>(nil)
     private let logOutput: LogOutput
     private let shuttingDown = ShutdownFlag()
@@ -129,6 +131,7 @@ public final class Broker: Sendable {
         self.store = store
         self.logOutput = logOutput
         refresher = services.sessions.refresher
+        revoker = services.sessions.revoker
     }
 
     private static func openState(
@@ -245,7 +248,12 @@ public final class Broker: Sendable {
             "providers": "\(config.providers.map(\.id).joined(separator: ","))",
             "apps": "\(config.apps.map(\.id).joined(separator: ","))",
         ])
-        let upkeep = Task { [store] in await store.maintain() }
+        // A device's grant that nobody collected before its code expired is revoked at the provider.
+        let upkeep = Task { [store, revoker] in
+            await store.maintain { abandoned in
+                for grant in abandoned { _ = await revoker.revoke(grant.provider, accessToken: grant.accessToken, refreshToken: grant.refreshToken) }
+            }
+        }
         maintenance.withLock { $0 = upkeep }
     }
 

@@ -91,12 +91,12 @@ final class RoundRobinStore: StateStore {
 
     var writeFailure: String? { next.writeFailure }
 
-    func sweep() async {
+    @discardableResult func sweep() async -> [Grant] {
         await next.sweep()
     }
 
-    func maintain() async {
-        await next.maintain()
+    func maintain(abandoned: @escaping @Sendable ([Grant]) async -> Void) async {
+        await next.maintain(abandoned: abandoned)
     }
 
     func close() async {

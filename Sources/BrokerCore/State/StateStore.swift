@@ -119,11 +119,14 @@ protocol StateStore: Sendable {
     /// database out of reach), for `/readyz`; nil when it can.
     var writeFailure: String? { get }
     /// Removes expired sessions, logins and codes at the store clock's now (with several
-    /// instances: one of them at a time).
-    func sweep() async
-    /// Keeps the store in shape until the calling task is cancelled: sweeps, and whatever else
-    /// the implementation needs (`EmbeddedStateStore`: snapshots that retire journals).
-    func maintain() async
+    /// instances: one of them at a time). Returns the grants that expired on device codes their
+    /// device never collected (signed in, or approved and never polled for): nobody can use them
+    /// any more, and the caller revokes them at the provider.
+    @discardableResult func sweep() async -> [Grant]
+    /// Keeps the store in shape until the calling task is cancelled: sweeps (the grants a sweep
+    /// returns go to `abandoned`), and whatever else the implementation needs
+    /// (`EmbeddedStateStore`: snapshots that retire journals).
+    func maintain(abandoned: @escaping @Sendable ([Grant]) async -> Void) async
     /// Makes everything durable and releases the store; later changes fail.
     func close() async
 }

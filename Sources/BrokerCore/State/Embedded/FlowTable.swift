@@ -147,14 +147,16 @@ final class FlowTable: Sendable {
     }
 
     /// Drops expired logins, handoff codes and device codes (not logged: they are expired after a
-    /// restart too).
-    func sweep(now: Double) {
+    /// restart too); the grants of device codes that expired uncollected.
+    func sweep(now: Double) -> [Grant] {
         entries.withLock { entries in
             entries.pending = entries.pending.filter { $0.value.expiresAt > now }
             entries.handoffs = entries.handoffs.filter { $0.value.expiresAt + EmbeddedStateStore.replayMemory > now }
+            let abandoned = entries.devices.values.filter { $0.expiresAt <= now }.compactMap(\.uncollectedGrant)
             entries.devices = entries.devices.filter { $0.value.expiresAt > now }
             entries.userCodes = entries.userCodes.filter { entries.devices[$0.value] != nil }
             entries.spent = entries.spent.filter { $0.value > now }
+            return abandoned
         }
     }
 
