@@ -199,6 +199,41 @@ struct SessionFindingTests {
         await store.close()
     }
 
+    @Test func aDatabaseAtSchemaVersion3WithSessionsIsMigratedAndItsSessionsFound() async throws {
+        let url = try PostgresTestCluster.shared.get().createDatabase()
+        let keys = StateKeys(current: .generate())
+        let clock = StoreConformanceTests.clock()
+        let alice = session("before-4", subject: "alice", sid: "sid-old", clock: clock)
+        // The database as a broker of schema version 3 left it: its tables, and a session row
+        // with the columns it knew.
+        let sealed = try RowSealer(keys: keys).seal(.session(alice), table: "sessions", key: alice.id)
+        let pool = PostgresPool(options: .init(url: url, password: PostgresTestCluster.password), size: 1, acquireTimeout: .seconds(5))
+        let keyID = Int64(bitPattern: keys.currentID)
+        try await pool.transaction { connection throws(PostgresError) in
+            try connection.execute("CREATE TABLE broker_schema (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
+            for version in 1...3 {
+                for statement in PostgresSchema.migrations[version - 1] { try connection.execute(statement) }
+                try connection.execute("INSERT INTO broker_schema (version) VALUES ($1)", [.int(Int64(version))])
+            }
+            try connection.execute("""
+                INSERT INTO broker_sessions (id, version, key_id, sealed, provider, app, created_at, used_at, expires_at)
+                VALUES ($1, 1, $2, $3, 'dev', 'demo', $4, $4, $5)
+                """, [.bytes(alice.id.bytes), .int(keyID), .bytes(sealed), .double(clock.seconds), .double(clock.seconds + 3600)])
+        }
+        pool.close()
+        let store = try await openPostgres(url, keys: keys, clock: clock)
+        #expect(try await rawRows(url, "SELECT max(version) FROM broker_schema").int(0, 0) == 4)
+        let bySubject = SessionFilter(provider: "dev", subject: "alice")
+        let bySession = SessionFilter(provider: "dev", providerSessionID: "sid-old")
+        #expect(try await store.findSessions(bySubject, after: nil, limit: 10, now: clock.seconds).sessions.map(\.id) == [alice.id])
+        #expect(try await store.findSessions(bySession, after: nil, limit: 10, now: clock.seconds).sessions.map(\.id) == [alice.id])
+        #expect(try await store.spendOnce(OpaqueToken.hash("jti-after-migration"), until: clock.seconds + 60))
+        await store.reseal()
+        #expect(try await rawRows(url, "SELECT subject_index IS NOT NULL AND sid_index IS NOT NULL FROM broker_sessions").bool(0, 0) == true)
+        #expect(try await store.findSessions(bySubject, after: nil, limit: 10, now: clock.seconds).sessions.map(\.id) == [alice.id])
+        await store.close()
+    }
+
     @Test func rowsFromBeforeTheIndexAreFoundAndThenIndexedAndAKeyRotationHidesNothing() async throws {
         let url = try PostgresTestCluster.shared.get().createDatabase()
         let oldKey = SymmetricKey.generate()

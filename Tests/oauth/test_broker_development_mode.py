@@ -6,7 +6,7 @@ import requests
 
 from support.broker import BrokerProcess, broker_binary, free_port
 from support.browser import query_params
-from support.dev_login import pkce
+from support.dev_login import dev_login, pkce
 
 
 def test_walk_through_with_the_development_provider():
@@ -67,3 +67,23 @@ def test_only_the_demo_app_may_use_the_development_provider():
         assert authorize("demo", "http://127.0.0.1/callback").status_code == 302
     finally:
         assert broker.stop() == 0
+
+
+def test_signing_out_everywhere_ends_the_users_sessions_through_a_real_logout_token():
+    """POST /dev/logout (the page's button, without a browser): the development provider signs a
+    logout token and sends it to the broker's back-channel logout endpoint, which verifies it like
+    any provider's; a name that is not a valid user is a 400 that sends nothing."""
+    broker = BrokerProcess("", args=["--dev"])
+    try:
+        alice, bob = dev_login(broker, "alice").json()["session_token"], dev_login(broker, "Bob").json()["session_token"]
+        status = lambda token: requests.get(broker.url("/token"), headers={"Authorization": f"Bearer {token}"}, timeout=10).status_code
+        assert requests.post(broker.url("/dev/logout"), data={"user": "a b"}, timeout=10).status_code == 400
+        page = requests.get(broker.url("/dev/logout"), timeout=10)
+        assert page.status_code == 200 and 'action="/dev/logout"' in page.text
+        signed_out = requests.post(broker.url("/dev/logout"), data={"user": "bob"}, timeout=10)
+        assert signed_out.status_code == 200 and "Signed out everywhere" in signed_out.text
+        assert (status(alice), status(bob)) == (200, 401), "the name is matched as the sign-in page keeps it (lowercase)"
+        accepted = [line for line in broker.json_lines() if line.get("audit") == "backchannel_logout"]
+        assert [(line["provider"], line["subject"], line["ended"]) for line in accepted] == [("dev", "dev-bob", "1")]
+    finally:
+        broker.stop()

@@ -141,8 +141,8 @@ final class EmbeddedStateStore: StateStore {
         return session
     }
 
-    /// Memory holds every session: a scan, in id order (admin calls and logout tokens are rare
-    /// next to reads; a million sessions take tens of milliseconds).
+    /// Memory holds every session: a scan of copies (each shard's costs nothing until it next
+    /// changes), in id order. Admin calls and logout tokens are rare next to reads.
     func findSessions(_ filter: SessionFilter, after: SHA256Digest?, limit: Int, now: Double) async throws(StateReadError) -> SessionPage {
         var matching: [Session] = []
         for shard in sessions.capture() {
