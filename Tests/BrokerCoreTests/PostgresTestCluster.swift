@@ -34,7 +34,7 @@ final class PostgresTestCluster: Sendable {
         try Self.run(bin + "/initdb", ["-D", data, "-U", "postgres", "--pwfile", passwordFile, "--auth-local=trust",
                                        "--auth-host=scram-sha-256", "-E", "UTF8", "--no-sync"], asPostgres: asPostgres)
         try Self.run(bin + "/pg_ctl", ["-D", data, "-l", directory + "/log", "-w", "-o",
-                                       "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=400", "start"], asPostgres: asPostgres)
+                                       "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=1500", "start"], asPostgres: asPostgres)
         Self.stopAtExit = (bin + "/pg_ctl", data, directory, asPostgres)
         atexit {
             guard let (pgctl, data, directory, asPostgres) = PostgresTestCluster.stopAtExit else { return }

@@ -39,7 +39,7 @@ struct PostgresStoreHarness: StoreHarness {
 
     func open(clock: TestClock) async throws -> any StateStore {
         try await PostgresStateStore.open(
-            settings: PostgresSettings(url: url, password: Secret(PostgresTestCluster.password, source: "test"), poolSize: 4),
+            settings: PostgresSettings(url: url, password: Secret(PostgresTestCluster.password, source: "test"), poolSize: 2),
             keys: keys, lifetimes: lifetimes, refreshLockWaitSeconds: 10, clock: { clock.seconds },
             logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
         )
