@@ -56,6 +56,8 @@ public final class Broker: Sendable {
                 var configuration = serverConfiguration
                 configuration.host = listen.host == "localhost" ? "127.0.0.1" : listen.host
                 configuration.port = listen.port
+                // No web page is an admin client: no CORS answers on the admin listener.
+                configuration.corsOrigins = []
                 return try HTTPServer(configuration: configuration, observer: reporter)
             }
         } catch {

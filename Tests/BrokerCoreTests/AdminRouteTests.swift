@@ -28,8 +28,9 @@ struct AdminRouteTests {
             self.router = router
         }
 
-        func send(_ method: String, _ target: String, bearer: String? = AdminRouteTests.token, form: [(String, String)]? = nil) async -> Response {
-            var headers = form == nil ? [:] : ["Content-Type": "application/x-www-form-urlencoded"]
+        func send(_ method: String, _ target: String, bearer: String? = AdminRouteTests.token, form: [(String, String)]? = nil,
+                  extra: [String: String] = ["Host": "127.0.0.1:9091"]) async -> Response {
+            var headers = extra.merging(form == nil ? [:] : ["Content-Type": "application/x-www-form-urlencoded"]) { $1 }
             if let bearer { headers["Authorization"] = "Bearer \(bearer)" }
             let body = form.map { Array(FormFields.encode($0).utf8) } ?? []
             return await router.route(Request(method: method, target: target, headers: headers, body: body)).reply.response()
@@ -114,6 +115,28 @@ struct AdminRouteTests {
     @Test func onALoopbackListenerOfItsOwnNoTokenIsAsked() async throws {
         let admin = try await Admin(.embedded, token: nil)
         #expect(await admin.send("GET", "/admin/sessions", bearer: nil).status == 200)
+        #expect(await admin.send("GET", "/admin/sessions", bearer: nil, extra: ["Host": "localhost:9091", "Sec-Fetch-Site": "none"]).status == 200)
+        await admin.bed.close()
+    }
+
+    /// Without a token, what a web page could send — a form posted from another site, a script
+    /// on an app's origin, a name rebound to 127.0.0.1 — is refused, and ends nothing.
+    @Test func onALoopbackListenerOfItsOwnWebPagesAreRefused() async throws {
+        let admin = try await Admin(.embedded, token: nil)
+        let alice = try await admin.bed.newSession(subject: "alice")
+        let browserLike: [[String: String]] = [
+            ["Host": "127.0.0.1:9091", "Origin": "https://evil.example"],
+            ["Host": "127.0.0.1:9091", "Sec-Fetch-Site": "cross-site"],
+            ["Host": "127.0.0.1:9091", "Sec-Fetch-Site": "same-site"],
+            ["Host": "rebound.example:9091"],
+            [:],
+        ]
+        for headers in browserLike {
+            #expect(await admin.send("POST", "/admin/subjects/end", bearer: nil, form: [("provider", "idp"), ("subject", "alice")], extra: headers).status == 403,
+                    "\(headers)")
+            #expect(await admin.send("GET", "/admin/sessions", bearer: nil, extra: headers).status == 403, "\(headers)")
+        }
+        #expect(try await admin.bed.stored(alice.session.id) != nil)
         await admin.bed.close()
     }
 }

@@ -5,8 +5,10 @@ import WireValues
 /// The admin API (README, "Admin API"; off unless configured): list sessions by provider,
 /// app, subject or provider session — their metadata, never a token —, end one, end every
 /// session of a subject. On a listener of its own, or on the public one behind a bearer token
-/// (`admin.token_file`), compared in constant time. Every call, refused ones included, is an
-/// audit event (``AuditTrail``).
+/// (`admin.token_file`), compared in constant time. Every action is an audit event
+/// (``AuditTrail``); a refused call is a log line. Without a token (a loopback listener of its
+/// own), a request a web page could have sent — one with `Origin`, a cross-site
+/// `Sec-Fetch-Site`, or a `Host` that is not loopback (DNS rebinding) — is refused.
 struct AdminRoutes: Sendable {
     let services: BrokerServices
     let administration: SessionAdministration
@@ -30,7 +32,7 @@ struct AdminRoutes: Sendable {
     /// `Authorization: Bearer <admin token>`, when one is configured: both sides hashed first,
     /// so that the comparison's time says nothing, not even the token's length.
     private func authenticate(_ request: Request) throws(HTTPError) {
-        guard let tokenHash else { return }
+        guard let tokenHash else { return try Self.refuseBrowsers(request) }
         let given = request.header("Authorization").flatMap { header -> String? in
             guard header.count > 7, header.prefix(7).lowercased() == "bearer " else { return nil }
             return String(header.dropFirst(7))
@@ -41,6 +43,26 @@ struct AdminRoutes: Sendable {
             throw HTTPError(status: 401, code: "invalid_token", description: "Send the admin token as Authorization: Bearer <token>.",
                             headers: [HTTPHeader("WWW-Authenticate", #"Bearer realm="admin", error="invalid_token""#)])
         }
+    }
+
+    /// Without a token, only a client on this machine that is not a web page: a browser adds
+    /// `Origin` to a cross-origin POST and `Sec-Fetch-Site` to every request, and a rebound name
+    /// arrives with its own `Host`.
+    private static func refuseBrowsers(_ request: Request) throws(HTTPError) {
+        let site = request.header("Sec-Fetch-Site")?.lowercased()
+        let host = request.header("Host").map(hostName) ?? ""
+        guard request.header("Origin") == nil, site == nil || site == "none",
+              ["127.0.0.1", "localhost", "[::1]", "::1"].contains(host) else {
+            throw HTTPError(status: 403, code: "forbidden",
+                            description: "The admin API without a token answers only clients on this machine, not web pages; configure admin.token_file to call it otherwise.")
+        }
+    }
+
+    /// The host of a `Host` header, without its port, lowercased.
+    private static func hostName(_ header: String) -> String {
+        let value = header.lowercased()
+        if value.hasPrefix("[") { return value.split(separator: "]", maxSplits: 1).first.map { $0 + "]" } ?? value }
+        return value.split(separator: ":", maxSplits: 1).first.map(String.init) ?? value
     }
 
     private func list(_ request: Request) throws(HTTPError) -> Reply {
