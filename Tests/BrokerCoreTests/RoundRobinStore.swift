@@ -47,6 +47,10 @@ final class RoundRobinStore: StateStore {
         try await next.spendOnce(id, until: until)
     }
 
+    func unspend(_ id: SHA256Digest) async throws(StateWriteError) {
+        try await next.unspend(id)
+    }
+
     func updateSession(_ id: SHA256Digest, _ change: (inout Session) -> Void) async throws(StateWriteError) -> Session? {
         try await next.updateSession(id, change)
     }

@@ -5,7 +5,7 @@ import WireValues
 /// OpenID Connect Back-Channel Logout 1.0 at the broker: a provider's logout token, verified
 /// (``LogoutTokenVerifier``) and accepted once across instances (its `jti` spent in the store
 /// before anything ends, so that a replay — even one arriving after the user signed in again —
-/// ends nothing), ends every session of the provider it names by `sub` and/or `sid`, on every
+/// ends nothing; given back when the ending fails, so that the provider's retry works), ends every session of the provider it names by `sub` and/or `sid`, on every
 /// instance (``SessionAdministration/endAll(_:revokeLater:)``).
 struct BackChannelLogout: Sendable {
     let providers: ProviderDirectory
@@ -46,6 +46,8 @@ struct BackChannelLogout: Sendable {
         do {
             firstTime = try await store.spendOnce(spent, until: logout.rememberUntil)
         } catch {
+            // It may be spent all the same (a lost answer): given back, the provider's retry counts.
+            try? await store.unspend(spent)
             throw .unavailable("the state store")
         }
         guard firstTime else {
@@ -57,6 +59,9 @@ struct BackChannelLogout: Sendable {
         do {
             ended = try await administration.endAll(filter, revokeLater: true)
         } catch {
+            // Nothing or not everything ended: the token is given back for the provider's retry
+            // (ending is idempotent). Were it kept spent, the retry would be refused as a replay.
+            try? await store.unspend(spent)
             throw .unavailable("the state store")
         }
         var fields: [(String, JSONValue)] = [("provider", .string(id))]

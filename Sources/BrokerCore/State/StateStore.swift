@@ -110,6 +110,9 @@ protocol StateStore: Sendable {
     /// (Unix seconds; past it the token is refused for its age). True the first time; false when
     /// it was already accepted, whichever instance accepted it.
     func spendOnce(_ id: SHA256Digest, until: Double) async throws(StateWriteError) -> Bool
+    /// Gives back a token ``spendOnce(_:until:)`` spent (or may have: its answer was lost), when
+    /// the work it guarded failed, so that the sender's retry is accepted; durably.
+    func unspend(_ id: SHA256Digest) async throws(StateWriteError)
 
     // MARK: Operations
 

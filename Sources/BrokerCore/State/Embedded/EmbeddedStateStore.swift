@@ -162,6 +162,10 @@ final class EmbeddedStateStore: StateStore {
         return true
     }
 
+    func unspend(_ id: SHA256Digest) async throws(StateWriteError) {
+        try await flows.unspend(id).wait()
+    }
+
     func beginLogin(_ state: SHA256Digest, _ pending: PendingAuthorization) async throws(StateWriteError) {
         flows.addPending(state, pending)
     }

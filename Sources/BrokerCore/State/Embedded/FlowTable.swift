@@ -132,6 +132,14 @@ final class FlowTable: Sendable {
         }
     }
 
+    /// Forgets a spent token (logged as one remembered until the epoch, which recovery forgets too).
+    func unspend(_ id: SHA256Digest) -> DurabilityTicket {
+        entries.withLock { entries in
+            entries.spent[id] = nil
+            return log.enqueue([.spent(id, until: 0)])
+        }
+    }
+
     /// Applies a recovered record (no logging).
     func restore(_ record: StateRecord) {
         entries.withLock { entries in

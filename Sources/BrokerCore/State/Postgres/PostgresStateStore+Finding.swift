@@ -60,4 +60,10 @@ extension PostgresStateStore {
                                           [.bytes(id.bytes), .double(until)]).affected == 1
         }
     }
+
+    func unspend(_ id: SHA256Digest) async throws(StateWriteError) {
+        _ = try await write { connection throws(PostgresError) in
+            try connection.execute("DELETE FROM broker_spent_tokens WHERE id = $1", [.bytes(id.bytes)])
+        }
+    }
 }
