@@ -5,6 +5,8 @@ Fixtures
   browser       (function) support.browser.Browser allowed to follow redirects on auth_server
   tamper_proxy  (function) support.tamper_proxy.TamperProxy: an OIDC issuer forging auth_server's ID tokens
   broker_factory (function) starts real token-broker processes against auth_server (support.broker)
+  idpy_op       (session)  support.idpy_op.IdpyOP, idpyoidc's OpenID Provider (private_key_jwt, PAR,
+                           back-channel logout), started, with users alice and bob
 After every test that used auth_server, its run-time config (token lifetime, faults) is reset;
 on a failure the server's log lines written during that test are added to the report.
 """
@@ -19,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from support.authserver import AuthServer  # noqa: E402
 from support.browser import Browser  # noqa: E402
+from support.idpy_op import IdpyOP  # noqa: E402
 from support.tamper_proxy import TamperProxy  # noqa: E402
 from support.broker import App, BrokerProcess, broker_config, free_port, provider_config  # noqa: E402
 
@@ -49,6 +52,26 @@ def auth_server(request):
             server.keep_data = True
             sys.stderr.write(f"\n[authserver] data and log kept in {server.tmpdir}\n")
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def idpy_op(request):
+    op = IdpyOP()
+    op.start()
+    try:
+        add_idpy_users(op)
+        yield op
+    finally:
+        if request.session.testsfailed > 0:
+            op.keep_data = True
+            sys.stderr.write(f"\n[idpy OP] keys, log and configuration kept in {op.tmpdir}\n")
+        op.stop()
+
+
+def add_idpy_users(op: IdpyOP) -> None:
+    """The users of USERS, with the same passwords, at an idpyoidc OP."""
+    for username, u in USERS.items():
+        op.create_user(username, u["password"], name=u["name"], email=u["email"], email_verified=u["email_verified"])
 
 
 @pytest.fixture(autouse=True)
