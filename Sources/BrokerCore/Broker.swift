@@ -83,12 +83,9 @@ public final class Broker: Sendable {
         StandardTokenRoutes(services: services).register(in: &router)
         DeviceRoutes(services: services).register(in: &router)
         ProxyRoutes(services: services).register(in: &router)
-        let issuers = config.providers.compactMap { provider -> (provider: String, issuer: URL)? in
-            guard case .discovery(let issuer) = provider.endpoints else { return nil }
-            return (provider.id, issuer)
-        }
+        ClientKeysRoute(providers: config.providers).register(in: &router)
         OperationsRoutes(
-            readiness: Readiness(issuers: issuers, discovery: discovery, stateFailure: { [store] in store.writeFailure },
+            readiness: Readiness(providers: config.providers.filter { $0.endpoints.issuer != nil }, discovery: discovery, stateFailure: { [store] in store.writeFailure },
                                  shuttingDown: shuttingDown), metrics: metrics,
             liveSessions: { [store] in store.sessionCount }, requestsInFlight: { [server] in server.activeRequests }
         ).register(in: &router)
@@ -147,7 +144,7 @@ public final class Broker: Sendable {
         logger: Logger, metrics: BrokerMetrics
     ) -> BrokerServices {
         let now = systemClock
-        let calls = ProviderCalls(client: upstream, metrics: metrics)
+        let calls = ProviderCalls(client: upstream, metrics: metrics, now: now)
         let profiles = ProfileCache(lifetime: config.sessions.profileCacheSeconds)
         let revoker = GrantRevoker(providers: providers, calls: calls, logger: logger)
         let refresher = Refresher(

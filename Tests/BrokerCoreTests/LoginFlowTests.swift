@@ -67,6 +67,28 @@ struct LoginFlowTests {
     }
 
     @Test(arguments: StoreKind.allCases)
+    func aProviderThatPromisesItsIssuerMustNameIt(_ kind: StoreKind) async throws {
+        // Negative control first: without the promise, an answer without iss is taken (RFC 9207 §2.4).
+        let lenient = try await FlowTestBed(kind)
+        defer { Task { await lenient.close() } }
+        guard case .handoff = try await lenient.signIn(verifier: PKCE.makeVerifier(), issuer: nil).outcome else {
+            Issue.record("an answer without iss from a provider that promises nothing was refused"); return
+        }
+        let bed = try await FlowTestBed(kind)
+        defer { Task { await bed.close() } }
+        bed.provider.promiseIssuerInResponses()
+        let missing = try await bed.signIn(verifier: PKCE.makeVerifier(), issuer: nil)
+        #expect(missing.outcome == .refused(error: "invalid_request", description: "The provider's response did not name its issuer."))
+        #expect(missing.redirectURI == FlowTestBed.redirectURI && missing.parameters.contains { $0 == ("state", "app-state") })
+        let wrong = try await bed.signIn(verifier: PKCE.makeVerifier(), issuer: "https://elsewhere.test")
+        #expect(wrong.outcome == .refused(error: "invalid_request", description: "The response came from another issuer."))
+        guard case .handoff = try await bed.signIn(verifier: PKCE.makeVerifier()).outcome else {
+            Issue.record("an answer naming the right issuer was refused"); return
+        }
+        #expect(bed.store.sessionCount == 0)
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func anIDTokenForAnotherLoginIsRefused(_ kind: StoreKind) async throws {
         let bed = try await FlowTestBed(kind)
         defer { Task { await bed.close() } }
