@@ -232,7 +232,9 @@ class IdpyOP(LoopbackIssuer):
 
     def create_user(self, username: str, password: str, *, name: Optional[str] = None,
                     email: Optional[str] = None, email_verified: bool = True) -> dict:
-        """Adds a user who can sign in with the login form; returns its claims (with `sub`)."""
+        """Adds a user who can sign in with the login form; returns its claims. Its `sub` is
+        idpyoidc's public subject identifier (a hash of the username): read it from userinfo or
+        an ID token."""
         return self._call("POST", "/test/users", json={
             "username": username, "password": password, "name": name, "email": email,
             "email_verified": email_verified,
