@@ -71,6 +71,9 @@ public final class Broker: Sendable {
                 clientSecret: secret, signer: await DevelopmentSigner.make(), now: systemClock
             ).register(in: &router)
         }
+        for warning in ClientKeyPermissions.check(config.providers) {
+            logger.warning("\(warning)")
+        }
         let upstream = UpstreamClient(limits: config.server.limits.upstream)
         let discovery = DiscoveryCache(client: upstream)
         let providers = ProviderDirectory(providers: config.providers, discovery: discovery)

@@ -125,6 +125,21 @@ struct ClientAssertionTests {
         #expect(throws: Never.self) { try Self.signer("ec-pkcs8.pem", .es256) }
     }
 
+    @Test func aSigningKeyFileOthersCanReadIsReported() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("client-key-\(UUID().uuidString).pem").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        _ = FileManager.default.createFile(atPath: path, contents: Data(try Self.pem("ec-pkcs8.pem").utf8), attributes: [.posixPermissions: 0o644])
+        let key = try ClientAssertionKey.parse(pem: try Self.pem("ec-pkcs8.pem"), source: path, publicAllowed: false).get()
+        let signer = try ClientAssertionSigner.make(signingKey: key, algorithm: nil, secondKey: nil, audience: .issuer).get()
+        let provider = ProviderConfig(id: "corp", endpoints: .discovery(issuer: URL(string: "https://idp.example")!), clientID: "c",
+                                      clientAuthentication: .privateKeyJWT(signer))
+        #expect(ClientKeyPermissions.check([provider]) == [
+            "the private key file \(path) of provider corp can be read by other users (mode 0644): make it 0400 or 0600 and owned by the broker's user",
+        ])
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
+        #expect(ClientKeyPermissions.check([provider]).isEmpty)
+    }
+
     @Test func printingOrDumpingShowsNoKeyMaterial() throws {
         let signer = try Self.signer("rsa-pkcs8.pem", second: "rsa-second.pem")
         var dumped = ""
