@@ -114,7 +114,7 @@ def test_sign_in_refresh_and_revoke_without_a_client_secret(idpy_op, issuer_op, 
     try:
         op.reset_seen()
         keys = requests.get(deployment.public_url + "/providers/op/client-jwks", timeout=10)
-        assert keys.status_code == 200 and keys.headers["Cache-Control"] == "public, max-age=300"
+        assert keys.status_code == 200 and keys.headers["Content-Type"].startswith("application/json")
         kid = thumbprint(deployment.key_file)
         assert [k["kid"] for k in keys.json()["keys"]] == [kid]
         assert "d" not in keys.json()["keys"][0]

@@ -4,8 +4,8 @@ import WireValues
 /// `GET /providers/{provider}/client-jwks`: the public keys the broker signs its client
 /// assertions to this provider with (`private_key_jwt`), the signing key first and, during a
 /// rotation, the second key; the URL to register at the provider as the client's `jwks_uri`.
-/// Only providers with `private_key_jwt` have it. Public keys only, so it may be cached for a
-/// few minutes, as providers do with the key sets they fetch.
+/// Only providers with `private_key_jwt` have it. Public keys only; answered `no-store` like
+/// everything the broker serves (providers keep the key sets they fetch by their own rules).
 struct ClientKeysRoute: Sendable {
     let providers: [ProviderConfig]
 
@@ -15,7 +15,7 @@ struct ClientKeysRoute: Sendable {
     func register(in router: inout Router) {
         for provider in providers {
             guard let signer = provider.clientAssertionSigner else { continue }
-            let keys = Response.json(signer.jwks, headers: [HTTPHeader("Cache-Control", "public, max-age=300")])
+            let keys = Response.json(signer.jwks)
             router.add("GET", Self.path(of: provider.id)) { _ in .now(keys) }
         }
     }
