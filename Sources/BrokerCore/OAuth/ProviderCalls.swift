@@ -89,6 +89,8 @@ struct ProviderCalls: Sendable {
     private func authenticatedPost(_ url: URL, provider: Provider, fields: [(String, String)]) async throws(ProviderCallError) -> URLRequest {
         let config = provider.config
         var fields = fields
+        // A pushed authorization request carries client_id already (RFC 9126 §2.1); never twice.
+        let namesClient = fields.contains { $0.0 == "client_id" }
         var request = URLRequest(url: url)
         request.httpMethod = "POST"
         request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
@@ -98,7 +100,8 @@ struct ProviderCalls: Sendable {
             let credentials = FormFields.escape(config.clientID) + ":" + FormFields.escape(secret.reveal())
             request.setValue("Basic " + Data(credentials.utf8).base64EncodedString(), forHTTPHeaderField: "Authorization")
         case .clientSecretPost(let secret):
-            fields += [("client_id", config.clientID), ("client_secret", secret.reveal())]
+            if !namesClient { fields.append(("client_id", config.clientID)) }
+            fields.append(("client_secret", secret.reveal()))
         case .privateKeyJWT(let signer):
             // Explicit endpoints have no issuer; the configuration gives them the endpoint audience.
             let audience = signer.audience == .issuer ? provider.issuer ?? url.absoluteString : url.absoluteString
@@ -108,7 +111,7 @@ struct ProviderCalls: Sendable {
             } catch {
                 throw .clientAssertion("\(error)")
             }
-            if !fields.contains(where: { $0.0 == "client_id" }) { fields.append(("client_id", config.clientID)) }
+            if !namesClient { fields.append(("client_id", config.clientID)) }
             fields += [("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"), ("client_assertion", assertion)]
         }
         request.httpBody = Data(FormFields.encode(fields).utf8)
