@@ -76,6 +76,16 @@ public final class Broker: Sendable {
         }
         let upstream = UpstreamClient(limits: config.server.limits.upstream)
         let discovery = DiscoveryCache(client: upstream)
+        // A provider whose discovery document lacks what its private_key_jwt or par: required
+        // rests on would start no login: the broker refuses to start instead.
+        let atStart = await DiscoveryCheck.atStart(config.providers, discovery: discovery)
+        for unfetched in atStart.unfetched {
+            logger.warning("discovery document not fetched at start; /readyz fails until it is", metadata: ["detail": "\(unfetched)"])
+        }
+        guard atStart.problems.isEmpty else {
+            throw BrokerStartError("the providers' discovery documents lack what their configuration relies on:\n"
+                + atStart.problems.joined(separator: "\n"))
+        }
         let providers = ProviderDirectory(providers: config.providers, discovery: discovery)
         let services = Self.services(config, store: store, providers: providers, upstream: upstream, logger: logger, metrics: metrics)
         AuthorizeRoutes(services: services).register(in: &router)

@@ -16,7 +16,7 @@ import pytest
 import requests
 
 from conftest import add_idpy_users
-from support.broker import App, BrokerProcess, broker_binary, broker_config, free_port
+from support.broker import STATE_KEY, App, BrokerProcess, broker_binary, broker_config, free_port
 from support.browser import Browser, BrowserError, query_params
 from support.client_keys import public_jwks, thumbprint, write_key
 from support.idpy_op import IdpyOP
@@ -271,18 +271,26 @@ def run_check_config(config_path, *extra):
 
 def test_a_provider_that_cannot_serve_the_configuration_is_reported_and_starts_no_login(auth_server, idpy_op, tmp_path):
     """django-oauth-toolkit lists neither private_key_jwt nor a PAR endpoint; idpyoidc under
-    require_par refuses requests that are not pushed. check-config --discovery, /readyz and
-    /authorize say so; without --discovery check-config stays offline and passes."""
+    require_par refuses requests that are not pushed. check-config --discovery reports all three;
+    without --discovery it stays offline and passes. serve refuses to start for the first two
+    (private_key_jwt and par: required rest on the document); the third (par: off) is found when
+    the document is read: /readyz fails and /authorize starts no login."""
     key = write_key(tmp_path / "key.pem")
-    strict = IdpyOP(require_par=True).start()
-    try:
-        providers = f"""
+    (tmp_path / "secret.txt").write_text("s")
+    dot = f"""
   dot:
     issuer: {auth_server.issuer}
     client_id: x
     token_endpoint_auth_method: private_key_jwt
     private_key_file: {key}
     par: required
+"""
+    strict = IdpyOP(require_par=True).start()
+    try:
+        port = free_port()
+        fine_client, _ = idpy_op.register_client([f"http://127.0.0.1:{port}/callback"],
+                                                 jwks_uri=f"http://127.0.0.1:{port}/providers/fine/client-jwks")
+        others = f"""
   strict:
     issuer: {strict.issuer}
     client_id: y
@@ -290,38 +298,52 @@ def test_a_provider_that_cannot_serve_the_configuration_is_reported_and_starts_n
     par: off
   fine:
     issuer: {idpy_op.issuer}
-    client_id: z
+    client_id: {fine_client}
     token_endpoint_auth_method: private_key_jwt
     private_key_file: {key}
+    client_assertion_audience: endpoint
 """
-        (tmp_path / "secret.txt").write_text("s")
         config_path = tmp_path / "broker.yaml"
-        config_path.write_text(broker_config(providers))
+        config_path.write_text(broker_config(dot + others))
         offline = run_check_config(config_path)
         assert offline.returncode == 0, offline.stderr
         assert f"providers.dot: private_key_jwt with kid {thumbprint(key)}; register the client's jwks_uri as " in offline.stdout
         online = run_check_config(config_path, "--discovery")
         assert online.returncode == 1
         lines = online.stderr.splitlines()
-        assert any("providers.dot: token_endpoint_auth_method is private_key_jwt, but the provider's discovery document does not "
-                   "list it in token_endpoint_auth_methods_supported" in line for line in lines), online.stderr
-        assert any("providers.dot: par is required, but the provider's discovery document has no pushed_authorization_request_endpoint"
-                   in line for line in lines), online.stderr
+        expected_dot = [
+            "providers.dot: token_endpoint_auth_method is private_key_jwt, but the provider's discovery document does not list it in "
+            "token_endpoint_auth_methods_supported (it lists client_secret_post, client_secret_basic)",
+            "providers.dot: par is required, but the provider's discovery document has no pushed_authorization_request_endpoint",
+        ]
+        for expected in expected_dot:
+            assert any(expected in line for line in lines), online.stderr
         assert any("providers.strict: par is off, but the provider requires pushed authorization requests" in line for line in lines)
         assert not any("providers.fine" in line for line in lines)
 
-        broker = BrokerProcess(config_path.read_text())
+        refused = subprocess.run([broker_binary(), "serve", "--config", str(config_path), "--listen", "127.0.0.1:0"],
+                                 capture_output=True, text=True, timeout=60,
+                                 env={"PATH": "/usr/bin:/bin", "BROKER_STATE_KEY": STATE_KEY, "BROKER_STATE_DIR": str(tmp_path / "state")})
+        assert refused.returncode == 1
+        assert "cannot start: the providers' discovery documents lack what their configuration relies on" in refused.stderr
+        assert all(expected in refused.stderr for expected in expected_dot) and "providers.strict" not in refused.stderr
+
+        broker = BrokerProcess(broker_config(others), port=port)
         try:
             ready = requests.get(broker.url("/readyz"), timeout=30)
             assert ready.status_code == 503
             checks = ready.json()["checks"]
             assert checks["provider:fine"]["status"] == "pass"
-            assert "private_key_jwt" in checks["provider:dot"]["detail"] and "par is off" in checks["provider:strict"]["detail"]
+            assert "par is off, but the provider requires pushed authorization requests" in checks["provider:strict"]["detail"]
             browser = Browser(allowed_hosts=[broker.host])
             refused = requests.get(App(broker, browser, provider="strict").authorize_url()[0], timeout=10,
                                    headers={"Accept": "application/json"}, allow_redirects=False)
             assert refused.status_code == 502 and refused.json()["error"] == "upstream_error"
             assert any('"msg":"the provider cannot start a login"' in line and "par is off" in line for line in broker.lines)
+            # Negative control: the provider that offers what it needs signs in on the same broker.
+            fine = requests.get(App(broker, browser, provider="fine").authorize_url()[0], timeout=10,
+                                headers={"Accept": "application/json"}, allow_redirects=False)
+            assert fine.status_code == 200 and "request_uri=" in fine.json()["authorization_url"]
         finally:
             broker.stop()
     finally:

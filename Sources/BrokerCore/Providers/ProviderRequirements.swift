@@ -1,8 +1,9 @@
 import Foundation
 
 /// What a provider's configuration relies on that its discovery document must offer. A provider
-/// with problems starts no login (``LoginFlow/begin(_:at:state:)``), fails `/readyz`, and is
-/// reported by `check-config --discovery`; sessions it already has go on being refreshed.
+/// with problems stops `serve` when its document is fetched at start (``DiscoveryCheck``), else
+/// starts no login (``LoginFlow/begin(_:at:state:)``) and fails `/readyz`; `check-config
+/// --discovery` reports it; sessions it already has go on being refreshed.
 enum ProviderRequirements {
     /// Each thing the document lacks, in a sentence for an operator; empty when it has them all.
     static func problems(_ config: ProviderConfig, _ document: DiscoveryDocument) -> [String] {
