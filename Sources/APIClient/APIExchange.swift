@@ -95,16 +95,25 @@ public final class APITransfers: Sendable {
         _ request: APIRequest, stream: (@Sendable (_ status: Int, _ contentLength: Int64?) -> (any APIBodySink)?)? = nil
     ) async -> Result<APIAnswer, APIExchangeError> {
         await withCheckedContinuation { continuation in
-            let transfer = Transfer(choose: stream, continuation: continuation)
-            let queued = ContinuousClock.now
-            let accepted = threads.run {
-                let waited = (ContinuousClock.now - queued).components
-                let left = request.timeoutSeconds - Double(waited.seconds) - Double(waited.attoseconds) / 1e18
-                guard left > 0 else { return transfer.fail(.busy) }
-                transfer.run(request, timeoutSeconds: left)
-            }
-            if !accepted { transfer.fail(.busy) }
+            start(request, stream: stream) { continuation.resume(returning: $0) }
         }
+    }
+
+    /// `perform` for a caller that is not a task: `completion` gets the answer once, on the
+    /// transfer's thread (or on the caller's, at once, when the transfer is refused as `busy`).
+    public func start(
+        _ request: APIRequest, stream: (@Sendable (_ status: Int, _ contentLength: Int64?) -> (any APIBodySink)?)? = nil,
+        completion: @escaping @Sendable (Result<APIAnswer, APIExchangeError>) -> Void
+    ) {
+        let transfer = Transfer(choose: stream, completion: completion)
+        let queued = ContinuousClock.now
+        let accepted = threads.run {
+            let waited = (ContinuousClock.now - queued).components
+            let left = request.timeoutSeconds - Double(waited.seconds) - Double(waited.attoseconds) / 1e18
+            guard left > 0 else { return transfer.fail(.busy) }
+            transfer.run(request, timeoutSeconds: left)
+        }
+        if !accepted { transfer.fail(.busy) }
     }
 }
 
@@ -128,23 +137,22 @@ public enum APIExchange {
     }
 }
 
-/// One transfer on its thread: the caller's continuation, resumed once — at the head when the
-/// body streams, else at the end — and the sink the body streams into.
+/// One transfer on its thread: the caller's completion, called once — at the head when the body
+/// streams, else at the end — and the sink the body streams into.
 private final class Transfer: @unchecked Sendable {
     // Set and read on the transfer's thread only (the callbacks run inside tb_proxy_perform).
     private let choose: (@Sendable (Int, Int64?) -> (any APIBodySink)?)?
-    private let continuation: CheckedContinuation<Result<APIAnswer, APIExchangeError>, Never>
+    private let completion: @Sendable (Result<APIAnswer, APIExchangeError>) -> Void
     private var sink: (any APIBodySink)?
 
-    init(choose: (@Sendable (Int, Int64?) -> (any APIBodySink)?)?,
-         continuation: CheckedContinuation<Result<APIAnswer, APIExchangeError>, Never>) {
+    init(choose: (@Sendable (Int, Int64?) -> (any APIBodySink)?)?, completion: @escaping @Sendable (Result<APIAnswer, APIExchangeError>) -> Void) {
         self.choose = choose
-        self.continuation = continuation
+        self.completion = completion
     }
 
     /// No transfer: the caller learns why.
     func fail(_ error: APIExchangeError) {
-        continuation.resume(returning: .failure(error))
+        completion(.failure(error))
     }
 
     /// Runs the transfer, within `timeoutSeconds` in all (what is left of the request's own).
@@ -194,12 +202,12 @@ private final class Transfer: @unchecked Sendable {
             return
         }
         if let outcome {
-            continuation.resume(returning: .failure(outcome))
+            completion(.failure(outcome))
             return
         }
         let headerText = response.headers.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: response.headers_length), as: UTF8.self) } ?? ""
         let bytes = response.body.map { Array(UnsafeBufferPointer(start: $0, count: response.body_length)) } ?? []
-        continuation.resume(returning: .success(.whole(APIResponse(status: response.status, headers: APIExchange.headers(headerText), body: bytes))))
+        completion(.success(.whole(APIResponse(status: response.status, headers: APIExchange.headers(headerText), body: bytes))))
     }
 
     /// The head has come: stream the body when `choose` gives a sink for it.
@@ -207,7 +215,7 @@ private final class Transfer: @unchecked Sendable {
         guard let choose, let chosen = choose(status, contentLength >= 0 ? contentLength : nil) else { return false }
         sink = chosen
         let text = headers.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: length), as: UTF8.self) } ?? ""
-        continuation.resume(returning: .success(.streaming(status: status, headers: APIExchange.headers(text))))
+        completion(.success(.streaming(status: status, headers: APIExchange.headers(text))))
         return true
     }
 

@@ -15,8 +15,12 @@ public final class Broker: Sendable {
     public let metrics: BrokerMetrics
     private let server: HTTPServer
     private let router: Router
+    /// The admin API's own listener and its routes, when `admin.listen` is set.
+    private let admin: (server: HTTPServer, router: Router)?
     private let store: any StateStore
     private let refresher: Refresher
+    /// Revokes at the provider the grants a store's sweep finds abandoned.
+    private let revoker: GrantRevoker
     private let maintenance = Mutex<Task<Void, Never>?>(nil)
     private let logOutput: LogOutput
     private let shuttingDown = ShutdownFlag()
@@ -40,15 +44,20 @@ public final class Broker: Sendable {
         if development, let refusal = DevelopmentMode.refusal(config) { throw BrokerStartError(refusal) }
         // The cheap checks that can fail (TLS files, the port) come before loading the state.
         let serverConfiguration = try config.server.serverConfiguration()
+        let reporter = RequestReporter(
+            metrics: metrics, logger: logger,
+            accessLog: config.log.access && level <= .info ? AccessLog(output: logOutput, style: style, label: "token-broker") : nil
+        )
         let server: HTTPServer
+        let adminServer: HTTPServer?
         do {
-            server = try HTTPServer(
-                configuration: serverConfiguration,
-                observer: RequestReporter(
-                    metrics: metrics, logger: logger,
-                    accessLog: config.log.access && level <= .info ? AccessLog(output: logOutput, style: style, label: "token-broker") : nil
-                )
-            )
+            server = try HTTPServer(configuration: serverConfiguration, observer: reporter)
+            adminServer = try config.admin?.listen.map { listen throws(ServerStartError) in
+                var configuration = serverConfiguration
+                configuration.host = listen.host == "localhost" ? "127.0.0.1" : listen.host
+                configuration.port = listen.port
+                return try HTTPServer(configuration: configuration, observer: reporter)
+            }
         } catch {
             throw BrokerStartError(error.description)
         }
@@ -66,10 +75,16 @@ public final class Broker: Sendable {
             } catch {
                 throw BrokerStartError(error.description)
             }
+            let signer = await DevelopmentSigner.make()
+            let issuer = DevelopmentMode.issuer(of: config).absoluteString
             DevelopmentProvider(
-                issuer: DevelopmentMode.issuer(of: config).absoluteString, callbackURL: config.server.callbackURL.absoluteString,
-                clientSecret: secret, signer: await DevelopmentSigner.make(), now: systemClock
+                issuer: issuer, callbackURL: config.server.callbackURL.absoluteString,
+                clientSecret: secret, signer: signer, now: systemClock
             ).register(in: &router)
+            if let logoutURL = config.backChannelLogoutURLs.first(where: { $0.provider == DevelopmentMode.providerID })?.url {
+                DevelopmentLogout(issuer: issuer, backChannelLogoutURL: logoutURL, signer: signer,
+                                  client: UpstreamClient(limits: config.server.limits.upstream), now: systemClock).register(in: &router)
+            }
         }
         for warning in ClientKeyPermissions.check(config.providers) {
             logger.warning("\(warning)")
@@ -97,6 +112,21 @@ public final class Broker: Sendable {
         DeviceRoutes(services: services).register(in: &router)
         ProxyRoutes(services: services).register(in: &router)
         ClientKeysRoute(providers: config.providers).register(in: &router)
+        let audit = AuditTrail(logger: logger, webhooks: services.webhooks)
+        let administration = SessionAdministration(store: store, sessions: services.sessions)
+        BackChannelLogoutRoute(services: services, logout: BackChannelLogout(
+            providers: providers, verifier: LogoutTokenVerifier(signatures: services.login.idTokens, clock: systemClock), store: store,
+            administration: administration, audit: audit
+        )).register(in: &router)
+        var adminRouter = Router()
+        if let settings = config.admin {
+            guard adminServer != nil || settings.token != nil else {
+                throw BrokerStartError("the admin API is never served on the public listener without admin.token_file")
+            }
+            let routes = AdminRoutes(services: services, administration: administration, audit: audit, token: settings.token)
+            // Its own listener, or the public one (the loader allows that only with a token).
+            if adminServer != nil { routes.register(in: &adminRouter) } else { routes.register(in: &router) }
+        }
         OperationsRoutes(
             readiness: Readiness(providers: config.providers.filter { $0.endpoints.issuer != nil }, discovery: discovery, stateFailure: { [store] in store.writeFailure },
                                  shuttingDown: shuttingDown), metrics: metrics,
@@ -107,9 +137,11 @@ public final class Broker: Sendable {
         self.metrics = metrics
         self.server = server
         self.router = router
+        admin = adminServer.map { ($0, adminRouter) }
         self.store = store
         self.logOutput = logOutput
         refresher = services.sessions.refresher
+        revoker = services.sessions.revoker
     }
 
     private static func openState(
@@ -124,7 +156,7 @@ public final class Broker: Sendable {
                     """)
             }
             logger.notice("development mode without a state key: sessions live in memory only and end with the process")
-            return BrokerState(lifetimes: lifetimes, clock: systemClock, logger: logger)
+            return EmbeddedStateStore(lifetimes: lifetimes, clock: systemClock, logger: logger)
         }
         if config.state.backend == .postgres {
             do {
@@ -137,9 +169,9 @@ public final class Broker: Sendable {
                 throw BrokerStartError(error.description)
             }
         }
-        let store: BrokerState
+        let store: EmbeddedStateStore
         do {
-            store = try BrokerState(
+            store = try EmbeddedStateStore(
                 settings: config.state, keys: keys, lifetimes: lifetimes, acceptDamage: acceptDamage,
                 clock: systemClock, logger: logger, metrics: metrics
             )
@@ -160,9 +192,9 @@ public final class Broker: Sendable {
         let calls = ProviderCalls(client: upstream, metrics: metrics, now: now)
         let profiles = ProfileCache(lifetime: config.sessions.profileCacheSeconds)
         let revoker = GrantRevoker(providers: providers, calls: calls, logger: logger)
+        let webhooks = config.webhooks.map { WebhookSender(settings: $0, logger: logger, metrics: metrics) }
         let refresher = Refresher(
-            store: store, providers: providers, calls: calls, logger: logger, metrics: metrics,
-            webhooks: config.webhooks.map { WebhookSender(settings: $0, logger: logger, metrics: metrics) },
+            store: store, providers: providers, calls: calls, logger: logger, metrics: metrics, webhooks: webhooks,
             minInterval: config.sessions.minRefreshIntervalSeconds, now: now
         )
         let limits = config.server.limits
@@ -193,6 +225,7 @@ public final class Broker: Sendable {
             userCodeGuard: UserCodeGuard(missesPerMinute: config.server.limits.deviceCodeMissesPerMinute),
             proxyLimiter: RateLimiter(perMinute: limits.proxyRequestsPerMinute),
             binding: BrowserBinding(stateKeys: config.state.keys),
+            webhooks: webhooks,
             metrics: metrics,
             logger: logger,
             now: now
@@ -206,8 +239,17 @@ public final class Broker: Sendable {
     public func start() throws(BrokerStartError) {
         do {
             try server.start(router: router)
+            try admin.map { admin throws(ServerStartError) in try admin.server.start(router: admin.router) }
         } catch {
             throw BrokerStartError(error.description)
+        }
+        if let admin {
+            logger.notice("admin API listening", metadata: [
+                "address": "\(config.admin?.listen?.host ?? ""):\(admin.server.port)",
+                "token": "\(config.admin?.token == nil ? "none (loopback)" : "required")",
+            ])
+        } else if config.admin != nil {
+            logger.notice("admin API on the public listener, behind its token", metadata: ["paths": "/admin/…"])
         }
         logger.notice("listening", metadata: [
             "address": "\(config.server.listen.host):\(server.port)",
@@ -216,7 +258,12 @@ public final class Broker: Sendable {
             "providers": "\(config.providers.map(\.id).joined(separator: ","))",
             "apps": "\(config.apps.map(\.id).joined(separator: ","))",
         ])
-        let upkeep = Task { [store] in await store.maintain() }
+        // A device's grant that nobody collected before its code expired is revoked at the provider.
+        let upkeep = Task { [store, revoker] in
+            await store.maintain { abandoned in
+                for grant in abandoned { _ = await revoker.revoke(grant.provider, accessToken: grant.accessToken, refreshToken: grant.refreshToken) }
+            }
+        }
         maintenance.withLock { $0 = upkeep }
     }
 
@@ -236,7 +283,8 @@ public final class Broker: Sendable {
     public func shutdown() async {
         shuttingDown.set()
         logger.notice("shutting down", metadata: ["grace_seconds": "\(config.server.shutdownGraceSeconds)"])
-        let cutShort = await server.shutdown(grace: .seconds(config.server.shutdownGraceSeconds))
+        async let adminCutShort = admin?.server.shutdown(grace: .seconds(config.server.shutdownGraceSeconds)) ?? 0
+        let cutShort = await server.shutdown(grace: .seconds(config.server.shutdownGraceSeconds)) + (await adminCutShort)
         // Refreshes still under way (their clients were answered 503) bring rotated tokens:
         // they are saved before the final snapshot, and no periodic snapshot races it.
         await refresher.drain()

@@ -36,6 +36,28 @@ public struct SHA256Digest: Hashable, Sendable, CustomStringConvertible {
         self.init(rawWords: words)
     }
 
+    /// Reads 64 hexadecimal digits (either case), as ``hex`` writes them; nil for anything else.
+    public init?(hex: some StringProtocol) {
+        let digits = Array(hex.utf8)
+        guard digits.count == 2 * Self.byteCount else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(Self.byteCount)
+        for index in stride(from: 0, to: digits.count, by: 2) {
+            guard let high = Self.nibble(digits[index]), let low = Self.nibble(digits[index + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+        }
+        self.init(bytes: bytes)
+    }
+
+    private static func nibble(_ digit: UInt8) -> UInt8? {
+        switch digit {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): digit - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+
     /// Calls `body` with the 32 digest bytes, without allocating.
     public func withUnsafeBytes<Result, Failure: Error>(
         _ body: (UnsafeRawBufferPointer) throws(Failure) -> Result

@@ -3,8 +3,16 @@
 public enum Reply: Sendable {
     /// Sent from the server thread that ran the handler.
     case now(Response)
+    /// The connection is suspended, and `start` runs at once on the server thread: it begins
+    /// the work and hands the response to its ``Answer`` once, from whatever thread the work
+    /// ends on (even before `start` returns). Work that ends on a thread of its own (the API
+    /// proxy's transfers) answers from there, without a task between it and the connection.
+    case later(@Sendable (_ answer: Answer) -> Void)
+
     /// The connection is suspended while `work` runs in a task; its response is the answer.
-    case deferred(@Sendable () async -> Response)
+    public static func deferred(_ work: @escaping @Sendable () async -> Response) -> Reply {
+        .later { answer in Task { answer(await work()) } }
+    }
 
     /// Deferred like `deferred`, for work that may throw: the response `work` returns, or the
     /// `HTTPError` it throws as its response.
@@ -13,10 +21,35 @@ public enum Reply: Sendable {
             do throws(HTTPError) { return try await work() } catch { return error.response }
         }
     }
+
+    /// The response, once there is one: for a reply used inside another's work.
+    public func response() async -> Response {
+        switch self {
+        case .now(let response):
+            return response
+        case .later(let start):
+            return await withCheckedContinuation { continuation in
+                start(Answer { continuation.resume(returning: $0) })
+            }
+        }
+    }
+}
+
+/// Where a `Reply.later` sends its response: called once, from any thread.
+public struct Answer: Sendable {
+    private let send: @Sendable (Response) -> Void
+
+    public init(_ send: @escaping @Sendable (Response) -> Void) {
+        self.send = send
+    }
+
+    public func callAsFunction(_ response: Response) {
+        send(response)
+    }
 }
 
 /// A request handler. It runs on a server thread and must not block: anything that waits on
-/// I/O goes into `Reply.deferred` or `Reply.deferredCatching`.
+/// I/O goes into `Reply.deferred`, `Reply.deferredCatching` or `Reply.later`.
 public typealias Handler = @Sendable (Request) throws(HTTPError) -> Reply
 
 /// Routes by exact method and path, then by path prefix (`addPrefix`: a route that takes every

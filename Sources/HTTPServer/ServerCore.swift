@@ -2,8 +2,8 @@ internal import MHDShim
 import Synchronization
 
 /// Where requests enter, on a server thread: limits first, then the router. A `Reply.now` is
-/// sent from the same thread (the fast path); a `Reply.deferred` suspends the connection, runs in a
-/// task, and resumes it with the answer.
+/// sent from the same thread (the fast path); a `Reply.later` (`Reply.deferred`: in a task) suspends
+/// the connection and resumes it with the answer, from the thread its work ends on.
 final class ServerCore: Sendable {
     private let configuration: ServerConfiguration
     private let router: Router
@@ -91,7 +91,7 @@ final class ServerCore: Sendable {
         case .now(let response):
             tb_request_respond(pointer, makeResponse(response, requestID: request.id, origin: origin))
             finish(record, response, startNanos: tb_request_start_ns(pointer))
-        case .deferred(let work):
+        case .later(let start):
             tb_request_defer(pointer)
             guard let ticket = deferred.add(shim) else {
                 // The shutdown has already answered the waiting: answer this one the same way,
@@ -102,12 +102,15 @@ final class ServerCore: Sendable {
                 return
             }
             let startNanos = tb_request_start_ns(pointer)
-            Task {
-                let response = await work()
-                guard let claimed = self.deferred.claim(ticket) else { return }
+            start(Answer { response in
+                guard let claimed = self.deferred.claim(ticket) else {
+                    // The shutdown answered it: a stream made for this answer is given up.
+                    if let stream = response.stream { tb_stream_abandon(stream.pointer) }
+                    return
+                }
                 tb_request_complete(claimed.pointer, self.makeResponse(response, requestID: record.requestID, origin: origin))
                 self.finish(record, response, startNanos: startNanos)
-            }
+            })
         }
     }
 
@@ -159,8 +162,10 @@ final class ServerCore: Sendable {
         return origin
     }
 
-    /// Builds the shim's response, adding the headers every answer carries. Returns nil only when
-    /// libmicrohttpd cannot allocate one (the shim then closes the connection).
+    /// Builds the shim's response, adding the headers every answer carries. Returns nil when
+    /// libmicrohttpd cannot allocate one or refuses one of its headers (no memory left, or a header
+    /// it writes itself): the shim then closes the connection, rather than send an answer without
+    /// a header it must carry (`Cache-Control: no-store`, the security headers, CORS).
     private func makeResponse(_ response: Response, requestID: String, origin: String?) -> OpaquePointer? {
         var response = response
         if response.headers.contains(where: { !Self.isSafeHeader($0) }) {
@@ -173,36 +178,44 @@ final class ServerCore: Sendable {
             response.body.withUnsafeBytes { tb_response_create(UInt32(response.status), $0.baseAddress, $0.count) }
         }
         guard let created else { return nil }
+        // Every add is attempted; one refusal makes the whole response go.
+        var added = true
         for header in response.headers {
-            Self.addHeader(to: created, header.name, header.value)
+            added = Self.addHeader(to: created, header.name, header.value) && added
         }
         if response.header("Cache-Control") == nil {
-            Self.addHeader(to: created, "Cache-Control", "no-store")
+            added = Self.addHeader(to: created, "Cache-Control", "no-store") && added
         }
         if response.header("Content-Security-Policy") == nil {
-            Self.addHeader(to: created, "Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
+            added = Self.addHeader(to: created, "Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'") && added
         }
-        Self.addHeader(to: created, "X-Request-Id", requestID)
-        Self.addHeader(to: created, "X-Content-Type-Options", "nosniff")
-        Self.addHeader(to: created, "X-Frame-Options", "DENY")
-        Self.addHeader(to: created, "Referrer-Policy", "no-referrer")
+        added = Self.addHeader(to: created, "X-Request-Id", requestID) && added
+        added = Self.addHeader(to: created, "X-Content-Type-Options", "nosniff") && added
+        added = Self.addHeader(to: created, "X-Frame-Options", "DENY") && added
+        added = Self.addHeader(to: created, "Referrer-Policy", "no-referrer") && added
         if let origin {
-            for header in CORS.headers(origin: origin) { Self.addHeader(to: created, header.name, header.value) }
+            for header in CORS.headers(origin: origin) { added = Self.addHeader(to: created, header.name, header.value) && added }
         }
         if response.closeConnection || draining.load(ordering: .relaxed) {
-            tb_response_close_connection(created)
+            added = tb_response_close_connection(created) != 0 && added
         } else {
-            Self.addHeader(to: created, "Keep-Alive", keepAlive)
+            added = Self.addHeader(to: created, "Keep-Alive", keepAlive) && added
+        }
+        guard added else {
+            // Freeing the response also gives up its stream, if any.
+            tb_response_free(created)
+            observer.serverMessage("libmicrohttpd refused a header of a \(response.status) answer: the connection is closed without it")
+            return nil
         }
         return created
     }
 
     /// Passes the header through `withCString`, which lends a string's own bytes (or, for a
     /// short one, a copy on the stack); a `String` handed straight to a C parameter is copied to
-    /// a new array every time.
-    private static func addHeader(to response: OpaquePointer, _ name: String, _ value: String) {
+    /// a new array every time. False when libmicrohttpd refused it.
+    private static func addHeader(to response: OpaquePointer, _ name: String, _ value: String) -> Bool {
         name.withCString { name in
-            value.withCString { value in _ = tb_response_add_header(response, name, value) }
+            value.withCString { value in tb_response_add_header(response, name, value) != 0 }
         }
     }
 

@@ -29,7 +29,7 @@ enum MHD_Result tb_queue(tb_request *request, tb_response *response) {
         request->responded = tb_answer_directly(request, response);
         return request->responded ? MHD_YES : MHD_NO;
     }
-    if (response->stream != NULL) tb_stream_attach(response->stream, request->connection);
+    if (response->stream != NULL) tb_stream_attach(response->stream, request->server, request->connection);
     enum MHD_Result result =
         MHD_queue_response(request->connection, response->status, response->mhd);
     // Only a queued answer counts: otherwise the handler returns MHD_NO and the connection closes.
@@ -131,8 +131,8 @@ int tb_response_add_header(tb_response *response, const char *name, const char *
     return MHD_add_response_header(response->mhd, name, value) == MHD_YES;
 }
 
-void tb_response_close_connection(tb_response *response) {
-    MHD_add_response_header(response->mhd, MHD_HTTP_HEADER_CONNECTION, "close");
+int tb_response_close_connection(tb_response *response) {
+    return MHD_add_response_header(response->mhd, MHD_HTTP_HEADER_CONNECTION, "close") == MHD_YES;
 }
 
 void tb_response_free(tb_response *response) {

@@ -44,6 +44,7 @@ static void *tb_on_uri(void *cls, const char *uri, struct MHD_Connection *connec
     if (target_length > 0) memcpy(request->target, uri, target_length);
     request->raw_target = uri;
     request->target_length = target_length;
+    request->server = server;
     request->owner = tb_connection_of(connection);
     if (request->owner != NULL) {
         request->owner->open_request = request;
@@ -95,7 +96,9 @@ static void tb_on_connection(void *cls, struct MHD_Connection *connection, void 
             memcpy(state->client_ip, ip, sizeof ip);
             const union MHD_ConnectionInfo *socket_info =
                 MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
-            if (socket_info != NULL) tb_watch_open(server, state, socket_info->connect_fd);
+            // Without its socket the watchdog cannot watch it (watchdog.c skips fd -1): the
+            // idle timeout alone bounds it.
+            tb_watch_open(server, state, socket_info != NULL ? socket_info->connect_fd : -1);
         }
         *socket_context = state;
     } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
@@ -321,6 +324,7 @@ tb_server *tb_server_start(const tb_server_options *options, tb_callbacks callba
         free(server);
         return NULL;
     }
+    tb_stream_list_init(&server->streams);
 
     struct MHD_OptionItem items[] = {
         // First, so that libmicrohttpd's messages about the other options reach it too.
@@ -355,6 +359,7 @@ tb_server *tb_server_start(const tb_server_options *options, tb_callbacks callba
         snprintf(error, error_size, "libmicrohttpd could not start (see its message above)");
         close(options->listen_socket);
         tb_watchdog_stop(server);
+        tb_stream_list_destroy(&server->streams);
         free(server);
         return NULL;
     }
@@ -367,14 +372,23 @@ int tb_server_active_requests(tb_server *server) {
 
 void tb_server_quiesce(tb_server *server) {
     MHD_socket listener = MHD_quiesce_daemon(server->daemon);
-    if (listener != MHD_INVALID_SOCKET) close(listener);
+    if (listener == MHD_INVALID_SOCKET) {
+        // Not expected with this daemon's flags; the stop closes the listening socket then.
+        server->callbacks.on_log(server->context, "could not stop accepting connections before the stop "
+                                                  "(MHD_quiesce_daemon failed): new connections are closed at the stop");
+        return;
+    }
+    close(listener);
 }
 
 void tb_server_stop(tb_server *server) {
-    // Streamed answers still open end first: a suspended connection would abort the stop.
-    tb_streams_end(2000);
-    // The daemon first: closing its connections still takes the watchdog's lock.
+    // This server's streamed answers still open end first: a suspended connection would abort
+    // the stop.
+    tb_streams_end(server, 2000);
+    // The daemon first: closing its connections still takes the watchdog's lock and frees
+    // the responses of the streams still listed.
     MHD_stop_daemon(server->daemon);
     tb_watchdog_stop(server);
+    tb_stream_list_destroy(&server->streams);
     free(server);
 }

@@ -1,5 +1,26 @@
 // What the shim's files share: its structures and internal functions. Not part of the boundary
 // (include/mhd_shim.h is).
+//
+// The locks, declared here, and their order: a lock on the left may be held while the one on its
+// right is taken, never the other way round.
+//
+//   libmicrohttpd's response mutex -> tb_stream.lock -> libmicrohttpd's cleanup_connection_mutex
+//   tb_stream_list.lock -> tb_stream.lock -> cleanup_connection_mutex
+//   tb_request.lock -> cleanup_connection_mutex
+//   tb_watchdog.lock (nothing else is taken while it is held)
+//
+// libmicrohttpd holds a streamed response's mutex while it calls the content reader
+// (read_stream, connection.c), which takes the stream's lock. MHD_suspend_connection and
+// MHD_resume_connection, which take the daemon's (or its worker's) cleanup_connection_mutex,
+// are called with a shim lock held: the request's in tb_dispatch (suspend) and
+// tb_request_complete (resume), so that a resume cannot overtake the suspend it undoes; the
+// stream's in read_stream (suspend) and wake_reader (resume), for the same reason. That is safe
+// because cleanup_connection_mutex is innermost: libmicrohttpd 0.9.75 calls none of the shim's
+// callbacks while holding it (daemon.c: MHD_cleanup_connections drops it around the
+// NOTIFY_CONNECTION callback; response.c: MHD_destroy_response calls the response's free callback,
+// free_stream, after dropping the response's mutex), and the shim calls nothing else of
+// libmicrohttpd with one of its locks held. free_stream takes the list's lock and the stream's one
+// after the other, never one inside the other. The Swift callbacks run with no shim lock held.
 #ifndef TB_SHIM_INTERNAL_H
 #define TB_SHIM_INTERNAL_H
 
@@ -26,6 +47,16 @@ typedef struct {
     pthread_t thread;
 } tb_watchdog;
 
+// The streamed answers libmicrohttpd holds for one server's connections (stream.c), so that
+// stopping the server can end them first: libmicrohttpd aborts when stopped with a suspended
+// connection.
+typedef struct {
+    pthread_mutex_t lock; // guards `head` and `count`
+    pthread_cond_t changed;
+    tb_stream *head;      // linked through tb_stream's `next`/`previous`
+    int count;
+} tb_stream_list;
+
 struct tb_server {
     struct MHD_Daemon *daemon;
     tb_callbacks callbacks;
@@ -33,6 +64,7 @@ struct tb_server {
     size_t max_body_bytes;
     int active_requests; // atomic: requests between arrival and completion
     tb_watchdog watchdog;
+    tb_stream_list streams;
 };
 
 struct tb_response {
@@ -43,8 +75,15 @@ struct tb_response {
     tb_stream *stream;   // a streamed body (stream.c), or NULL
 };
 
-// stream.c: a queued streamed response learns its connection (to suspend and resume it).
-void tb_stream_attach(tb_stream *stream, struct MHD_Connection *connection);
+// stream.c: a streamed response about to be queued learns its connection (to suspend and resume
+// it) and joins its server's list.
+void tb_stream_attach(tb_stream *stream, tb_server *server, struct MHD_Connection *connection);
+// The server's list of streams, made before its daemon starts and freed after it stops.
+void tb_stream_list_init(tb_stream_list *list);
+void tb_stream_list_destroy(tb_stream_list *list);
+// At the server's stop: breaks off every stream of its list still open and waits up to
+// `wait_ms` for their connections to let go.
+void tb_streams_end(tb_server *server, unsigned int wait_ms);
 
 // One per connection (libmicrohttpd's socket context): whether it was admitted, and the request
 // whose completion libmicrohttpd has not reported yet. libmicrohttpd 0.9.75 can drop a request
@@ -56,10 +95,18 @@ struct tb_connection {
     struct tb_request *open_request;
     char client_ip[INET6_ADDRSTRLEN]; // text, formatted once per connection
     // The watchdog's: the socket, and by when the request now arriving must be in.
-    int fd;
+    int fd;                   // -1 when libmicrohttpd did not say: then not watched
     uint64_t deadline_ns;     // atomic; 0: none (idle, the request is with Swift, or no deadlines)
-    int idle;                 // atomic; 1: no byte of a next request yet (no deadline but the idle timeout)
-    uint64_t idle_bytes;      // the socket's bytes received when it began to idle (written before `idle`)
+    // Atomic; while the connection idles (no byte of a next request yet: no deadline but the
+    // idle timeout), the number of this idle period (from 1, counted by its server thread); 0
+    // otherwise.
+    uint32_t idle;
+    uint32_t idle_periods;    // the server thread's count of idle periods
+    uint64_t idle_since_ns;   // atomic; when the idle period began (written before `idle`)
+    // The watchdog's own, under its lock: the idle period it last looked at, and the socket's
+    // bytes received at that look.
+    uint32_t seen_period;
+    uint64_t seen_bytes;
     uint64_t body_started_ns; // when the request's head was complete
     uint64_t body_bytes;      // of the request's body so far
     tb_connection *previous;  // in tb_watchdog.connections, under its lock
@@ -68,6 +115,7 @@ struct tb_connection {
 
 struct tb_request {
     struct MHD_Connection *connection;
+    tb_server *server; // whose connection it came on
     tb_connection *owner;
     char client_ip[INET6_ADDRSTRLEN];
     const char *method;

@@ -4,8 +4,10 @@
 // prescribes: 0 alone would busy-loop the polling thread), and the producer resumes it when it
 // has written more or finished. The producer waits while the buffer is full (backpressure), up
 // to a deadline it gives: a client that does not read cannot hold the producer longer.
-// Streams whose response libmicrohttpd still holds are listed, so that shutdown can end them
-// before stopping the daemon, which aborts on a suspended connection.
+// Streams whose response libmicrohttpd holds are listed with the server whose connection sends
+// them (tb_stream_list), so that stopping a server ends its own streams — and no other server's —
+// before stopping its daemon, which aborts on a suspended connection. The lock order is written
+// down in shim_internal.h.
 #include "shim_internal.h"
 
 #include <errno.h>
@@ -26,13 +28,23 @@ struct tb_stream {
     int suspended;  // the reader suspended the connection, waiting for bytes
     struct MHD_Connection *connection;
     int references; // the producer's and the response's
+    // The server whose list holds it, from tb_stream_attach(); NULL until then. Its links are
+    // guarded by the list's lock.
+    tb_server *server;
     tb_stream *next, *previous;
 };
 
-static pthread_mutex_t streams_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t streams_changed = PTHREAD_COND_INITIALIZER;
-static tb_stream *streams;
-static int stream_count;
+void tb_stream_list_init(tb_stream_list *list) {
+    pthread_mutex_init(&list->lock, NULL);
+    pthread_cond_init(&list->changed, NULL);
+    list->head = NULL;
+    list->count = 0;
+}
+
+void tb_stream_list_destroy(tb_stream_list *list) {
+    pthread_cond_destroy(&list->changed);
+    pthread_mutex_destroy(&list->lock);
+}
 
 static void release(tb_stream *stream) {
     pthread_mutex_lock(&stream->lock);
@@ -61,12 +73,6 @@ tb_stream *tb_stream_create(size_t capacity) {
     pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
     pthread_cond_init(&stream->changed, &monotonic);
     pthread_condattr_destroy(&monotonic);
-    pthread_mutex_lock(&streams_lock);
-    stream->next = streams;
-    if (streams) streams->previous = stream;
-    streams = stream;
-    stream_count += 1;
-    pthread_mutex_unlock(&streams_lock);
     return stream;
 }
 
@@ -149,16 +155,22 @@ static ssize_t read_stream(void *cls, uint64_t position, char *buffer, size_t ma
     return result;
 }
 
-// libmicrohttpd is done with the response (sent, or its connection closed): the stream leaves
-// the list shutdown waits on; the producer may still hold it until it finishes.
+// libmicrohttpd is done with the response (sent, its connection closed, or never queued): the
+// stream leaves the list its server's stop waits on; the producer may still hold it until it
+// finishes.
 static void free_stream(void *cls) {
     tb_stream *stream = cls;
-    pthread_mutex_lock(&streams_lock);
-    if (stream->previous) stream->previous->next = stream->next; else streams = stream->next;
-    if (stream->next) stream->next->previous = stream->previous;
-    stream_count -= 1;
-    pthread_cond_broadcast(&streams_changed);
-    pthread_mutex_unlock(&streams_lock);
+    // Set on a server thread before the response was queued, which happened before this call.
+    tb_server *server = stream->server;
+    if (server != NULL) {
+        tb_stream_list *list = &server->streams;
+        pthread_mutex_lock(&list->lock);
+        if (stream->previous) stream->previous->next = stream->next; else list->head = stream->next;
+        if (stream->next) stream->next->previous = stream->previous;
+        list->count -= 1;
+        pthread_cond_broadcast(&list->changed);
+        pthread_mutex_unlock(&list->lock);
+    }
     pthread_mutex_lock(&stream->lock);
     stream->abandoned = 1;
     stream->connection = NULL;
@@ -183,15 +195,25 @@ tb_response *tb_response_create_stream(unsigned int status, tb_stream *stream) {
     return response;
 }
 
-void tb_stream_attach(tb_stream *stream, struct MHD_Connection *connection) {
+void tb_stream_attach(tb_stream *stream, tb_server *server, struct MHD_Connection *connection) {
+    tb_stream_list *list = &server->streams;
+    pthread_mutex_lock(&list->lock);
+    stream->server = server;
+    stream->previous = NULL;
+    stream->next = list->head;
+    if (list->head) list->head->previous = stream;
+    list->head = stream;
+    list->count += 1;
+    pthread_mutex_unlock(&list->lock);
     pthread_mutex_lock(&stream->lock);
     stream->connection = connection;
     pthread_mutex_unlock(&stream->lock);
 }
 
-void tb_streams_end(unsigned int wait_ms) {
-    pthread_mutex_lock(&streams_lock);
-    for (tb_stream *stream = streams; stream != NULL; stream = stream->next) {
+void tb_streams_end(tb_server *server, unsigned int wait_ms) {
+    tb_stream_list *list = &server->streams;
+    pthread_mutex_lock(&list->lock);
+    for (tb_stream *stream = list->head; stream != NULL; stream = stream->next) {
         pthread_mutex_lock(&stream->lock);
         if (!stream->finished) {
             stream->finished = 1;
@@ -209,8 +231,8 @@ void tb_streams_end(unsigned int wait_ms) {
         deadline.tv_sec += 1;
         deadline.tv_nsec -= 1000000000L;
     }
-    while (stream_count > 0) {
-        if (pthread_cond_timedwait(&streams_changed, &streams_lock, &deadline) != 0) break;
+    while (list->count > 0) {
+        if (pthread_cond_timedwait(&list->changed, &list->lock, &deadline) != 0) break;
     }
-    pthread_mutex_unlock(&streams_lock);
+    pthread_mutex_unlock(&list->lock);
 }

@@ -7,9 +7,15 @@
 //     idle timeout (libmicrohttpd's) closes it, quietly, as keep-alive connections are meant to
 //     be closed;
 //   - receiving a head, since its first byte arrived: `head_ns`. libmicrohttpd does not say
-//     when that is, but the socket does: the watchdog compares the kernel's count of bytes
-//     received (TCP_INFO's tcpi_bytes_received) with the count when the connection began to
-//     idle, so the head deadline starts within a second of the first byte;
+//     when that is, but the socket does (TCP_INFO), and the watchdog asks it on its rounds —
+//     never the server threads, for whom a system call per request was a twentieth of a `GET
+//     /token`. At its first look at an idle period, a byte received since the period began (the
+//     time of the last one received, tcpi_last_data_recv, more than `tb_idle_margin_ns` after
+//     it began: the kernel counts in jiffies) means the next request has begun; otherwise the
+//     count of bytes received (tcpi_bytes_received) is noted, and any byte beyond it at a later
+//     round means it has. A fresh connection's count starts at 0. So the head deadline starts
+//     within a second of the first byte — of the second one when the first came within the
+//     margin after the previous answer and nothing followed for a round;
 //   - receiving a body, since the head was complete: `head_ns` plus one second per
 //     `body_min_rate` bytes received (Apache's mod_reqtimeout MinRate);
 //   - with Swift (dispatched) until the request is done: none.
@@ -30,31 +36,51 @@
 #include <time.h>
 
 static const uint64_t tb_second_ns = 1000000000u;
+// How much later than an idle period's start the last byte received must be to count as after
+// it: the kernel's time of it is in jiffies (1 to 10 ms).
+static const uint64_t tb_idle_margin_ns = 20000000u;
 
 static void tb_set_deadline(tb_connection *connection, uint64_t deadline) {
     __atomic_store_n(&connection->deadline_ns, deadline, __ATOMIC_RELAXED);
 }
 
-// The bytes the socket has received so far; UINT64_MAX when the kernel does not say (then any
-// connection counts as having received some, and gets the head deadline at once).
-static uint64_t tb_bytes_received(int fd) {
+// The socket's bytes received so far and how long ago (ns) the last one came; 0 when the kernel
+// does not say (then any connection counts as having received some, and gets the head deadline).
+static int tb_received(int fd, uint64_t *bytes, uint64_t *ago_ns) {
     struct tcp_info info;
     socklen_t length = sizeof info;
     memset(&info, 0, sizeof info);
     if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &length) != 0 ||
         length < offsetof(struct tcp_info, tcpi_bytes_received) + sizeof info.tcpi_bytes_received) {
-        return UINT64_MAX;
+        return 0;
     }
-    return info.tcpi_bytes_received;
+    *bytes = info.tcpi_bytes_received;
+    *ago_ns = (uint64_t)info.tcpi_last_data_recv * 1000000u;
+    return 1;
 }
 
 // An idle connection whose next request has begun to arrive gets the head deadline. Under `lock`.
 static void tb_notice_head(tb_watchdog *watchdog, tb_connection *connection, uint64_t now) {
-    if (!__atomic_load_n(&connection->idle, __ATOMIC_ACQUIRE)) return;
-    if (tb_bytes_received(connection->fd) <= connection->idle_bytes) return;
-    // Unless a server thread moved on meanwhile (the head is in: it set a deadline of its own).
-    int idle = 1;
-    if (!__atomic_compare_exchange_n(&connection->idle, &idle, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) return;
+    uint32_t period = __atomic_load_n(&connection->idle, __ATOMIC_ACQUIRE);
+    if (period == 0) return;
+    uint64_t bytes = 0, ago_ns = 0;
+    if (tb_received(connection->fd, &bytes, &ago_ns)) {
+        if (connection->seen_period != period) {
+            // The first look at this idle period (read after `idle`: this period's start or a
+            // later one's, which only makes the test stricter).
+            uint64_t since = __atomic_load_n(&connection->idle_since_ns, __ATOMIC_RELAXED);
+            if (ago_ns >= now || now - ago_ns <= since + tb_idle_margin_ns) {
+                connection->seen_period = period;
+                connection->seen_bytes = bytes;
+                return;
+            }
+        } else if (bytes <= connection->seen_bytes) {
+            return;
+        }
+    }
+    // Unless a server thread moved on meanwhile (the head is in: it set a deadline of its own;
+    // or a new idle period began).
+    if (!__atomic_compare_exchange_n(&connection->idle, &period, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) return;
     uint64_t none = 0;
     __atomic_compare_exchange_n(&connection->deadline_ns, &none, now + watchdog->head_ns, 0,
                                 __ATOMIC_RELAXED, __ATOMIC_RELAXED);
@@ -144,19 +170,23 @@ void tb_watchdog_stop(tb_server *server) {
     pthread_mutex_destroy(&watchdog->lock);
 }
 
-// The connection idles from now: no deadline until a byte beyond `bytes` arrives.
-static void tb_idle(tb_connection *connection, uint64_t bytes) {
-    connection->idle_bytes = bytes;
+// The connection idles from now: no deadline until a byte of its next request arrives.
+static void tb_idle(tb_connection *connection) {
+    connection->idle_periods += connection->idle_periods == UINT32_MAX ? 2 : 1; // never 0
+    __atomic_store_n(&connection->idle_since_ns, tb_monotonic_ns(), __ATOMIC_RELAXED);
     tb_set_deadline(connection, 0);
-    __atomic_store_n(&connection->idle, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&connection->idle, connection->idle_periods, __ATOMIC_RELEASE);
 }
 
 void tb_watch_open(tb_server *server, tb_connection *connection, int fd) {
     tb_watchdog *watchdog = &server->watchdog;
     connection->fd = fd;
-    if (watchdog->head_ns == 0) return;
-    tb_idle(connection, 0);
+    if (watchdog->head_ns == 0 || fd < 0) return;
+    tb_idle(connection);
     pthread_mutex_lock(&watchdog->lock);
+    // Fresh: every byte it receives is of its first request.
+    connection->seen_period = connection->idle_periods;
+    connection->seen_bytes = 0;
     connection->previous = NULL;
     connection->next = watchdog->connections;
     if (watchdog->connections != NULL) watchdog->connections->previous = connection;
@@ -166,7 +196,7 @@ void tb_watch_open(tb_server *server, tb_connection *connection, int fd) {
 
 void tb_watch_close(tb_server *server, tb_connection *connection) {
     tb_watchdog *watchdog = &server->watchdog;
-    if (watchdog->head_ns == 0) return;
+    if (watchdog->head_ns == 0 || connection->fd < 0) return;
     pthread_mutex_lock(&watchdog->lock);
     if (connection->previous != NULL) {
         connection->previous->next = connection->next;
@@ -178,17 +208,16 @@ void tb_watch_close(tb_server *server, tb_connection *connection) {
 }
 
 void tb_watch_idle(tb_server *server, tb_connection *connection) {
-    if (server->watchdog.head_ns == 0) return;
+    if (server->watchdog.head_ns == 0 || connection->fd < 0) return;
     // Bytes of a pipelined next request already received count as before it: its head then
     // gets its deadline at its next byte, or the idle timeout bounds it.
-    uint64_t bytes = tb_bytes_received(connection->fd);
-    tb_idle(connection, bytes == UINT64_MAX ? 0 : bytes);
+    tb_idle(connection);
 }
 
 void tb_watch_body(tb_server *server, tb_connection *connection) {
     const tb_watchdog *watchdog = &server->watchdog;
     if (watchdog->head_ns == 0) return;
-    __atomic_store_n(&connection->idle, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&connection->idle, 0u, __ATOMIC_RELEASE);
     connection->body_started_ns = tb_monotonic_ns();
     connection->body_bytes = 0;
     tb_set_deadline(connection, watchdog->body_min_rate == 0
@@ -206,6 +235,6 @@ void tb_watch_body_bytes(tb_server *server, tb_connection *connection, size_t by
 }
 
 void tb_watch_dispatched(tb_connection *connection) {
-    __atomic_store_n(&connection->idle, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&connection->idle, 0u, __ATOMIC_RELEASE);
     tb_set_deadline(connection, 0);
 }

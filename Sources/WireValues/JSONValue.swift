@@ -79,6 +79,13 @@ public enum JSONValue: Sendable, Equatable {
         writeString(string, to: &output)
     }
 
+    /// Appends UTF-8 bytes as a JSON string literal (quoted and escaped): for text kept as bytes.
+    public static func appendString(utf8: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
+        output.append(UInt8(ascii: "\""))
+        appendContent(utf8: utf8, to: &output)
+        output.append(UInt8(ascii: "\""))
+    }
+
     /// Appends the strings of `parts` joined by `separator` as one JSON string literal, without
     /// joining them first (hot paths).
     public static func appendString(joining parts: [String], separator: String, to output: inout [UInt8]) {

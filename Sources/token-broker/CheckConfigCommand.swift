@@ -40,6 +40,10 @@ struct CheckConfigCommand: AsyncParsableCommand {
         }
         let checked = discovery ? ", discovery documents checked" : ""
         print("\(file): OK (\(config.providers.count) providers, \(config.apps.count) apps, listen \(config.server.listen)\(checked))")
+        // What to register at each OpenID Connect provider for back-channel logout.
+        for (provider, url) in config.backChannelLogoutURLs {
+            print("\(provider): back-channel logout URI \(url.absoluteString)")
+        }
         for provider in config.providers {
             guard let signer = provider.clientAssertionSigner else { continue }
             print("providers.\(provider.id): private_key_jwt with kid \(signer.signingKey.keyID); register the client's jwks_uri as "

@@ -117,6 +117,37 @@ struct DeviceCodeStoreTests {
     }
 
     @Test(arguments: StoreKind.allCases)
+    func aSweepHandsOverTheGrantsOfCodesThatExpiredUncollected(_ kind: StoreKind) async throws {
+        let clock = StoreConformanceTests.clock()
+        let store = try await kind.harness().open(clock: clock)
+        func grant(_ name: String) -> Grant {
+            Grant(provider: "dev", subject: "s", scopes: ["openid"], accessToken: "at-\(name)", accessTokenExpiresAt: nil,
+                  refreshToken: "rt-\(name)", idTokenClaims: nil)
+        }
+        let signedIn = OpaqueToken.hash("tbd_signed-in"), approved = OpaqueToken.hash("tbd_approved")
+        let collected = OpaqueToken.hash("tbd_collected"), pending = OpaqueToken.hash("tbd_pending")
+        for (code, userCode) in [(signedIn, "BCDFGHJK"), (approved, "CDFGHJKL"), (collected, "DFGHJKLM"), (pending, "FGHJKLMN")] {
+            #expect(try await store.issueDeviceCode(code, device(userCode, clock: clock)))
+        }
+        for (code, name) in [(signedIn, "signed-in"), (approved, "approved"), (collected, "collected")] {
+            #expect(try await store.decideDeviceCode(code, .signedIn(grant(name), login: Self.login), now: clock.seconds) != nil)
+        }
+        for code in [approved, collected] {
+            #expect(try await store.decideDeviceCode(code, .confirm(login: Self.login), now: clock.seconds) != nil)
+        }
+        guard case .approved = try await store.pollDeviceCode(collected, app: "tv", now: clock.seconds) else {
+            Issue.record("an approved code was not collected")
+            return
+        }
+        #expect(await store.sweep().isEmpty, "nothing has expired yet")
+        clock.advance(by: 601)
+        let abandoned = await store.sweep().map(\.accessToken).sorted()
+        #expect(abandoned == ["at-approved", "at-signed-in"])
+        #expect(await store.sweep().isEmpty, "handed over once")
+        await store.close()
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func aRefusedCodeIsSpent(_ kind: StoreKind) async throws {
         let clock = StoreConformanceTests.clock()
         let store = try await kind.harness().open(clock: clock)

@@ -22,7 +22,7 @@ struct DeviceFlowTests {
         let (code, state) = try bed.provider.signIn(started.location, subject: "alice")
         #expect(state == started.state)
         let pending = try #require(try await bed.login.takeLogin(state: state))
-        #expect(pending.deviceCode == OpaqueToken.hash(codes.deviceCode))
+        #expect(pending.purpose == .device(OpaqueToken.hash(codes.deviceCode)))
         return (codes, pending, code, state)
     }
 
@@ -38,7 +38,7 @@ struct DeviceFlowTests {
         let (codes, pending, code, state) = try await signIn(bed, flow)
         await #expect(throws: DevicePollRefusal.pending) { try await flow.poll(deviceCode: codes.deviceCode, app: "tv") }
         let completion = await bed.login.complete(pending, state: state, with: Self.answer(code))
-        #expect(completion.outcome == .deviceSignedIn(account: "alice@example.test"))
+        #expect(completion == .device(OpaqueToken.hash(codes.deviceCode), .signedIn(account: "alice@example.test")))
         #expect(try await flow.find(typed: codes.userCode) == nil, "a signed-in code is no longer waiting for its code")
         bed.clock.advance(by: codes.interval)
         await #expect(throws: DevicePollRefusal.pending, "nothing to collect before the account is confirmed") {
@@ -65,8 +65,7 @@ struct DeviceFlowTests {
         let (codes, pending, code, state) = try await signIn(bed, flow)
         bed.clock.advance(by: bed.settings.deviceCodeLifetimeSeconds + 1)
         let completion = await bed.login.complete(pending, state: state, with: Self.answer(code))
-        guard case .refused(let error, _) = completion.outcome else { Issue.record("approved after expiry"); return }
-        #expect(error == "expired_token")
+        #expect(completion.refusal?.error == "expired_token", "not held after expiry")
         #expect(!bed.provider.revoked.isEmpty, "the grant nobody will collect is revoked at the provider")
         await #expect(throws: DevicePollRefusal.expired) { try await flow.poll(deviceCode: codes.deviceCode, app: "tv") }
         #expect(bed.store.sessionCount == 0)
@@ -79,7 +78,7 @@ struct DeviceFlowTests {
         let flow = devices(bed)
         let (codes, pending, _, state) = try await signIn(bed, flow)
         let answer = CallbackAnswer(code: nil, error: "access_denied", errorDescription: "no", issuer: nil)
-        #expect(await bed.login.complete(pending, state: state, with: answer).outcome == .refused(error: "access_denied", description: "no"))
+        #expect(await bed.login.complete(pending, state: state, with: answer).refusal == LoginRefusal(error: "access_denied", description: "no"))
         await #expect(throws: DevicePollRefusal.denied) { try await flow.poll(deviceCode: codes.deviceCode, app: "tv") }
     }
 

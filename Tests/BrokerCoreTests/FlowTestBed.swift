@@ -27,7 +27,7 @@ struct FlowTestBed {
         let lifetimes = SessionLifetimes(idle: settings.idleLifetimeSeconds, absolute: settings.absoluteLifetimeSeconds)
         switch kind {
         case .embedded:
-            store = BrokerState(lifetimes: lifetimes, clock: clock.closure, logger: logger)
+            store = EmbeddedStateStore(lifetimes: lifetimes, clock: clock.closure, logger: logger)
         case .postgres:
             let harness = try PostgresStoreHarness(lifetimes: lifetimes)
             var instances: [any StateStore] = []
@@ -55,6 +55,20 @@ struct FlowTestBed {
         store.holdsEverySession ? store.session(id, now: clock.seconds) : try await store.loadSession(id, now: clock.seconds)
     }
 
+    /// The API handlers' services over this bed, with `config` (no rate limits, no webhook).
+    func services(_ config: BrokerConfig) -> BrokerServices {
+        BrokerServices(
+            config: config, providers: login.providers, login: login, sessions: sessions,
+            devices: DeviceFlow(settings: settings, login: login, store: store, metrics: login.metrics, now: clock.closure),
+            proxy: APIProxy(sessions: sessions, settings: ProxySettings(timeoutSeconds: 5, maxResponseBytes: 1 << 20, retryMaxBodyBytes: 1024),
+                            now: clock.closure),
+            store: store, loginLimiter: RateLimiter(perMinute: 0), tokenLimiter: RateLimiter(perMinute: 0),
+            refreshLimiter: RateLimiter(perMinute: 0), deviceEntryLimiter: RateLimiter(perMinute: 0),
+            userCodeGuard: UserCodeGuard(missesPerMinute: 0), proxyLimiter: RateLimiter(perMinute: 0),
+            binding: BrowserBinding(stateKeys: nil), webhooks: nil, metrics: login.metrics, logger: login.logger, now: clock.closure
+        )
+    }
+
     /// Releases the store (the PostgreSQL instances' connections).
     func close() async {
         await store.close()
@@ -62,8 +76,9 @@ struct FlowTestBed {
 
     /// A login request of the test app, for a new session or (with `session`) more scopes.
     func request(scopes: [String] = [], session: Session? = nil, challenge: String) -> LoginRequest {
-        LoginRequest(provider: "idp", app: Self.app, redirectURI: Self.redirectURI, appState: "app-state", challenge: challenge,
-                     scopes: scopes, loginHint: nil, prompt: nil, session: session)
+        let back = AppReturn(redirectURI: Self.redirectURI, state: "app-state", challenge: challenge)
+        guard let session else { return LoginRequest(provider: "idp", app: Self.app, scopes: scopes, loginHint: nil, prompt: nil, purpose: .app(back)) }
+        return .incremental(of: session, adding: scopes, app: Self.app, back: back, loginHint: nil, prompt: nil)
     }
 
     /// `begin`, the user's sign-in as `subject`, and `complete`: what the app's redirect URI gets.
@@ -80,7 +95,24 @@ struct FlowTestBed {
     func newSession(subject: String = "alice") async throws -> RedeemedSession {
         let verifier = PKCE.makeVerifier()
         let completion = try await signIn(subject: subject, verifier: verifier)
-        guard case .handoff(let code) = completion.outcome else { throw ScriptError("sign-in failed: \(completion.outcome)") }
+        guard let code = completion.handoffCode else { throw ScriptError("sign-in failed: \(completion)") }
         return try await login.redeem(HandoffRedemptionRequest(code: code, verifier: verifier, redirectURI: Self.redirectURI, app: Self.app))
+    }
+}
+
+extension LoginCompletion {
+    /// The handoff code an app's login ended with; nil for a refusal or a device login.
+    var handoffCode: String? {
+        guard case .app(_, .handoff(let code)) = self else { return nil }
+        return code
+    }
+}
+
+extension FlowTestBed {
+    /// The broker's services over this bed: the test app (device flow allowed) at the scripted
+    /// provider, public URL `https://broker.test`, no rate limits.
+    func services() throws -> BrokerServices {
+        let app = AppConfig(id: Self.app, redirectURIs: [try RedirectURI(parsing: Self.redirectURI)], deviceFlow: true)
+        return services(BrokerConfig(server: ServerConfig(publicURL: URL(string: "https://broker.test")), providers: [ScriptedProvider.config()], apps: [app]))
     }
 }

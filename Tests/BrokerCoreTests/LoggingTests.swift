@@ -1,4 +1,6 @@
 import Foundation
+import Logging
+import Synchronization
 import Testing
 
 @testable import BrokerCore
@@ -72,17 +74,20 @@ struct LoggingTests {
     /// after them.
     @Test func bufferedLinesKeepTheirOrder() throws {
         try withFileOutput { output, path in
-            for number in 1...1000 { output.writeSoon(Array("access \(number)\n".utf8)) }
+            let log = AccessLog(output: output, style: .text, label: "token-broker")
+            for number in 1...1000 { #expect(log.write(Self.record(id: "access-\(number)"))) }
             output.write(Array("event\n".utf8))
-            let expected = (1...1000).map { "access \($0)" } + ["event"]
-            #expect(try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init) == expected)
+            let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n")
+            #expect(lines.map(Self.requestID) == (1...1000).map { "access-\($0)" } + [nil])
+            #expect(lines.last == "event")
 
-            output.writeSoon(Array("later\n".utf8))
+            log.write(Self.record(id: "later"))
             let deadline = Date().addingTimeInterval(5)
-            while try !String(contentsOfFile: path, encoding: .utf8).hasSuffix("later\n"), Date() < deadline {
+            while try !String(contentsOfFile: path, encoding: .utf8).hasSuffix(" status=200\n"), Date() < deadline {
                 usleep(1_000)
             }
-            #expect(try String(contentsOfFile: path, encoding: .utf8).hasSuffix("event\nlater\n"))
+            let last = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").suffix(2)
+            #expect(last.map(Self.requestID) == [nil, "later"])
         }
     }
 
@@ -90,13 +95,14 @@ struct LoggingTests {
     /// wakes for them: no flush), each thread's in its order, none split or merged.
     @Test func linesOfManyThreadsKeepEachThreadsOrder() throws {
         try withFileOutput { output, path in
+            let log = AccessLog(output: output, style: .json, label: "token-broker")
             let threads = 12, linesPerThread = 2_000
             let done = DispatchGroup()
             for thread in 0..<threads {
                 done.enter()
                 Thread {
                     for number in 0..<linesPerThread {
-                        output.writeSoon(Array("t\(thread) \(number)\n".utf8))
+                        log.write(Self.record(id: "t\(thread)-\(number)"))
                         if number % 500 == 0 { usleep(3_000) } // let the writer catch up and sleep
                     }
                     done.leave()
@@ -111,13 +117,63 @@ struct LoggingTests {
             } while lines.count < threads * linesPerThread && Date() < deadline
             var next = [Int](repeating: 0, count: threads)
             for line in lines {
-                let fields = line.dropFirst().split(separator: " ").compactMap { Int($0) }
+                let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+                let fields = (object?["request_id"] as? String)?.dropFirst().split(separator: "-").compactMap { Int($0) } ?? []
                 try #require(fields.count == 2 && fields[0] < threads, "malformed line \(line)")
                 #expect(fields[1] == next[fields[0]], "thread \(fields[0]) wrote \(fields[1]) before \(next[fields[0]])")
                 next[fields[0]] = fields[1] + 1
             }
             #expect(next == [Int](repeating: linesPerThread, count: threads))
         }
+    }
+
+    /// When the output is slower than the requests (here: a pipe nobody reads), the buffer fills
+    /// and further lines are dropped and counted — the request does not wait; every line
+    /// accepted reaches the output once it drains, and a flush writes the last of them.
+    @Test func aFullBufferDropsLinesAndCountsThem() throws {
+        var ends: [Int32] = [0, 0]
+        try #require(pipe(&ends) == 0)
+        defer { close(ends[0]) }
+        let output = LogOutput.descriptor(ends[1])
+        let metrics = BrokerMetrics()
+        let reporter = RequestReporter(metrics: metrics, logger: Logger(label: "test"),
+                                       accessLog: AccessLog(output: output, style: .json, label: "token-broker"))
+        let sent = 100_000
+        let started = Date()
+        for number in 0..<sent { reporter.requestFinished(Self.record(id: "r-\(number)")) }
+        #expect(Date().timeIntervalSince(started) < 10, "no request waited for the blocked output")
+        let rendered = String(decoding: metrics.render(), as: UTF8.self)
+        let dropped = try #require(rendered.split(separator: "\n").first { $0.hasPrefix("broker_access_log_dropped_total ") }
+            .flatMap { Int($0.split(separator: " ")[1]) })
+        #expect(dropped > 0 && dropped < sent)
+
+        let received = Mutex<[UInt8]>([])
+        let reader = Thread { [reading = ends[0]] in
+            var chunk = [UInt8](repeating: 0, count: 65_536)
+            while true {
+                let count = chunk.withUnsafeMutableBytes { read(reading, $0.baseAddress, $0.count) }
+                guard count > 0 else { return }
+                received.withLock { $0 += chunk[..<count] }
+            }
+        }
+        reader.start()
+        output.flush()
+        close(ends[1])
+        let deadline = Date().addingTimeInterval(10)
+        while !reader.isFinished, Date() < deadline { usleep(1_000) }
+        let lines = received.withLock { String(decoding: $0, as: UTF8.self) }.split(separator: "\n")
+        #expect(lines.count == sent - dropped, "every accepted line is written, once")
+        #expect(Set(lines).count == lines.count)
+    }
+
+    private static func record(id: String) -> RequestRecord {
+        RequestRecord(method: "GET", route: "/token", path: "/token", status: 200, seconds: 0.0015,
+                      requestID: id, clientIP: "198.51.100.9", proxyIP: nil, responseBytes: 42)
+    }
+
+    /// The request id of a text access-log line; nil for another line.
+    private static func requestID(_ line: Substring) -> String? {
+        line.split(separator: " ").first { $0.hasPrefix("request_id=") }.map { String($0.dropFirst("request_id=".count)) }
     }
 
     /// Runs `body` with an output writing to a new temporary file, and the file's path.

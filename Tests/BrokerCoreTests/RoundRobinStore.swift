@@ -39,6 +39,14 @@ final class RoundRobinStore: StateStore {
         try await next.saveSession(session, createdBy: code)
     }
 
+    func findSessions(_ filter: SessionFilter, after: SHA256Digest?, limit: Int, now: Double) async throws(StateReadError) -> SessionPage {
+        try await next.findSessions(filter, after: after, limit: limit, now: now)
+    }
+
+    func spendOnce(_ id: SHA256Digest, until: Double) async throws(StateWriteError) -> Bool {
+        try await next.spendOnce(id, until: until)
+    }
+
     func updateSession(_ id: SHA256Digest, _ change: (inout Session) -> Void) async throws(StateWriteError) -> Session? {
         try await next.updateSession(id, change)
     }
@@ -83,12 +91,12 @@ final class RoundRobinStore: StateStore {
 
     var writeFailure: String? { next.writeFailure }
 
-    func sweep() async {
+    @discardableResult func sweep() async -> [Grant] {
         await next.sweep()
     }
 
-    func maintain() async {
-        await next.maintain()
+    func maintain(abandoned: @escaping @Sendable ([Grant]) async -> Void) async {
+        await next.maintain(abandoned: abandoned)
     }
 
     func close() async {

@@ -14,7 +14,7 @@ struct ScopeSharingTests {
     }
 
     @Test func sessionsPutOrUpdatedShareEqualScopeLists() {
-        let store = SessionStore(log: NoChangeLog(), lifetimes: SessionLifetimes(idle: 100, absolute: 1000))
+        let store = SessionTable(log: NoChangeLog(), lifetimes: SessionLifetimes(idle: 100, absolute: 1000))
         // Built separately, as two logins would: equal, in two arrays.
         _ = store.put(session("tbs_a", scopes: "openid profile email".split(separator: " ").map(String.init)))
         _ = store.put(session("tbs_b", scopes: ["openid", "profile", "email"]))

@@ -99,6 +99,9 @@ final class ScriptedProvider: UpstreamTransport, Sendable {
     /// Whether `token` works at the userinfo endpoint now.
     func accepts(_ token: String) -> Bool { state.withLock { $0.accessTokens[token] != nil } }
 
+    /// A JWT of `claims` signed with the provider's ID-token key, as it would sign a logout token.
+    func signed(_ claims: JSONValue) async throws -> String { try await signer.sign(claims: claims) }
+
     // MARK: The transport
 
     func send(_ request: URLRequest) async throws(UpstreamError) -> UpstreamResponse {

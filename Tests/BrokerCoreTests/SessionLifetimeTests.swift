@@ -9,7 +9,7 @@ struct SessionLifetimeTests {
     }
 
     @Test func idleAndAbsoluteLifetimesEndSessions() {
-        let store = SessionStore(log: NoChangeLog(), lifetimes: SessionLifetimes(idle: 100, absolute: 1000))
+        let store = SessionTable(log: NoChangeLog(), lifetimes: SessionLifetimes(idle: 100, absolute: 1000))
         _ = store.put(session("tbs_idle", created: 0, used: 0))
         _ = store.put(session("tbs_old", created: 0, used: 950))
         _ = store.put(session("tbs_live", created: 500, used: 990))
@@ -22,7 +22,7 @@ struct SessionLifetimeTests {
 
     /// A read marks the session used (at most once a minute), in the store itself.
     @Test func readingMarksTheSessionUsed() {
-        let store = SessionStore(log: NoChangeLog(), lifetimes: SessionLifetimes(idle: 100, absolute: 1000))
+        let store = SessionTable(log: NoChangeLog(), lifetimes: SessionLifetimes(idle: 100, absolute: 1000))
         let id = OpaqueToken.hash("tbs_used")
         _ = store.put(session("tbs_used", created: 0, used: 0))
         #expect(store.read(id, now: 50) { $0.usedAt } == 0, "within a minute of the last mark")

@@ -27,8 +27,8 @@ struct StateFilesTests {
         )
     }
 
-    private func open(_ path: String, _ keys: StateKeys, acceptDamage: Bool = false) throws(StateOpenError) -> BrokerState {
-        try BrokerState(settings: StateSettings(directory: path), keys: keys, lifetimes: lifetimes, acceptDamage: acceptDamage, clock: { Date().timeIntervalSince1970 }, logger: logger)
+    private func open(_ path: String, _ keys: StateKeys, acceptDamage: Bool = false) throws(StateOpenError) -> EmbeddedStateStore {
+        try EmbeddedStateStore(settings: StateSettings(directory: path), keys: keys, lifetimes: lifetimes, acceptDamage: acceptDamage, clock: { Date().timeIntervalSince1970 }, logger: logger)
     }
 
     /// A state directory with a journal of three frames (three saved sessions), nothing else.
@@ -79,7 +79,7 @@ struct StateFilesTests {
             try StateFileIO.truncate(copied, to: size - cut)
             let output = LogOutput.memory()
             let logger = Logger(label: "test") { LogLineHandler(label: $0, level: .info, style: .json, output: output) }
-            let state = try BrokerState(settings: StateSettings(directory: copy), keys: keys, lifetimes: lifetimes, acceptDamage: false, clock: { Date().timeIntervalSince1970 }, logger: logger)
+            let state = try EmbeddedStateStore(settings: StateSettings(directory: copy), keys: keys, lifetimes: lifetimes, acceptDamage: false, clock: { Date().timeIntervalSince1970 }, logger: logger)
             #expect(state.sessions.count == 2, "cut \(cut)")
             let report = try #require(output.lines.first { $0.contains("dropped a torn journal record") }, "cut \(cut)")
             #expect(report.contains(copied))
@@ -311,7 +311,7 @@ struct HandoffReplayTests {
     }
 
     @Test func aReplayDuringRedemptionRevokesTheNewSession() async throws {
-        let state = BrokerState(lifetimes: SessionLifetimes(idle: 1e9, absolute: 1e9), clock: { Date().timeIntervalSince1970 }, logger: logger)
+        let state = EmbeddedStateStore(lifetimes: SessionLifetimes(idle: 1e9, absolute: 1e9), clock: { Date().timeIntervalSince1970 }, logger: logger)
         let code = OpaqueToken.hash("tbh_code")
         try await state.issueHandoff(code, Handoff(app: "demo", redirectURI: "x:/cb", appChallenge: "c", expiresAt: now + 60, grant: grant(), sessionID: nil))
         guard case .fresh(let handoff) = try await state.redeemHandoff(code, now: now) else {
@@ -334,7 +334,7 @@ struct HandoffReplayTests {
     }
 
     @Test func aRedeemedCodeNoLongerHoldsTheGrant() async throws {
-        let state = BrokerState(lifetimes: SessionLifetimes(idle: 1e9, absolute: 1e9), clock: { Date().timeIntervalSince1970 }, logger: logger)
+        let state = EmbeddedStateStore(lifetimes: SessionLifetimes(idle: 1e9, absolute: 1e9), clock: { Date().timeIntervalSince1970 }, logger: logger)
         let code = OpaqueToken.hash("tbh_other")
         try await state.issueHandoff(code, Handoff(app: "demo", redirectURI: "x:/cb", appChallenge: "c", expiresAt: now + 60, grant: grant(), sessionID: nil))
         _ = try await state.redeemHandoff(code, now: now)

@@ -26,8 +26,8 @@ struct StateFormatVersionTests {
         return copy
     }
 
-    private func open(_ path: String) throws(StateOpenError) -> BrokerState {
-        try BrokerState(settings: StateSettings(directory: path), keys: keys, lifetimes: SessionLifetimes(idle: 1e10, absolute: 1e10), acceptDamage: false, clock: { Date().timeIntervalSince1970 }, logger: logger)
+    private func open(_ path: String) throws(StateOpenError) -> EmbeddedStateStore {
+        try EmbeddedStateStore(settings: StateSettings(directory: path), keys: keys, lifetimes: SessionLifetimes(idle: 1e10, absolute: 1e10), acceptDamage: false, clock: { Date().timeIntervalSince1970 }, logger: logger)
     }
 
     @Test func version1FilesAreReadAndVersion2IsWritten() async throws {

@@ -18,7 +18,7 @@ struct EmbeddedStoreHarness: StoreHarness {
     let keys = StateKeys(current: .generate())
 
     func open(clock: TestClock) throws -> any StateStore {
-        try BrokerState(
+        try EmbeddedStateStore(
             settings: StateSettings(directory: directory), keys: keys, lifetimes: StoreConformanceTests.lifetimes,
             acceptDamage: false, clock: { clock.seconds }, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
         )
@@ -180,8 +180,8 @@ struct StoreConformanceTests {
         #expect(try await store.saveSession(old, createdBy: nil))
         let state = OpaqueToken.hash("state-1")
         try await store.beginLogin(state, PendingAuthorization(
-            provider: "dev", app: "demo", redirectURI: "http://127.0.0.1/cb", appState: nil, appChallenge: "c", verifier: "v",
-            nonce: "n", requestedScopes: ["openid"], sessionID: nil, expiresAt: clock.seconds + 600
+            provider: "dev", app: "demo", purpose: .app(AppReturn(redirectURI: "http://127.0.0.1/cb", state: nil, challenge: "c")),
+            verifier: "v", nonce: "n", requestedScopes: ["openid"], expiresAt: clock.seconds + 600
         ))
         let code = OpaqueToken.hash("tbh_late")
         try await store.issueHandoff(code, handoff(clock: clock))
@@ -234,13 +234,13 @@ struct StoreConformanceTests {
         let second = try await harness.open(clock: clock)
         let state = OpaqueToken.hash("state-shared")
         try await first.beginLogin(state, PendingAuthorization(
-            provider: "dev", app: "demo", redirectURI: "http://127.0.0.1/cb", appState: "s", appChallenge: "c", verifier: "v",
-            nonce: "n", requestedScopes: ["openid"], sessionID: nil, expiresAt: clock.seconds + 600
+            provider: "dev", app: "demo", purpose: .app(AppReturn(redirectURI: "http://127.0.0.1/cb", state: "s", challenge: "c")),
+            verifier: "v", nonce: "n", requestedScopes: ["openid"], expiresAt: clock.seconds + 600
         ))
         async let fromFirst = first.takeLogin(state, now: clock.seconds)
         async let fromSecond = second.takeLogin(state, now: clock.seconds)
         let taken = [try await fromFirst, try await fromSecond].compactMap { $0 }
-        #expect(taken.count == 1 && taken.first?.appState == "s")
+        #expect(taken.count == 1 && taken.first?.purpose == .app(AppReturn(redirectURI: "http://127.0.0.1/cb", state: "s", challenge: "c")))
     }
 
     @Test(arguments: StoreKind.sharedByInstances)

@@ -52,6 +52,29 @@ struct ShutdownTests {
         #expect(throws: RawHTTPError.self) { try RawConnection(port: broker.port) }
     }
 
+    /// Every request answered before a clean stop has its access-log line, before `stopped`: the
+    /// lines still waiting in the log's buffer are written at the stop, not lost.
+    @Test func aCleanStopWritesEveryAccessLine() throws {
+        let broker = try BrokerProcess(environment: ["BROKER_SHUTDOWN_DELAY_SECONDS": "0"])
+        let connection = try RawConnection(port: broker.port)
+        let requests = 500
+        for number in 0..<requests {
+            #expect(connection.send("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Request-Id: stop-\(number)\r\n\r\n"))
+            #expect(try connection.readResponse().status == 200)
+        }
+        broker.signal(SIGTERM)
+        #expect(broker.waitForExit(seconds: 10) == 0)
+        try waitUntil { broker.lines.contains { $0.contains(#""msg":"stopped""#) } }
+        let lines = broker.lines
+        let stopped = try #require(lines.firstIndex { $0.contains(#""msg":"stopped""#) })
+        let logged = lines[..<stopped].compactMap { line -> String? in
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                  object["msg"] as? String == "request" else { return nil }
+            return object["request_id"] as? String
+        }
+        #expect(Set(logged.filter { $0.hasPrefix("stop-") }) == Set((0..<requests).map { "stop-\($0)" }))
+    }
+
     /// A person's Ctrl-C, or a second SIGTERM, does not wait for the delay.
     @Test func sigintOrASecondSignalSkipsTheDelay() throws {
         let interrupted = try BrokerProcess(environment: ["BROKER_SHUTDOWN_DELAY_SECONDS": "30"])

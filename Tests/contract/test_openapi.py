@@ -71,6 +71,11 @@ DEVICE_ENDPOINTS = [
 # The API proxy: one path, documented once per method (HEAD is accepted wherever GET is).
 PROXY_ENDPOINTS = [(method, "/proxy/{provider}/{path}") for method in ("get", "post", "put", "patch", "delete")]
 
+LOGOUT_ENDPOINTS = [("post", "/providers/{provider}/backchannel_logout")]
+
+# The admin API (off unless configured): its own bearer token, its own 401.
+ADMIN_ENDPOINTS = [("get", "/admin/sessions"), ("post", "/admin/sessions/end"), ("post", "/admin/subjects/end")]
+
 # Pages for a person at a browser: their own errors are HTML (with a JSON alternative where the
 # server answers before the page's code runs).
 HTML_PAGES = {("post", "/device"), ("post", "/device/decision"), ("post", "/device/confirm")}
@@ -85,7 +90,7 @@ BEARER_ENDPOINTS = {
     ("get", "/session"),
 } | set(PROXY_ENDPOINTS)
 
-ALLOWED_TAGS = {"oauth", "session", "operations"}
+ALLOWED_TAGS = {"oauth", "session", "operations", "admin"}
 
 # Every error code, with the one status it is sent with.
 CODE_STATUS = {
@@ -168,6 +173,7 @@ OWN_ERROR_RESPONSES = {("get", "/callback", "400"), ("get", "/callback", "403"),
                        ("get", "/authorize", "400"), ("get", "/providers/{provider}/authorize", "400"),
                        ("post", "/providers/{provider}/token", "401"), ("post", "/providers/{provider}/revoke", "401"),
                        ("post", "/providers/{provider}/device_authorization", "401")} | {
+    (method, path, "401") for method, path in ADMIN_ENDPOINTS} | {
     (method, path, status) for method, path in HTML_PAGES for status in ("400", "403", "429", "503")}
 
 ERROR_REF = "#/components/schemas/Error"
@@ -317,8 +323,9 @@ def test_spec_endpoint_is_documented(doc, method, path):
 
 
 def test_no_undocumented_extra_operations(doc):
-    assert sorted((m, p) for m, p, _ in operations(doc)) == sorted(SPEC_ENDPOINTS + STANDARD_ENDPOINTS + CLIENT_KEY_ENDPOINTS + DEVICE_ENDPOINTS
-                                                                  + PROXY_ENDPOINTS)
+    assert sorted((m, p) for m, p, _ in operations(doc)) == sorted(
+        SPEC_ENDPOINTS + STANDARD_ENDPOINTS + CLIENT_KEY_ENDPOINTS + DEVICE_ENDPOINTS + PROXY_ENDPOINTS + LOGOUT_ENDPOINTS
+        + ADMIN_ENDPOINTS)
 
 
 def test_endpoint_list_matches_spec_md():
@@ -564,6 +571,9 @@ def test_operation_security(doc, method, path):
     if (method, path) in BEARER_ENDPOINTS:
         assert op.get("security") == [{"bearerAuth": []}]
         assert "401" in op["responses"]
+    elif (method, path) in ADMIN_ENDPOINTS:
+        assert op.get("security") == [{"adminAuth": []}]
+        assert op["responses"]["401"] == {"$ref": "#/components/responses/AdminUnauthorized"}
     else:
         assert "security" not in op
 

@@ -115,8 +115,12 @@ BROKER_ENV = {"BROKER_LOGIN_REQUESTS_PER_MINUTE": "0", "BROKER_TOKEN_REQUESTS_PE
 
 
 @pytest.fixture(scope="module")
-def broker():
-    process = dev_flow.DevBroker(env=BROKER_ENV)
+def broker(tmp_path_factory):
+    # The admin API on the public listener behind a token the fuzzer does not know: every admin
+    # request it makes is refused (401), which the contract must describe.
+    token_file = tmp_path_factory.mktemp("admin") / "admin-token"
+    token_file.write_text(base64.urlsafe_b64encode(os.urandom(32)).decode())
+    process = dev_flow.DevBroker(env={**BROKER_ENV, "BROKER_ADMIN_TOKEN_FILE": str(token_file)})
     yield process
     code = process.stop()
     problems = [line for line in process.json_lines() if line.get("level") in ("error", "critical", "unparsed")]

@@ -1,7 +1,8 @@
 """Every page the broker shows a person, in a real headless browser (Debian's chromium through
 chromedriver) at a phone's width (412 px) and a desktop's (1280 px): the sign-in error pages of
 /callback, /authorize and the standard authorization endpoint (a browser gets a page, an API
-client JSON), the device entry page and the development provider's sign-in. Each must carry a
+client JSON), the device entry page and the development provider's sign-in and "sign out
+everywhere". Each must carry a
 viewport, apply the shared stylesheet under its Content-Security-Policy without a violation,
 keep its card off the screen's edges and say what to do next. A screenshot of each is written
 to PAGE_SCREENSHOTS (default .build/page-screenshots) for a person to look at."""
@@ -14,9 +15,11 @@ import pytest
 import requests
 
 from support.broker import BrokerProcess
+from support.dev_login import dev_login
 
 selenium = pytest.importorskip("selenium")
 from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.wait import WebDriverWait  # noqa: E402
 from support.chrome import WIDTH_IDS, WIDTHS, new_chrome  # noqa: E402
 
 SCREENSHOTS = Path(os.environ.get("PAGE_SCREENSHOTS", Path(__file__).resolve().parents[2] / ".build" / "page-screenshots"))
@@ -33,6 +36,11 @@ def chrome(request):
 def look(driver, url: str, name: str, status_logged: bool = False) -> str:
     """Opens `url`, checks the page as a person sees it, saves a screenshot; the page's text."""
     driver.get(url)
+    return inspect(driver, name, status_logged)
+
+
+def inspect(driver, name: str, status_logged: bool = False) -> str:
+    """Checks the page the browser shows as a person sees it, saves a screenshot; the page's text."""
     assert driver.find_element(By.CSS_SELECTOR, 'meta[name="viewport"]').get_attribute("content").startswith("width=device-width")
     main = driver.find_element(By.TAG_NAME, "main")
     assert main.value_of_css_property("max-width") == "448px", "the shared stylesheet applied"
@@ -73,5 +81,27 @@ def test_the_device_entry_and_the_development_sign_in(chrome):
             "code_challenge": "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM", "code_challenge_method": "S256"}))
         text = look(chrome, authorize, "development-sign-in")
         assert "Development identity provider" in text and chrome.find_element(By.NAME, "user").get_attribute("value") == "alice"
+    finally:
+        broker.stop()
+
+
+def test_signing_out_everywhere_at_the_development_provider(chrome):
+    """The button sends the broker a real logout token (signed by the provider's key): alice's
+    sessions end, bob's do not."""
+    broker = BrokerProcess("", args=("--dev",))
+    try:
+        alice = [dev_login(broker, "alice").json()["session_token"] for _ in range(2)]
+        bob = dev_login(broker, "bob").json()["session_token"]
+        token = lambda session: requests.get(broker.url("/token"), headers={"Authorization": f"Bearer {session}"}, timeout=10).status_code
+        assert [token(s) for s in alice + [bob]] == [200, 200, 200]
+        text = look(chrome, broker.url("/dev/logout"), "development-sign-out")
+        assert "Sign out everywhere" in text and chrome.find_element(By.NAME, "user").get_attribute("value") == "alice"
+        chrome.find_element(By.CSS_SELECTOR, "button.go").click()
+        WebDriverWait(chrome, 10).until(lambda driver: "Signed out" in driver.find_element(By.TAG_NAME, "h1").text)
+        text = inspect(chrome, "development-signed-out")
+        assert "Signed out everywhere" in text and "alice" in text
+        assert [token(s) for s in alice + [bob]] == [401, 401, 200]
+        [line] = [line for line in broker.json_lines() if line.get("audit") == "backchannel_logout"]
+        assert line["subject"] == "dev-alice" and line["ended"] == "2"
     finally:
         broker.stop()

@@ -1,4 +1,4 @@
-"""Refresh-failure webhooks: signed events to a receiver, retried with backoff, never blocking."""
+"""Webhooks: session and refresh-failure events and admin audit events, signed, retried with backoff, never blocking."""
 import hashlib
 import hmac
 import json
@@ -7,6 +7,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+import requests
 
 from support.broker import wait_for
 
@@ -101,3 +102,32 @@ def test_refreshes_that_keep_failing_are_reported_once(broker_factory, auth_serv
     event = json.loads(body)
     assert event["type"] == "refresh.failing" and event["consecutive_failures"] == 2
     assert app.call("GET", "/session").status_code == 200, "the session is kept"
+
+
+def test_admin_actions_are_reported_as_signed_audit_events_and_refusals_are_logged_only(broker_factory, receiver_factory, tmp_path):
+    receiver = receiver_factory()
+    token_file = tmp_path / "admin-token"
+    token_file.write_text("admin-token-for-the-webhook-test-0123456789")
+    broker, app, _, _ = broker_factory(config_extra=webhook_config(receiver.url),
+                                       env={"WEBHOOK_SECRET": SECRET, "BROKER_ADMIN_TOKEN_FILE": str(token_file)})
+    tokens = app.login("alice")
+    subject = app.call("GET", "/session").json()["subject"]
+    admin = {"Authorization": f"Bearer {token_file.read_text()}"}
+    assert app.call("GET", "/admin/sessions", token="wrong").status_code == 401
+    ended = requests.post(broker.url("/admin/subjects/end"), headers=admin, data={"provider": "dot", "subject": subject}, timeout=10)
+    assert ended.json()["ended"] == 1
+    assert wait_for(lambda: len(receiver.events) >= 1, timeout=10), receiver.events
+    time.sleep(0.5)
+    events = {}
+    for headers, body, _ in receiver.events:
+        verify(headers, body)
+        event = json.loads(body)
+        assert headers["X-Broker-Event"] == event["type"]
+        events[event["type"]] = event
+        for secret in (tokens["access_token"], tokens["session_token"], token_file.read_text()):
+            assert secret not in body.decode()
+    assert "admin.refused" not in events, "a refusal is a log line only: anyone can send them"
+    assert [line["route"] for line in broker.json_lines() if line.get("audit") == "admin.refused"] == ["/admin/sessions"]
+    finished = events["admin.subject_ended"]
+    assert finished["provider"] == "dot" and finished["subject"] == subject and finished["ended"] == 1
+    assert len(finished["sessions"]) == 1 and finished["provider_revocation"]["succeeded"] == 1

@@ -14,10 +14,7 @@ extension BrokerServices {
         guard !store.holdsEverySession else { throw unknownSession(route: route) }
         return .deferredCatching { [self] () async throws(HTTPError) -> Response in
             guard let session = try await load(id) else { throw unknownSession(route: route) }
-            switch try then(session) {
-            case .now(let response): return response
-            case .deferred(let work): return await work()
-            }
+            return try await then(session).response()
         }
     }
 

@@ -53,10 +53,11 @@ extension BrokerServices {
         }
         let loginHint = try fields.optional("login_hint")
         if let loginHint, loginHint.utf8.count > 256 { throw .badRequest("login_hint is longer than 256 bytes.") }
-        return LoginRequest(
-            provider: providerID, app: app.id, redirectURI: redirectURI, appState: state, challenge: challenge,
-            scopes: scopes, loginHint: loginHint, prompt: prompt, session: session
-        )
+        let back = AppReturn(redirectURI: redirectURI, state: state, challenge: challenge)
+        guard let session else {
+            return LoginRequest(provider: providerID, app: app.id, scopes: scopes, loginHint: loginHint, prompt: prompt, purpose: .app(back))
+        }
+        return .incremental(of: session, adding: scopes, app: app.id, back: back, loginHint: loginHint, prompt: prompt)
     }
 
     /// Requested scopes: RFC 6749 §3.3 scope tokens, separated by single spaces, at most 64 of

@@ -23,6 +23,8 @@ struct BrokerServices: Sendable {
     let proxyLimiter: RateLimiter
     /// Tags that bind a browser to the device pages and to a device login.
     let binding: BrowserBinding
+    /// Where events go, when a webhook is configured.
+    let webhooks: WebhookSender?
     let metrics: BrokerMetrics
     let logger: Logger
     /// Unix seconds now; replaceable in tests.

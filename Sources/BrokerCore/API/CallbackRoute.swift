@@ -4,7 +4,7 @@ import WireValues
 
 /// `GET /callback`: the provider sends the browser back here. The broker's `state` must name a
 /// login in progress (else a 400 page, never a redirect); from then on every outcome goes back to
-/// the app's redirect URI (``LoginFlow/complete(_:with:)``): a handoff code on success,
+/// the app's redirect URI (``LoginFlow/complete(_:state:with:)``): a handoff code on success,
 /// `error=…` otherwise; a device login, only in the browser that began it
 /// (``DeviceLoginCookie``), ends on a page that asks its person to confirm the account
 /// (``DevicePages``).
@@ -41,21 +41,23 @@ struct CallbackRoute: Sendable {
                 } catch {
                     return wantsHTML ? Self.page(error) : error.response
                 }
-                if let device = pending.deviceCode {
+                if case .device = pending.purpose {
                     // A device login ends here, in the browser that chose to sign in and no other.
                     guard services.deviceLoginCookie.accepts(deviceLoginCookie, state: state) else {
                         services.metrics.rejected(route: "/callback", reason: "device_login_other_browser")
                         return wantsHTML ? DevicePages.otherBrowser() : DevicePages.otherBrowserError.response
                     }
-                    let completion = await services.login.complete(pending, state: state, with: answer)
-                    return DevicePages.signedIn(completion.outcome, app: services.config.app(id: pending.app)?.shownName ?? pending.app,
+                }
+                switch await services.login.complete(pending, state: state, with: answer) {
+                case .app(let back, let outcome):
+                    // RFC 9207: the issuer the app's answer comes from (its standard metadata names it).
+                    let issuer = ("iss", services.issuer(of: pending.provider))
+                    return .redirect(to: FormFields.url(back.redirectURI, adding: back.parameters(outcome) + [issuer]))
+                case .device(let device, let outcome):
+                    return DevicePages.signedIn(outcome, app: services.config.app(id: pending.app)?.shownName ?? pending.app,
                                                 provider: services.providers.config(pending.provider)?.shownName ?? pending.provider,
                                                 device: device, state: state)
                 }
-                let completion = await services.login.complete(pending, state: state, with: answer)
-                // RFC 9207: the issuer the app's answer comes from (its standard metadata names it).
-                let issuer = ("iss", services.issuer(of: pending.provider))
-                return .redirect(to: FormFields.url(completion.redirectURI, adding: completion.parameters + [issuer]))
             }
         }
     }

@@ -53,9 +53,9 @@ enum DevicePages {
 
     /// The end of a device login at `/callback`: the account that signed in, to confirm or
     /// refuse (the device gets nothing before), or what went wrong.
-    static func signedIn(_ outcome: LoginCompletion.Outcome, app: String, provider: String, device: SHA256Digest, state: String) -> Response {
+    static func signedIn(_ outcome: DeviceLoginOutcome, app: String, provider: String, device: SHA256Digest, state: String) -> Response {
         switch outcome {
-        case .deviceSignedIn(let account):
+        case .signedIn(let account):
             return page(title: "Is this the right account?", body: """
                 <h1>Is this the right account?</h1>
                 <p>You signed in as</p>
@@ -69,13 +69,11 @@ enum DevicePages {
                 <button class="no" type="submit" name="decision" value="deny">Refuse</button>
                 </form>
                 """)
-        case .refused(let error, let description):
-            let text = error == "access_denied"
+        case .refused(let refusal):
+            let text = refusal.error == "access_denied"
                 ? "The sign-in was refused: the device gets no access."
-                : (description ?? "The sign-in did not complete.") + " Enter the code again, or start again on the device."
+                : (refusal.description ?? "The sign-in did not complete.") + " Enter the code again, or start again on the device."
             return failure(text, status: 200)
-        case .handoff:
-            return failure("The sign-in did not complete.", status: 500)
         }
     }
 

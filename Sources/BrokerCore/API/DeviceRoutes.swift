@@ -9,8 +9,6 @@ import WireValues
 /// (``TokenRoutes``). User-code entry is rate-limited per client and, for wrong codes, for all
 /// clients together.
 struct DeviceRoutes: Sendable {
-    static let grantType = "urn:ietf:params:oauth:grant-type:device_code"
-
     let services: BrokerServices
 
     private var csrf: DeviceCSRF { DeviceCSRF(secure: services.config.server.publicURL.scheme == "https", binding: services.binding) }

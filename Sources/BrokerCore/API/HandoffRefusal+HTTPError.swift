@@ -10,7 +10,7 @@ extension HandoffRefusal {
         case .malformedVerifier:
             .badRequest("code_verifier is malformed: 43 to 128 characters of A-Z a-z 0-9 - . _ ~ (RFC 7636 §4.1).")
         case .wrongVerifier: .badRequest("code_verifier does not match the code_challenge.", code: "invalid_grant")
-        case .sessionGone: .invalidToken("The session token is unknown, expired or revoked.")
+        case .sessionGone: .badRequest("The session this code stands for has ended; sign in again.", code: "invalid_grant")
         case .unsaved: .unsaved
         }
     }

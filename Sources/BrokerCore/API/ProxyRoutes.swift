@@ -62,29 +62,30 @@ struct ProxyRoutes: Sendable {
                                 headers: [HTTPHeader("Retry-After", "1")])
             }
             let started = ContinuousClock.now
-            return .deferredCatching { () async throws(HTTPError) -> Response in
-                let forward = APIProxy.Forward(method: method, url: url, headers: headers, body: body)
-                let holder = StreamHolder(slot: slot)
-                let response: Response
-                do throws(ProxyFailure) {
-                    let answer = try await services.proxy.forward(forward, session: session, provider: provider, on: transfers) { status, length in
-                        holder.choose(method: method, length: length, cap: services.proxy.settings.maxResponseBytes)
+            let forward = APIProxy.Forward(method: method, url: url, headers: headers, body: body)
+            let holder = StreamHolder(slot: slot)
+            // Answered from the transfer's thread when the token is fresh in hand (APIProxy.start).
+            return .later { answer in
+                services.proxy.start(forward, session: session, provider: provider, on: transfers, stream: { _, length in
+                    holder.choose(method: method, length: length, cap: services.proxy.settings.maxResponseBytes)
+                }, completion: { result in
+                    let response: Response
+                    switch result {
+                    case .success(let upstream):
+                        // A streaming body gives the slot back when it ends; any other answer is whole here.
+                        if case .whole = upstream { slot.release() }
+                        response = Self.answer(upstream, method: method, stream: holder.stream)
+                    case .failure(let error):
+                        slot.release()
+                        if case .exchange(let reason) = error {
+                            // The reason is libcurl's fixed text for its error code: never the URL or a header.
+                            services.logger.warning("API call failed", metadata: ["provider": "\(provider.id)", "reason": "\(reason)"])
+                        }
+                        response = Self.httpError(error).response
                     }
-                    // A streaming body gives the slot back when it ends; any other answer is whole here.
-                    if case .whole = answer { slot.release() }
-                    response = Self.answer(answer, method: method, stream: holder.stream)
-                } catch {
-                    slot.release()
-                    if case .exchange(let reason) = error {
-                        // The reason is libcurl's fixed text for its error code: never the URL or a header.
-                        services.logger.warning("API call failed", metadata: ["provider": "\(provider.id)", "reason": "\(reason)"])
-                    }
-                    let failure = Self.httpError(error)
-                    services.metrics.proxyRequest(provider: provider.id, status: failure.status, seconds: (ContinuousClock.now - started).seconds)
-                    throw failure
-                }
-                services.metrics.proxyRequest(provider: provider.id, status: response.status, seconds: (ContinuousClock.now - started).seconds)
-                return response
+                    services.metrics.proxyRequest(provider: provider.id, status: response.status, seconds: (ContinuousClock.now - started).seconds)
+                    answer(response)
+                })
             }
         }
     }
@@ -115,8 +116,8 @@ struct ProxyRoutes: Sendable {
     /// The stream a proxied answer's body goes into, when it is one to stream: one of unknown
     /// length or longer than the stream's buffer; not for `HEAD` (no body), nor when its announced
     /// length is over the cap (then it is held, and refused).
-    /// Made on the transfer's thread, read once the answer is back (after it, through the
-    /// continuation that hands the answer over).
+    /// Made on the transfer's thread, read once the answer is back: on that thread, or after it
+    /// (through the continuation that hands a retried answer over).
     private final class StreamHolder: @unchecked Sendable {
         /// Up to this many bytes wait for a slow client before the API's side waits too.
         static let capacity = 262_144

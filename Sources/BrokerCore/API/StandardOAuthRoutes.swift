@@ -88,7 +88,7 @@ extension BrokerServices {
             ("device_authorization_endpoint", .string(issuer + "/device_authorization")),
             ("response_types_supported", strings(["code"])),
             ("response_modes_supported", strings(["query"])),
-            ("grant_types_supported", strings(["authorization_code", "refresh_token", DeviceRoutes.grantType])),
+            ("grant_types_supported", strings(StandardTokenRoutes.grants.types)),
             ("code_challenge_methods_supported", strings(["S256"])),
             ("token_endpoint_auth_methods_supported", strings(["none"])),
             ("revocation_endpoint_auth_methods_supported", strings(["none"])),

@@ -11,11 +11,20 @@ import WireValues
 struct TokenRoutes: Sendable {
     let services: BrokerServices
 
+    /// `POST /token`'s grants: a handoff code (``LoginFlow/redeem(_:)``) — the new session's
+    /// token, or the current token of the session an incremental authorization merged into —
+    /// and a device's poll (RFC 8628); the same types as the standard token endpoint's.
+    static let grants = TokenGrants(offered: [AuthorizationCodeGrant.self, DeviceCodeGrant.self])
+
     func register(in router: inout Router) {
-        router.add("POST", "/token") { [self] request throws(HTTPError) in
-            try services.admit(request, to: services.tokenLimiter)
+        router.add("POST", "/token") { [services] request throws(HTTPError) in
             let form = try request.form()
-            return .deferredCatching { [self] () async throws(HTTPError) -> Response in try await redeem(form) }
+            let grant = try Self.grants.grant(form, client: TokenClient(id: try DeviceRoutes.app(form), parameter: "app"))
+            if type(of: grant).limitedPerAddress { try services.admit(request, to: services.tokenLimiter) }
+            return .deferredCatching { [services] () async throws(HTTPError) -> Response in
+                let granted = try await grant.grant(at: nil, services)
+                return granted.session.tokenAnswer(at: services.now(), sessionToken: granted.token)
+            }
         }
         router.add("GET", "/token") { [self] request throws(HTTPError) in try current(request) }
         router.add("POST", "/refresh") { [self] request throws(HTTPError) in
@@ -77,42 +86,6 @@ struct TokenRoutes: Sendable {
             return try await services.sessions.refresh(id, force: force, minimumValidity: minimumValidity).tokenAnswer(at: services.now())
         } catch {
             if case .tooSoon = error { services.metrics.rejected(route: "/refresh", reason: "refreshed_moments_ago") }
-            throw error.httpError
-        }
-    }
-
-    /// Redeems a handoff code (``LoginFlow/redeem(_:)``): the new session's token, or the
-    /// current token of the session an incremental authorization merged into.
-    private func redeem(_ form: FormFields) async throws(HTTPError) -> Response {
-        switch try form.required("grant_type") {
-        case "authorization_code": break
-        case DeviceRoutes.grantType: return try await poll(form)
-        default:
-            throw .badRequest("grant_type must be authorization_code or \(DeviceRoutes.grantType).", code: "unsupported_grant_type")
-        }
-        let request = HandoffRedemptionRequest(
-            code: try form.required("code"), verifier: try form.required("code_verifier"),
-            redirectURI: try form.required("redirect_uri"), app: try form.required("app")
-        )
-        do throws(HandoffRefusal) {
-            let redeemed = try await services.login.redeem(request)
-            return redeemed.session.tokenAnswer(at: services.now(), sessionToken: redeemed.token)
-        } catch {
-            throw error.httpError
-        }
-    }
-
-    /// A device's poll (RFC 8628 §3.4): the same answer as a redeemed handoff code once its user
-    /// has signed in, else §3.5's error.
-    private func poll(_ form: FormFields) async throws(HTTPError) -> Response {
-        let deviceCode = try form.required("device_code")
-        guard let app = try DeviceRoutes.app(form) else {
-            throw .badRequest("Missing parameter: app (or client_id).")
-        }
-        do throws(DevicePollRefusal) {
-            let redeemed = try await services.devices.poll(deviceCode: deviceCode, app: app)
-            return redeemed.session.tokenAnswer(at: services.now(), sessionToken: redeemed.token)
-        } catch {
             throw error.httpError
         }
     }

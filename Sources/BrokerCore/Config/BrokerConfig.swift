@@ -27,6 +27,8 @@ public struct BrokerConfig: Sendable {
     public var state: StateSettings
     /// Where to report sessions that end or keep failing to refresh; nil: nowhere.
     public var webhooks: WebhookSettings?
+    /// The admin API; nil: off.
+    public var admin: AdminSettings?
     /// Identity providers, sorted by id.
     public private(set) var providers: [ProviderConfig]
     /// Registered apps, sorted by id.
@@ -36,17 +38,18 @@ public struct BrokerConfig: Sendable {
     /// input; this initializer does not.
     public init(server: ServerConfig = ServerConfig(), log: LogConfig = LogConfig(),
                 sessions: SessionSettings = SessionSettings(), state: StateSettings = StateSettings(),
-                webhooks: WebhookSettings? = nil, providers: [ProviderConfig] = [], apps: [AppConfig] = []) {
+                webhooks: WebhookSettings? = nil, admin: AdminSettings? = nil, providers: [ProviderConfig] = [], apps: [AppConfig] = []) {
         self.server = server
         self.log = log
         self.sessions = sessions
         self.state = state
         self.webhooks = webhooks
+        self.admin = admin
         self.providers = providers.sorted { $0.id < $1.id }
         self.apps = apps.sorted { $0.id < $1.id }
     }
 
-    /// The embedded configuration: every section's defaults, no webhooks, providers or apps.
+    /// The embedded configuration: every section's defaults, no webhooks, admin API, providers or apps.
     public static let defaults = BrokerConfig()
 
     /// The provider with this id.

@@ -8,12 +8,12 @@ struct ConfigDocumentDecoder {
     let baseDirectory: String?
 
     /// The keys allowed at the top of the document.
-    static let topLevelKeys = ["server", "log", "sessions", "state", "webhooks", "providers", "apps"]
+    static let topLevelKeys = ["server", "log", "sessions", "state", "webhooks", "admin", "providers", "apps"]
 
     /// Decodes the whole document into `draft`.
     func decode(_ root: Node, into draft: inout ConfigDraft, problems: inout ConfigProblemList) {
         guard let reader = YAMLMappingReader(root, at: .root, known: Self.topLevelKeys, problems: &problems) else { return }
-        for section in ["server", "log", "sessions"] {
+        for section in ["server", "log", "sessions", "admin"] {
             if let node = reader.node(section) {
                 decodeSettings(node, at: ConfigKeyPath.root.child(section), into: &draft, problems: &problems)
             }

@@ -20,6 +20,11 @@ struct ConfigDraft: Sendable {
     var webhookURL: URL?
     var webhookFailuresBeforeEvent = WebhookSettings.defaultFailuresBeforeEvent
     var webhookSecret: Secret?
+    var adminListen: ListenAddress?
+    /// `admin.token_file` as written; ``resolveAdminToken(environment:baseDirectory:file:)``
+    /// reads it into ``adminToken``.
+    var adminTokenFile: String?
+    var adminToken: Secret?
     var tlsCertificateFile: String?
     var tlsKeyFile: String?
     var log = BrokerConfig.defaults.log
@@ -50,6 +55,7 @@ struct ConfigDraft: Sendable {
             webhooks: webhookURL.flatMap { url in
                 webhookSecret.map { WebhookSettings(url: url, secret: $0, failuresBeforeEvent: webhookFailuresBeforeEvent) }
             },
+            admin: admin,
             providers: providers,
             apps: apps
         )

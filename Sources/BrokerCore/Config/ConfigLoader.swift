@@ -58,6 +58,7 @@ public enum ConfigLoader: Sendable {
         }
         let keyProblems = draft.resolveStateKeys(environment: environment, baseDirectory: baseDirectory,
                                                  file: fileName)
+            + draft.resolveAdminToken(environment: environment, baseDirectory: baseDirectory, file: fileName)
         // File problems in line order (a mapping's unknown keys are found before its values are
         // read), then environment problems; the sort is stable.
         let all = (problems.problems + draft.crossCheck(file: fileName) + keyProblems).sorted {

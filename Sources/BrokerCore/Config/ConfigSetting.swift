@@ -118,6 +118,17 @@ struct ConfigSetting: Sendable {
                       expected: "an integer") { draft, text in
             ConfigValueParsing.integer(text, in: WebhookSettings.failuresBeforeEventRange).map { draft.webhookFailuresBeforeEvent = $0 }
         },
+        ConfigSetting(key: "admin.listen", variable: "BROKER_ADMIN_LISTEN",
+                      description: "serve the admin API on a listener of its own, HOST:PORT (off loopback only with admin.token_file); default: off, or the public listener with admin.token_file",
+                      expected: "HOST:PORT") { draft, text in
+            ListenAddress.parse(text).map { draft.adminListen = $0 }
+        },
+        ConfigSetting(key: "admin.token_file", variable: "BROKER_ADMIN_TOKEN_FILE",
+                      description: "a file holding the bearer token every admin API call must carry (at least 32 characters); alone, it serves the admin API on the public listener",
+                      expected: "a file path") { draft, text in
+            draft.adminTokenFile = text.isEmpty ? nil : text
+            return .success(())
+        },
         ConfigSetting(key: "server.cors_origins", variable: "BROKER_CORS_ORIGINS",
                       description: "browser origins allowed to call the API (CORS), comma-separated, e.g. https://app.example.com; empty = none",
                       expected: "origins separated by commas") { draft, text in

@@ -54,7 +54,7 @@ public enum DevelopmentMode {
                       displayName: app.displayName)
         }
         return BrokerConfig(
-            server: config.server, log: config.log, sessions: config.sessions, state: config.state,
+            server: config.server, log: config.log, sessions: config.sessions, state: config.state, admin: config.admin,
             providers: config.providers + [provider], apps: apps + [demo]
         )
     }

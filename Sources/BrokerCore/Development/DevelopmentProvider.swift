@@ -75,10 +75,7 @@ struct DevelopmentProvider: Sendable {
         if form["decision"] == "deny" {
             parameters.append(("error", "access_denied"))
         } else {
-            let user = try form.required("user")
-            guard (1...64).contains(user.utf8.count), user.allSatisfy({ $0.isLetter || $0.isNumber || "._-".contains($0) }) else {
-                throw .badRequest("user must be 1 to 64 letters, digits, dots, dashes or underscores.")
-            }
+            let user = try Self.validUser(try form.required("user"))
             let code = "dev_code_" + Base64URL.encode(SecureRandom.bytes(count: 24))
             grants.addCode(code, .init(
                 user: user.lowercased(), scopes: (query["scope"] ?? "").split(separator: " ").map(String.init),
@@ -157,5 +154,14 @@ struct DevelopmentProvider: Sendable {
         ]))
     }
 
-    private static func subject(_ user: String) -> String { "dev-" + user }
+    /// The provider's user id of a name, as its ID tokens and logout tokens give it.
+    static func subject(_ user: String) -> String { "dev-" + user.lowercased() }
+
+    /// A name typed at the sign-in or sign-out page.
+    static func validUser(_ user: String) throws(HTTPError) -> String {
+        guard (1...64).contains(user.utf8.count), user.allSatisfy({ $0.isLetter || $0.isNumber || "._-".contains($0) }) else {
+            throw .badRequest("user must be 1 to 64 letters, digits, dots, dashes or underscores.")
+        }
+        return user
+    }
 }

@@ -1,6 +1,7 @@
 import BrokerCrypto
 import Foundation
 import JWTKit
+import WireValues
 
 /// The development provider's signing key: a fresh P-256 key per process (ES256), published as
 /// a JWKS so that the broker verifies its ID tokens exactly as it verifies any provider's.
@@ -23,6 +24,11 @@ struct DevelopmentSigner: Sendable {
     /// A signed ID token.
     func sign(_ claims: DevelopmentIDToken) async throws -> String {
         try await keys.sign(claims, kid: JWKIdentifier(string: kid))
+    }
+
+    /// A JWT of any claims (a logout token).
+    func sign(claims: JSONValue) async throws -> String {
+        try await keys.sign(SignedPayload(claims), kid: JWKIdentifier(string: kid))
     }
 }
 

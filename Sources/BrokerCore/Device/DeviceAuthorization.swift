@@ -32,6 +32,15 @@ struct DeviceAuthorization: Sendable {
     var lastPolledAt: Double?
     var status: Status
 
+    /// The grant the code holds for a device that has not collected it (signed in, or approved):
+    /// when the code expires so, the grant is revoked at the provider.
+    var uncollectedGrant: Grant? {
+        switch status {
+        case .signedIn(let grant, _), .approved(let grant): grant
+        case .pending, .denied, .collected: nil
+        }
+    }
+
     /// A poll sooner than this before `interval` has passed is not yet too fast: clients sleep
     /// `interval` between polls, and their requests' travel times vary.
     static let pollTolerance = 1.0

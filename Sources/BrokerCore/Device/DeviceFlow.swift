@@ -74,8 +74,8 @@ struct DeviceFlow: Sendable {
     /// login's `state`, to which the API layer binds the browser.
     func signIn(_ waiting: Waiting, at provider: Provider) async throws(LoginStartError) -> (location: String, state: String) {
         let request = LoginRequest(
-            provider: provider.id, app: waiting.device.app, redirectURI: "", appState: nil, challenge: "",
-            scopes: waiting.device.scopes, loginHint: nil, prompt: nil, session: nil, deviceCode: waiting.code
+            provider: provider.id, app: waiting.device.app, scopes: waiting.device.scopes, loginHint: nil, prompt: nil,
+            purpose: .device(waiting.code)
         )
         let state = OpaqueToken.make(prefix: OpaqueToken.statePrefix)
         return (try await login.begin(request, at: provider, state: state), state)

@@ -44,13 +44,11 @@ struct LoginFlow: Sendable {
         let verifier = PKCE.makeVerifier()
         let nonce = OpaqueToken.make(prefix: "")
         var scopes = provider.config.scopes
-        for scope in login.session?.scopes ?? [] where !scopes.contains(scope) { scopes.append(scope) }
         for scope in login.scopes where !scopes.contains(scope) { scopes.append(scope) }
         do {
             try await store.beginLogin(OpaqueToken.hash(state), PendingAuthorization(
-                provider: provider.id, app: login.app, redirectURI: login.redirectURI, appState: login.appState,
-                appChallenge: login.challenge, verifier: verifier, nonce: nonce, requestedScopes: scopes,
-                sessionID: login.session?.id, expiresAt: now() + settings.loginLifetimeSeconds, deviceCode: login.deviceCode
+                provider: provider.id, app: login.app, purpose: login.purpose, verifier: verifier, nonce: nonce,
+                requestedScopes: scopes, expiresAt: now() + settings.loginLifetimeSeconds
             ))
         } catch {
             throw .unsaved(error)
@@ -90,33 +88,55 @@ struct LoginFlow: Sendable {
         try await store.takeLogin(OpaqueToken.hash(state), now: now())
     }
 
-    /// Completes the login begun under `state` with what the provider sent back. Every outcome
-    /// goes to the app's redirect URI: a handoff code for the grant (or, for an incremental
-    /// authorization, for the session it merged into), or an OAuth error; a device login's grant
-    /// waits instead for its person to confirm the account (``DeviceFlow/confirm(_:state:approve:)``).
+    /// Completes the login begun under `state` with what the provider sent back: the grant, then
+    /// the step of the login's purpose — a handoff code for an app; for an incremental
+    /// authorization, merging into its session first; for a device login, holding the grant on
+    /// the device code until its person confirms the account (``DeviceFlow/confirm(_:state:approve:)``).
     func complete(_ pending: PendingAuthorization, state: String, with answer: CallbackAnswer) async -> LoginCompletion {
-        func refused(_ error: String, _ description: String?) -> LoginCompletion {
-            LoginCompletion(redirectURI: pending.redirectURI, appState: pending.appState, outcome: .refused(error: error, description: description))
-        }
-        if let error = answer.error {
-            metrics.login(provider: pending.provider, outcome: error == "access_denied" ? "denied" : "failed")
+        switch pending.purpose {
+        case .app(let back):
+            let handedOff = await finish(pending, answer) { grant throws(Failure) in
+                try await handOff(grant, app: pending.app, back: back, session: nil)
+            }
+            return .app(back, AppLoginOutcome(handedOff))
+        case .incremental(let back, let session):
+            let handedOff = await finish(pending, answer) { grant throws(Failure) in
+                try await merge(grant, into: session)
+                return try await handOff(nil, app: pending.app, back: back, session: session)
+            }
+            return .app(back, AppLoginOutcome(handedOff))
+        case .device(let code):
+            let held = await finish(pending, answer) { grant throws(Failure) in
+                try await hold(grant, for: code, login: OpaqueToken.hash(state))
+                return grant.accountName
+            }
             // A user who refuses at the provider refuses the device too (RFC 8628: access_denied).
-            if error == "access_denied", let device = pending.deviceCode,
-               (try? await store.decideDeviceCode(device, .deny(login: nil), now: now())) != nil {
+            if answer.error == "access_denied", (try? await store.decideDeviceCode(code, .deny(login: nil), now: now())) != nil {
                 metrics.deviceCode(outcome: "denied")
             }
+            return .device(code, DeviceLoginOutcome(held))
+        }
+    }
+
+    /// The grant in the provider's answer, then `step` with it. The login is counted either
+    /// way, and a failure logged (never a token).
+    private func finish<Value>(
+        _ pending: PendingAuthorization, _ answer: CallbackAnswer, _ step: (Grant) async throws(Failure) -> Value
+    ) async -> Result<Value, LoginRefusal> {
+        if let error = answer.error {
+            metrics.login(provider: pending.provider, outcome: error == "access_denied" ? "denied" : "failed")
             // The provider's code and text go to the app as they are when they are well-formed
             // (RFC 6749 §4.1.2.1); anything else is reported as the provider's malformed answer.
             guard FormFields.isOAuthErrorText(error) else {
-                return refused("invalid_request", "The provider answered with a malformed error.")
+                return .failure(LoginRefusal(error: "invalid_request", description: "The provider answered with a malformed error."))
             }
-            return refused(error, answer.errorDescription.flatMap { FormFields.isOAuthErrorText($0, limit: 1024) ? $0 : nil })
+            return .failure(LoginRefusal(error: error, description: answer.errorDescription.flatMap { FormFields.isOAuthErrorText($0, limit: 1024) ? $0 : nil }))
         }
         guard let code = answer.code, !code.isEmpty else {
-            return refused("invalid_request", "The provider sent no authorization code.")
+            return .failure(LoginRefusal(error: "invalid_request", description: "The provider sent no authorization code."))
         }
         guard let provider = try? await providers.resolve(pending.provider) else {
-            return refused("temporarily_unavailable", "The provider is unavailable.")
+            return .failure(LoginRefusal(error: "temporarily_unavailable", description: "The provider is unavailable."))
         }
         // RFC 9207 §2.4: when the provider names its issuer, it must be the one this login went
         // to; a provider that says it always names it (§3) and did not is refused too.
@@ -129,23 +149,17 @@ struct LoginFlow: Sendable {
             if let refusal {
                 metrics.login(provider: provider.id, outcome: "failed")
                 logger.warning("login failed", metadata: ["provider": "\(provider.id)", "reason": "\(refusal)"])
-                return refused("invalid_request", refusal)
+                return .failure(LoginRefusal(error: "invalid_request", description: refusal))
             }
         }
         do throws(Failure) {
-            let grant = try await exchange(code, pending, provider)
-            if let device = pending.deviceCode {
-                try await hold(grant, for: device, login: OpaqueToken.hash(state))
-                metrics.login(provider: provider.id, outcome: "completed")
-                return LoginCompletion(redirectURI: pending.redirectURI, appState: nil, outcome: .deviceSignedIn(account: grant.accountName))
-            }
-            let handoff = try await handOff(grant, pending)
+            let value = try await step(try await exchange(code, pending, provider))
             metrics.login(provider: provider.id, outcome: "completed")
-            return LoginCompletion(redirectURI: pending.redirectURI, appState: pending.appState, outcome: .handoff(code: handoff))
+            return .success(value)
         } catch {
             metrics.login(provider: provider.id, outcome: "failed")
             logger.warning("login failed", metadata: ["provider": "\(provider.id)", "reason": "\(error.log)"])
-            return refused(error.code, error.description)
+            return .failure(LoginRefusal(error: error.code, description: error.description))
         }
     }
 
@@ -221,37 +235,37 @@ struct LoginFlow: Sendable {
         metrics.deviceCode(outcome: "signed_in")
     }
 
-    /// Stores the grant behind a fresh handoff code, durably, and returns the code. For an
-    /// incremental authorization the grant is merged into its session first (same user only),
-    /// and the code stands for that session.
-    private func handOff(_ grant: Grant, _ pending: PendingAuthorization) async throws(Failure) -> String {
-        var handoffGrant: Grant? = grant
-        if let sessionID = pending.sessionID {
-            let gone = Failure(code: "access_denied", description: "The session ended during the sign-in.", log: "session gone before merge")
-            let found: Session?
-            do {
-                found = try await store.findSession(sessionID, now: now())
-            } catch {
-                throw Failure(code: "temporarily_unavailable", description: "The sign-in could not be saved; sign in again in a moment.", log: error.description)
-            }
-            guard let current = found else { throw gone }
-            guard current.subject == grant.subject else {
-                throw Failure(code: "access_denied", description: "A different account signed in than the session's.", log: "subject mismatch on incremental authorization")
-            }
-            let merged: Session?
-            do {
-                merged = try await store.updateSession(sessionID) { $0.take(grant, scopes: .add) }
-            } catch {
-                throw Failure(code: "temporarily_unavailable", description: "The sign-in could not be saved; sign in again in a moment.", log: error.description)
-            }
-            guard merged != nil else { throw gone }
-            profiles.remove(sessionID) // new scopes may show more of the profile
-            handoffGrant = nil
+    /// Merges an incremental authorization's grant into its session: the same user only, and
+    /// only while the session lasts.
+    private func merge(_ grant: Grant, into sessionID: SHA256Digest) async throws(Failure) {
+        let gone = Failure(code: "access_denied", description: "The session ended during the sign-in.", log: "session gone before merge")
+        let found: Session?
+        do {
+            found = try await store.findSession(sessionID, now: now())
+        } catch {
+            throw Failure(code: "temporarily_unavailable", description: "The sign-in could not be saved; sign in again in a moment.", log: error.description)
         }
+        guard let current = found else { throw gone }
+        guard current.subject == grant.subject else {
+            throw Failure(code: "access_denied", description: "A different account signed in than the session's.", log: "subject mismatch on incremental authorization")
+        }
+        let merged: Session?
+        do {
+            merged = try await store.updateSession(sessionID) { $0.take(grant, scopes: .add) }
+        } catch {
+            throw Failure(code: "temporarily_unavailable", description: "The sign-in could not be saved; sign in again in a moment.", log: error.description)
+        }
+        guard merged != nil else { throw gone }
+        profiles.remove(sessionID) // new scopes may show more of the profile
+    }
+
+    /// Stores a fresh handoff code, durably, and returns it: for a new session's `grant`, or for
+    /// the `session` an incremental authorization merged into.
+    private func handOff(_ grant: Grant?, app: String, back: AppReturn, session: SHA256Digest?) async throws(Failure) -> String {
         let code = OpaqueToken.make(prefix: OpaqueToken.handoffPrefix)
         let handoff = Handoff(
-            app: pending.app, redirectURI: pending.redirectURI, appChallenge: pending.appChallenge,
-            expiresAt: now() + settings.handoffLifetimeSeconds, grant: handoffGrant, sessionID: pending.sessionID
+            app: app, redirectURI: back.redirectURI, appChallenge: back.challenge,
+            expiresAt: now() + settings.handoffLifetimeSeconds, grant: grant, sessionID: session
         )
         do {
             try await store.issueHandoff(OpaqueToken.hash(code), handoff)

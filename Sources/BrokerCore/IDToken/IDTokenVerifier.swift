@@ -1,4 +1,7 @@
 public import Foundation
+#if canImport(WireValues)
+import WireValues
+#endif
 
 /// Verifies OpenID Connect ID tokens (Core §3.1.3.7) against a provider's published keys.
 ///
@@ -50,14 +53,21 @@ public struct IDTokenVerifier: Sendable {
         clientID: String,
         nonce: String?
     ) async throws(IDTokenError) -> IDTokenClaims {
+        let claims = try IDTokenClaims(payload: try await verifiedPayload(token, jwksURI: jwksURI))
+        try check(claims, issuer: issuer, clientID: clientID, nonce: nonce)
+        return claims
+    }
+
+    /// The payload of `token` once its signature verifies with the key its header names in the
+    /// key set at `jwksURI`, under an allowed algorithm: the compact JWS shape, the `alg`
+    /// allowlist, the `kid` (refetched once on a miss), the signature. Nothing about the claims:
+    /// also the first half of a logout token's verification (``LogoutTokenVerifier``).
+    func verifiedPayload(_ token: String, jwksURI: URL) async throws(IDTokenError) -> JSONValue {
         let header = try CompactJWSHeader(of: token)
         guard let algorithm = SignatureAlgorithm(rawValue: header.algorithm), allowedAlgorithms.contains(algorithm)
         else { throw .algorithmNotAllowed(header.algorithm) }
         let key = try await jwks.key(for: header.keyID, algorithm: algorithm, at: jwksURI)
-        let payload = try await key.verifiedPayload(of: token, algorithm: algorithm)
-        let claims = try IDTokenClaims(payload: payload)
-        try check(claims, issuer: issuer, clientID: clientID, nonce: nonce)
-        return claims
+        return try await key.verifiedPayload(of: token, algorithm: algorithm)
     }
 
     private func check(_ claims: IDTokenClaims, issuer: String, clientID: String, nonce: String?) throws(IDTokenError) {

@@ -10,6 +10,11 @@ import WireValues
 struct SignedPayload: JWTPayload {
     let claims: JSONValue
 
+    /// Claims to sign (the development provider's logout tokens).
+    init(_ claims: JSONValue) {
+        self.claims = claims
+    }
+
     init(from decoder: any Decoder) throws {
         claims = try JSONValue(from: decoder)
     }

@@ -1,57 +1,76 @@
 import HTTPServer
 import WireValues
 
-/// The access log: one line per request, written straight to bytes and handed to the output's
-/// buffer (`LogOutput.writeSoon`). It is on every request's path, so it skips swift-log's
-/// metadata dictionaries; the line has the same shape as every other log line (`ts`, `level`,
-/// `logger`, `msg`, then the fields in key order).
+/// The access log: one line per request. It is on every request's path, so the server thread
+/// only packs the request's facts into the output's buffer (`LogOutput.writeSoon`,
+/// `AccessEntry`); the output's writer thread writes the lines, in batches. The line has the
+/// same shape as every other log line (`ts`, `level`, `logger`, `msg`, then the fields in key
+/// order); numbers are JSON numbers, so that log tools can compare and sum them.
 struct AccessLog: Sendable {
     let output: LogOutput
     let style: LogLineHandler.Style
     let label: String
 
-    func write(_ record: RequestRecord) {
-        var line: [UInt8] = []
-        line.reserveCapacity(256)
-        switch style {
+    /// Hands `record` to the output; false when the output's buffer is full and the line was
+    /// dropped (a request never waits for the log).
+    @discardableResult
+    func write(_ record: RequestRecord) -> Bool {
+        output.writeSoon(record, style: style, label: label)
+    }
+
+    /// Appends the line of every entry packed in `entries`.
+    static func appendLines(of entries: [UInt8], to line: inout [UInt8]) {
+        AccessEntry.forEach(in: entries) { appendLine($0, to: &line) }
+    }
+
+    private static func appendLine(_ entry: AccessEntry, to line: inout [UInt8]) {
+        switch entry.style {
         case .json:
             line.append(literal: #"{"ts":""#)
-            Timestamp.append(to: &line)
+            Timestamp.append(entry.time, to: &line)
             line.append(literal: #"","level":"info","logger":"#)
-            JSONValue.appendString(label, to: &line)
-            // Numbers as JSON numbers, so that log tools can compare and sum them.
+            JSONValue.appendString(utf8: entry.label, to: &line)
             line.append(literal: #","msg":"request","bytes":"#)
-            line.append(decimal: record.responseBytes)
+            line.append(decimal: entry.responseBytes)
             line.append(literal: #","client":"#)
-            JSONValue.appendString(record.clientIP, to: &line)
+            JSONValue.appendString(utf8: entry.clientIP, to: &line)
             line.append(literal: #","duration_ms":"#)
-            Self.appendMilliseconds(record.seconds, to: &line)
+            appendMilliseconds(entry.seconds, to: &line)
             line.append(literal: #","method":"#)
-            JSONValue.appendString(record.method, to: &line)
+            JSONValue.appendString(utf8: entry.method, to: &line)
             line.append(literal: #","path":"#)
-            JSONValue.appendString(record.path, to: &line)
-            if let proxyIP = record.proxyIP {
+            JSONValue.appendString(utf8: entry.path, to: &line)
+            if let proxyIP = entry.proxyIP {
                 line.append(literal: #","proxy":"#)
-                JSONValue.appendString(proxyIP, to: &line)
+                JSONValue.appendString(utf8: proxyIP, to: &line)
             }
             line.append(literal: #","request_id":"#)
-            JSONValue.appendString(record.requestID, to: &line)
+            JSONValue.appendString(utf8: entry.requestID, to: &line)
             line.append(literal: #","status":"#)
-            line.append(decimal: record.status)
+            line.append(decimal: entry.status)
             line.append(literal: "}\n")
         case .text:
-            Timestamp.append(to: &line)
+            Timestamp.append(entry.time, to: &line)
             line.append(literal: " INFO request bytes=")
-            line.append(decimal: record.responseBytes)
-            line.append(contentsOf: " client=\(record.clientIP) duration_ms=".utf8)
-            Self.appendMilliseconds(record.seconds, to: &line)
-            line.append(contentsOf: " method=\(record.method) path=\(record.path)".utf8)
-            if let proxyIP = record.proxyIP { line.append(contentsOf: " proxy=\(proxyIP)".utf8) }
-            line.append(contentsOf: " request_id=\(record.requestID) status=".utf8)
-            line.append(decimal: record.status)
+            line.append(decimal: entry.responseBytes)
+            line.append(literal: " client=")
+            line.append(contentsOf: entry.clientIP)
+            line.append(literal: " duration_ms=")
+            appendMilliseconds(entry.seconds, to: &line)
+            line.append(literal: " method=")
+            line.append(contentsOf: entry.method)
+            line.append(literal: " path=")
+            line.append(contentsOf: entry.path)
+            if let proxyIP = entry.proxyIP {
+                line.append(literal: " proxy=")
+                line.append(contentsOf: proxyIP)
+            }
+            line.append(literal: " request_id=")
+            line.append(contentsOf: entry.requestID)
+            line.append(literal: " status=")
+            line.append(decimal: entry.status)
             line.append(UInt8(ascii: "\n"))
         }
-        output.writeSoon(line)
     }
 
     /// `seconds` as milliseconds with three decimals (microseconds), e.g. `0.125`.

@@ -2,19 +2,25 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import HTTPServer
 import Synchronization
 
 /// Where log lines go: standard output, or memory for tests.
 ///
 /// Two ways in. `write` is for events (start, warnings, errors): the line, and every access-log
-/// line before it, is on standard output when `write` returns. `writeSoon` is for the access
-/// log, one line per request: the line joins a buffer that a writer thread empties in one
-/// `write` call every couple of milliseconds. One system call per request, with the file's
-/// lock shared by every server thread, cost as much as the rest of a `GET /token` (docs/benchmark-history.md);
-/// batched, it is a small fraction. What waits in the buffer when the process is
-/// killed (`SIGKILL`; a crash) is lost: at most the last few milliseconds of access-log lines.
-/// A clean shutdown writes everything. Lines never interleave; one thread's lines keep their
-/// order, and a batch groups lines by thread (see `PendingLines`).
+/// line accepted before it, is on standard output when `write` returns. `writeSoon` is for the
+/// access log, one line per request: the server thread packs the request's facts
+/// (`AccessEntry`) into a bounded buffer, and a writer thread formats a batch of them and
+/// writes it in one `write` call every couple of milliseconds — as nginx's `access_log …
+/// buffer=` does. One system call per request, with the file's lock shared by every server
+/// thread, cost as much as the rest of a `GET /token` (docs/benchmark-history.md); once
+/// batched, formatting the line was most of what the log still cost the server thread
+/// (docs/benchmark.md). When the buffer is full (the descriptor is slower than
+/// the requests), the line is dropped and `writeSoon` says so — a request never waits for the
+/// log. What waits in the buffer when the process is killed (`SIGKILL`; a crash) is lost: at
+/// most the last few milliseconds of access-log lines. A clean shutdown writes everything
+/// (`flush`). Lines never interleave; one thread's lines keep their order, and a batch groups
+/// lines by thread (see `PendingLines`).
 public final class LogOutput: Sendable {
     private enum Target {
         case fileDescriptor(Int32)
@@ -23,18 +29,25 @@ public final class LogOutput: Sendable {
 
     private let target: Target
     private let captured = Mutex<[String]>([])
-    /// Lines accepted by `writeSoon` and not yet handed to the system.
+    /// Access-log entries accepted by `writeSoon` and not yet written.
     private let pending = PendingLines()
     /// Held while bytes go to the descriptor, so that batches and events keep their order; it
-    /// guards the buffer being written.
-    private let writing = Mutex<[UInt8]>([])
+    /// guards the buffers of the batch being written.
+    private let writing = Mutex(Batch())
+
+    private struct Batch {
+        /// Entries taken from `pending`.
+        var entries: [UInt8] = []
+        /// Their lines, and the event after them.
+        var lines: [UInt8] = []
+    }
 
     /// How long the writer gathers lines after the first one of a batch arrives.
     private static let gatherMicroseconds: UInt32 = 2_000
-    /// Past this many waiting bytes in its stripe (the descriptor is slower than the requests),
-    /// a thread's `writeSoon` writes itself: requests slow down rather than the buffer growing
-    /// without bound.
-    private static let maxPendingBytesPerStripe = 512 << 10
+    /// Past this many waiting bytes of entries in its stripe (about 10,000 lines, a fifth of a
+    /// second of a busy server thread: the descriptor is slower than the requests, or the writer
+    /// thread gets no CPU), a thread's `writeSoon` drops its lines.
+    private static let maxPendingBytesPerStripe = 1 << 20
     /// A batch buffer grown past this (a burst) is let go after its write rather than kept.
     private static let keptBatchCapacity = 1 << 20
 
@@ -63,20 +76,32 @@ public final class LogOutput: Sendable {
         }
     }
 
-    /// Adds `line` (ending in a newline) to the buffer the writer thread empties.
-    func writeSoon(_ line: [UInt8]) {
+    /// Packs `record`, answered now, into the buffer the writer thread empties (in memory: writes
+    /// its line at once). False when the buffer is full: the line is dropped.
+    func writeSoon(_ record: RequestRecord, style: LogLineHandler.Style, label: String) -> Bool {
+        let time = Date().timeIntervalSince1970
         switch target {
         case .fileDescriptor:
-            switch pending.add(line, limit: Self.maxPendingBytesPerStripe) {
+            let size = AccessEntry.size(of: record, label: label)
+            let outcome = pending.add(size, limit: Self.maxPendingBytesPerStripe) { entries in
+                AccessEntry.pack(record, time: time, style: style, label: label, into: &entries)
+            }
+            switch outcome {
             case .added:
-                break
+                return true
             case .startWriter:
                 startWriter()
+                return true
             case .full:
-                write(line)
+                return false
             }
         case .memory:
+            var entry: [UInt8] = []
+            AccessEntry.pack(record, time: time, style: style, label: label, into: &entry)
+            var line: [UInt8] = []
+            AccessLog.appendLines(of: entry, to: &line)
             write(line)
+            return true
         }
     }
 
@@ -86,18 +111,25 @@ public final class LogOutput: Sendable {
         writeWaiting(then: [], to: descriptor)
     }
 
-    /// Writes the buffer's lines, then `line`, in one call, holding `writing` so that nothing
-    /// written meanwhile can come between or before them.
+    /// Writes the lines of the buffer's entries, then `line`, in one call, holding `writing` so
+    /// that nothing written meanwhile can come between or before them.
     private func writeWaiting(then line: [UInt8], to descriptor: Int32) {
         writing.withLock { batch in
-            pending.take(into: &batch)
-            batch += line
-            Self.writeAll(batch, to: descriptor)
-            if batch.capacity > Self.keptBatchCapacity {
-                batch = []
-            } else {
-                batch.removeAll(keepingCapacity: true)
-            }
+            pending.take(into: &batch.entries)
+            AccessLog.appendLines(of: batch.entries, to: &batch.lines)
+            batch.lines += line
+            Self.writeAll(batch.lines, to: descriptor)
+            Self.empty(&batch.entries)
+            Self.empty(&batch.lines)
+        }
+    }
+
+    /// Empties a batch buffer, keeping its memory unless a burst grew it past `keptBatchCapacity`.
+    private static func empty(_ buffer: inout [UInt8]) {
+        if buffer.capacity > keptBatchCapacity {
+            buffer = []
+        } else {
+            buffer.removeAll(keepingCapacity: true)
         }
     }
 
@@ -130,8 +162,10 @@ public final class LogOutput: Sendable {
     }
 }
 
-/// The access-log lines waiting for the writer thread, and the writer's wake-up: it sleeps until
-/// the first line of a batch arrives, so a quiet broker costs nothing.
+/// The access-log entries waiting for the writer thread, and the writer's wake-up: it sleeps
+/// until the first entry of a batch arrives, so a quiet broker costs nothing. A stripe whose
+/// entries the writer takes gets the writer's emptied buffer in exchange, so that adding to it
+/// allocates nothing once the buffers have grown.
 ///
 /// Each thread adds to its own stripe (the first `stripeCount` threads to log get one each —
 /// the server threads first, as they log every request; later ones, such as the task threads
@@ -161,16 +195,16 @@ private final class PendingLines: Sendable {
         case added
         /// Added, and the caller must start the writer thread (once per output).
         case startWriter
-        /// Not added: the thread's stripe is full; the caller writes the line itself.
+        /// Not added: the thread's stripe is full.
         case full
     }
 
-    /// Adds `line` to the calling thread's stripe unless that would put more than `limit` bytes
-    /// in it.
-    func add(_ line: [UInt8], limit: Int) -> Outcome {
+    /// Has `append` add `count` bytes to the calling thread's stripe, unless that would put more
+    /// than `limit` bytes in it.
+    func add(_ count: Int, limit: Int, _ append: (inout [UInt8]) -> Void) -> Outcome {
         let added = stripes[Self.threadSlot() % Self.stripeCount].bytes.withLock { bytes in
-            guard bytes.count + line.count <= limit else { return false }
-            bytes += line
+            guard bytes.count + count <= limit else { return false }
+            append(&bytes)
             return true
         }
         guard added else { return .full }

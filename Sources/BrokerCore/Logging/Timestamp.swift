@@ -14,10 +14,15 @@ enum Timestamp {
 
     /// Appends now with milliseconds, e.g. `2026-11-21T12:00:00.123Z`.
     static func append(to output: inout [UInt8]) {
-        let now = Date().timeIntervalSince1970
-        let second = Int(now.rounded(.down))
+        append(Date().timeIntervalSince1970, to: &output)
+    }
+
+    /// Appends a time in seconds since the Unix epoch with milliseconds, e.g.
+    /// `2026-11-21T12:00:00.123Z`.
+    static func append(_ time: Double, to output: inout [UInt8]) {
+        let second = Int(time.rounded(.down))
         appendSecond(second, to: &output)
-        let milliseconds = min(999, Int((now - Double(second)) * 1000))
+        let milliseconds = min(999, Int((time - Double(second)) * 1000))
         output.append(UInt8(ascii: "."))
         output.append(decimal: milliseconds, minimumDigits: 3)
         output.append(UInt8(ascii: "Z"))

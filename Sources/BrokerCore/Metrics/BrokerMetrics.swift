@@ -6,6 +6,7 @@ import Synchronization
 public final class BrokerMetrics: Sendable {
     public let registry = PrometheusCollectorRegistry()
     private let inFlight: Gauge
+    private let accessLogDropped: Counter
     /// The per-request counter and histogram by route, method and status, made once: looking
     /// them up in the registry on every request costs more than the request itself.
     private let requestMetrics = Mutex<[RequestKey: (Counter, DurationHistogram)]>([:])
@@ -35,6 +36,14 @@ public final class BrokerMetrics: Sendable {
 
     public init() {
         inFlight = registry.makeGauge(descriptor: Self.name("http_requests_in_flight", help: "Requests received and not yet answered."))
+        accessLogDropped = registry.makeCounter(descriptor: Self.name(
+            "access_log_dropped", unit: "total", help: "Access-log lines dropped because the log's buffer was full (its output too slow)."
+        ))
+    }
+
+    /// An access-log line was dropped: the log's buffer was full.
+    func accessLogLineDropped() {
+        accessLogDropped.increment()
     }
 
     func requestFinished(route: String, method: String, status: Int, seconds: Double) {

@@ -11,7 +11,7 @@ struct RequestReporter: RequestObserver {
     func requestFinished(_ record: RequestRecord) {
         metrics.requestFinished(route: record.route, method: record.method, status: record.status, seconds: record.seconds)
         // The path only: query strings and bodies carry codes and tokens and are never logged.
-        accessLog?.write(record)
+        if let accessLog, !accessLog.write(record) { metrics.accessLogLineDropped() }
     }
 
     func serverMessage(_ message: String) {

@@ -36,11 +36,67 @@ struct APIProxy: Sendable {
         } catch {
             throw .refresh(error)
         }
-        let choose: StreamChoice = { status, length in status == 401 ? nil : stream(status, length) }
-        let connectionKey = session.id.hex
-        let answer = try await send(request, token: token, provider: provider, on: transfers, connectionKey: connectionKey, stream: choose)
+        let exchange = try exchange(request, token: token, session: session, provider: provider)
+        let answer: APIAnswer
+        switch await transfers.perform(exchange, stream: Self.never401(stream)) {
+        case .success(let response): answer = response
+        case .failure(let error): throw .exchange(error)
+        }
+        return try await retried(request, after: answer, token: token, session: session, provider: provider, on: transfers, stream: stream)
+    }
+
+    /// `forward` for a caller on a server thread, who gets the answer in `completion`: with the
+    /// session's token fresh in hand (the common case) the transfer starts at once, and its
+    /// answer goes to `completion` on the transfer's thread — no task in between. A token to
+    /// refresh first, or a 401 to retry after a refresh, continues in a task.
+    func start(_ request: Forward, session: Session, provider: ProviderConfig, on transfers: APITransfers,
+               stream: @escaping StreamChoice, completion: @escaping @Sendable (Result<APIAnswer, ProxyFailure>) -> Void) {
+        guard let fresh = sessions.freshNow(session, validFor: sessions.refreshSkew) else {
+            Task {
+                do throws(ProxyFailure) {
+                    completion(.success(try await forward(request, session: session, provider: provider, on: transfers, stream: stream)))
+                } catch {
+                    completion(.failure(error))
+                }
+            }
+            return
+        }
+        let token = fresh.accessToken
+        let exchange: APIRequest
+        do throws(ProxyFailure) {
+            exchange = try self.exchange(request, token: token, session: session, provider: provider)
+        } catch {
+            return completion(.failure(error))
+        }
+        transfers.start(exchange, stream: Self.never401(stream)) { [self] result in
+            switch result {
+            case .failure(let error):
+                completion(.failure(.exchange(error)))
+            case .success(.whole(let first)) where first.status == 401:
+                Task {
+                    do throws(ProxyFailure) {
+                        completion(.success(try await retried(request, after: .whole(first), token: token, session: session, provider: provider,
+                                                              on: transfers, stream: stream)))
+                    } catch {
+                        completion(.failure(error))
+                    }
+                }
+            case .success(let answer):
+                completion(.success(answer))
+            }
+        }
+    }
+
+    /// A 401 is held whole (never streamed): it may be retried.
+    private static func never401(_ stream: @escaping StreamChoice) -> StreamChoice {
+        { status, length in status == 401 ? nil : stream(status, length) }
+    }
+
+    /// `answer` as it is, unless the API refused the token (401): then one refresh, joining any
+    /// under way, and the request sent once more when its body was kept to replay.
+    private func retried(_ request: Forward, after answer: APIAnswer, token: String, session: Session, provider: ProviderConfig,
+                         on transfers: APITransfers, stream: @escaping StreamChoice) async throws(ProxyFailure) -> APIAnswer {
         guard case .whole(let first) = answer, first.status == 401 else { return answer }
-        // The API no longer takes the token: one refresh, joining any under way.
         let renewed: String
         do throws(ProxyFailure) {
             renewed = try await refreshedNow(session.id).accessToken
@@ -53,7 +109,10 @@ struct APIProxy: Sendable {
             renewed = current.accessToken
         }
         guard request.body.map({ $0.count <= settings.retryMaxBodyBytes }) ?? true else { throw .refreshedNotRetried }
-        return try await send(request, token: renewed, provider: provider, on: transfers, connectionKey: connectionKey, stream: stream)
+        switch await transfers.perform(try exchange(request, token: renewed, session: session, provider: provider), stream: stream) {
+        case .success(let response): return response
+        case .failure(let error): throw .exchange(error)
+        }
     }
 
     /// The session refreshed now, the API having refused its token (joining a refresh under way).
@@ -65,8 +124,9 @@ struct APIProxy: Sendable {
         }
     }
 
-    private func send(_ request: Forward, token: String, provider: ProviderConfig, on transfers: APITransfers, connectionKey: String,
-                      stream: @escaping StreamChoice) async throws(ProxyFailure) -> APIAnswer {
+    /// The exchange with the API: the request with the token, on connections only this session's
+    /// requests share.
+    private func exchange(_ request: Forward, token: String, session: Session, provider: ProviderConfig) throws(ProxyFailure) -> APIRequest {
         // A token is a header value here: one with a line break would add headers of its own.
         guard ProxyHeaders.isPlainValue(token) else { throw .exchange(.failed("the provider's access token is not a plain header value")) }
         var headers = request.headers
@@ -75,17 +135,13 @@ struct APIProxy: Sendable {
         // `Expect: 100-continue` for larger bodies.
         if request.body != nil, !headers.contains(where: { $0.0.lowercased() == "content-type" }) { headers.append(("Content-Type", "")) }
         headers.append(("Expect", ""))
-        let exchange = APIRequest(
+        return APIRequest(
             method: request.method, url: request.url, headers: headers, body: request.body,
             timeoutSeconds: settings.timeoutSeconds, maxResponseBytes: settings.maxResponseBytes,
             allowPrivateAddresses: provider.apiAllowPrivateAddresses,
             allowHTTP: provider.apiBaseURL?.scheme == "http", // the configuration allowed it (loopback, allow_insecure_http)
-            connectionKey: connectionKey
+            connectionKey: session.id.hex
         )
-        switch await transfers.perform(exchange, stream: stream) {
-        case .success(let response): return response
-        case .failure(let error): throw .exchange(error)
-        }
     }
 }
 

@@ -22,8 +22,15 @@ extension Session {
         self.init(
             id: id, provider: grant.provider, app: app, subject: grant.subject, scopes: grant.scopes,
             accessToken: grant.accessToken, accessTokenExpiresAt: grant.accessTokenExpiresAt,
-            refreshToken: grant.refreshToken, idTokenClaims: grant.idTokenClaims, createdAt: now, usedAt: now
+            refreshToken: grant.refreshToken, idTokenClaims: grant.idTokenClaims, createdAt: now, usedAt: now,
+            providerSessionID: Self.providerSessionID(in: grant.idTokenClaims)
         )
+    }
+
+    /// The `sid` claim of ID-token claims (JSON), when they have one.
+    static func providerSessionID(in claims: [UInt8]?) -> String? {
+        guard let claims, case .string(let sid)? = (try? JSONValue.parse(claims))?["sid"], !sid.isEmpty else { return nil }
+        return sid
     }
 
     /// How a later grant's scopes meet the session's.
@@ -41,7 +48,10 @@ extension Session {
         accessToken = grant.accessToken
         accessTokenExpiresAt = grant.accessTokenExpiresAt
         if let refreshToken = grant.refreshToken { self.refreshToken = refreshToken }
-        if let claims = grant.idTokenClaims { idTokenClaims = claims }
+        if let claims = grant.idTokenClaims {
+            idTokenClaims = claims
+            if let sid = Self.providerSessionID(in: claims) { providerSessionID = sid }
+        }
         switch change {
         case .replace: scopes = grant.scopes
         case .add: for scope in grant.scopes where !scopes.contains(scope) { scopes.append(scope) }

@@ -21,6 +21,9 @@ struct Session: Sendable {
     /// When the broker last refreshed the token at the provider; nil before the first refresh.
     /// Kept with the session, so that the bound on refreshes holds across broker instances.
     var refreshedAt: Double? = nil
+    /// The provider's session at sign-in: the ID token's `sid` (OpenID Connect Front- and
+    /// Back-Channel Logout), by which a logout token names the sessions to end; nil without one.
+    var providerSessionID: String? = nil
 
     /// Whether the access token is good for at least `seconds` more at `now`.
     func accessTokenValid(for seconds: Double, at now: Double) -> Bool {

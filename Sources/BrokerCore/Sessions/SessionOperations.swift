@@ -60,8 +60,15 @@ final class SessionOperations: Sendable {
     /// server thread (``current(_:validFor:_:)``). `refreshIsEarly` says whether a refresh here
     /// would be asked before it is due, which per-address limits count.
     func fresh(_ session: Session, validFor validity: Double) async throws(RefreshFailure) -> Session {
-        if session.accessTokenValid(for: validity, at: now()) { return session }
+        if let session = freshNow(session, validFor: validity) { return session }
         return try await refresh(session.id, force: false, minimumValidity: validity)
+    }
+
+    /// ``fresh(_:validFor:)`` without waiting, for a caller on a server thread: `session` when
+    /// its access token stays valid for `validity` more seconds; nil when a refresh is due
+    /// first (then `fresh`).
+    func freshNow(_ session: Session, validFor validity: Double) -> Session? {
+        session.accessTokenValid(for: validity, at: now()) ? session : nil
     }
 
     /// Whether ``fresh(_:validFor:)`` would refresh `session` before it is due: only the asked

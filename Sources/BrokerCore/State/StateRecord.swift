@@ -10,6 +10,8 @@ enum StateRecord: Sendable {
     case pendingRemoved(SHA256Digest)
     case handoff(SHA256Digest, Handoff)
     case device(SHA256Digest, DeviceAuthorization)
+    /// A token accepted once (``StateStore/spendOnce(_:until:)``), remembered until then.
+    case spent(SHA256Digest, until: Double)
 
     /// Record types: fixed forever (docs/state.md, "Format").
     private enum Kind: UInt8 {
@@ -19,6 +21,7 @@ enum StateRecord: Sendable {
         case pendingRemoved = 4
         case handoff = 5
         case device = 6
+        case spent = 7
     }
 
     /// `kind (1 byte) | length (varint) | fields`.
@@ -47,6 +50,10 @@ enum StateRecord: Sendable {
             kind = .device
             fields.digest(1, code)
             device.encode(into: &fields)
+        case .spent(let id, let until):
+            kind = .spent
+            fields.digest(1, id)
+            fields.double(2, until)
         }
         output.append(kind.rawValue)
         FieldWriter.appendVarint(UInt64(fields.bytes.count), to: &output)
@@ -76,6 +83,7 @@ enum StateRecord: Sendable {
             case .pendingRemoved: body(.pendingRemoved(try fields.requiredDigest(1)))
             case .handoff: body(.handoff(try fields.requiredDigest(1), try Handoff(fields)))
             case .device: body(.device(try fields.requiredDigest(1), try DeviceAuthorization(fields)))
+            case .spent: body(.spent(try fields.requiredDigest(1), until: try fields.requiredDouble(2)))
             }
         }
     }
@@ -97,9 +105,11 @@ extension Session {
         fields.double(10, createdAt)
         fields.double(11, usedAt)
         fields.double(12, refreshedAt)
+        fields.string(13, providerSessionID)
     }
 
     init(_ fields: FieldReader, scopes: inout ScopeTable) throws(StateDecodingError) {
+        let claims = fields.bytes(9)
         self.init(
             id: try fields.requiredDigest(1),
             provider: try fields.requiredString(2),
@@ -109,42 +119,62 @@ extension Session {
             accessToken: try fields.requiredString(6),
             accessTokenExpiresAt: try fields.double(7),
             refreshToken: try fields.string(8),
-            idTokenClaims: fields.bytes(9),
+            idTokenClaims: claims,
             createdAt: try fields.requiredDouble(10),
             usedAt: try fields.requiredDouble(11),
-            refreshedAt: try fields.double(12)
+            refreshedAt: try fields.double(12),
+            // Written before field 13 existed: the `sid` is in the claims, if anywhere.
+            providerSessionID: try fields.string(13) ?? Self.providerSessionID(in: claims)
         )
     }
 }
 
 extension PendingAuthorization {
+    /// The purpose in the fields it has always had: an app's way back in 4–6, the session of an
+    /// incremental authorization in 10, a device code in 12. A device login writes 4 and 6 empty,
+    /// as files written before the purpose was one value require them.
     func encode(into fields: inout FieldWriter) {
         fields.string(2, provider)
         fields.string(3, app)
-        fields.string(4, redirectURI)
-        fields.string(5, appState)
-        fields.string(6, appChallenge)
+        switch purpose {
+        case .app(let back):
+            Self.encode(back, into: &fields)
+        case .incremental(let back, let session):
+            Self.encode(back, into: &fields)
+            fields.digest(10, session)
+        case .device(let code):
+            fields.string(4, "")
+            fields.string(6, "")
+            fields.digest(12, code)
+        }
         fields.string(7, verifier)
         fields.string(8, nonce)
         fields.string(9, requestedScopes.joined(separator: " "))
-        fields.digest(10, sessionID)
         fields.double(11, expiresAt)
-        fields.digest(12, deviceCode)
+    }
+
+    private static func encode(_ back: AppReturn, into fields: inout FieldWriter) {
+        fields.string(4, back.redirectURI)
+        fields.string(5, back.state)
+        fields.string(6, back.challenge)
     }
 
     init(_ fields: FieldReader) throws(StateDecodingError) {
+        let purpose: LoginPurpose
+        if let device = try fields.digest(12) {
+            purpose = .device(device)
+        } else {
+            let back = AppReturn(redirectURI: try fields.requiredString(4), state: try fields.string(5), challenge: try fields.requiredString(6))
+            purpose = if let session = try fields.digest(10) { .incremental(back, session: session) } else { .app(back) }
+        }
         self.init(
             provider: try fields.requiredString(2),
             app: try fields.requiredString(3),
-            redirectURI: try fields.requiredString(4),
-            appState: try fields.string(5),
-            appChallenge: try fields.requiredString(6),
+            purpose: purpose,
             verifier: try fields.requiredString(7),
             nonce: try fields.requiredString(8),
             requestedScopes: try fields.requiredString(9).split(separator: " ").map(String.init),
-            sessionID: try fields.digest(10),
-            expiresAt: try fields.requiredDouble(11),
-            deviceCode: try fields.digest(12)
+            expiresAt: try fields.requiredDouble(11)
         )
     }
 }

@@ -3,9 +3,10 @@ import BrokerCrypto
 /// The broker's state: sessions, logins in progress, handoff codes and device codes. The only place where
 /// state changes and is made durable; everything above it calls these methods.
 ///
-/// Today's implementation is `BrokerState` (memory, with an encrypted journal and snapshots on
-/// local disk, or memory only in development mode); the next is a store on PostgreSQL shared by
-/// several broker instances. Every implementation keeps this contract:
+/// Two implementations: `EmbeddedStateStore` (`State/Embedded/`: memory, with an encrypted journal
+/// and snapshots on local disk, or memory only in development mode) and `PostgresStateStore`
+/// (`State/Postgres/`: sealed rows in a database several broker instances share). Every
+/// implementation keeps this contract:
 ///
 /// - **Reads never wait for I/O.** `readSession` is on the hot path (`GET /token`) and answers
 ///   from memory. With several instances, a read may see another instance's change a moment
@@ -63,6 +64,12 @@ protocol StateStore: Sendable {
     /// Removes the session `id` durably; the removed session, or nil when there was none.
     func removeSession(_ id: SHA256Digest) async throws(StateWriteError) -> Session?
 
+    /// The live sessions `filter` matches (a ``SessionFilter/isValid`` one), every instance's,
+    /// in the order of their ids after `after`, at most `limit` of them: for the admin API and
+    /// back-channel logout. Reads the store itself (a shared store: its database, finding a
+    /// subject or provider session by its ``BlindIndex``); throws when it cannot be read now.
+    func findSessions(_ filter: SessionFilter, after: SHA256Digest?, limit: Int, now: Double) async throws(StateReadError) -> SessionPage
+
     // MARK: Logins and handoff codes
 
     /// Records a login in progress under the hash of its `state`: visible to every instance when
@@ -96,6 +103,14 @@ protocol StateStore: Sendable {
     /// never hands it out again).
     func pollDeviceCode(_ code: SHA256Digest, app: String, now: Double) async throws(StateWriteError) -> DevicePoll
 
+    // MARK: Tokens accepted once
+
+    /// Records that the token known by `id` (a hash of its issuer and `jti`: a back-channel
+    /// logout token) was accepted, durably and for every instance, remembered until `until`
+    /// (Unix seconds; past it the token is refused for its age). True the first time; false when
+    /// it was already accepted, whichever instance accepted it.
+    func spendOnce(_ id: SHA256Digest, until: Double) async throws(StateWriteError) -> Bool
+
     // MARK: Operations
 
     /// Live sessions, for the metrics (with several instances: all of them).
@@ -104,16 +119,25 @@ protocol StateStore: Sendable {
     /// database out of reach), for `/readyz`; nil when it can.
     var writeFailure: String? { get }
     /// Removes expired sessions, logins and codes at the store clock's now (with several
-    /// instances: one of them at a time).
-    func sweep() async
-    /// Keeps the store in shape until the calling task is cancelled: sweeps, and whatever else
-    /// the implementation needs (`BrokerState`: snapshots that retire journals).
-    func maintain() async
+    /// instances: one of them at a time). Returns the grants that expired on device codes their
+    /// device never collected (signed in, or approved and never polled for): nobody can use them
+    /// any more, and the caller revokes them at the provider.
+    @discardableResult func sweep() async -> [Grant]
+    /// Keeps the store in shape until the calling task is cancelled: sweeps (the grants a sweep
+    /// returns go to `abandoned`), and whatever else the implementation needs
+    /// (`EmbeddedStateStore`: snapshots that retire journals).
+    func maintain(abandoned: @escaping @Sendable ([Grant]) async -> Void) async
     /// Makes everything durable and releases the store; later changes fail.
     func close() async
 }
 
 /// The store could not be read now (a database out of reach); nothing was changed.
+/// Why a change could not be made durable. The change is in memory; the client is told the
+/// broker could not complete the request.
+public struct StateWriteError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+}
+
 public struct StateReadError: Error, Sendable, CustomStringConvertible {
     public let description: String
 }
@@ -133,4 +157,10 @@ extension StateStore {
         if let session = session(id, now: now) { return session }
         return holdsEverySession ? nil : try await loadSession(id, now: now)
     }
+}
+
+extension StateStore {
+    /// How long every store remembers a redeemed handoff code past its expiry, to recognise a
+    /// replay and revoke the session the code created.
+    static var replayMemory: Double { 600 }
 }

@@ -7,8 +7,8 @@ import Logging
 import Synchronization
 import WireValues
 
-/// Reports sessions that end (the provider refused the grant) or keep failing to refresh, as
-/// signed JSON POSTs to the configured URL. Delivery runs in the background with retries and
+/// Reports sessions that end (the provider refused the grant, or signed the user out) or keep
+/// failing to refresh, and admin actions, as signed JSON POSTs to the configured URL. Delivery runs in the background with retries and
 /// backoff: a client request never waits for it.
 ///
 /// Signature (like Stripe's): `X-Broker-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of
@@ -42,7 +42,20 @@ final class WebhookSender: Sendable {
         send(type: "refresh.failing", session, [("reason", .string(reason)), ("consecutive_failures", .int(consecutiveFailures))])
     }
 
+    /// An event of `type` with `fields` (no session of its own): an admin action's audit event.
+    func event(type: String, _ fields: [(String, JSONValue)]) {
+        send(type: type, fields)
+    }
+
     private func send(type: String, _ session: Session, _ details: [(String, JSONValue)]) {
+        send(type: type, [
+            ("provider", .string(session.provider)),
+            ("app", .string(session.app)),
+            ("subject", .string(session.subject)),
+        ] + details)
+    }
+
+    private func send(type: String, _ fields: [(String, JSONValue)]) {
         guard pending.wrappingAdd(1, ordering: .relaxed).newValue <= Self.maxPending else {
             pending.wrappingSubtract(1, ordering: .relaxed)
             metrics.webhookDelivery(outcome: "dropped")
@@ -54,10 +67,7 @@ final class WebhookSender: Sendable {
             ("id", .string(id)),
             ("type", .string(type)),
             ("created_at", .string(Timestamp.now())),
-            ("provider", .string(session.provider)),
-            ("app", .string(session.app)),
-            ("subject", .string(session.subject)),
-        ] + details).serialized()
+        ] + fields).serialized()
         Task { [self] in
             defer { pending.wrappingSubtract(1, ordering: .relaxed) }
             await deliver(id: id, type: type, body: body)

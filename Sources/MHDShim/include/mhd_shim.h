@@ -126,10 +126,12 @@ uint64_t tb_request_start_ns(const tb_request *request);
 
 /// A response with a copy of `body`.
 tb_response *tb_response_create(unsigned int status, const void *body, size_t length);
-/// Adds a header; returns 0 when libmicrohttpd refuses it (e.g. a newline in the value).
+/// Adds a header; returns 0 when libmicrohttpd refuses it (e.g. a newline in the value, a
+/// header it writes itself such as Content-Length, or no memory left).
 int tb_response_add_header(tb_response *response, const char *name, const char *value);
-/// Asks libmicrohttpd to close the connection after this response.
-void tb_response_close_connection(tb_response *response);
+/// Asks libmicrohttpd to close the connection after this response; returns 0 when it could not
+/// (no memory left).
+int tb_response_close_connection(tb_response *response);
 /// Frees a response that was never queued.
 void tb_response_free(tb_response *response);
 
@@ -148,9 +150,6 @@ int tb_stream_write(tb_stream *stream, const void *data, size_t length, long wai
 void tb_stream_finish(tb_stream *stream, int ok);
 /// Gives up a stream whose response was never made (the response's hold on it).
 void tb_stream_abandon(tb_stream *stream);
-/// At shutdown: breaks off every stream still open and waits up to `wait_ms` for their
-/// connections to let go (libmicrohttpd aborts when stopped with a suspended connection).
-void tb_streams_end(unsigned int wait_ms);
 
 /// Answers now; only inside `on_request`. Takes ownership of `response`. Returns 0 on failure
 /// (including a NULL response), after which the connection is closed.

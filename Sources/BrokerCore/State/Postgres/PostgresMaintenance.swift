@@ -44,9 +44,9 @@ public enum PostgresMaintenance {
         let lifetimes = SessionLifetimes(idle: config.sessions.idleLifetimeSeconds, absolute: config.sessions.absoluteLifetimeSeconds)
         var settings = config.state
         settings.directory = directory
-        let source: BrokerState
+        let source: EmbeddedStateStore
         do {
-            source = try BrokerState(settings: settings, keys: keys, lifetimes: lifetimes, acceptDamage: false, clock: systemClock, logger: logger)
+            source = try EmbeddedStateStore(settings: settings, keys: keys, lifetimes: lifetimes, acceptDamage: false, clock: systemClock, logger: logger)
         } catch {
             throw Failure(description: error.description)
         }

@@ -71,6 +71,24 @@ enum PostgresSchema {
         """,
         "CREATE UNIQUE INDEX broker_device_codes_user_code ON broker_device_codes (user_code) WHERE pending",
         "CREATE INDEX broker_device_codes_expires_at ON broker_device_codes (expires_at)",
+    ], [
+        // Sessions found by their provider subject or provider session (the admin API,
+        // back-channel logout) through a blind index: keyed hashes, the values themselves stay
+        // sealed. Rows written before have none (`subject_index IS NULL`) until re-sealing
+        // indexes them; lookups open those too meanwhile.
+        "ALTER TABLE broker_sessions ADD COLUMN subject_index bytea",
+        "ALTER TABLE broker_sessions ADD COLUMN sid_index bytea",
+        "CREATE INDEX broker_sessions_subject_index ON broker_sessions (subject_index)",
+        "CREATE INDEX broker_sessions_sid_index ON broker_sessions (sid_index) WHERE sid_index IS NOT NULL",
+        "CREATE INDEX broker_sessions_unindexed ON broker_sessions (id) WHERE subject_index IS NULL",
+        // Tokens accepted once (back-channel logout tokens' `jti`), until they are too old anyway.
+        """
+        CREATE TABLE broker_spent_tokens (
+            id bytea PRIMARY KEY,
+            expires_at double precision NOT NULL
+        )
+        """,
+        "CREATE INDEX broker_spent_tokens_expires_at ON broker_spent_tokens (expires_at)",
     ]]
 
     /// The newest version this build knows.

@@ -14,33 +14,44 @@ extension PostgresStateStore {
         return listener.isListening ? nil : "the session notification connection to PostgreSQL is down"
     }
 
-    /// Deletes expired rows, when no other instance is sweeping at the moment.
-    func sweep() async {
+    /// Deletes expired rows, when no other instance is sweeping at the moment; the grants of
+    /// device codes that expired uncollected.
+    @discardableResult func sweep() async -> [Grant] {
         let now = clock()
-        let replayMemory = FlowStore.replayMemory
-        let removed = try? await write { connection throws(PostgresError) -> Int in
-            guard try connection.execute("SELECT pg_try_advisory_xact_lock($1)", [.int(Self.sweepLockKey)]).bool(0, 0) == true else { return 0 }
+        let replayMemory = Self.replayMemory
+        let swept = try? await write { connection throws(PostgresError) -> (sessions: Int, devices: PostgresRows?) in
+            guard try connection.execute("SELECT pg_try_advisory_xact_lock($1)", [.int(Self.sweepLockKey)]).bool(0, 0) == true else {
+                return (0, nil)
+            }
             let sessions = try connection.execute("DELETE FROM broker_sessions WHERE expires_at <= $1", [.double(now)]).affected
             try connection.execute("DELETE FROM broker_logins WHERE expires_at <= $1", [.double(now)])
             try connection.execute("DELETE FROM broker_handoffs WHERE expires_at + $2 <= $1", [.double(now), .double(replayMemory)])
-            try connection.execute("DELETE FROM broker_device_codes WHERE expires_at <= $1", [.double(now)])
+            let devices = try connection.execute("DELETE FROM broker_device_codes WHERE expires_at <= $1 RETURNING code, key_id, sealed", [.double(now)])
             try connection.execute("DELETE FROM broker_refresh_leases WHERE held_until <= extract(epoch FROM clock_timestamp())")
-            return sessions
+            try connection.execute("DELETE FROM broker_spent_tokens WHERE expires_at <= $1", [.double(now)])
+            return (sessions, devices)
         }
-        if let removed, removed > 0 { logger.info("expired sessions removed", metadata: ["count": "\(removed)"]) }
+        if let removed = swept?.sessions, removed > 0 { logger.info("expired sessions removed", metadata: ["count": "\(removed)"]) }
         await countSessions()
+        guard let devices = swept?.devices else { return [] }
+        return (0..<devices.count).compactMap { row in
+            guard let code = devices.bytes(row, 0).flatMap(SHA256Digest.init(bytes:)), let keyID = devices.int(row, 1),
+                  let sealed = devices.bytes(row, 2), case .device(_, let device) = sealer.open(sealed, keyID: keyID, table: "device_codes", key: code)
+            else { return nil }
+            return device.uncollectedGrant
+        }
     }
 
     /// Every second: the sessions' `used_at` the cache queued, and the gauges; every 30 s: a sweep, the count of
     /// live sessions, and rows sealed under an older key re-sealed under the current one.
-    func maintain() async {
+    func maintain(abandoned: @escaping @Sendable ([Grant]) async -> Void) async {
         var lastSweep = ContinuousClock.now
         while !Task.isCancelled {
             try? await Task.sleep(for: .seconds(1))
             await flushUse()
             metrics?.stateStoreInUse(cachedSessions: cache.count, callsInFlight: pool.callsInFlight + lockPool.callsInFlight)
             if ContinuousClock.now - lastSweep >= .seconds(30) {
-                await sweep()
+                await abandoned(await sweep())
                 await reseal()
                 lastSweep = ContinuousClock.now
             }
@@ -86,12 +97,13 @@ extension PostgresStateStore {
         }
     }
 
-    /// Re-seals up to 500 session rows sealed under an older key, through `updateSession` (a
-    /// version bump like any change).
+    /// Re-seals up to 500 session rows sealed under an older key or written before the blind
+    /// index, through `updateSession` (a version bump like any change), which indexes them under
+    /// the current key.
     func reseal() async {
         let current = sealer.currentKeyID
         guard let rows = try? await run("read", { connection throws(PostgresError) in
-            try connection.execute("SELECT id FROM broker_sessions WHERE key_id <> $1 LIMIT 500", [.int(current)])
+            try connection.execute("SELECT id FROM broker_sessions WHERE key_id <> $1 OR subject_index IS NULL LIMIT 500", [.int(current)])
         }) else { return }
         for row in 0..<rows.count {
             guard let bytes = rows.bytes(row, 0), let id = SHA256Digest(bytes: bytes) else { continue }

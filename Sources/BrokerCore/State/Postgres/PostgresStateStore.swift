@@ -30,6 +30,7 @@ final class PostgresStateStore: StateStore {
     let listener: PostgresListener
     let cache: SessionCache
     let sealer: RowSealer
+    let index: BlindIndex
     let lifetimes: SessionLifetimes
     let clock: BrokerClock
     let logger: Logger
@@ -78,6 +79,7 @@ final class PostgresStateStore: StateStore {
         self.lockPool = lockPool
         self.cache = cache
         sealer = RowSealer(keys: keys)
+        index = BlindIndex(stateKeys: keys)
         self.lifetimes = lifetimes
         self.clock = clock
         self.logger = logger
@@ -109,16 +111,14 @@ final class PostgresStateStore: StateStore {
 
     private static func parseNotification(_ payload: String) -> (SHA256Digest, Int64, Double)? {
         let parts = payload.split(separator: ":")
-        guard parts.count == 3, let version = Int64(parts[1]), let sent = Int64(parts[2]), parts[0].utf8.count == 64 else { return nil }
-        var bytes: [UInt8] = []
-        var hex = parts[0][...]
-        while !hex.isEmpty {
-            guard let byte = UInt8(hex.prefix(2), radix: 16) else { return nil }
-            bytes.append(byte)
-            hex = hex.dropFirst(2)
-        }
-        guard let id = SHA256Digest(bytes: bytes) else { return nil }
+        guard parts.count == 3, let version = Int64(parts[1]), let sent = Int64(parts[2]), let id = SHA256Digest(hex: parts[0]) else { return nil }
         return (id, version, Double(sent) / 1000)
+    }
+
+    /// The `subject_index` and `sid_index` columns of `session`'s row (``BlindIndex``).
+    private func indexColumns(_ session: Session) -> [PostgresValue] {
+        [.bytes(index.value(.subject, provider: session.provider, session.subject)),
+         session.providerSessionID.map { .bytes(index.value(.providerSession, provider: session.provider, $0)) } ?? .null]
     }
 
     private func sealedSession(_ session: Session) throws(StateWriteError) -> [UInt8] {
@@ -129,7 +129,7 @@ final class PostgresStateStore: StateStore {
         }
     }
 
-    private func openSession(_ rows: PostgresRows, _ row: Int, id: SHA256Digest, keyColumn: Int, sealedColumn: Int, usedAtColumn: Int?) -> Session? {
+    func openSession(_ rows: PostgresRows, _ row: Int, id: SHA256Digest, keyColumn: Int, sealedColumn: Int, usedAtColumn: Int?) -> Session? {
         guard let keyID = rows.int(row, keyColumn), let sealed = rows.bytes(row, sealedColumn),
               case .session(var session) = sealer.open(sealed, keyID: keyID, table: "sessions", key: id) else {
             logger.error("a session row does not open with the configured state keys; it is treated as absent")
@@ -261,12 +261,13 @@ final class PostgresStateStore: StateStore {
         let sealed = try sealedSession(session)
         let keyID = sealer.currentKeyID
         let expiresAt = expiry(session)
+        let indexed = indexColumns(session)
         let replayed = try await write { connection throws(PostgresError) -> Bool in
             try connection.execute("""
-                INSERT INTO broker_sessions (id, version, key_id, sealed, provider, app, created_at, used_at, expires_at)
-                VALUES ($1, 1, $2, $3, $4, $5, $6, $7, $8)
+                INSERT INTO broker_sessions (id, version, key_id, sealed, provider, app, created_at, used_at, expires_at, subject_index, sid_index)
+                VALUES ($1, 1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
                 """, [.bytes(session.id.bytes), .int(keyID), .bytes(sealed), .text(session.provider), .text(session.app),
-                      .double(session.createdAt), .double(session.usedAt), .double(expiresAt)])
+                      .double(session.createdAt), .double(session.usedAt), .double(expiresAt)] + indexed)
             guard let code else { return false }
             let rows = try connection.execute("UPDATE broker_handoffs SET session_id = $2 WHERE code = $1 RETURNING replayed_before_binding",
                                               [.bytes(code.bytes), .bytes(session.id.bytes)])
@@ -283,15 +284,16 @@ final class PostgresStateStore: StateStore {
         var values: [[PostgresValue]] = []
         for session in sessions {
             values.append([.bytes(session.id.bytes), .int(sealer.currentKeyID), .bytes(try sealedSession(session)), .text(session.provider),
-                         .text(session.app), .double(session.createdAt), .double(session.usedAt), .double(expiry(session))])
+                         .text(session.app), .double(session.createdAt), .double(session.usedAt), .double(expiry(session))]
+                          + indexColumns(session))
         }
         let rows = values
         let stored = try await write { connection throws(PostgresError) -> Int in
             var stored = 0
             for row in rows {
                 stored += try connection.execute("""
-                    INSERT INTO broker_sessions (id, version, key_id, sealed, provider, app, created_at, used_at, expires_at)
-                    VALUES ($1, 1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING
+                    INSERT INTO broker_sessions (id, version, key_id, sealed, provider, app, created_at, used_at, expires_at, subject_index, sid_index)
+                    VALUES ($1, 1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (id) DO NOTHING
                     """, row).affected
             }
             return stored
@@ -328,13 +330,16 @@ final class PostgresStateStore: StateStore {
             let sealed = try sealedSession(changed)
             let keyID = sealer.currentKeyID
             let expiresAt = expiry(changed)
+            let indexed = indexColumns(changed)
             let next = version + 1
             let payload = notification(id, next)
             let written = try await write(patience: Self.updatePatience) { connection throws(PostgresError) -> Bool in
                 let updated = try connection.execute("""
-                    UPDATE broker_sessions SET version = $3, key_id = $4, sealed = $5, used_at = greatest(used_at, $6), expires_at = greatest(expires_at, $7)
+                    UPDATE broker_sessions SET version = $3, key_id = $4, sealed = $5, used_at = greatest(used_at, $6), expires_at = greatest(expires_at, $7),
+                        subject_index = $8, sid_index = $9
                     WHERE id = $1 AND version = $2
-                    """, [.bytes(id.bytes), .int(version), .int(next), .int(keyID), .bytes(sealed), .double(changed.usedAt), .double(expiresAt)])
+                    """, [.bytes(id.bytes), .int(version), .int(next), .int(keyID), .bytes(sealed), .double(changed.usedAt), .double(expiresAt)]
+                        + indexed)
                 guard updated.affected == 1 else { return false }
                 try connection.execute("SELECT pg_notify($1, $2)", [.text(Self.channel), .text(payload)])
                 return true

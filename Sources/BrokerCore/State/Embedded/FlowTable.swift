@@ -1,22 +1,22 @@
 import BrokerCrypto
 import Synchronization
 
-/// Logins in progress, handoff codes and device codes, by the hash of their secret value. All are
-/// single-use and short-lived; expired entries are swept.
+/// The embedded store's (``EmbeddedStateStore``) logins in progress, handoff codes and device
+/// codes, by the hash of their secret value, and tokens accepted once (back-channel logout
+/// tokens). All are single-use and short-lived; expired entries are swept.
 ///
 /// Handoff codes are logged and waited for (the app was given the code). Logins in progress are
 /// logged without waiting: a crash can lose one begun in the last milliseconds, whose user then
 /// simply signs in again — the redirect to the provider is not held up by an fsync.
-final class FlowStore: Sendable {
-    /// How long a redeemed code is remembered, to recognise a replay and revoke its session.
-    static let replayMemory = 600.0
-
+final class FlowTable: Sendable {
     private struct Entries {
         var pending: [SHA256Digest: PendingAuthorization] = [:]
         var handoffs: [SHA256Digest: Handoff] = [:]
         var devices: [SHA256Digest: DeviceAuthorization] = [:]
         /// Device codes by user code, while their user can act on them.
         var userCodes: [SHA256Digest: SHA256Digest] = [:]
+        /// Tokens accepted once, until when they are remembered.
+        var spent: [SHA256Digest: Double] = [:]
 
         mutating func put(_ code: SHA256Digest, _ device: DeviceAuthorization) {
             devices[code] = device
@@ -123,6 +123,15 @@ final class FlowStore: Sendable {
         }
     }
 
+    /// Records the token `id` as accepted until `until`; nil when it already was.
+    func spend(_ id: SHA256Digest, until: Double, now: Double) -> DurabilityTicket? {
+        entries.withLock { entries in
+            if let remembered = entries.spent[id], remembered > now { return nil }
+            entries.spent[id] = until
+            return log.enqueue([.spent(id, until: until)])
+        }
+    }
+
     /// Applies a recovered record (no logging).
     func restore(_ record: StateRecord) {
         entries.withLock { entries in
@@ -131,25 +140,29 @@ final class FlowStore: Sendable {
             case .pendingRemoved(let state): entries.pending[state] = nil
             case .handoff(let code, let handoff): entries.handoffs[code] = handoff
             case .device(let code, let device): entries.put(code, device)
+            case .spent(let id, let until): entries.spent[id] = until
             case .session, .sessionRemoved: break
             }
         }
     }
 
     /// Drops expired logins, handoff codes and device codes (not logged: they are expired after a
-    /// restart too).
-    func sweep(now: Double) {
+    /// restart too); the grants of device codes that expired uncollected.
+    func sweep(now: Double) -> [Grant] {
         entries.withLock { entries in
             entries.pending = entries.pending.filter { $0.value.expiresAt > now }
-            entries.handoffs = entries.handoffs.filter { $0.value.expiresAt + Self.replayMemory > now }
+            entries.handoffs = entries.handoffs.filter { $0.value.expiresAt + EmbeddedStateStore.replayMemory > now }
+            let abandoned = entries.devices.values.filter { $0.expiresAt <= now }.compactMap(\.uncollectedGrant)
             entries.devices = entries.devices.filter { $0.value.expiresAt > now }
             entries.userCodes = entries.userCodes.filter { entries.devices[$0.value] != nil }
+            entries.spent = entries.spent.filter { $0.value > now }
+            return abandoned
         }
     }
 
     /// Copies of everything, for a snapshot.
     func capture() -> (pending: [SHA256Digest: PendingAuthorization], handoffs: [SHA256Digest: Handoff],
-                       devices: [SHA256Digest: DeviceAuthorization]) {
-        entries.withLock { ($0.pending, $0.handoffs, $0.devices) }
+                       devices: [SHA256Digest: DeviceAuthorization], spent: [SHA256Digest: Double]) {
+        entries.withLock { ($0.pending, $0.handoffs, $0.devices, $0.spent) }
     }
 }

@@ -1,11 +1,5 @@
 import Synchronization
 
-/// Why a change could not be made durable. The change is in memory; the client is told the
-/// broker could not complete the request.
-public struct StateWriteError: Error, Sendable, CustomStringConvertible {
-    public let description: String
-}
-
 /// A change on its way to disk: `wait()` returns once it is durable (or failed to be).
 final class DurabilityTicket: Sendable {
     private struct State {

@@ -1,10 +1,11 @@
 import BrokerCrypto
 import Synchronization
 
-/// Sessions in memory, sharded by token hash so that requests on different sessions almost never
-/// contend for the same lock. Every change is handed to the change log under the shard's lock,
-/// so the journal holds a key's changes in the order they were made.
-final class SessionStore: Sendable {
+/// The embedded store's (``EmbeddedStateStore``) sessions in memory, sharded by token hash so
+/// that requests on different sessions almost never contend for the same lock. Every change is
+/// handed to the change log under the shard's lock, so the journal holds a key's changes in the
+/// order they were made.
+final class SessionTable: Sendable {
     private let shards: [Shard]
     private let log: any ChangeLog
     private let lifetimes: SessionLifetimes
@@ -105,6 +106,11 @@ final class SessionStore: Sendable {
     /// Every shard's sessions, as copies that cost nothing until the shard next changes.
     func capture() -> [[SHA256Digest: Session]] {
         shards.map { shard in shard.sessions.withLock { $0 } }
+    }
+
+    /// Whether `session` is within its lifetimes at `now`.
+    func isLive(_ session: Session, now: Double) -> Bool {
+        lifetimes.isLive(session, now: now)
     }
 
     var count: Int {

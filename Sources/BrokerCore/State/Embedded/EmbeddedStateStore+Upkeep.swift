@@ -2,21 +2,23 @@ import Foundation
 import Logging
 import Synchronization
 
-/// BrokerState's upkeep: sweeping expired entries, snapshots that retire journals, closing.
-extension BrokerState {
-    /// Drops expired sessions, logins and codes at the clock's now.
-    func sweep() async {
+/// EmbeddedStateStore's upkeep: sweeping expired entries, snapshots that retire journals, closing.
+extension EmbeddedStateStore {
+    /// Drops expired sessions, logins and codes at the clock's now; the grants of device codes
+    /// that expired uncollected.
+    @discardableResult func sweep() async -> [Grant] {
         let now = clock()
         let removed = sessions.sweep(now: now)
-        flows.sweep(now: now)
+        let abandoned = flows.sweep(now: now)
         if removed > 0 { logger.info("expired sessions removed", metadata: ["count": "\(removed)"]) }
+        return abandoned
     }
 
     /// Sweeps every 30 s, and writes a snapshot every snapshot interval or as soon as the journal
     /// outgrows its limit, until the task is cancelled. After a start past accepted damage, the
     /// first snapshot comes at once: it becomes the new base, so that the next start does not
     /// meet the same damage (a file set aside, a gap) again.
-    func maintain() async {
+    func maintain(abandoned: @escaping @Sendable ([Grant]) async -> Void) async {
         let interval = Duration.seconds(disk?.settings.snapshotIntervalSeconds ?? 0)
         var lastSnapshot = ContinuousClock.now - (startedPastDamage ? interval : .zero)
         var lastSweep = ContinuousClock.now
@@ -24,7 +26,7 @@ extension BrokerState {
             try? await Task.sleep(for: .seconds(1))
             let now = ContinuousClock.now
             if now - lastSweep >= .seconds(30) {
-                await sweep()
+                await abandoned(await sweep())
                 lastSweep = now
             }
             guard let disk else { continue }
@@ -76,6 +78,7 @@ extension BrokerState {
                     for (state, pending) in flows.pending { emit(.pending(state, pending)) }
                     for (code, handoff) in flows.handoffs { emit(.handoff(code, handoff)) }
                     for (code, device) in flows.devices { emit(.device(code, device)) }
+                    for (id, until) in flows.spent { emit(.spent(id, until: until)) }
                 })
             } catch {
                 return .failure(error)

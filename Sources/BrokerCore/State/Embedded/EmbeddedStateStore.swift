@@ -5,10 +5,10 @@ import Synchronization
 
 /// The state on one machine: in memory (sharded sessions, logins, handoff codes), made durable
 /// by an encrypted journal plus periodic snapshots in the state directory (docs/state.md).
-/// Upkeep (sweeping, snapshots) is in BrokerState+Upkeep.swift.
-final class BrokerState: StateStore {
-    let sessions: SessionStore
-    let flows: FlowStore
+/// Upkeep (sweeping, snapshots) is in EmbeddedStateStore+Upkeep.swift.
+final class EmbeddedStateStore: StateStore {
+    let sessions: SessionTable
+    let flows: FlowTable
     let disk: Disk?
     let clock: BrokerClock
     let logger: Logger
@@ -28,8 +28,8 @@ final class BrokerState: StateStore {
 
     /// Memory only (development mode without a state key).
     init(lifetimes: SessionLifetimes, clock: @escaping BrokerClock, logger: Logger) {
-        sessions = SessionStore(log: NoChangeLog(), lifetimes: lifetimes)
-        flows = FlowStore(log: NoChangeLog())
+        sessions = SessionTable(log: NoChangeLog(), lifetimes: lifetimes)
+        flows = FlowTable(log: NoChangeLog())
         disk = nil
         self.clock = clock
         self.logger = logger
@@ -53,15 +53,15 @@ final class BrokerState: StateStore {
         let started = ContinuousClock.now
         // Recovered records are applied without logging; the journal takes over afterwards.
         let log = SwitchableLog()
-        let sessions = SessionStore(log: log, lifetimes: lifetimes)
-        let flows = FlowStore(log: log)
+        let sessions = SessionTable(log: log, lifetimes: lifetimes)
+        let flows = FlowTable(log: log)
         let report: StateRecovery.Report
         do {
             report = try StateRecovery.load(directory: directory, keys: keys, acceptDamage: acceptDamage) { record in
                 switch record {
                 case .session(let session): sessions.restore(session)
                 case .sessionRemoved(let id): sessions.restoreRemoval(id)
-                case .pending, .pendingRemoved, .handoff, .device: flows.restore(record)
+                case .pending, .pendingRemoved, .handoff, .device, .spent: flows.restore(record)
                 }
             }
         } catch {
@@ -139,6 +139,27 @@ final class BrokerState: StateStore {
         let (session, ticket) = sessions.remove(id)
         try await ticket.wait()
         return session
+    }
+
+    /// Memory holds every session: a scan, in id order (admin calls and logout tokens are rare
+    /// next to reads; a million sessions take tens of milliseconds).
+    func findSessions(_ filter: SessionFilter, after: SHA256Digest?, limit: Int, now: Double) async throws(StateReadError) -> SessionPage {
+        var matching: [Session] = []
+        for shard in sessions.capture() {
+            for session in shard.values where sessions.isLive(session, now: now) && filter.matches(session) {
+                if let after, !(after.hex < session.id.hex) { continue }
+                matching.append(session)
+            }
+        }
+        matching.sort { $0.id.hex < $1.id.hex }
+        let page = Array(matching.prefix(limit))
+        return SessionPage(sessions: page, next: matching.count > limit ? page.last?.id : nil)
+    }
+
+    func spendOnce(_ id: SHA256Digest, until: Double) async throws(StateWriteError) -> Bool {
+        guard let ticket = flows.spend(id, until: until, now: clock()) else { return false }
+        try await ticket.wait()
+        return true
     }
 
     func beginLogin(_ state: SHA256Digest, _ pending: PendingAuthorization) async throws(StateWriteError) {

@@ -20,7 +20,7 @@ public enum StateInspection {
             case .session: sessions += 1
             case .sessionRemoved: removals += 1
             case .pending: pending += 1
-            case .pendingRemoved: break
+            case .pendingRemoved, .spent: break
             case .handoff: handoffs += 1
             case .device: devices += 1
             }

@@ -2,7 +2,7 @@ import BrokerCrypto
 import Foundation
 
 /// Bench-only: builds a state directory holding many live sessions, through the broker's own
-/// code — sessions made as `POST /token` makes them, kept in a `SessionStore`, written by
+/// code — sessions made as `POST /token` makes them, kept in a `SessionTable`, written by
 /// `SnapshotWriter` as generation 1 — so that a broker started on the directory loads them as it
 /// would after a restart. Nothing in the served API is involved. Used by `broker-bench-state`
 /// (docs/benchmark.md); the broker itself never calls it, and it is `package`: no API of the
@@ -74,7 +74,7 @@ package enum StateFixture {
 
         let buildStarted = ContinuousClock.now
         // The sweeper's rules decide liveness, but nothing here sweeps: a store without lifetimes.
-        let store = SessionStore(log: NoChangeLog(), lifetimes: SessionLifetimes(idle: .infinity, absolute: .infinity))
+        let store = SessionTable(log: NoChangeLog(), lifetimes: SessionLifetimes(idle: .infinity, absolute: .infinity))
         let scopes = ["openid", "profile", "email"]
         var lines: [UInt8] = []
         lines.reserveCapacity(min(count, 1 << 16) * 50)

@@ -1,0 +1,164 @@
+import BrokerCrypto
+import HTTPServer
+import WireValues
+
+/// The admin API (README, "Admin API"; off unless configured): list sessions by provider,
+/// app, subject or provider session — their metadata, never a token —, end one, end every
+/// session of a subject. On a listener of its own, or on the public one behind a bearer token
+/// (`admin.token_file`), compared in constant time. Every call, refused ones included, is an
+/// audit event (``AuditTrail``).
+struct AdminRoutes: Sendable {
+    let services: BrokerServices
+    let administration: SessionAdministration
+    let audit: AuditTrail
+    /// The SHA-256 of the token every call must carry; nil: none (a loopback listener of its own).
+    private let tokenHash: [UInt8]?
+
+    init(services: BrokerServices, administration: SessionAdministration, audit: AuditTrail, token: Secret?) {
+        self.services = services
+        self.administration = administration
+        self.audit = audit
+        tokenHash = token.map { SHA256.hash(Array($0.reveal().utf8)).bytes }
+    }
+
+    func register(in router: inout Router) {
+        router.add("GET", "/admin/sessions") { [self] request throws(HTTPError) in try list(request) }
+        router.add("POST", "/admin/sessions/end") { [self] request throws(HTTPError) in try end(request) }
+        router.add("POST", "/admin/subjects/end") { [self] request throws(HTTPError) in try endSubject(request) }
+    }
+
+    /// `Authorization: Bearer <admin token>`, when one is configured: both sides hashed first,
+    /// so that the comparison's time says nothing, not even the token's length.
+    private func authenticate(_ request: Request) throws(HTTPError) {
+        guard let tokenHash else { return }
+        let given = request.header("Authorization").flatMap { header -> String? in
+            guard header.count > 7, header.prefix(7).lowercased() == "bearer " else { return nil }
+            return String(header.dropFirst(7))
+        }
+        guard let given, constantTimeEquals(SHA256.hash(Array(given.utf8)).bytes, tokenHash) else {
+            services.metrics.rejected(route: request.route, reason: "admin_credential")
+            audit.refused("admin.refused", [("route", .string(request.route)), ("client", .string(request.clientIP))])
+            throw HTTPError(status: 401, code: "invalid_token", description: "Send the admin token as Authorization: Bearer <token>.",
+                            headers: [HTTPHeader("WWW-Authenticate", #"Bearer realm="admin", error="invalid_token""#)])
+        }
+    }
+
+    private func list(_ request: Request) throws(HTTPError) -> Reply {
+        try authenticate(request)
+        let query = try request.query()
+        let filter = try filter(query)
+        let after = try query.optional("after").map { text throws(HTTPError) in try Self.sessionID(text) }
+        let limit = try query.optional("limit").map { text throws(HTTPError) -> Int in
+            guard let limit = Int(text), (1...SessionAdministration.pageLimit).contains(limit) else {
+                throw .badRequest("limit must be a whole number from 1 to \(SessionAdministration.pageLimit).")
+            }
+            return limit
+        } ?? 100
+        let client = request.clientIP
+        return .deferredCatching { [self] () async throws(HTTPError) -> Response in
+            let page: SessionPage
+            do throws(StateReadError) {
+                page = try await administration.list(filter, after: after, limit: limit)
+            } catch {
+                throw error.httpError
+            }
+            audit.record("admin.sessions_listed", Self.fields(filter) + [("count", .int(page.sessions.count)), ("client", .string(client))])
+            return .json(.object([
+                ("sessions", .array(page.sessions.map(Self.metadata))),
+                ("next", page.next.map { .string($0.hex) } ?? .null),
+            ]))
+        }
+    }
+
+    private func end(_ request: Request) throws(HTTPError) -> Reply {
+        try authenticate(request)
+        let id = try Self.sessionID(try request.form().required("session"))
+        let client = request.clientIP
+        return .deferredCatching { [self] () async throws(HTTPError) -> Response in
+            let ended: (session: Session, revocation: ProviderRevocation)?
+            do throws(StateWriteError) {
+                ended = try await administration.end(id)
+            } catch {
+                throw error.httpError
+            }
+            var fields: [(String, JSONValue)] = [("session", .string(id.hex)), ("ended", .bool(ended != nil))]
+            if let ended {
+                fields += [("provider", .string(ended.session.provider)), ("app", .string(ended.session.app)),
+                           ("subject", .string(ended.session.subject)), ("provider_revocation", .string(ended.revocation.rawValue))]
+            }
+            audit.record("admin.session_ended", fields + [("client", .string(client))])
+            return .json(.object([
+                ("ended", .bool(ended != nil)),
+                ("provider_revocation", .string(ended?.revocation.rawValue ?? "not_attempted")),
+            ]))
+        }
+    }
+
+    private func endSubject(_ request: Request) throws(HTTPError) -> Reply {
+        try authenticate(request)
+        let form = try request.form()
+        let provider = try form.required("provider")
+        guard services.config.provider(id: provider) != nil else { throw .badRequest("Unknown provider.") }
+        let filter = SessionFilter(provider: provider, subject: try form.required("subject"))
+        let client = request.clientIP
+        return .deferredCatching { [self] () async throws(HTTPError) -> Response in
+            let ended: SessionAdministration.Ended
+            do throws(AdministrationError) {
+                ended = try await administration.endAll(filter)
+            } catch {
+                switch error {
+                case .read(let failure): throw failure.httpError
+                case .write(let failure, let count):
+                    audit.record("admin.subject_ended", Self.fields(filter) + [("ended", .int(count)), ("complete", .bool(false)), ("client", .string(client))])
+                    throw failure.httpError
+                }
+            }
+            let revocations = JSONValue.object([ProviderRevocation.succeeded, .failed, .notSupported].map {
+                ($0.rawValue, .int(ended.revocations[$0, default: 0]))
+            })
+            audit.record("admin.subject_ended", Self.fields(filter) + [
+                ("ended", .int(ended.sessions.count)), ("sessions", .array(ended.sessions.map { .string($0.id.hex) })),
+                ("provider_revocation", revocations), ("client", .string(client)),
+            ])
+            return .json(.object([("ended", .int(ended.sessions.count)), ("provider_revocation", revocations)]))
+        }
+    }
+
+    /// The filter of a listing: `provider`, `app`, `subject` and `sid`, each optional, a subject
+    /// or `sid` only with its provider.
+    private func filter(_ query: FormFields) throws(HTTPError) -> SessionFilter {
+        let filter = SessionFilter(provider: try query.optional("provider"), app: try query.optional("app"),
+                                   subject: try query.optional("subject"), providerSessionID: try query.optional("sid"))
+        guard filter.isValid else { throw .badRequest("A subject or sid is a provider's: give the provider too.") }
+        if let provider = filter.provider, services.config.provider(id: provider) == nil { throw .badRequest("Unknown provider.") }
+        if let app = filter.app, services.config.app(id: app) == nil { throw .badRequest("Unknown app.") }
+        return filter
+    }
+
+    private static func fields(_ filter: SessionFilter) -> [(String, JSONValue)] {
+        [("provider", filter.provider), ("app", filter.app), ("subject", filter.subject), ("sid", filter.providerSessionID)]
+            .compactMap { name, value in value.map { (name, .string($0)) } }
+    }
+
+    /// A session's id as the admin API shows it: the hex of its token's SHA-256 (never the token).
+    private static func sessionID(_ text: String) throws(HTTPError) -> SHA256Digest {
+        guard text.utf8.count == 64, let id = SHA256Digest(hex: text) else {
+            throw .badRequest("A session id is 64 hexadecimal digits, as GET /admin/sessions gives it.")
+        }
+        return id
+    }
+
+    /// What the admin API tells of a session: never a token.
+    private static func metadata(_ session: Session) -> JSONValue {
+        .object([
+            ("id", .string(session.id.hex)),
+            ("app", .string(session.app)),
+            ("provider", .string(session.provider)),
+            ("subject", .string(session.subject)),
+            ("sid", session.providerSessionID.map(JSONValue.string) ?? .null),
+            ("scopes", .array(session.scopes.map(JSONValue.string))),
+            ("created_at", .string(Timestamp.format(seconds: Int(session.createdAt)))),
+            ("used_at", .string(Timestamp.format(seconds: Int(session.usedAt)))),
+        ])
+    }
+}

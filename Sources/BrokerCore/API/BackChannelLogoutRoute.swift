@@ -1,0 +1,33 @@
+import HTTPServer
+import WireValues
+
+/// `POST /providers/{provider}/backchannel_logout`, for every OpenID Connect provider: the
+/// provider's logout token (OpenID Connect Back-Channel Logout 1.0 §2.5, a form with
+/// `logout_token`) ends the sessions it names (``BackChannelLogout``). 200 with an empty object,
+/// or 400 with `invalid_request` and a sentence that quotes nothing of the token; 503 when the
+/// provider's keys or the store cannot be reached. `Cache-Control: no-store`, as every answer.
+struct BackChannelLogoutRoute: Sendable {
+    let services: BrokerServices
+    let logout: BackChannelLogout
+
+    func register(in router: inout Router) {
+        for (provider, _) in services.config.backChannelLogoutURLs {
+            router.add("POST", "/providers/\(provider)/backchannel_logout") { [logout] request throws(HTTPError) in
+                let token = try request.form().required("logout_token")
+                return .deferredCatching { () async throws(HTTPError) -> Response in
+                    do throws(BackChannelLogout.Failure) {
+                        _ = try await logout.logOut(token, provider: provider)
+                        return .json(.object([]))
+                    } catch {
+                        switch error {
+                        case .refused(let reason): throw .badRequest("The logout token was refused: \(reason.description).")
+                        case .notAnIssuer: throw .badRequest("This provider is not an OpenID Connect issuer here.")
+                        case .unavailable(let what):
+                            throw .serviceUnavailable("temporarily_unavailable", "The broker cannot reach \(what) now; retry shortly.", retryAfterSeconds: 5)
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,36 @@
+import Logging
+import WireValues
+
+/// Where admin actions and provider sign-outs are recorded: one structured log line each
+/// (`audit` names the action), and the same event to the webhook when one is configured. Never
+/// a token: sessions are named by their id (the hash of their token). Refusals of requests anyone
+/// can send (a wrong admin token, a bad logout token) are log lines only: a flood of them must
+/// not fill the webhook's queue and crowd out the events that matter.
+struct AuditTrail: Sendable {
+    let logger: Logger
+    let webhooks: WebhookSender?
+
+    /// An action: a log line and a webhook event.
+    func record(_ action: String, _ fields: [(String, JSONValue)]) {
+        log(action, fields)
+        webhooks?.event(type: action, fields)
+    }
+
+    /// A refused request: a log line.
+    func refused(_ action: String, _ fields: [(String, JSONValue)]) {
+        log(action, fields)
+    }
+
+    private func log(_ action: String, _ fields: [(String, JSONValue)]) {
+        var metadata: Logger.Metadata = ["audit": "\(action)"]
+        for (name, value) in fields { metadata[name] = "\(Self.text(value))" }
+        logger.notice("audit", metadata: metadata)
+    }
+
+    private static func text(_ value: JSONValue) -> String {
+        switch value {
+        case .string(let text): text
+        default: String(decoding: value.serialized(), as: UTF8.self)
+        }
+    }
+}

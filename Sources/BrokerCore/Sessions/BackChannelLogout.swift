@@ -1,0 +1,70 @@
+import BrokerCrypto
+import Foundation
+import WireValues
+
+/// OpenID Connect Back-Channel Logout 1.0 at the broker: a provider's logout token, verified
+/// (``LogoutTokenVerifier``) and accepted once across instances (its `jti` spent in the store
+/// before anything ends, so that a replay — even one arriving after the user signed in again —
+/// ends nothing), ends every session of the provider it names by `sub` and/or `sid`, on every
+/// instance (``SessionAdministration/endAll(_:revokeLater:)``).
+struct BackChannelLogout: Sendable {
+    let providers: ProviderDirectory
+    let verifier: LogoutTokenVerifier
+    let store: any StateStore
+    let administration: SessionAdministration
+    let audit: AuditTrail
+
+    /// Why a logout token ended nothing.
+    enum Failure: Error, Sendable {
+        /// The token is not a valid logout token of this provider, or was already received: 400.
+        case refused(LogoutTokenError)
+        /// The provider is not an OpenID Connect issuer here: 400.
+        case notAnIssuer
+        /// The provider's discovery document or keys, or the store, cannot be reached now: 503.
+        case unavailable(String)
+    }
+
+    /// Ends the sessions `token` names; how many there were.
+    func logOut(_ token: String, provider id: String) async throws(Failure) -> Int {
+        let provider: Provider
+        do {
+            provider = try await providers.resolve(id)
+        } catch {
+            throw .unavailable("the provider's discovery document")
+        }
+        guard let issuer = provider.issuer, let jwksURI = provider.jwksURI else { throw .notAnIssuer }
+        let logout: LogoutTokenVerifier.Logout
+        do {
+            logout = try await verifier.verify(token, jwksURI: jwksURI, issuer: issuer, clientID: provider.config.clientID)
+        } catch {
+            if error.keySetUnavailable { throw .unavailable("the provider's key set") }
+            audit.refused("backchannel_logout.refused", [("provider", .string(id)), ("reason", .string(error.description))])
+            throw .refused(error)
+        }
+        let spent = SHA256.hash(Array("backchannel-logout\u{0}\(logout.issuer)\u{0}\(logout.tokenID)".utf8))
+        let firstTime: Bool
+        do {
+            firstTime = try await store.spendOnce(spent, until: logout.rememberUntil)
+        } catch {
+            throw .unavailable("the state store")
+        }
+        guard firstTime else {
+            audit.refused("backchannel_logout.refused", [("provider", .string(id)), ("reason", .string(LogoutTokenError.replayed.description))])
+            throw .refused(.replayed)
+        }
+        let filter = SessionFilter(provider: id, subject: logout.subject, providerSessionID: logout.providerSessionID)
+        let ended: SessionAdministration.Ended
+        do {
+            ended = try await administration.endAll(filter, revokeLater: true)
+        } catch {
+            throw .unavailable("the state store")
+        }
+        var fields: [(String, JSONValue)] = [("provider", .string(id))]
+        if let subject = logout.subject { fields.append(("subject", .string(subject))) }
+        if let session = logout.providerSessionID { fields.append(("sid", .string(session))) }
+        audit.record("backchannel_logout", fields + [
+            ("ended", .int(ended.sessions.count)), ("sessions", .array(ended.sessions.map { .string($0.id.hex) })),
+        ])
+        return ended.sessions.count
+    }
+}

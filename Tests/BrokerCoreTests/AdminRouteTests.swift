@@ -1,0 +1,119 @@
+import BrokerCrypto
+import Foundation
+import HTTPServer
+import Logging
+import Testing
+import WireValues
+
+@testable import BrokerCore
+
+/// The admin routes in process over the flow test bed (both stores; on PostgreSQL three
+/// instances taking calls in turn): the credential, listings that never carry a token, ending
+/// one session and a subject's, each revoked at the provider.
+struct AdminRouteTests {
+    private static let token = "an-admin-token-of-enough-characters-0123456789"
+
+    private struct Admin {
+        let bed: FlowTestBed
+        let router: Router
+
+        init(_ kind: StoreKind, token: String? = AdminRouteTests.token) async throws {
+            bed = try await FlowTestBed(kind)
+            let app = AppConfig(id: FlowTestBed.app, redirectURIs: [try RedirectURI(parsing: FlowTestBed.redirectURI)])
+            let services = bed.services(BrokerConfig(providers: [ScriptedProvider.config()], apps: [app]))
+            var router = Router()
+            AdminRoutes(services: services, administration: SessionAdministration(store: bed.store, sessions: bed.sessions),
+                        audit: AuditTrail(logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }, webhooks: nil),
+                        token: token.map { Secret($0, source: "test") }).register(in: &router)
+            self.router = router
+        }
+
+        func send(_ method: String, _ target: String, bearer: String? = AdminRouteTests.token, form: [(String, String)]? = nil) async -> Response {
+            var headers = form == nil ? [:] : ["Content-Type": "application/x-www-form-urlencoded"]
+            if let bearer { headers["Authorization"] = "Bearer \(bearer)" }
+            let body = form.map { Array(FormFields.encode($0).utf8) } ?? []
+            return await router.route(Request(method: method, target: target, headers: headers, body: body)).reply.response()
+        }
+    }
+
+    private func json(_ response: Response) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any])
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func withoutTheRightTokenEveryRouteIs401AndNothingChanges(_ kind: StoreKind) async throws {
+        let admin = try await Admin(kind)
+        let alice = try await admin.bed.newSession(subject: "alice")
+        let id = alice.session.id.hex
+        let sessionToken = try #require(alice.token)
+        for bearer in [nil, "wrong", String(Self.token.dropLast()), Self.token + "x", sessionToken] as [String?] {
+            for (method, target, form) in [("GET", "/admin/sessions", nil), ("POST", "/admin/sessions/end", [("session", id)]),
+                                           ("POST", "/admin/subjects/end", [("provider", "idp"), ("subject", "alice")])] as [(String, String, [(String, String)]?)] {
+                let answer = await admin.send(method, target, bearer: bearer, form: form)
+                #expect(answer.status == 401, "\(target) with \(bearer == nil ? "no token" : "a wrong token")")
+                #expect(answer.headers.contains { $0.name == "WWW-Authenticate" })
+                #expect(!String(decoding: answer.body, as: UTF8.self).contains("alice"))
+            }
+        }
+        #expect(try await admin.bed.stored(alice.session.id) != nil, "nothing was ended")
+        #expect(admin.bed.provider.revoked.isEmpty, "nothing was revoked")
+        #expect(await admin.send("GET", "/admin/sessions").status == 200, "the right token, as a negative control")
+        await admin.bed.close()
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func listingsCarryMetadataAndNeverAToken(_ kind: StoreKind) async throws {
+        let admin = try await Admin(kind)
+        let alice = try await admin.bed.newSession(subject: "alice")
+        _ = try await admin.bed.newSession(subject: "bob")
+        let answer = await admin.send("GET", "/admin/sessions?provider=idp&subject=alice")
+        #expect(answer.status == 200)
+        let text = String(decoding: answer.body, as: UTF8.self)
+        for secret in [try #require(alice.token), alice.session.accessToken, try #require(alice.session.refreshToken)] {
+            #expect(!text.contains(secret))
+        }
+        let sessions = try #require(try json(answer)["sessions"] as? [[String: Any]])
+        #expect(sessions.count == 1)
+        #expect(Set(sessions[0].keys) == ["id", "app", "provider", "subject", "sid", "scopes", "created_at", "used_at"])
+        #expect(sessions[0]["id"] as? String == alice.session.id.hex && sessions[0]["subject"] as? String == "alice")
+        #expect((try json(await admin.send("GET", "/admin/sessions?app=\(FlowTestBed.app)"))["sessions"] as? [Any])?.count == 2)
+        for bad in ["subject=alice", "provider=nope", "app=nope", "limit=0", "limit=1001", "after=zz", "provider=idp&provider=idp"] {
+            #expect(await admin.send("GET", "/admin/sessions?\(bad)").status == 400, "\(bad)")
+        }
+        await admin.bed.close()
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func endingOneSessionOrASubjectsEndsThemHereAndAtTheProvider(_ kind: StoreKind) async throws {
+        let admin = try await Admin(kind)
+        let first = try await admin.bed.newSession(subject: "alice")
+        let second = try await admin.bed.newSession(subject: "alice")
+        let third = try await admin.bed.newSession(subject: "alice")
+        let bob = try await admin.bed.newSession(subject: "bob")
+        let one = await admin.send("POST", "/admin/sessions/end", form: [("session", first.session.id.hex)])
+        #expect(try json(one)["ended"] as? Bool == true && json(one)["provider_revocation"] as? String == "succeeded")
+        #expect(try await admin.bed.stored(first.session.id) == nil)
+        #expect(!admin.bed.provider.accepts(first.session.accessToken))
+        #expect(try json(await admin.send("POST", "/admin/sessions/end", form: [("session", first.session.id.hex)]))["ended"] as? Bool == false)
+        #expect(await admin.send("POST", "/admin/sessions/end", form: [("session", "not-an-id")]).status == 400)
+
+        let all = await admin.send("POST", "/admin/subjects/end", form: [("provider", "idp"), ("subject", "alice")])
+        #expect(all.status == 200)
+        #expect(try json(all)["ended"] as? Int == 2)
+        #expect((try json(all)["provider_revocation"] as? [String: Int])?["succeeded"] == 2)
+        for ended in [second, third] {
+            #expect(try await admin.bed.stored(ended.session.id) == nil)
+            #expect(!admin.bed.provider.accepts(ended.session.accessToken))
+        }
+        #expect(try await admin.bed.stored(bob.session.id) != nil)
+        #expect(admin.bed.provider.accepts(bob.session.accessToken))
+        #expect(await admin.send("POST", "/admin/subjects/end", form: [("subject", "alice")]).status == 400)
+        await admin.bed.close()
+    }
+
+    @Test func onALoopbackListenerOfItsOwnNoTokenIsAsked() async throws {
+        let admin = try await Admin(.embedded, token: nil)
+        #expect(await admin.send("GET", "/admin/sessions", bearer: nil).status == 200)
+        await admin.bed.close()
+    }
+}

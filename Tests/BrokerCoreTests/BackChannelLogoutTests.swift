@@ -1,0 +1,81 @@
+import BrokerCrypto
+import Foundation
+import Logging
+import Testing
+import WireValues
+
+@testable import BrokerCore
+
+/// A provider's logout token ends the sessions it names, on both stores (on PostgreSQL, three
+/// instances taking calls in turn): by `sub` every session of the user at that provider, by
+/// `sid` those of that provider session; a replay — on another instance, and after the user
+/// signed in again — ends nothing.
+struct BackChannelLogoutTests {
+    private func logout(_ bed: FlowTestBed) -> BackChannelLogout {
+        let audit = AuditTrail(logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }, webhooks: nil)
+        return BackChannelLogout(
+            providers: bed.login.providers, verifier: LogoutTokenVerifier(signatures: bed.login.idTokens, clock: bed.clock.closure),
+            store: bed.store, administration: SessionAdministration(store: bed.store, sessions: bed.sessions), audit: audit
+        )
+    }
+
+    private func token(_ bed: FlowTestBed, jti: String, sub: String? = nil, sid: String? = nil) async throws -> String {
+        var claims: [(String, JSONValue)] = [
+            ("iss", .string(ScriptedProvider.issuer)), ("aud", .string(ScriptedProvider.clientID)), ("iat", .int(Int(bed.clock.seconds))),
+            ("jti", .string(jti)), ("events", .object([(LogoutTokenVerifier.event, .object([]))])),
+        ]
+        if let sub { claims.append(("sub", .string(sub))) }
+        if let sid { claims.append(("sid", .string(sid))) }
+        return try await bed.provider.signed(.object(claims))
+    }
+
+    private func refusal(_ logout: BackChannelLogout, _ token: String) async -> LogoutTokenError? {
+        do throws(BackChannelLogout.Failure) {
+            _ = try await logout.logOut(token, provider: "idp")
+            return nil
+        } catch {
+            guard case .refused(let reason) = error else { return nil }
+            return reason
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aSubjectsSessionsEndOnceAndAReplayEndsNothing(_ kind: StoreKind) async throws {
+        let bed = try await FlowTestBed(kind)
+        let logout = logout(bed)
+        let first = try await bed.newSession(subject: "alice")
+        let second = try await bed.newSession(subject: "alice")
+        let bob = try await bed.newSession(subject: "bob")
+        let signOut = try await token(bed, jti: "jti-alice", sub: "alice")
+        #expect(try await logout.logOut(signOut, provider: "idp") == 2)
+        #expect(try await bed.stored(first.session.id) == nil)
+        #expect(try await bed.stored(second.session.id) == nil)
+        #expect(try await bed.stored(bob.session.id) != nil)
+        let again = try await bed.newSession(subject: "alice")
+        #expect(await refusal(logout, signOut) == .replayed, "on another instance, with the store's memory")
+        #expect(try await bed.stored(again.session.id) != nil, "the replay ended nothing")
+        let deadline = Date().addingTimeInterval(5)
+        while bed.provider.accepts(first.session.accessToken), Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(!bed.provider.accepts(first.session.accessToken), "the tokens were revoked at the provider afterwards")
+        await bed.close()
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aProviderSessionEndsOnlyItsOwnSessions(_ kind: StoreKind) async throws {
+        let bed = try await FlowTestBed(kind)
+        let logout = logout(bed)
+        let laptop = try await bed.newSession(subject: "alice")
+        let phone = try await bed.newSession(subject: "alice")
+        _ = try await bed.store.updateSession(laptop.session.id) { $0.providerSessionID = "sid-laptop" }
+        _ = try await bed.store.updateSession(phone.session.id) { $0.providerSessionID = "sid-phone" }
+        #expect(try await logout.logOut(try await token(bed, jti: "jti-1", sid: "sid-laptop"), provider: "idp") == 1)
+        #expect(try await bed.stored(laptop.session.id) == nil)
+        #expect(try await bed.stored(phone.session.id) != nil)
+        #expect(try await logout.logOut(try await token(bed, jti: "jti-2", sub: "bob", sid: "sid-phone"), provider: "idp") == 0,
+                "sub and sid must both match")
+        #expect(try await bed.stored(phone.session.id) != nil)
+        #expect(await refusal(logout, try await token(bed, jti: "jti-3")) == .noSubjectOrSession)
+        #expect(try await bed.stored(phone.session.id) != nil)
+        await bed.close()
+    }
+}

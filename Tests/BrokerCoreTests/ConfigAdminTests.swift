@@ -1,0 +1,64 @@
+import BrokerCore
+import Foundation
+import Testing
+
+/// `admin`: off by default; its own listener, or the public one only behind a token from a file.
+struct ConfigAdminTests {
+    private let token = String(repeating: "t0k3n-", count: 8)
+
+    private func tokenFile(_ text: String) throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("admin-\(UUID().uuidString)").path
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    private func load(_ yaml: String, _ environment: [String: String] = [:]) throws(ConfigError) -> BrokerConfig {
+        try ConfigLoader.load(yaml: yaml, fileName: "broker.yaml", environment: environment)
+    }
+
+    @Test func offByDefault() throws {
+        #expect(try load("").admin == nil)
+    }
+
+    @Test func aTokenFileAloneServesThePublicListenerBehindIt() throws {
+        let config = try load("admin:\n  token_file: \(try tokenFile(token + "\n"))\n")
+        let admin = try #require(config.admin)
+        #expect(admin.listen == nil)
+        #expect(admin.token?.reveal() == token, "one trailing newline dropped")
+        #expect(!String(describing: config).contains(token))
+    }
+
+    @Test func aListenerOfItsOwnOnLoopbackNeedsNoToken() throws {
+        let admin = try #require(try load("admin:\n  listen: 127.0.0.1:9091\n").admin)
+        #expect(admin.listen?.description == "127.0.0.1:9091" && admin.token == nil)
+        let fromEnvironment = try #require(try load("", ["BROKER_ADMIN_LISTEN": "[::1]:9091", "BROKER_ADMIN_TOKEN_FILE": try tokenFile(token)]).admin)
+        #expect(fromEnvironment.listen?.port == 9091 && fromEnvironment.token?.reveal() == token)
+    }
+
+    @Test func aListenerOffLoopbackWithoutATokenIsRefused() throws {
+        #expect { try load("admin:\n  listen: 0.0.0.0:9091\n") } throws: { error in
+            "\(error)".contains("broker.yaml:2: admin.listen") && "\(error)".contains("needs admin.token_file")
+        }
+        #expect(try load("admin:\n  listen: 0.0.0.0:9091\n  token_file: \(try tokenFile(token))\n").admin?.token != nil)
+    }
+
+    @Test func thePublicListenerAsAdminListenerIsRefused() throws {
+        for yaml in ["server:\n  listen: 127.0.0.1:8080\nadmin:\n  listen: 127.0.0.1:8080\n",
+                     "server:\n  listen: 0.0.0.0:8080\nadmin:\n  listen: 127.0.0.1:8080\n  token_file: \(try tokenFile(token))\n"] {
+            #expect { try load(yaml) } throws: { error in
+                "\(error)".contains("admin.listen") && "\(error)".contains("must not be the public listener")
+            }
+        }
+    }
+
+    @Test func aShortEmptyOrMissingTokenFileIsRefusedWithoutItsText() throws {
+        #expect { try load("admin:\n  token_file: \(try tokenFile("short-secret\n"))\n") } throws: { error in
+            "\(error)".contains("admin.token_file") && "\(error)".contains("at least 32") && !"\(error)".contains("short-secret")
+        }
+        #expect { try load("admin:\n  token_file: \(try tokenFile("\n"))\n") } throws: { error in "\(error)".contains("is empty") }
+        #expect { try load("admin:\n  token_file: /nonexistent/admin-token\n") } throws: { error in
+            "\(error)".contains("admin.token_file") && "\(error)".contains("does not exist")
+        }
+        #expect { try load("admin:\n  token: inline\n") } throws: { error in "\(error)".contains("unknown key") }
+    }
+}
