@@ -88,8 +88,21 @@ public final class Broker: Sendable {
                                   client: UpstreamClient(limits: config.server.limits.upstream), now: systemClock).register(in: &router)
             }
         }
+        for warning in ClientKeyPermissions.check(config.providers) {
+            logger.warning("\(warning)")
+        }
         let upstream = UpstreamClient(limits: config.server.limits.upstream)
         let discovery = DiscoveryCache(client: upstream)
+        // A provider whose discovery document lacks what its private_key_jwt or par: required
+        // rests on would start no login: the broker refuses to start instead.
+        let atStart = await DiscoveryCheck.atStart(config.providers, discovery: discovery)
+        for unfetched in atStart.unfetched {
+            logger.warning("discovery document not fetched at start; /readyz fails until it is", metadata: ["detail": "\(unfetched)"])
+        }
+        guard atStart.problems.isEmpty else {
+            throw BrokerStartError("the providers' discovery documents lack what their configuration relies on:\n"
+                + atStart.problems.joined(separator: "\n"))
+        }
         let providers = ProviderDirectory(providers: config.providers, discovery: discovery)
         let services = Self.services(config, store: store, providers: providers, upstream: upstream, logger: logger, metrics: metrics)
         AuthorizeRoutes(services: services).register(in: &router)
@@ -100,6 +113,7 @@ public final class Broker: Sendable {
         StandardTokenRoutes(services: services).register(in: &router)
         DeviceRoutes(services: services).register(in: &router)
         ProxyRoutes(services: services).register(in: &router)
+        ClientKeysRoute(providers: config.providers).register(in: &router)
         let audit = AuditTrail(logger: logger, webhooks: services.webhooks)
         let administration = SessionAdministration(store: store, sessions: services.sessions)
         BackChannelLogoutRoute(services: services, logout: BackChannelLogout(
@@ -115,12 +129,8 @@ public final class Broker: Sendable {
             // Its own listener, or the public one (the loader allows that only with a token).
             if adminServer != nil { routes.register(in: &adminRouter) } else { routes.register(in: &router) }
         }
-        let issuers = config.providers.compactMap { provider -> (provider: String, issuer: URL)? in
-            guard case .discovery(let issuer) = provider.endpoints else { return nil }
-            return (provider.id, issuer)
-        }
         OperationsRoutes(
-            readiness: Readiness(issuers: issuers, discovery: discovery, stateFailure: { [store] in store.writeFailure },
+            readiness: Readiness(providers: config.providers.filter { $0.endpoints.issuer != nil }, discovery: discovery, stateFailure: { [store] in store.writeFailure },
                                  shuttingDown: shuttingDown), metrics: metrics,
             liveSessions: { [store] in store.sessionCount }, requestsInFlight: { [server] in server.activeRequests }
         ).register(in: &router)
@@ -181,7 +191,7 @@ public final class Broker: Sendable {
         logger: Logger, metrics: BrokerMetrics
     ) -> BrokerServices {
         let now = systemClock
-        let calls = ProviderCalls(client: upstream, metrics: metrics)
+        let calls = ProviderCalls(client: upstream, metrics: metrics, now: now)
         let profiles = ProfileCache(lifetime: config.sessions.profileCacheSeconds)
         let revoker = GrantRevoker(providers: providers, calls: calls, logger: logger)
         let webhooks = config.webhooks.map { WebhookSender(settings: $0, logger: logger, metrics: metrics) }

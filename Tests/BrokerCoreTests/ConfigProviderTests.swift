@@ -126,7 +126,7 @@ struct ConfigProviderTests {
     @Test func authMethodMustBeKnown() {
         let found = providerProblems("issuer: https://l.example\ntoken_endpoint_auth_method: client_secret_jwt\n" + secretAndID)
         expectProblem(found, key: "providers.corp.token_endpoint_auth_method",
-                      contains: "expected one of client_secret_basic, client_secret_post, got \"client_secret_jwt\"")
+                      contains: "expected one of client_secret_basic, client_secret_post, private_key_jwt, got \"client_secret_jwt\"")
     }
 
     @Test func authorizationParamsMayNotOverrideBrokerParameters() throws {

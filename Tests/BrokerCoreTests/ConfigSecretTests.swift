@@ -36,7 +36,7 @@ struct ConfigSecretTests {
         let environment = ["CORP_CLIENT_SECRET": value]
         let config = try loadConfig(yaml, env: environment)
         let provider = try #require(config.provider(id: "corp"))
-        #expect(provider.clientSecret.reveal() == value)
+        #expect(provider.clientSecret?.reveal() == value)
         var renderings = everyRendering(of: config) + everyRendering(of: provider)
             + everyRendering(of: provider.clientSecret)
         #expect(renderings.contains { $0.contains("Secret(<redacted>, from env CORP_CLIENT_SECRET)") })
@@ -92,8 +92,8 @@ struct ConfigSecretTests {
         let config = try TemporaryFile(contents: "providers:\n  p:\n    issuer: https://l.example\n    client_id: c\n"
             + "    client_secret_file: \(name)\n", name: "config-\(UUID().uuidString).yaml")
         let loaded = try ConfigLoader.load(path: config.path, environment: [:])
-        #expect(loaded.provider(id: "p")?.clientSecret.reveal() == "relative")
-        #expect(loaded.provider(id: "p")?.clientSecret.source == "file \(secret.path)")
+        #expect(loaded.provider(id: "p")?.clientSecret?.reveal() == "relative")
+        #expect(loaded.provider(id: "p")?.clientSecret?.source == "file \(secret.path)")
     }
 }
 

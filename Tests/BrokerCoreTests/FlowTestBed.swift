@@ -35,7 +35,7 @@ struct FlowTestBed {
             store = RoundRobinStore(instances)
         }
         let providers = ProviderDirectory(providers: [ScriptedProvider.config()], discovery: DiscoveryCache(client: provider))
-        let calls = ProviderCalls(client: provider, metrics: metrics)
+        let calls = ProviderCalls(client: provider, metrics: metrics, now: clock.closure)
         let profiles = ProfileCache(lifetime: settings.profileCacheSeconds)
         let revoker = GrantRevoker(providers: providers, calls: calls, logger: logger)
         login = LoginFlow(

@@ -66,6 +66,21 @@ struct LoginFlowTests {
         #expect(bed.store.sessionCount == 0)
     }
 
+    /// A rule of the callback alone, not of the store: the embedded one.
+    @Test func aProviderThatPromisesItsIssuerMustNameIt() async throws {
+        // Without the promise an answer without iss is taken (RFC 9207 §2.4): DeviceFlowTests'
+        // sign-ins send none. Here the same answer is refused, and one naming the issuer is taken.
+        let bed = try await FlowTestBed(.embedded)
+        defer { Task { await bed.close() } }
+        bed.provider.promiseIssuerInResponses()
+        let missing = try await bed.signIn(verifier: PKCE.makeVerifier(), issuer: nil)
+        #expect(missing.refusal == LoginRefusal(error: "invalid_request", description: "The provider's response did not name its issuer."))
+        let wrong = try await bed.signIn(verifier: PKCE.makeVerifier(), issuer: "https://elsewhere.test")
+        #expect(wrong.refusal == LoginRefusal(error: "invalid_request", description: "The response came from another issuer."))
+        #expect(try await bed.signIn(verifier: PKCE.makeVerifier()).refusal == nil)
+        #expect(bed.store.sessionCount == 0)
+    }
+
     @Test(arguments: StoreKind.allCases)
     func anIDTokenForAnotherLoginIsRefused(_ kind: StoreKind) async throws {
         let bed = try await FlowTestBed(kind)

@@ -41,6 +41,7 @@ final class ScriptedProvider: UpstreamTransport, Sendable {
         var nextUserinfoUnauthorized = false
         var nextIDTokenNonce: String?
         var accessTokenLifetime = 3600
+        var promisesIssuer = false
     }
 
     private let signer: DevelopmentSigner
@@ -60,7 +61,7 @@ final class ScriptedProvider: UpstreamTransport, Sendable {
     static func config(scopes: [String] = ["openid", "email"]) -> ProviderConfig {
         ProviderConfig(
             id: "idp", endpoints: .discovery(issuer: URL(string: issuer)!), clientID: clientID,
-            clientSecret: Secret(clientSecret, source: "test"), scopes: scopes
+            clientAuthentication: .clientSecretBasic(Secret(clientSecret, source: "test")), scopes: scopes
         )
     }
 
@@ -92,6 +93,9 @@ final class ScriptedProvider: UpstreamTransport, Sendable {
     func rejectNextUserinfo() { state.withLock { $0.nextUserinfoUnauthorized = true } }
     /// The next ID token carries this nonce instead of the one the broker sent.
     func forgeNextNonce(_ nonce: String) { state.withLock { $0.nextIDTokenNonce = nonce } }
+    /// Its discovery document says `authorization_response_iss_parameter_supported` (RFC 9207
+    /// §3); call before the broker first reads it.
+    func promiseIssuerInResponses() { state.withLock { $0.promisesIssuer = true } }
     /// Whether `token` works at the userinfo endpoint now.
     func accepts(_ token: String) -> Bool { state.withLock { $0.accessTokens[token] != nil } }
 
@@ -105,10 +109,12 @@ final class ScriptedProvider: UpstreamTransport, Sendable {
         let form = (try? FormFields(parsing: String(decoding: request.httpBody ?? Data(), as: UTF8.self))) ?? FormFields()
         switch (request.httpMethod ?? "GET", url.path) {
         case ("GET", "/.well-known/openid-configuration"):
+            let promisesIssuer = state.withLock { $0.promisesIssuer }
             return json(200, """
                 {"issuer":"\(Self.issuer)","authorization_endpoint":"\(Self.issuer)/authorize","token_endpoint":"\(Self.issuer)/token",
                 "userinfo_endpoint":"\(Self.issuer)/userinfo","revocation_endpoint":"\(Self.issuer)/revoke","jwks_uri":"\(Self.issuer)/jwks",
-                "response_types_supported":["code"],"subject_types_supported":["public"],"id_token_signing_alg_values_supported":["ES256"]}
+                "response_types_supported":["code"],"subject_types_supported":["public"],"id_token_signing_alg_values_supported":["ES256"],
+                "authorization_response_iss_parameter_supported":\(promisesIssuer)}
                 """)
         case ("GET", "/jwks"):
             return json(200, signer.jwks)

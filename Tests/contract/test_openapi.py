@@ -55,6 +55,10 @@ STANDARD_ENDPOINTS = [
     ("post", "/providers/{provider}/device_authorization"),
 ]
 
+# The public keys of the broker's private_key_jwt client assertions, per provider (the issue
+# "enterprise sign-out and client authentication").
+CLIENT_KEY_ENDPOINTS = [("get", "/providers/{provider}/client-jwks")]
+
 # The device flow (RFC 8628): codes for a device, and the pages where its user types the code.
 DEVICE_ENDPOINTS = [
     ("post", "/device/authorize"),
@@ -320,7 +324,8 @@ def test_spec_endpoint_is_documented(doc, method, path):
 
 def test_no_undocumented_extra_operations(doc):
     assert sorted((m, p) for m, p, _ in operations(doc)) == sorted(
-        SPEC_ENDPOINTS + STANDARD_ENDPOINTS + DEVICE_ENDPOINTS + PROXY_ENDPOINTS + LOGOUT_ENDPOINTS + ADMIN_ENDPOINTS)
+        SPEC_ENDPOINTS + STANDARD_ENDPOINTS + CLIENT_KEY_ENDPOINTS + DEVICE_ENDPOINTS + PROXY_ENDPOINTS + LOGOUT_ENDPOINTS
+        + ADMIN_ENDPOINTS)
 
 
 def test_endpoint_list_matches_spec_md():

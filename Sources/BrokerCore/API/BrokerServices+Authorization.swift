@@ -9,7 +9,7 @@ extension BrokerServices {
     func begin(_ login: LoginRequest, _ answer: @escaping @Sendable (String) -> Response) -> Reply {
         .deferredCatching { [self] () async throws(HTTPError) -> Response in
             let provider = try await providers.provider(login.provider)
-            do throws(StateWriteError) {
+            do throws(LoginStartError) {
                 return answer(try await self.login.begin(login, at: provider))
             } catch {
                 throw error.httpError

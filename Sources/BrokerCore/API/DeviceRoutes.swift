@@ -159,7 +159,7 @@ struct DeviceRoutes: Sendable {
             }
             let provider = try await services.providers.provider(waiting.device.provider)
             let login: (location: String, state: String)
-            do throws(StateWriteError) {
+            do throws(LoginStartError) {
                 login = try await services.devices.signIn(waiting, at: provider)
             } catch {
                 throw error.httpError

@@ -15,15 +15,17 @@ public struct ProviderConfig: Sendable {
     public let userinfoEndpointOverride: URL?
     /// The client id registered with the provider (`client_id`).
     public let clientID: String
-    /// The client secret, read from `client_secret_env` or `client_secret_file` at load time.
-    public let clientSecret: Secret
+    /// How the broker authenticates as the client: with the secret read from `client_secret_env`
+    /// or `client_secret_file` at load time, or with the keys of `private_key_file` and
+    /// `second_key_file` (`private_key_jwt`).
+    public let clientAuthentication: ClientAuthentication
     /// Scopes asked for by default (`scopes`). Defaults to the preset's; without a preset, to
     /// `[openid]` with discovery, else none.
     public let scopes: [String]
     /// Extra authorization-request parameters: the preset's, with `authorization_params` merged over them.
     public let authorizationParameters: [String: String]
-    /// How the broker authenticates at the token endpoint.
-    public let tokenEndpointAuthMethod: TokenEndpointAuthMethod
+    /// Whether authorization requests go by Pushed Authorization Requests (`par`).
+    public let pushedAuthorization: PushedAuthorizationMode
     /// Whether plain-http endpoints on non-loopback hosts were allowed (`allow_insecure_http`).
     public let allowInsecureHTTP: Bool
     /// How the userinfo/profile response maps onto the normalised profile: the preset's, else
@@ -48,10 +50,27 @@ public struct ProviderConfig: Sendable {
     /// The provider's name for a person: its display name, else its id.
     public var shownName: String { displayName ?? id }
 
+    /// How the broker authenticates at the token, revocation and PAR endpoints.
+    public var tokenEndpointAuthMethod: TokenEndpointAuthMethod { clientAuthentication.method }
+
+    /// The client secret; nil with `private_key_jwt`.
+    public var clientSecret: Secret? {
+        switch clientAuthentication {
+        case .clientSecretBasic(let secret), .clientSecretPost(let secret): secret
+        case .privateKeyJWT: nil
+        }
+    }
+
+    /// The keys of `private_key_jwt`; nil with a client secret.
+    public var clientAssertionSigner: ClientAssertionSigner? {
+        if case .privateKeyJWT(let signer) = clientAuthentication { return signer }
+        return nil
+    }
+
     /// Creates a provider. The loader validates its input; this initializer does not.
-    public init(id: String, endpoints: ProviderEndpoints, clientID: String, clientSecret: Secret,
+    public init(id: String, endpoints: ProviderEndpoints, clientID: String, clientAuthentication: ClientAuthentication,
                 scopes: [String] = [], authorizationParameters: [String: String] = [:],
-                tokenEndpointAuthMethod: TokenEndpointAuthMethod = .clientSecretBasic,
+                pushedAuthorization: PushedAuthorizationMode = .auto,
                 allowInsecureHTTP: Bool = false, preset: String? = nil, userinfoEndpointOverride: URL? = nil,
                 profileMapping: ProfileMapping = .openIDConnect, userinfoMethod: String = "GET",
                 scopeSeparator: String = " ", apiBaseURL: URL? = nil, apiHeaders: [String] = [],
@@ -62,10 +81,10 @@ public struct ProviderConfig: Sendable {
         self.endpoints = endpoints
         self.userinfoEndpointOverride = userinfoEndpointOverride
         self.clientID = clientID
-        self.clientSecret = clientSecret
+        self.clientAuthentication = clientAuthentication
         self.scopes = scopes
         self.authorizationParameters = authorizationParameters
-        self.tokenEndpointAuthMethod = tokenEndpointAuthMethod
+        self.pushedAuthorization = pushedAuthorization
         self.allowInsecureHTTP = allowInsecureHTTP
         self.profileMapping = profileMapping
         self.userinfoMethod = userinfoMethod

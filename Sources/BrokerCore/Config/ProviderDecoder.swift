@@ -17,8 +17,8 @@ struct ProviderDecoder {
     static let knownKeys = ["preset", "issuer"] + endpointKeys + ProviderPreset.placeholderKeys + [
         "client_id", "client_secret_env", "client_secret_file", "scopes",
         "token_endpoint_auth_method", "authorization_params", "allow_insecure_http",
-        "api_base_url", "api_headers", "api_allow_private_addresses", "display_name",
-    ]
+        "api_base_url", "api_headers", "api_allow_private_addresses", "display_name", "par",
+    ] + privateKeyJWTKeys
 
     /// The provider, or `nil` when anything about it is wrong (every problem is recorded).
     func decode(_ node: Node, problems: inout ConfigProblemList) -> ProviderConfig? {
@@ -36,20 +36,22 @@ struct ProviderDecoder {
         if !reader.has("client_id") {
             problems.add(path.child("client_id"), "required key is missing", line: line)
         }
-        let secret = decodeSecret(reader, problems: &problems)
         let scopes = decodeScopes(reader, problems: &problems) ?? preset?.defaultScopes
             ?? (resolved?.endpoints.issuer != nil ? ["openid"] : [])
         let method = reader.parsed("token_endpoint_auth_method", expected: "a method", problems: &problems) {
             ConfigValueParsing.choice($0, as: TokenEndpointAuthMethod.self)
         } ?? preset?.tokenEndpointAuthMethod ?? .clientSecretBasic
+        let discovered = resolved?.endpoints.issuer != nil
+        let authentication = decodeClientAuthentication(reader, method: method, discovered: discovered, problems: &problems)
+        let pushedAuthorization = decodePushedAuthorization(reader, discovered: discovered, problems: &problems)
         let parameters = (preset?.authorizationParameters ?? [:])
             .merging(decodeParameters(reader, problems: &problems)) { _, configured in configured }
         let api = decodeAPI(reader, preset: preset, allowInsecureHTTP: insecure, problems: &problems)
         let displayName = reader.displayName(problems: &problems)
-        guard problems.problems.count == before, let resolved, let clientID, let secret else { return nil }
-        return ProviderConfig(id: id, endpoints: resolved.endpoints, clientID: clientID, clientSecret: secret,
+        guard problems.problems.count == before, let resolved, let clientID, let authentication else { return nil }
+        return ProviderConfig(id: id, endpoints: resolved.endpoints, clientID: clientID, clientAuthentication: authentication,
                               scopes: scopes, authorizationParameters: parameters,
-                              tokenEndpointAuthMethod: method, allowInsecureHTTP: insecure,
+                              pushedAuthorization: pushedAuthorization, allowInsecureHTTP: insecure,
                               preset: preset?.name, userinfoEndpointOverride: resolved.userinfoOverride,
                               profileMapping: preset?.profileMapping ?? .openIDConnect,
                               userinfoMethod: preset?.userinfoMethod ?? "GET",
@@ -85,7 +87,7 @@ struct ProviderDecoder {
         return (baseURL, headers, allowPrivate)
     }
 
-    private func decodeSecret(_ reader: YAMLMappingReader, problems: inout ConfigProblemList) -> Secret? {
+    func decodeSecret(_ reader: YAMLMappingReader, problems: inout ConfigProblemList) -> Secret? {
         switch reader.secretReference("client_secret", problems: &problems) {
         case .absent:
             if reader.refusedKeys.isEmpty {

@@ -50,6 +50,12 @@ public struct ServerConfig: Sendable, Equatable {
     /// Where providers send the browser back: ``publicURL`` + `/callback`.
     public var callbackURL: URL { publicURL.appendingPathComponent("callback") }
 
+    /// Where the public keys of provider `provider`'s client assertions are (`private_key_jwt`):
+    /// the `jwks_uri` to register at the provider.
+    public func clientKeysURL(of provider: String) -> URL {
+        publicURL.appendingPathComponent("providers").appendingPathComponent(provider).appendingPathComponent("client-jwks")
+    }
+
     /// Accepted range of `threads` (0 = one per core).
     static let threadsRange = 0...1_024
     /// Accepted range of `shutdown_grace_seconds`: up to one hour.

@@ -42,7 +42,7 @@ public enum DevelopmentMode {
             id: providerID,
             endpoints: .discovery(issuer: issuer),
             clientID: clientID,
-            clientSecret: Secret(clientSecret, source: "development mode"),
+            clientAuthentication: .clientSecretBasic(Secret(clientSecret, source: "development mode")),
             scopes: ["openid", "profile", "email"],
             // The proxy reaches the built-in provider's own endpoints (`/proxy/dev/userinfo`) on loopback.
             apiBaseURL: issuer, apiAllowPrivateAddresses: true, displayName: "Development identity provider"

@@ -72,7 +72,7 @@ struct DeviceFlow: Sendable {
     /// The user chose to go on: a login at the provider whose completion holds the grant on the
     /// code (``LoginFlow/complete(_:state:with:)``); the provider's authorization URL and the
     /// login's `state`, to which the API layer binds the browser.
-    func signIn(_ waiting: Waiting, at provider: Provider) async throws(StateWriteError) -> (location: String, state: String) {
+    func signIn(_ waiting: Waiting, at provider: Provider) async throws(LoginStartError) -> (location: String, state: String) {
         let request = LoginRequest(
             provider: provider.id, app: waiting.device.app, scopes: waiting.device.scopes, loginHint: nil, prompt: nil,
             purpose: .device(waiting.code)

@@ -25,21 +25,34 @@ struct LoginFlow: Sendable {
 
     /// Stores the login in progress and returns the provider's authorization URL: the broker's
     /// own `state`, PKCE challenge and (for OpenID Connect) nonce; the provider's configured
-    /// scopes, the session's (incremental authorization) and the requested ones. Throws when the
-    /// login cannot be stored (the store is out of reach).
+    /// scopes, the session's (incremental authorization) and the requested ones. With Pushed
+    /// Authorization Requests (RFC 9126) those parameters go to the provider first, and the URL
+    /// carries only `client_id` and the `request_uri` it answered. Throws when the provider's
+    /// document lacks what its configuration needs, when the login cannot be stored (the store
+    /// is out of reach), or when the push fails.
     /// `state` is made here unless the caller needs to know it first (a device login binds its
     /// browser to it).
     func begin(
         _ login: LoginRequest, at provider: Provider, state: String = OpaqueToken.make(prefix: OpaqueToken.statePrefix)
-    ) async throws(StateWriteError) -> String {
+    ) async throws(LoginStartError) -> String {
+        guard provider.problems.isEmpty else {
+            logger.error("the provider cannot start a login", metadata: [
+                "provider": "\(provider.id)", "problems": "\(provider.problems.joined(separator: "; "))",
+            ])
+            throw .unsuitableProvider
+        }
         let verifier = PKCE.makeVerifier()
         let nonce = OpaqueToken.make(prefix: "")
         var scopes = provider.config.scopes
         for scope in login.scopes where !scopes.contains(scope) { scopes.append(scope) }
-        try await store.beginLogin(OpaqueToken.hash(state), PendingAuthorization(
-            provider: provider.id, app: login.app, purpose: login.purpose, verifier: verifier, nonce: nonce,
-            requestedScopes: scopes, expiresAt: now() + settings.loginLifetimeSeconds
-        ))
+        do {
+            try await store.beginLogin(OpaqueToken.hash(state), PendingAuthorization(
+                provider: provider.id, app: login.app, purpose: login.purpose, verifier: verifier, nonce: nonce,
+                requestedScopes: scopes, expiresAt: now() + settings.loginLifetimeSeconds
+            ))
+        } catch {
+            throw .unsaved(error)
+        }
         metrics.login(provider: provider.id, outcome: "started")
         var parameters = provider.config.authorizationParameters
         if let prompt = login.prompt { parameters["prompt"] = prompt }
@@ -53,7 +66,20 @@ struct LoginFlow: Sendable {
             ("code_challenge", PKCE.challenge(for: verifier)),
             ("code_challenge_method", "S256"),
         ] + (scopes.contains("openid") ? [("nonce", nonce)] : []) + parameters.sorted { $0.key < $1.key }
-        return FormFields.url(provider.authorizationEndpoint.absoluteString, adding: query)
+        guard let pushEndpoint = provider.pushedAuthorizationEndpoint else {
+            return FormFields.url(provider.authorizationEndpoint.absoluteString, adding: query)
+        }
+        let requestURI: String
+        do {
+            requestURI = try await calls.pushAuthorization(query, to: pushEndpoint, provider: provider)
+        } catch {
+            metrics.login(provider: provider.id, outcome: "failed")
+            logger.warning("pushed authorization request failed", metadata: ["provider": "\(provider.id)", "reason": "\(error.description)"])
+            throw .pushRefused(error)
+        }
+        // RFC 9126 §4: the browser carries the client and the pushed request, nothing else.
+        return FormFields.url(provider.authorizationEndpoint.absoluteString,
+                              adding: [("client_id", provider.config.clientID), ("request_uri", requestURI)])
     }
 
     /// The login begun under the broker's `state`: once, and not after it expired. Nil means the
@@ -112,9 +138,19 @@ struct LoginFlow: Sendable {
         guard let provider = try? await providers.resolve(pending.provider) else {
             return .failure(LoginRefusal(error: "temporarily_unavailable", description: "The provider is unavailable."))
         }
-        // RFC 9207: when the provider names its issuer, it must be the one this login went to.
-        if let iss = answer.issuer, let issuer = provider.issuer, iss != issuer {
-            return .failure(LoginRefusal(error: "invalid_request", description: "The response came from another issuer."))
+        // RFC 9207 §2.4: when the provider names its issuer, it must be the one this login went
+        // to; a provider that says it always names it (§3) and did not is refused too.
+        if let issuer = provider.issuer {
+            let refusal: String? = if let iss = answer.issuer {
+                iss == issuer ? nil : "The response came from another issuer."
+            } else {
+                provider.issuerInAuthorizationResponse ? "The provider's response did not name its issuer." : nil
+            }
+            if let refusal {
+                metrics.login(provider: provider.id, outcome: "failed")
+                logger.warning("login failed", metadata: ["provider": "\(provider.id)", "reason": "\(refusal)"])
+                return .failure(LoginRefusal(error: "invalid_request", description: refusal))
+            }
         }
         do throws(Failure) {
             let value = try await step(try await exchange(code, pending, provider))

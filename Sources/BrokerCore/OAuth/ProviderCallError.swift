@@ -1,6 +1,6 @@
 import WireValues
 
-/// Why a call to a provider's token, revocation or userinfo endpoint failed.
+/// Why a call to a provider's token, revocation, PAR or userinfo endpoint failed.
 enum ProviderCallError: Error, Sendable, CustomStringConvertible {
     /// The provider answered an OAuth error (RFC 6749 §5.2), e.g. `invalid_grant`.
     case oauth(code: String, description: String?, status: Int)
@@ -10,6 +10,8 @@ enum ProviderCallError: Error, Sendable, CustomStringConvertible {
     case badResponse(String)
     /// The userinfo endpoint rejected the access token (HTTP 401).
     case unauthorized
+    /// The broker could not sign its client assertion (`private_key_jwt`); nothing was sent.
+    case clientAssertion(String)
 
     /// Only the provider saying `invalid_grant` ends a grant; everything else may pass.
     var endsGrant: Bool {
@@ -28,6 +30,8 @@ enum ProviderCallError: Error, Sendable, CustomStringConvertible {
             "The provider's answer was unusable: \(reason)."
         case .unauthorized:
             "The provider rejected the access token."
+        case .clientAssertion(let reason):
+            "The broker could not sign its client assertion: \(reason)."
         }
     }
 

@@ -4,11 +4,22 @@ import FoundationNetworking
 #endif
 import WireValues
 
-/// The broker's calls to a provider: code exchange, refresh, revocation and userinfo, each
-/// authenticated with the provider's client credentials where the protocol asks for them.
+/// The broker's calls to a provider: pushed authorization requests, code exchange, refresh,
+/// revocation and userinfo, each authenticated as the provider's client where the protocol asks
+/// for it.
 struct ProviderCalls: Sendable {
     let client: any UpstreamTransport
     let metrics: BrokerMetrics
+    /// Dates client assertions.
+    let now: BrokerClock
+
+    /// Pushes an authorization request (RFC 9126 §2.1): the provider keeps `parameters` and
+    /// answers the `request_uri` that stands for them.
+    func pushAuthorization(_ parameters: [(String, String)], to endpoint: URL, provider: Provider) async throws(ProviderCallError) -> String {
+        let request = try await authenticatedPost(endpoint, provider: provider, fields: parameters)
+        let response = try await send(request, provider: provider.id, endpoint: "par")
+        return try PushedAuthorizationResponse.parse(response.body, status: response.status).requestURI
+    }
 
     /// Exchanges an authorization code (RFC 6749 §4.1.3), proving the PKCE verifier (RFC 7636).
     func exchange(code: String, verifier: String, callbackURL: String, provider: Provider) async throws(ProviderCallError) -> TokenResponse {
@@ -27,8 +38,9 @@ struct ProviderCalls: Sendable {
 
     /// Revokes a token (RFC 7009). True when the provider confirmed (200).
     func revoke(_ token: String, hint: String, provider: Provider) async -> Bool {
-        guard let endpoint = provider.revocationEndpoint else { return false }
-        let request = authenticatedPost(endpoint, provider: provider, fields: [("token", token), ("token_type_hint", hint)])
+        guard let endpoint = provider.revocationEndpoint,
+              let request = try? await authenticatedPost(endpoint, provider: provider, fields: [("token", token), ("token_type_hint", hint)])
+        else { return false }
         guard let response = try? await timed(provider.id, "revoke", { () async throws(UpstreamError) in try await client.send(request) }) else {
             return false
         }
@@ -52,7 +64,7 @@ struct ProviderCalls: Sendable {
     }
 
     private func tokenRequest(_ provider: Provider, endpoint: String, _ fields: [(String, String)]) async throws(ProviderCallError) -> TokenResponse {
-        let request = authenticatedPost(provider.tokenEndpoint, provider: provider, fields: fields)
+        let request = try await authenticatedPost(provider.tokenEndpoint, provider: provider, fields: fields)
         let response = try await send(request, provider: provider.id, endpoint: endpoint)
         return try TokenResponse.parse(response.body, contentType: response.contentType, status: response.status)
     }
@@ -71,21 +83,36 @@ struct ProviderCalls: Sendable {
         return try await call()
     }
 
-    /// A form POST with client authentication (RFC 6749 §2.3.1): HTTP Basic with the
-    /// form-encoded id and secret, or both in the body.
-    private func authenticatedPost(_ url: URL, provider: Provider, fields: [(String, String)]) -> URLRequest {
+    /// A form POST to `url` with client authentication: HTTP Basic with the form-encoded id and
+    /// secret, both in the body (RFC 6749 §2.3.1), or a client assertion signed for this call
+    /// (RFC 7523 §2.2; `aud` as ``ClientAssertionAudience`` says).
+    private func authenticatedPost(_ url: URL, provider: Provider, fields: [(String, String)]) async throws(ProviderCallError) -> URLRequest {
         let config = provider.config
         var fields = fields
+        // A pushed authorization request carries client_id already (RFC 9126 §2.1); never twice.
+        let namesClient = fields.contains { $0.0 == "client_id" }
         var request = URLRequest(url: url)
         request.httpMethod = "POST"
         request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
         request.setValue("application/json", forHTTPHeaderField: "Accept")
-        switch config.tokenEndpointAuthMethod {
-        case .clientSecretBasic:
-            let credentials = FormFields.escape(config.clientID) + ":" + FormFields.escape(config.clientSecret.reveal())
+        switch config.clientAuthentication {
+        case .clientSecretBasic(let secret):
+            let credentials = FormFields.escape(config.clientID) + ":" + FormFields.escape(secret.reveal())
             request.setValue("Basic " + Data(credentials.utf8).base64EncodedString(), forHTTPHeaderField: "Authorization")
-        case .clientSecretPost:
-            fields += [("client_id", config.clientID), ("client_secret", config.clientSecret.reveal())]
+        case .clientSecretPost(let secret):
+            if !namesClient { fields.append(("client_id", config.clientID)) }
+            fields.append(("client_secret", secret.reveal()))
+        case .privateKeyJWT(let signer):
+            // Explicit endpoints have no issuer; the configuration gives them the endpoint audience.
+            let audience = signer.audience == .issuer ? provider.issuer ?? url.absoluteString : url.absoluteString
+            let assertion: String
+            do {
+                assertion = try await signer.assertion(clientID: config.clientID, audience: audience, now: now())
+            } catch {
+                throw .clientAssertion("\(error)")
+            }
+            if !namesClient { fields.append(("client_id", config.clientID)) }
+            fields += [("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"), ("client_assertion", assertion)]
         }
         request.httpBody = Data(FormFields.encode(fields).utf8)
         return request

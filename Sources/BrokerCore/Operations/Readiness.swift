@@ -5,14 +5,16 @@ import WireValues
 
 /// `/readyz`: the broker is ready when its state can be written (it is loaded before the broker
 /// listens; a failed journal write or snapshot fails the check until a write succeeds again),
-/// every provider configured by `issuer` has had its discovery document fetched, and it is not
-/// shutting down (from SIGTERM on, while it still serves for `shutdown_delay_seconds`, so that
-/// balancers move off it first).
+/// every provider configured by `issuer` has had its discovery document fetched and offers what
+/// its configuration relies on (``ProviderRequirements``), and it is not shutting down (from
+/// SIGTERM on, while it still serves for `shutdown_delay_seconds`, so that balancers move off it
+/// first).
 ///
 /// Once every document is cached the answer comes straight from memory; otherwise the missing
 /// ones are fetched (concurrently, each bounded by the upstream timeouts) while the request waits.
 struct Readiness: Sendable {
-    let issuers: [(provider: String, issuer: URL)]
+    /// The providers configured by `issuer`.
+    let providers: [ProviderConfig]
     let discovery: DiscoveryCache
     /// Why the state cannot be written, or nil.
     let stateFailure: @Sendable () -> String?
@@ -26,17 +28,18 @@ struct Readiness: Sendable {
             ]))]), status: 503))
         }
         let state = stateFailure()
-        let missing = issuers.filter { discovery.cached($0.issuer) == nil }
-        guard !missing.isEmpty else { return .now(Self.response(state: state, checks: issuers.map { ($0.provider, nil) })) }
-        return .deferred { [issuers, discovery] in
+        let missing = providers.filter { provider in provider.endpoints.issuer.map { discovery.cached($0) == nil } ?? false }
+        guard !missing.isEmpty else { return .now(Self.response(state: state, checks: checks([:]))) }
+        return .deferred { [self] in
             let failures = await withTaskGroup(of: (String, String?).self) { group in
-                for (provider, issuer) in missing {
+                for provider in missing {
+                    guard let issuer = provider.endpoints.issuer else { continue }
                     group.addTask {
                         do throws(DiscoveryError) {
                             _ = try await discovery.document(for: issuer)
-                            return (provider, nil)
+                            return (provider.id, nil)
                         } catch {
-                            return (provider, error.description)
+                            return (provider.id, error.description)
                         }
                     }
                 }
@@ -44,7 +47,17 @@ struct Readiness: Sendable {
                 for await (provider, failure) in group { failures[provider] = failure }
                 return failures
             }
-            return Self.response(state: state, checks: issuers.map { ($0.provider, failures[$0.provider] ?? nil) })
+            return Self.response(state: state, checks: checks(failures))
+        }
+    }
+
+    /// Each provider's failure: its discovery document's fetch, else what the document lacks.
+    private func checks(_ fetchFailures: [String: String]) -> [(provider: String, failure: String?)] {
+        providers.map { provider in
+            if let failure = fetchFailures[provider.id] { return (provider.id, failure) }
+            guard let issuer = provider.endpoints.issuer, let document = discovery.cached(issuer) else { return (provider.id, nil) }
+            let problems = ProviderRequirements.problems(provider, document)
+            return (provider.id, problems.isEmpty ? nil : problems.joined(separator: "; "))
         }
     }
 

@@ -11,6 +11,14 @@ public struct Provider: Sendable {
     public let jwksURI: URL?
     /// The issuer ID tokens and RFC 9207 `iss` parameters must name (discovery providers only).
     public let issuer: String?
+    /// Where authorization requests are pushed first (RFC 9126), or nil: they go by the browser.
+    public let pushedAuthorizationEndpoint: URL?
+    /// The provider says it puts `iss` in every authorization response (RFC 9207 §3): one
+    /// without it is refused.
+    public let issuerInAuthorizationResponse: Bool
+    /// What the configuration relies on that the provider's discovery document does not offer
+    /// (``ProviderRequirements``): while there is any, no login starts.
+    public let problems: [String]
 
     public var id: String { config.id }
 
@@ -23,6 +31,9 @@ public struct Provider: Sendable {
         userinfoEndpoint = endpoints.userinfo
         jwksURI = endpoints.jwks
         issuer = nil
+        pushedAuthorizationEndpoint = nil
+        issuerInAuthorizationResponse = false
+        problems = []
     }
 
     /// A provider by issuer, with its discovery document (whose `issuer` DiscoveryCache has
@@ -35,5 +46,8 @@ public struct Provider: Sendable {
         userinfoEndpoint = config.userinfoEndpoint(discovered: document.userinfoEndpoint)
         jwksURI = document.jwksURI
         issuer = document.issuer.absoluteString
+        pushedAuthorizationEndpoint = ProviderRequirements.pushedAuthorizationEndpoint(config, document)
+        issuerInAuthorizationResponse = document.issuerInAuthorizationResponse
+        problems = ProviderRequirements.problems(config, document)
     }
 }

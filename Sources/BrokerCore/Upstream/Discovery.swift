@@ -13,6 +13,15 @@ public struct DiscoveryDocument: Sendable, Equatable {
     public let userinfoEndpoint: URL?
     public let jwksURI: URL?
     public let revocationEndpoint: URL?
+    /// RFC 9126 §5: where pushed authorization requests go.
+    public let pushedAuthorizationRequestEndpoint: URL?
+    /// RFC 9126 §5: the provider accepts authorization requests only by PAR.
+    public let requiresPushedAuthorizationRequests: Bool
+    /// RFC 9207 §3: the provider puts `iss` in every authorization response.
+    public let issuerInAuthorizationResponse: Bool
+    /// RFC 8414 §2 / OpenID Connect Discovery §3: the client authentication methods the token
+    /// endpoint takes; absent means `client_secret_basic` alone.
+    public let tokenEndpointAuthMethods: [String]
 }
 
 /// Why discovery failed; safe to show to operators.
@@ -71,6 +80,10 @@ public final class DiscoveryCache: Sendable {
             let userinfo_endpoint: String?
             let jwks_uri: String?
             let revocation_endpoint: String?
+            let pushed_authorization_request_endpoint: String?
+            let require_pushed_authorization_requests: Bool?
+            let authorization_response_iss_parameter_supported: Bool?
+            let token_endpoint_auth_methods_supported: [String]?
         }
         guard let wire = try? JSONDecoder().decode(Wire.self, from: Data(body)) else {
             throw DiscoveryError(description: "the discovery document of \(expectedIssuer.absoluteString) is not valid JSON with the required fields")
@@ -96,7 +109,11 @@ public final class DiscoveryCache: Sendable {
             tokenEndpoint: token,
             userinfoEndpoint: try url(wire.userinfo_endpoint, "userinfo_endpoint"),
             jwksURI: try url(wire.jwks_uri, "jwks_uri"),
-            revocationEndpoint: try url(wire.revocation_endpoint, "revocation_endpoint")
+            revocationEndpoint: try url(wire.revocation_endpoint, "revocation_endpoint"),
+            pushedAuthorizationRequestEndpoint: try url(wire.pushed_authorization_request_endpoint, "pushed_authorization_request_endpoint"),
+            requiresPushedAuthorizationRequests: wire.require_pushed_authorization_requests ?? false,
+            issuerInAuthorizationResponse: wire.authorization_response_iss_parameter_supported ?? false,
+            tokenEndpointAuthMethods: wire.token_endpoint_auth_methods_supported ?? ["client_secret_basic"]
         )
     }
 }

@@ -263,9 +263,10 @@ class Provider:
 
     def add_user(self, user: dict) -> dict:
         """Adds a user to both of idpyoidc's user databases (the password one the login form
-        checks, the claims one userinfo and ID tokens read); both keep their file in memory."""
+        checks, the claims one userinfo and ID tokens read); both keep their file in memory.
+        The `sub` clients see is idpyoidc's public subject identifier (a hash of the username),
+        not a claim given here."""
         claims = {
-            "sub": user.get("sub") or f"{user['username']}-sub",
             "name": user.get("name") or user["username"],
             "email": user.get("email") or f"{user['username']}@example.test",
             "email_verified": bool(user.get("email_verified", True)),
@@ -323,6 +324,10 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Set-Cookie", cookie)
         self.end_headers()
         self.wfile.write(data)
+
+    def _send_error(self, error: ResponseMessage):
+        # RFC 6749 §5.2 and RFC 6750 §3.1: a client or a token that does not authenticate is a 401.
+        self._send(401 if error["error"] in ("invalid_client", "invalid_token") else 400, error.to_json())
 
     def _redirect(self, location: str, cookies=()):
         self._send(303, "", "text/plain", headers=[("Location", location)], cookies=cookies)
@@ -413,8 +418,7 @@ class Handler(BaseHTTPRequestHandler):
             error = "invalid_client" if status == 401 else "invalid_request"
             return self._send(status, {"error": error, "error_description": str(err)})
         if isinstance(request, ResponseMessage) and "error" in request:
-            status = 401 if request["error"] == "invalid_client" else 400
-            return self._send(status, standard_error(request).to_json())
+            return self._send_error(standard_error(request))
         self._record_assertion(endpoint, request)
         try:
             if isinstance(endpoint, Token):
@@ -425,7 +429,7 @@ class Handler(BaseHTTPRequestHandler):
             logging.getLogger("op").info("%s: process_request failed: %s", endpoint.name, err)
             return self._send(400, {"error": "invalid_request", "error_description": str(err)})
         if isinstance(result, ResponseMessage) and "error" in result:
-            return self._send(400, standard_error(result).to_json())
+            return self._send_error(standard_error(result))
         if endpoint.name == "pushed_authorization" and "http_response" in result:
             self.provider.seen["pushed"].append(
                 {"client_id": request.get("client_id"), "request_uri": result["http_response"]["request_uri"]}

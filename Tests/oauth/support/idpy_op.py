@@ -31,10 +31,17 @@ What the HTTP front in idpyop/server.py adds around the library, and why, is lis
 
 The server runs in its own process group on 127.0.0.1:<free port>, its key and database files in
 a temporary directory removed by stop(); it exits by itself if the test process dies.
+
+By hand (README, "Signing in without a client secret"), from Tests/oauth:
+    python -m support.idpy_op --client-for http://127.0.0.1:8080 --provider corp [--require-par]
+starts one with the user alice/alice-password and a private_key_jwt client registered for a
+broker at that URL (its /callback, its /providers/corp/client-jwks), prints `issuer=...` and
+`client_id=...` lines, and runs until interrupted.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -232,7 +239,9 @@ class IdpyOP(LoopbackIssuer):
 
     def create_user(self, username: str, password: str, *, name: Optional[str] = None,
                     email: Optional[str] = None, email_verified: bool = True) -> dict:
-        """Adds a user who can sign in with the login form; returns its claims (with `sub`)."""
+        """Adds a user who can sign in with the login form; returns its claims. Its `sub` is
+        idpyoidc's public subject identifier (a hash of the username): read it from userinfo or
+        an ID token."""
         return self._call("POST", "/test/users", json={
             "username": username, "password": password, "name": name, "email": email,
             "email_verified": email_verified,
@@ -299,3 +308,23 @@ class IdpyOP(LoopbackIssuer):
 
     def reset_seen(self) -> None:
         self._call("POST", "/test/seen/reset")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m support.idpy_op", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--client-for", required=True, help="the broker's public URL")
+    parser.add_argument("--provider", default="corp", help="the broker's id for this provider")
+    parser.add_argument("--require-par", action="store_true", help="refuse authorization requests that were not pushed")
+    args = parser.parse_args()
+    broker = args.client_for.rstrip("/")
+    with IdpyOP(require_par=args.require_par) as op:
+        op.create_user("alice", "alice-password", name="Alice Liddell", email="alice@example.test")
+        client_id, _ = op.register_client([f"{broker}/callback"], jwks_uri=f"{broker}/providers/{args.provider}/client-jwks")
+        print(f"issuer={op.issuer}\nclient_id={client_id}", flush=True)
+        stops = {signal.SIGINT, signal.SIGTERM}
+        signal.pthread_sigmask(signal.SIG_BLOCK, stops)  # so that either ends the wait, and stop() runs
+        signal.sigwait(stops)
+
+
+if __name__ == "__main__":
+    main()
