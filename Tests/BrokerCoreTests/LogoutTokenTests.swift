@@ -83,6 +83,7 @@ struct LogoutTokenTests {
         ("neither sub nor sid", ["sub": nil, "sid": nil], .noSubjectOrSession),
         ("empty sub and sid", ["sub": .string(""), "sid": .string("")], .noSubjectOrSession),
         ("a nonce", ["nonce": .string("n-1")], .nonceForbidden),
+        ("a null nonce", ["nonce": .null], .nonceForbidden),
         ("iss not a string", ["iss": .int(1)], .malformed),
         ("iat not a number", ["iat": .string("now")], .malformed),
     ] as [(String, [String: JSONValue?], LogoutTokenError)])

@@ -135,12 +135,25 @@ struct SessionFindingTests {
         let clock = StoreConformanceTests.clock()
         var old = session("old", subject: "alice", clock: clock)
         old.idTokenClaims = Array(#"{"sub":"alice","sid":"from-claims"}"#.utf8)
-        var bytes: [UInt8] = []
-        StateRecord.session(old).encode(into: &bytes)
+        // As written before field 13 existed: the session's fields without it (a session without
+        // a sid ends with an empty field 13 today).
+        var fields = FieldWriter()
+        old.encode(into: &fields)
+        #expect(Array(fields.bytes.suffix(2)) == [13, 0])
+        let before = Array(fields.bytes.dropLast(2))
+        var whole: [UInt8] = []
+        StateRecord.session(old).encode(into: &whole)
+        var bytes = [whole[0]] // the record's kind
+        FieldWriter.appendVarint(UInt64(before.count), to: &bytes)
+        bytes += before
         var scopes = ScopeTable()
         var decoded: Session?
         try StateRecord.decodeAll(bytes[...], scopes: &scopes) { if case .session(let session) = $0 { decoded = session } }
         #expect(decoded?.providerSessionID == "from-claims")
+        bytes = []
+        StateRecord.session(old).encode(into: &bytes)
+        try StateRecord.decodeAll(bytes[...], scopes: &scopes) { if case .session(let session) = $0 { decoded = session } }
+        #expect(decoded?.providerSessionID == nil, "an empty field 13 is no sid, whatever the claims say")
         old.providerSessionID = "written"
         bytes = []
         StateRecord.session(old).encode(into: &bytes)

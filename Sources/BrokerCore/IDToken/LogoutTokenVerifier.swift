@@ -74,7 +74,8 @@ struct LogoutTokenVerifier: Sendable {
         let subject = try read("sub").flatMap { $0.isEmpty ? nil : $0 }
         let session = try read("sid").flatMap { $0.isEmpty ? nil : $0 }
         guard subject != nil || session != nil else { throw .noSubjectOrSession }
-        if let nonce = claims["nonce"], nonce != .null { throw .nonceForbidden }
+        // §2.4: "A nonce Claim MUST NOT be present" — not even as null.
+        if claims["nonce"] != nil { throw .nonceForbidden }
         return Logout(issuer: issuer, tokenID: tokenID, subject: subject, providerSessionID: session,
                       rememberUntil: issuedAt + Self.maximumAge + 2 * clockSkew)
     }

@@ -105,11 +105,19 @@ extension Session {
         fields.double(10, createdAt)
         fields.double(11, usedAt)
         fields.double(12, refreshedAt)
-        fields.string(13, providerSessionID)
+        // Always written ("" for none), so that reading a session never parses its claims.
+        fields.string(13, providerSessionID ?? "")
     }
 
     init(_ fields: FieldReader, scopes: inout ScopeTable) throws(StateDecodingError) {
         let claims = fields.bytes(9)
+        let providerSessionID: String?
+        if let written = try fields.string(13) {
+            providerSessionID = written.isEmpty ? nil : written
+        } else {
+            // Written before field 13 existed: the `sid` is in the claims, if anywhere.
+            providerSessionID = Self.providerSessionID(in: claims)
+        }
         self.init(
             id: try fields.requiredDigest(1),
             provider: try fields.requiredString(2),
@@ -123,8 +131,7 @@ extension Session {
             createdAt: try fields.requiredDouble(10),
             usedAt: try fields.requiredDouble(11),
             refreshedAt: try fields.double(12),
-            // Written before field 13 existed: the `sid` is in the claims, if anywhere.
-            providerSessionID: try fields.string(13) ?? Self.providerSessionID(in: claims)
+            providerSessionID: providerSessionID
         )
     }
 }

@@ -134,13 +134,13 @@ protocol StateStore: Sendable {
     func close() async
 }
 
-/// The store could not be read now (a database out of reach); nothing was changed.
 /// Why a change could not be made durable. The change is in memory; the client is told the
 /// broker could not complete the request.
 public struct StateWriteError: Error, Sendable, CustomStringConvertible {
     public let description: String
 }
 
+/// The store could not be read now (a database out of reach); nothing was changed.
 public struct StateReadError: Error, Sendable, CustomStringConvertible {
     public let description: String
 }
