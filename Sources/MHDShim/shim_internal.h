@@ -55,6 +55,7 @@ typedef struct {
     pthread_cond_t changed;
     tb_stream *head;      // linked through tb_stream's `next`/`previous`
     int count;
+    int ending;           // tb_streams_end() has begun: a stream attached from now on is ended at once
 } tb_stream_list;
 
 struct tb_server {

@@ -39,6 +39,7 @@ void tb_stream_list_init(tb_stream_list *list) {
     pthread_cond_init(&list->changed, NULL);
     list->head = NULL;
     list->count = 0;
+    list->ending = 0;
 }
 
 void tb_stream_list_destroy(tb_stream_list *list) {
@@ -204,15 +205,24 @@ void tb_stream_attach(tb_stream *stream, tb_server *server, struct MHD_Connectio
     if (list->head) list->head->previous = stream;
     list->head = stream;
     list->count += 1;
+    int ending = list->ending;
     pthread_mutex_unlock(&list->lock);
     pthread_mutex_lock(&stream->lock);
     stream->connection = connection;
+    // Queued after the server began to end its streams (an answer claimed just before): broken
+    // off now, so that its reader never suspends the connection under a stopping daemon.
+    if (ending && !stream->finished) {
+        stream->finished = 1;
+        stream->ok = 0;
+        pthread_cond_broadcast(&stream->changed);
+    }
     pthread_mutex_unlock(&stream->lock);
 }
 
 void tb_streams_end(tb_server *server, unsigned int wait_ms) {
     tb_stream_list *list = &server->streams;
     pthread_mutex_lock(&list->lock);
+    list->ending = 1;
     for (tb_stream *stream = list->head; stream != NULL; stream = stream->next) {
         pthread_mutex_lock(&stream->lock);
         if (!stream->finished) {
