@@ -97,16 +97,24 @@ extension PostgresStateStore {
         }
     }
 
-    /// Re-seals up to 500 session rows sealed under an older key or written before the blind
+    /// Re-seals up to 2,000 session rows sealed under an older key or written before the blind
     /// index, through `updateSession` (a version bump like any change), which indexes them under
-    /// the current key.
+    /// the current key. From a random id on (then from the start): instances re-seal different
+    /// rows at once, and rows that cannot be opened do not hold up the rest.
     func reseal() async {
         let current = sealer.currentKeyID
-        guard let rows = try? await run("read", { connection throws(PostgresError) in
-            try connection.execute("SELECT id FROM broker_sessions WHERE key_id <> $1 OR subject_index IS NULL LIMIT 500", [.int(current)])
+        let from = SecureRandom.bytes(count: 32)
+        guard let ids = try? await run("read", { connection throws(PostgresError) -> [SHA256Digest] in
+            let stale = "(key_id <> $1 OR subject_index IS NULL)"
+            var rows = [try connection.execute("SELECT id FROM broker_sessions WHERE \(stale) AND id >= $2 ORDER BY id LIMIT 2000",
+                                                [.int(current), .bytes(from)])]
+            if rows[0].count < 2000 {
+                rows.append(try connection.execute("SELECT id FROM broker_sessions WHERE \(stale) AND id < $2 ORDER BY id LIMIT $3",
+                                                   [.int(current), .bytes(from), .int(Int64(2000 - rows[0].count))]))
+            }
+            return rows.flatMap { found in (0..<found.count).compactMap { found.bytes($0, 0).flatMap(SHA256Digest.init(bytes:)) } }
         }) else { return }
-        for row in 0..<rows.count {
-            guard let bytes = rows.bytes(row, 0), let id = SHA256Digest(bytes: bytes) else { continue }
+        for id in ids {
             _ = try? await updateSession(id) { _ in }
         }
     }
