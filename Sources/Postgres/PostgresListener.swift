@@ -6,18 +6,19 @@ internal import Glibc
 #endif
 
 /// Listens on one PostgreSQL notification channel (`LISTEN`) on a connection and a thread of
-/// its own, and hands every payload to `onNotification`. When the connection drops it reconnects
-/// (backing off up to 5 s) and then calls `onReconnect`: notifications sent meanwhile were
-/// missed, and whatever they would have invalidated must be dropped.
+/// its own, and hands every payload to `onNotification`. Each time it starts listening — the
+/// first time, and after a dropped connection (reconnecting, backing off up to 5 s) — it calls
+/// `onListening`: notifications sent before were missed, and whatever they would have
+/// invalidated must be dropped (`resumed`: after a drop).
 public final class PostgresListener: Sendable {
     private let stopped = Atomic<Bool>(false)
     private let connected = Atomic<Bool>(false)
 
     public init(
         options: PostgresConnection.Options, channel: String,
-        onNotification: @escaping @Sendable (String) -> Void, onReconnect: @escaping @Sendable () -> Void
+        onNotification: @escaping @Sendable (String) -> Void, onListening: @escaping @Sendable (_ resumed: Bool) -> Void
     ) {
-        let thread = Thread { [self] in listen(options, channel, onNotification, onReconnect) }
+        let thread = Thread { [self] in listen(options, channel, onNotification, onListening) }
         thread.name = "postgres-listen"
         thread.start()
     }
@@ -32,7 +33,7 @@ public final class PostgresListener: Sendable {
 
     private func listen(
         _ options: PostgresConnection.Options, _ channel: String,
-        _ onNotification: @Sendable (String) -> Void, _ onReconnect: @Sendable () -> Void
+        _ onNotification: @Sendable (String) -> Void, _ onListening: @Sendable (_ resumed: Bool) -> Void
     ) {
         var backoff = 0.1
         var first = true
@@ -43,8 +44,8 @@ public final class PostgresListener: Sendable {
                 continue
             }
             backoff = 0.1
+            onListening(!first)
             connected.store(true, ordering: .relaxed)
-            if !first { onReconnect() }
             first = false
             let socket = PQsocket(connection.handle)
             while !stopped.load(ordering: .relaxed) && connection.isHealthy {

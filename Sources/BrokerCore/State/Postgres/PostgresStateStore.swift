@@ -41,7 +41,8 @@ final class PostgresStateStore: StateStore {
     private let updating = KeyedLock()
     let lastFailure = Mutex<String?>(nil)
 
-    /// Connects, brings the schema up to date, and starts listening.
+    /// Connects, brings the schema up to date, and starts listening (waiting for it, up to the
+    /// statement timeout: a session cached before would miss its notifications).
     static func open(
         settings: PostgresSettings, keys: StateKeys, lifetimes: SessionLifetimes, refreshLockWaitSeconds: Int,
         clock: @escaping BrokerClock, logger: Logger, metrics: BrokerMetrics? = nil
@@ -67,6 +68,9 @@ final class PostgresStateStore: StateStore {
             refreshLockWaitSeconds: refreshLockWaitSeconds, clock: clock, logger: logger, metrics: metrics
         )
         await store.countSessions()
+        // Ready once it hears other instances' changes: a session cached before would miss them.
+        let listening = ContinuousClock.now + .seconds(settings.statementTimeoutSeconds)
+        while !store.listener.isListening, ContinuousClock.now < listening { try? await Task.sleep(for: .milliseconds(10)) }
         return store
     }
 
@@ -92,9 +96,10 @@ final class PostgresStateStore: StateStore {
                 cache.invalidate(id, below: version)
                 metrics?.notificationArrived(lagSeconds: clock() - sentAt)
             },
-            onReconnect: {
+            onListening: { resumed in
+                // Whatever was cached before listening may have missed its notification.
                 cache.clear()
-                logger.warning("session notifications resumed after a gap; the session cache was emptied")
+                if resumed { logger.warning("session notifications resumed after a gap; the session cache was emptied") }
             }
         )
     }
