@@ -11,12 +11,36 @@ import WireValues
 /// `sid` those of that provider session; a replay — on another instance, and after the user
 /// signed in again — ends nothing.
 struct BackChannelLogoutTests {
-    private func logout(_ bed: FlowTestBed) -> BackChannelLogout {
+    private func logout(_ bed: FlowTestBed, store: (any StateStore)? = nil) -> BackChannelLogout {
         let audit = AuditTrail(logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }, webhooks: nil)
+        let store = store ?? bed.store
         return BackChannelLogout(
             providers: bed.login.providers, verifier: LogoutTokenVerifier(signatures: bed.login.idTokens, clock: bed.clock.closure),
-            store: bed.store, administration: SessionAdministration(store: bed.store, sessions: bed.sessions), audit: audit
+            store: store, administration: SessionAdministration(store: store, sessions: bed.sessions), audit: audit
         )
+    }
+
+    /// The store out of reach while the sessions are looked up: 503, and the token is given back,
+    /// so that the provider's retry of the same token ends them.
+    @Test(arguments: StoreKind.allCases)
+    func aTokenWhoseSessionsCouldNotBeEndedIsAcceptedWhenSentAgain(_ kind: StoreKind) async throws {
+        let bed = try await FlowTestBed(kind)
+        let store = RoundRobinStore([bed.store])
+        let logout = logout(bed, store: store)
+        let alice = try await bed.newSession(subject: "alice")
+        let signOut = try await token(bed, jti: "jti-retried", sub: "alice")
+        store.failNextSessionLookup()
+        do throws(BackChannelLogout.Failure) {
+            _ = try await logout.logOut(signOut, provider: "idp")
+            Issue.record("ended sessions with the store out of reach")
+        } catch {
+            guard case .unavailable = error else { Issue.record("not a 503: \(error)"); return }
+        }
+        #expect(try await bed.stored(alice.session.id) != nil)
+        #expect(try await logout.logOut(signOut, provider: "idp") == 1, "the retry is no replay")
+        #expect(try await bed.stored(alice.session.id) == nil)
+        #expect(await refusal(logout, signOut) == .replayed, "once it has done its work, it is spent")
+        await bed.close()
     }
 
     private func token(_ bed: FlowTestBed, jti: String, sub: String? = nil, sid: String? = nil) async throws -> String {

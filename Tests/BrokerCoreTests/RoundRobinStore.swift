@@ -10,10 +10,16 @@ import Synchronization
 final class RoundRobinStore: StateStore {
     private let instances: [any StateStore]
     private let turn = Atomic<Int>(0)
+    private let failNextLookup = Atomic<Bool>(false)
 
     init(_ instances: [any StateStore]) {
         precondition(!instances.isEmpty)
         self.instances = instances
+    }
+
+    /// The next ``findSessions(_:after:limit:now:)`` fails, as with a database out of reach.
+    func failNextSessionLookup() {
+        failNextLookup.store(true, ordering: .relaxed)
     }
 
     /// The instance that takes the next call.
@@ -40,7 +46,8 @@ final class RoundRobinStore: StateStore {
     }
 
     func findSessions(_ filter: SessionFilter, after: SHA256Digest?, limit: Int, now: Double) async throws(StateReadError) -> SessionPage {
-        try await next.findSessions(filter, after: after, limit: limit, now: now)
+        if failNextLookup.exchange(false, ordering: .relaxed) { throw StateReadError(description: "out of reach (test)") }
+        return try await next.findSessions(filter, after: after, limit: limit, now: now)
     }
 
     func spendOnce(_ id: SHA256Digest, until: Double) async throws(StateWriteError) -> Bool {
