@@ -52,6 +52,20 @@ struct LogoutTokenTests {
         return claims
     }
 
+    /// §4.1: a `typ` header, when there is one, says it is a logout token (or a plain JWT).
+    @Test func aTokenOfAnotherTypeIsRefused() async throws {
+        let signing = await Signing()
+        for type in ["logout+jwt", "application/logout+jwt", "JWT"] {
+            let token = try await signing.signer.sign(claims: .object(Self.claims()), type: type)
+            #expect((try? await signing.verify(token).get())?.tokenID == "jti-1", "typ \(type)")
+        }
+        for type in ["at+jwt", "secevent+jwt", "JOSE"] {
+            let token = try await signing.signer.sign(claims: .object(Self.claims()), type: type)
+            guard case .failure(let error) = await signing.verify(token) else { Issue.record("typ \(type) accepted"); continue }
+            #expect(error == .wrongType, "typ \(type)")
+        }
+    }
+
     @Test func aValidTokenPassesWithSubSidOrBoth() async throws {
         let signing = await Signing()
         let both = try await signing.verify(Self.claims()).get()

@@ -26,9 +26,11 @@ struct DevelopmentSigner: Sendable {
         try await keys.sign(claims, kid: JWKIdentifier(string: kid))
     }
 
-    /// A JWT of any claims (a logout token).
-    func sign(claims: JSONValue) async throws -> String {
-        try await keys.sign(SignedPayload(claims), kid: JWKIdentifier(string: kid))
+    /// A JWT of any claims (a logout token), with a `typ` header when given.
+    func sign(claims: JSONValue, type: String? = nil) async throws -> String {
+        var header = JWTHeader()
+        if let type { header.typ = type }
+        return try await keys.sign(SignedPayload(claims), kid: JWKIdentifier(string: kid), header: header)
     }
 }
 

@@ -17,6 +17,8 @@ struct CompactJWSHeader: Sendable {
     let algorithm: String
     /// The `kid` header member, when present.
     let keyID: String?
+    /// The `typ` header member (the kind of token), when present.
+    let type: String?
 
     init(of token: String) throws(IDTokenError) {
         let bytes = token.utf8
@@ -30,9 +32,11 @@ struct CompactJWSHeader: Sendable {
               let algorithm = header["alg"]?.stringValue
         else { throw .malformed }
         if let kid = header["kid"], kid.stringValue == nil { throw .malformed }
+        if let typ = header["typ"], typ.stringValue == nil { throw .malformed }
         if header["crit"] != nil { throw .malformed }
         self.algorithm = algorithm
         self.keyID = header["kid"]?.stringValue
+        self.type = header["typ"]?.stringValue
     }
 
     private static func isBase64URL(_ byte: UInt8) -> Bool {

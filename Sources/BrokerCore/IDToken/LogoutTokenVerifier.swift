@@ -7,7 +7,7 @@ import WireValues
 /// issuer, `aud` containing the broker's client id, `iat` within ``maximumAge`` (and not in the
 /// future), `exp` not passed when present, a `jti`, the `events` claim with the back-channel
 /// logout event as an object, `sub` or `sid` or both, and no `nonce` (so that an ID token is
-/// never taken for a logout token). That a `jti` is accepted once is the caller's to enforce
+/// never taken for a logout token); a `typ` header, when present, `logout+jwt` or `JWT` (§4.1). That a `jti` is accepted once is the caller's to enforce
 /// (``BackChannelLogout``), in the store, across instances.
 struct LogoutTokenVerifier: Sendable {
     /// The event a logout token carries in `events`.
@@ -37,6 +37,10 @@ struct LogoutTokenVerifier: Sendable {
     }
 
     func verify(_ token: String, jwksURI: URL, issuer: String, clientID: String) async throws(LogoutTokenError) -> Logout {
+        // §4.1 (cross-JWT confusion): a token that says it is of another kind (an access token,
+        // a security event of another profile) is not taken for a logout token.
+        guard let header = try? CompactJWSHeader(of: token) else { throw .malformed }
+        if let type = header.type?.lowercased(), !["jwt", "logout+jwt", "application/logout+jwt"].contains(type) { throw .wrongType }
         let claims: JSONValue
         do throws(IDTokenError) {
             claims = try await signatures.verifiedPayload(token, jwksURI: jwksURI)
@@ -114,5 +118,6 @@ struct LogoutTokenError: Error, Sendable, Equatable, CustomStringConvertible {
     static let notALogoutEvent = LogoutTokenError("the logout token's events claim has no back-channel logout event")
     static let noSubjectOrSession = LogoutTokenError("the logout token names neither a subject (sub) nor a session (sid)")
     static let nonceForbidden = LogoutTokenError("a logout token must not carry a nonce")
+    static let wrongType = LogoutTokenError("the logout token's typ header names another kind of token")
     static let replayed = LogoutTokenError("this logout token was already received")
 }
