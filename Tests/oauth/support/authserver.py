@@ -11,13 +11,9 @@
 from __future__ import annotations
 
 import os
-import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional
@@ -42,14 +38,11 @@ class OAuthUser:
     name: str
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
 class AuthServer(LoopbackIssuer):
     """A django-oauth-toolkit server on 127.0.0.1:<free port>, in its own process."""
+
+    error = AuthServerError
+    label = "authserver"
 
     def __init__(
         self,
@@ -107,10 +100,6 @@ class AuthServer(LoopbackIssuer):
         return f"{self.base_url}/accounts/login/"
 
     # ----------------------------------------------------------------- lifecycle
-    @property
-    def running(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
-
     def start(self) -> "AuthServer":
         if self.running:
             return self
@@ -118,40 +107,22 @@ class AuthServer(LoopbackIssuer):
         self.log_path = self.tmpdir / "authserver.log"
         self._log_file = open(self.log_path, "ab", buffering=0)
         self._manage("migrate", "--noinput", "-v", "0")
-        last_error = None
-        for _attempt in range(3):  # the free port can be taken between probe and bind
-            self.port = free_port(self.host_ip)
-            self._proc = subprocess.Popen(
-                [self.python, "manage.py", "runserver", f"{self.host}", "--noreload", "--skip-checks"],
-                cwd=AUTHSERVER_DIR,
-                env=self._env(),
-                stdin=subprocess.DEVNULL,
-                stdout=self._log_file,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-            try:
-                self._wait_ready()
-                return self
-            except AuthServerError as e:
-                last_error = e
-                self._terminate()
-        raise AuthServerError(f"{last_error}\n--- authserver log ---\n{self.log_text()}")
+        self._launch_ready()
+        return self
 
-    def stop(self) -> None:
-        self._terminate()
-        if self._log_file:
-            self._log_file.close()
-            self._log_file = None
-        self._http.close()
-        if self.tmpdir and not self.keep_data:
-            shutil.rmtree(self.tmpdir, ignore_errors=True)
+    def _launch(self) -> subprocess.Popen:
+        return subprocess.Popen(
+            [self.python, "manage.py", "runserver", f"{self.host}", "--noreload", "--skip-checks"],
+            cwd=AUTHSERVER_DIR,
+            env=self._env(),
+            stdin=subprocess.DEVNULL,
+            stdout=self._log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()
+    def _ready(self, discovery: requests.Response) -> None:
+        self._discovery = discovery.json()
 
     def _env(self) -> dict:
         env = dict(os.environ)
@@ -185,46 +156,6 @@ class AuthServer(LoopbackIssuer):
         self._log_file.write(res.stdout)
         if res.returncode != 0:
             raise AuthServerError(f"manage.py {' '.join(args)} failed:\n{res.stdout.decode(errors='replace')}")
-
-    def _wait_ready(self) -> None:
-        deadline = time.monotonic() + self.startup_timeout
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                raise AuthServerError(f"authserver exited with status {self._proc.returncode} during start-up")
-            try:
-                r = self._http.get(self.discovery_url, timeout=2)
-                if r.status_code == 200:
-                    self._discovery = r.json()
-                    return
-            except requests.RequestException:
-                pass
-            time.sleep(0.1)
-        raise AuthServerError(f"authserver not ready after {self.startup_timeout} s")
-
-    def _terminate(self) -> None:
-        proc, self._proc = self._proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=5)
-
-    def log_text(self, since: int = 0) -> str:
-        """The server's log (stdout+stderr of migrate and runserver) from byte offset `since`."""
-        if not self.log_path or not self.log_path.exists():
-            return ""
-        with open(self.log_path, "rb") as f:
-            f.seek(since)
-            return f.read().decode("utf-8", "replace")
-
-    def log_size(self) -> int:
-        return self.log_path.stat().st_size if self.log_path and self.log_path.exists() else 0
 
     # ----------------------------------------------------------------- test API
     def _url(self, path: str) -> str:

@@ -44,18 +44,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Iterable, Optional
 
 import requests
 
-from .authserver import free_port
 from .issuer import LoopbackIssuer
 
 SERVER_SCRIPT = Path(__file__).resolve().parent.parent / "idpyop" / "server.py"
@@ -72,6 +69,9 @@ class IdpyOP(LoopbackIssuer):
     assertion_audience: the `aud` a client assertion must name: "endpoint" (the URL of the
     endpoint it is sent to: idpyoidc's own rule), "issuer", or "both".
     """
+
+    error = IdpyOPError
+    label = "the OP"
 
     def __init__(
         self,
@@ -129,10 +129,6 @@ class IdpyOP(LoopbackIssuer):
         return f"{self.issuer}/jwks"
 
     # ----------------------------------------------------------------- lifecycle
-    @property
-    def running(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
-
     def start(self) -> "IdpyOP":
         if self.running:
             return self
@@ -141,91 +137,33 @@ class IdpyOP(LoopbackIssuer):
         self._log_file = open(self.log_path, "ab", buffering=0)
         for name in ("passwd.json", "users.json"):
             (self.tmpdir / name).write_text("{}")
-        last_error = None
-        for _attempt in range(3):  # the free port can be taken between probe and bind
-            self.port = free_port(self.host_ip)
-            config = self.tmpdir / "op.json"
-            config.write_text(
-                json.dumps(
-                    {
-                        "issuer": self.issuer,
-                        "port": self.port,
-                        "data_dir": str(self.tmpdir),
-                        "parent_pid": os.getpid(),
-                        "require_par": self.require_par,
-                        "assertion_audience": self.assertion_audience,
-                        "access_token_lifetime": self.access_token_lifetime,
-                    }
-                )
+        self._launch_ready()
+        return self
+
+    def _launch(self) -> subprocess.Popen:
+        config = self.tmpdir / "op.json"
+        config.write_text(
+            json.dumps(
+                {
+                    "issuer": self.issuer,
+                    "port": self.port,
+                    "data_dir": str(self.tmpdir),
+                    "parent_pid": os.getpid(),
+                    "require_par": self.require_par,
+                    "assertion_audience": self.assertion_audience,
+                    "access_token_lifetime": self.access_token_lifetime,
+                }
             )
-            self._proc = subprocess.Popen(
-                [self.python, str(SERVER_SCRIPT), str(config)],
-                cwd=self.tmpdir,
-                env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"},
-                stdin=subprocess.DEVNULL,
-                stdout=self._log_file,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-            try:
-                self._wait_ready()
-                return self
-            except IdpyOPError as e:
-                last_error = e
-                self._terminate()
-        raise IdpyOPError(f"{last_error}\n--- OP log ---\n{self.log_text()}")
-
-    def stop(self) -> None:
-        self._terminate()
-        if self._log_file:
-            self._log_file.close()
-            self._log_file = None
-        self._http.close()
-        if self.tmpdir and not self.keep_data:
-            shutil.rmtree(self.tmpdir, ignore_errors=True)
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()
-
-    def _wait_ready(self) -> None:
-        deadline = time.monotonic() + self.startup_timeout
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                raise IdpyOPError(f"the OP exited with status {self._proc.returncode} during start-up")
-            try:
-                if self._http.get(self.discovery_url, timeout=2).status_code == 200:
-                    return
-            except requests.RequestException:
-                pass
-            time.sleep(0.1)
-        raise IdpyOPError(f"the OP was not ready after {self.startup_timeout} s")
-
-    def _terminate(self) -> None:
-        proc, self._proc = self._proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=5)
-
-    def log_text(self, since: int = 0) -> str:
-        if not self.log_path or not self.log_path.exists():
-            return ""
-        with open(self.log_path, "rb") as f:
-            f.seek(since)
-            return f.read().decode("utf-8", "replace")
-
-    def log_size(self) -> int:
-        return self.log_path.stat().st_size if self.log_path and self.log_path.exists() else 0
+        )
+        return subprocess.Popen(
+            [self.python, str(SERVER_SCRIPT), str(config)],
+            cwd=self.tmpdir,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"},
+            stdin=subprocess.DEVNULL,
+            stdout=self._log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
     # ----------------------------------------------------------------- test API
     def _call(self, method: str, path: str, expect=(200,), **kwargs) -> dict:
