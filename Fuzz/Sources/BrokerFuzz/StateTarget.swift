@@ -107,16 +107,19 @@ let stateTarget = FuzzTarget(name: "state", run: { bytes in
                           idTokenClaims: claims, createdAt: 1_700_000_000, usedAt: 1_700_000_100)
     let bare = Session(id: digest(2), provider: "p", app: "a", subject: "s", scopes: [], accessToken: "t",
                        accessTokenExpiresAt: nil, refreshToken: nil, idTokenClaims: nil, createdAt: 0, usedAt: 0)
-    let pending = PendingAuthorization(provider: "dev", app: "demo", redirectURI: "http://127.0.0.1:9000/cb", appState: "xyz",
-                                       appChallenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM", verifier: "v",
-                                       nonce: "n", requestedScopes: ["openid"], sessionID: digest(3), expiresAt: 1_700_000_600)
+    let back = AppReturn(redirectURI: "http://127.0.0.1:9000/cb", state: "xyz", challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM")
+    let pending = PendingAuthorization(provider: "dev", app: "demo", purpose: .incremental(back, session: digest(3)), verifier: "v",
+                                       nonce: "n", requestedScopes: ["openid"], expiresAt: 1_700_000_600)
+    let devicePending = PendingAuthorization(provider: "dev", app: "tv", purpose: .device(digest(8)), verifier: "v",
+                                             nonce: "n", requestedScopes: ["openid"], expiresAt: 1_700_000_600)
     let grant = Grant(provider: "dev", subject: "u1", scopes: ["openid"], accessToken: "at", accessTokenExpiresAt: 1_700_003_600,
                       refreshToken: "rt", idTokenClaims: claims)
     let handoff = Handoff(app: "demo", redirectURI: "http://127.0.0.1:9000/cb", appChallenge: "c", expiresAt: 1_700_000_060,
                           grant: grant, sessionID: digest(4), redeemed: true)
     let plain = Handoff(app: "demo", redirectURI: "r", appChallenge: "c", expiresAt: 1, grant: nil, sessionID: nil)
     let all: [StateRecord] = [.session(session), .session(bare), .sessionRemoved(digest(1)), .pending(digest(5), pending),
-                              .pendingRemoved(digest(5)), .handoff(digest(6), handoff), .handoff(digest(7), plain)]
+                              .pending(digest(9), devicePending), .pendingRemoved(digest(5)), .handoff(digest(6), handoff),
+                              .handoff(digest(7), plain)]
     var seeds: [(String, [UInt8])] = []
     for (index, record) in all.enumerated() {
         let bytes = encodeAll([record])
