@@ -30,15 +30,8 @@ struct AdminRouteTests {
 
         func send(_ method: String, _ target: String, bearer: String? = AdminRouteTests.token, form: [(String, String)]? = nil,
                   extra: [String: String] = ["Host": "127.0.0.1:9091"]) async -> Response {
-            var headers = extra.merging(form == nil ? [:] : ["Content-Type": "application/x-www-form-urlencoded"]) { $1 }
-            if let bearer { headers["Authorization"] = "Bearer \(bearer)" }
-            let body = form.map { Array(FormFields.encode($0).utf8) } ?? []
-            return await router.route(Request(method: method, target: target, headers: headers, body: body)).reply.response()
+            await router.answer(method, target, form: form, bearer: bearer, headers: extra)
         }
-    }
-
-    private func json(_ response: Response) throws -> [String: Any] {
-        try #require(try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any])
     }
 
     @Test(arguments: StoreKind.allCases)
@@ -73,11 +66,11 @@ struct AdminRouteTests {
         for secret in [try #require(alice.token), alice.session.accessToken, try #require(alice.session.refreshToken)] {
             #expect(!text.contains(secret))
         }
-        let sessions = try #require(try json(answer)["sessions"] as? [[String: Any]])
+        let sessions = try #require(try answer.jsonObject()["sessions"] as? [[String: Any]])
         #expect(sessions.count == 1)
         #expect(Set(sessions[0].keys) == ["id", "app", "provider", "subject", "sid", "scopes", "created_at", "used_at"])
         #expect(sessions[0]["id"] as? String == alice.session.id.hex && sessions[0]["subject"] as? String == "alice")
-        #expect((try json(await admin.send("GET", "/admin/sessions?app=\(FlowTestBed.app)"))["sessions"] as? [Any])?.count == 2)
+        #expect((try await admin.send("GET", "/admin/sessions?app=\(FlowTestBed.app)").jsonObject()["sessions"] as? [Any])?.count == 2)
         for bad in ["subject=alice", "provider=nope", "app=nope", "limit=0", "limit=1001", "after=zz", "provider=idp&provider=idp"] {
             #expect(await admin.send("GET", "/admin/sessions?\(bad)").status == 400, "\(bad)")
         }
@@ -92,16 +85,16 @@ struct AdminRouteTests {
         let third = try await admin.bed.newSession(subject: "alice")
         let bob = try await admin.bed.newSession(subject: "bob")
         let one = await admin.send("POST", "/admin/sessions/end", form: [("session", first.session.id.hex)])
-        #expect(try json(one)["ended"] as? Bool == true && json(one)["provider_revocation"] as? String == "succeeded")
+        #expect(try one.jsonObject()["ended"] as? Bool == true && one.jsonObject()["provider_revocation"] as? String == "succeeded")
         #expect(try await admin.bed.stored(first.session.id) == nil)
         #expect(!admin.bed.provider.accepts(first.session.accessToken))
-        #expect(try json(await admin.send("POST", "/admin/sessions/end", form: [("session", first.session.id.hex)]))["ended"] as? Bool == false)
+        #expect(try await admin.send("POST", "/admin/sessions/end", form: [("session", first.session.id.hex)]).jsonObject()["ended"] as? Bool == false)
         #expect(await admin.send("POST", "/admin/sessions/end", form: [("session", "not-an-id")]).status == 400)
 
         let all = await admin.send("POST", "/admin/subjects/end", form: [("provider", "idp"), ("subject", "alice")])
         #expect(all.status == 200)
-        #expect(try json(all)["ended"] as? Int == 2)
-        #expect((try json(all)["provider_revocation"] as? [String: Int])?["succeeded"] == 2)
+        #expect(try all.jsonObject()["ended"] as? Int == 2)
+        #expect((try all.jsonObject()["provider_revocation"] as? [String: Int])?["succeeded"] == 2)
         for ended in [second, third] {
             #expect(try await admin.bed.stored(ended.session.id) == nil)
             #expect(!admin.bed.provider.accepts(ended.session.accessToken))

@@ -31,15 +31,8 @@ struct RouteTests {
 
         /// The answer to `method target` with a form `body`, as the server would send it.
         func send(_ method: String, _ target: String, form: [(String, String)]? = nil, bearer: String? = nil) async -> Response {
-            let body = form.map { Array(FormFields.encode($0).utf8) } ?? []
-            var headers = form == nil ? [:] : ["Content-Type": "application/x-www-form-urlencoded"]
-            if let bearer { headers["Authorization"] = "Bearer \(bearer)" }
-            return await router.route(Request(method: method, target: target, headers: headers, body: body)).reply.response()
+            await router.answer(method, target, form: form, bearer: bearer)
         }
-    }
-
-    private func json(_ response: Response) throws -> [String: Any] {
-        try #require(try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any])
     }
 
     @Test(arguments: StoreKind.allCases)
@@ -62,10 +55,10 @@ struct RouteTests {
             ("redirect_uri", FlowTestBed.redirectURI), ("client_id", FlowTestBed.app),
         ])
         #expect(token.status == 200)
-        let refreshToken = try #require(try json(token)["refresh_token"] as? String)
+        let refreshToken = try #require(try token.jsonObject()["refresh_token"] as? String)
         let refreshed = await routes.send("POST", "/providers/idp/token", form: [("grant_type", "refresh_token"), ("refresh_token", refreshToken)])
         #expect(refreshed.status == 200)
-        #expect(try json(refreshed)["refresh_token"] as? String == refreshToken)
+        #expect(try refreshed.jsonObject()["refresh_token"] as? String == refreshToken)
         let other = await routes.send("POST", "/providers/idp/token", form: [
             ("grant_type", "refresh_token"), ("refresh_token", refreshToken), ("client_id", "another-app"),
         ])
@@ -87,7 +80,7 @@ struct RouteTests {
         for (form, status, error) in cases {
             let answer = await routes.send("POST", "/providers/idp/token", form: form)
             #expect(answer.status == status, "\(form)")
-            #expect(try json(answer)["error"] as? String == error, "\(form)")
+            #expect(try answer.jsonObject()["error"] as? String == error, "\(form)")
         }
     }
 
@@ -97,17 +90,17 @@ struct RouteTests {
         defer { Task { await routes.bed.close() } }
         let own = await routes.send("POST", "/device/authorize", form: [("app", FlowTestBed.app), ("provider", "idp")])
         #expect(own.status == 200)
-        #expect(try json(own)["verification_uri"] as? String == "https://broker.test/device")
+        #expect(try own.jsonObject()["verification_uri"] as? String == "https://broker.test/device")
         let standard = await routes.send("POST", "/providers/idp/device_authorization", form: [("client_id", FlowTestBed.app)])
         #expect(standard.status == 200)
-        let deviceCode = try #require(try json(standard)["device_code"] as? String)
+        let deviceCode = try #require(try standard.jsonObject()["device_code"] as? String)
         let poll = await routes.send("POST", "/providers/idp/token", form: [
             ("grant_type", DeviceCodeGrant.type), ("device_code", deviceCode), ("client_id", FlowTestBed.app),
         ])
         #expect(poll.status == 400)
-        #expect(try json(poll)["error"] as? String == "authorization_pending")
+        #expect(try poll.jsonObject()["error"] as? String == "authorization_pending")
         let metadata = await routes.send("GET", "/.well-known/oauth-authorization-server/providers/idp")
-        #expect(try json(metadata)["device_authorization_endpoint"] as? String == "https://broker.test/providers/idp/device_authorization")
+        #expect(try metadata.jsonObject()["device_authorization_endpoint"] as? String == "https://broker.test/providers/idp/device_authorization")
     }
 
     /// `read` until `done` holds: on a store several instances share, for as long as an instance's
@@ -144,40 +137,40 @@ struct RouteTests {
             ("redirect_uri", FlowTestBed.redirectURI), ("app", FlowTestBed.app),
         ])
         #expect(redeemed.status == 200)
-        let token = try #require(try json(redeemed)["session_token"] as? String)
+        let token = try #require(try redeemed.jsonObject()["session_token"] as? String)
 
         let current = await routes.send("GET", "/token", bearer: token)
         #expect(current.status == 200)
-        let before = try #require(try json(current)["access_token"] as? String)
+        let before = try #require(try current.jsonObject()["access_token"] as? String)
         #expect(routes.bed.provider.accepts(before))
         #expect(await routes.send("GET", "/token?min_ttl=soon", bearer: token).status == 400)
         #expect(await routes.send("GET", "/token", bearer: "tbs_unknown").status == 401)
         let session = await routes.send("GET", "/session", bearer: token)
-        let described = try json(session)
+        let described = try session.jsonObject()
         #expect(described["subject"] as? String == "alice")
         #expect(described["scopes"] as? [String] == ["openid", "email"])
 
         // Incremental authorization: the code stands for the same session, now with the new scope.
         let more = await routes.send("POST", "/authorize", form: [("scope", "calendar")] + app, bearer: token)
         #expect(more.status == 200)
-        let moreBack = try await signIn(routes, at: try #require(try json(more)["authorization_url"] as? String))
+        let moreBack = try await signIn(routes, at: try #require(try more.jsonObject()["authorization_url"] as? String))
         let merged = await routes.send("POST", "/token", form: [
             ("grant_type", "authorization_code"), ("code", try #require(moreBack["code"])), ("code_verifier", verifier),
             ("redirect_uri", FlowTestBed.redirectURI), ("app", FlowTestBed.app),
         ])
         #expect(merged.status == 200)
-        #expect(try json(merged)["session_token"] == nil)
+        #expect(try merged.jsonObject()["session_token"] == nil)
         let scopes = try await eventually(kind) { () async throws -> [String]? in
-            try json(await routes.send("GET", "/session", bearer: token))["scopes"] as? [String]
+            try await routes.send("GET", "/session", bearer: token).jsonObject()["scopes"] as? [String]
         } until: { $0 == ["openid", "email", "calendar"] }
         #expect(scopes == ["openid", "email", "calendar"])
 
         let refreshed = await routes.send("POST", "/refresh", bearer: token)
         #expect(refreshed.status == 200)
-        #expect(try json(refreshed)["access_token"] as? String != before)
+        #expect(try refreshed.jsonObject()["access_token"] as? String != before)
         let revoked = await routes.send("POST", "/revoke", bearer: token)
         #expect(revoked.status == 200)
-        #expect(try json(revoked)["revoked"] as? Bool == true)
+        #expect(try revoked.jsonObject()["revoked"] as? Bool == true)
         // Every instance's memory drops the session within the notification delay.
         let statuses = try await eventually(kind) {
             [await routes.send("GET", "/token", bearer: token).status, await routes.send("GET", "/session", bearer: token).status]
