@@ -21,17 +21,12 @@ selenium = pytest.importorskip("selenium")
 from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.wait import WebDriverWait  # noqa: E402
-from support.chrome import WIDTH_IDS, WIDTHS, new_chrome  # noqa: E402
+from support.chrome import chrome_at_each_width  # noqa: E402
 
 SCREENSHOTS = Path(os.environ.get("PAGE_SCREENSHOTS", Path(__file__).resolve().parents[2] / ".build" / "page-screenshots"))
 
 
-@pytest.fixture(params=WIDTHS, ids=WIDTH_IDS)
-def chrome(request):
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    driver = new_chrome(request.param)
-    yield driver
-    driver.quit()
+chrome = chrome_at_each_width(SCREENSHOTS)
 
 
 def look(driver, url: str, name: str, status_logged: bool = False) -> str:

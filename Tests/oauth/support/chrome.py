@@ -2,6 +2,7 @@
 `make test` installs them): a window of a given width, the browser's console kept for checks."""
 
 import shutil
+from pathlib import Path
 
 import pytest
 from selenium import webdriver
@@ -10,6 +11,17 @@ from selenium.webdriver.chrome.service import Service
 # The widths a page is checked at: a phone's and a desktop's.
 WIDTHS = [412, 1280]
 WIDTH_IDS = ["phone", "desktop"]
+
+
+def chrome_at_each_width(screenshots: Path):
+    """A pytest fixture: a new browser at each of WIDTHS, its screenshots going to `screenshots`."""
+    @pytest.fixture(params=WIDTHS, ids=WIDTH_IDS)
+    def chrome(request):
+        screenshots.mkdir(parents=True, exist_ok=True)
+        driver = new_chrome(request.param)
+        yield driver
+        driver.quit()
+    return chrome
 
 
 def new_chrome(width: int = 412):
