@@ -138,6 +138,18 @@ struct ClientAssertionTests {
         ])
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
         #expect(ClientKeyPermissions.check([provider]).isEmpty)
+
+        // A rotation's second key, when it is the next private key, is checked as the signing one.
+        let secondPath = path + ".next"
+        defer { try? FileManager.default.removeItem(atPath: secondPath) }
+        _ = FileManager.default.createFile(atPath: secondPath, contents: Data(try Self.pem("ec-pkcs8.pem").utf8), attributes: [.posixPermissions: 0o644])
+        let next = try ClientAssertionKey.parse(pem: try Self.pem("ec-pkcs8.pem"), source: secondPath, publicAllowed: true).get()
+        let rotating = try ClientAssertionSigner.make(signingKey: key, algorithm: nil, secondKey: next, audience: .issuer).get()
+        let duringRotation = ProviderConfig(id: "corp", endpoints: .discovery(issuer: URL(string: "https://idp.example")!), clientID: "c",
+                                            clientAuthentication: .privateKeyJWT(rotating))
+        #expect(ClientKeyPermissions.check([duringRotation]) == [
+            "the private key file \(secondPath) of provider corp can be read by other users (mode 0644): make it 0400 or 0600 and owned by the broker's user",
+        ])
     }
 
     @Test func printingOrDumpingShowsNoKeyMaterial() throws {
@@ -149,6 +161,10 @@ struct ClientAssertionTests {
         for text in [dumped, "\(signer)", String(reflecting: signer), "\(signer.signingKey)"] {
             #expect(!text.contains(material) && !text.contains("BEGIN"), "\(text)")
         }
-        #expect("\(signer)".contains(signer.signingKey.keyID))
+        // Exactly these, and a dump of one line each: nothing of the keys but their ids and files.
+        let second = try #require(signer.secondKey)
+        #expect("\(signer)" == "ClientAssertionSigner(RS256, kid \(signer.signingKey.keyID), second kid \(second.keyID), aud issuer)")
+        #expect("\(signer.signingKey)" == "ClientAssertionKey(RSA, kid \(signer.signingKey.keyID), from \(signer.signingKey.source))")
+        #expect(dumped.split(separator: "\n").count == 2, "\(dumped)")
     }
 }

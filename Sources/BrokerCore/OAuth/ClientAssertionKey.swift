@@ -28,6 +28,14 @@ public struct ClientAssertionKey: Sendable, CustomStringConvertible, CustomDebug
     public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
 
     /// `RSA` or `EC P-256`.
+    /// Whether it holds a private key (else only a public one).
+    var isPrivate: Bool {
+        switch material {
+        case .rsaPrivate, .ecPrivate: true
+        case .rsaPublic, .ecPublic: false
+        }
+    }
+
     var family: String {
         switch material {
         case .rsaPrivate, .rsaPublic: "RSA"

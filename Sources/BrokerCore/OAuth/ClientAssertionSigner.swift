@@ -13,7 +13,9 @@ public struct ClientAssertionSigner: Sendable, CustomStringConvertible, CustomDe
     public let signingKey: ClientAssertionKey
     /// The algorithm it signs with: RS256 or PS256 for an RSA key, ES256 for an EC key.
     let algorithm: SignatureAlgorithm
-    private let key: AssertionSigningKey
+    /// jwt-kit's key collection holding the signing key, made once (it is an actor to build):
+    /// every assertion signs with it.
+    private let keys: Task<JWTKeyCollection, Never>
     /// Published, never used to sign.
     public let secondKey: ClientAssertionKey?
     /// What `aud` names.
@@ -36,7 +38,9 @@ public struct ClientAssertionSigner: Sendable, CustomStringConvertible, CustomDe
             return .failure(ConfigValueError("\(chosen.rawValue) does not go with an \(signingKey.family) key (use "
                 + signingKey.algorithms.map(\.rawValue).joined(separator: " or ") + ")"))
         }
-        return .success(ClientAssertionSigner(signingKey: signingKey, algorithm: chosen, key: key, secondKey: secondKey, audience: audience))
+        let kid = JWKIdentifier(string: signingKey.keyID)
+        return .success(ClientAssertionSigner(signingKey: signingKey, algorithm: chosen, keys: Task { await key.keyCollection(kid: kid) },
+                                              secondKey: secondKey, audience: audience))
     }
 
     /// A fresh client assertion: `iss` and `sub` the client id, `aud` the given audience, a
@@ -49,7 +53,7 @@ public struct ClientAssertionSigner: Sendable, CustomStringConvertible, CustomDe
             iss: clientID, sub: clientID, aud: audience, jti: Base64URL.encode(SecureRandom.bytes(count: 16)),
             iat: issuedAt, exp: issuedAt + Self.lifetimeSeconds
         )
-        return try await key.keyCollection(kid: kid).sign(claims, kid: kid)
+        return try await keys.value.sign(claims, kid: kid)
     }
 
     /// `{"keys": [...]}`: the signing key's public JWK, then the second key's.

@@ -4,15 +4,13 @@ import Foundation
 /// other users can read is reported at start (a container runtime often mounts secrets 0444 in
 /// a container with no other user: a warning, as for the state key file, not a refusal).
 enum ClientKeyPermissions {
-    /// What the start should warn about; empty when every signing key file is private.
+    /// What the start should warn about; empty when every private key file is private: the
+    /// signing key's, and a rotation's second key when it is a private one (the next key).
     static func check(_ providers: [ProviderConfig]) -> [String] {
-        providers.compactMap { provider in
-            guard let path = provider.clientAssertionSigner?.signingKey.source,
-                  let mode = (try? FileManager.default.attributesOfItem(atPath: path))?[.posixPermissions] as? Int,
-                  mode & 0o004 != 0
-            else { return nil }
-            return "the private key file \(path) of provider \(provider.id) can be read by other users (mode 0\(String(mode, radix: 8))): "
-                + "make it 0400 or 0600 and owned by the broker's user"
+        providers.flatMap { provider -> [String] in
+            guard let signer = provider.clientAssertionSigner else { return [] }
+            let keys = [signer.signingKey] + (signer.secondKey.map { $0.isPrivate ? [$0] : [] } ?? [])
+            return keys.compactMap { FilePermissions.othersCanRead($0.source, name: "the private key file \($0.source) of provider \(provider.id)") }
         }
     }
 }

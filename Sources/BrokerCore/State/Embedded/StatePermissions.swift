@@ -10,24 +10,14 @@ enum StatePermissions {
     /// What the start should warn about; empty when both are private.
     static func check(directory: String, keyFile: String?) -> [String] {
         var warnings: [String] = []
-        if let mode = mode(of: directory), mode & 0o007 != 0 {
+        if let mode = FilePermissions.mode(of: directory), mode & 0o007 != 0 {
             if (try? FileManager.default.setAttributes([.posixPermissions: mode & ~0o007], ofItemAtPath: directory)) != nil {
-                warnings.append("the state directory \(directory) was open to other users (mode \(octal(mode))); it is now \(octal(mode & ~0o007))")
+                warnings.append("the state directory \(directory) was open to other users (mode \(FilePermissions.octal(mode))); it is now \(FilePermissions.octal(mode & ~0o007))")
             } else {
-                warnings.append("the state directory \(directory) is open to other users (mode \(octal(mode))) and the broker cannot change that: make it 0700 (or 0770 for the broker's group) and owned by the broker's user")
+                warnings.append("the state directory \(directory) is open to other users (mode \(FilePermissions.octal(mode))) and the broker cannot change that: make it 0700 (or 0770 for the broker's group) and owned by the broker's user")
             }
         }
-        if let keyFile, let mode = mode(of: keyFile), mode & 0o004 != 0 {
-            warnings.append("the state key file \(keyFile) can be read by other users (mode \(octal(mode))): make it 0400 or 0600 and owned by the broker's user")
-        }
+        if let keyFile, let warning = FilePermissions.othersCanRead(keyFile, name: "the state key file \(keyFile)") { warnings.append(warning) }
         return warnings
-    }
-
-    private static func mode(of path: String) -> Int? {
-        (try? FileManager.default.attributesOfItem(atPath: path))?[.posixPermissions] as? Int
-    }
-
-    private static func octal(_ mode: Int) -> String {
-        "0" + String(mode, radix: 8)
     }
 }
