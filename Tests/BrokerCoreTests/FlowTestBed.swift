@@ -101,6 +101,14 @@ struct FlowTestBed {
 }
 
 extension LoginCompletion {
+    /// The refusal, whichever the purpose; nil when the login succeeded.
+    var refusal: LoginRefusal? {
+        switch self {
+        case .app(_, .refused(let refusal)), .device(_, .refused(let refusal)): refusal
+        case .app(_, .handoff), .device(_, .signedIn): nil
+        }
+    }
+
     /// The handoff code an app's login ended with; nil for a refusal or a device login.
     var handoffCode: String? {
         guard case .app(_, .handoff(let code)) = self else { return nil }

@@ -17,14 +17,6 @@ struct CallbackAnswer: Sendable {
 enum LoginCompletion: Sendable, Equatable {
     case app(AppReturn, AppLoginOutcome)
     case device(SHA256Digest, DeviceLoginOutcome)
-
-    /// The refusal, whichever the purpose; nil when the login succeeded.
-    var refusal: LoginRefusal? {
-        switch self {
-        case .app(_, .refused(let refusal)), .device(_, .refused(let refusal)): refusal
-        case .app(_, .handoff), .device(_, .signedIn): nil
-        }
-    }
 }
 
 /// An app's login: its grant (or, for an incremental authorization, the session it merged into)
