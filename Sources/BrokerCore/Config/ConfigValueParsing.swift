@@ -48,8 +48,13 @@ enum ConfigValueParsing {
     /// One of the raw values of `T`, compared exactly.
     static func choice<T: RawRepresentable & CaseIterable>(_ text: String, as type: T.Type) -> Result<T, ConfigValueError>
     where T.RawValue == String {
-        if let value = T(rawValue: text) { return .success(value) }
-        let names = T.allCases.map(\.rawValue)
+        choice(text, among: Array(T.allCases))
+    }
+
+    /// One of `values`, by its raw value.
+    static func choice<T: RawRepresentable>(_ text: String, among values: [T]) -> Result<T, ConfigValueError> where T.RawValue == String {
+        if let value = values.first(where: { $0.rawValue == text }) { return .success(value) }
+        let names = values.map(\.rawValue)
         let hint = KeySuggestion.hint(for: text, in: names)
         return .failure(ConfigValueError(
             "expected one of \(names.joined(separator: ", ")), got \(quoted(text))\(hint)"))

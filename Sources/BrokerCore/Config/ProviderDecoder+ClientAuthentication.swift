@@ -30,7 +30,7 @@ extension ProviderDecoder {
         let signingKey = key(reader, "private_key_file", publicAllowed: false, problems: &problems)
         let secondKey = reader.has("second_key_file") ? key(reader, "second_key_file", publicAllowed: true, problems: &problems) : nil
         let algorithm = reader.parsed("token_endpoint_auth_signing_alg", expected: "an algorithm", problems: &problems) {
-            ConfigValueParsing.choice($0, as: ClientAssertionAlgorithm.self).map(\.signatureAlgorithm)
+            ConfigValueParsing.choice($0, among: SignatureAlgorithm.clientAssertion)
         }
         var audience = discovered ? ClientAssertionAudience.issuer : .endpoint
         if reader.has("client_assertion_audience") {
@@ -83,20 +83,5 @@ extension ProviderDecoder {
                 + "request endpoint comes from its discovery document", line: reader.line(of: "par"))
         }
         return mode
-    }
-}
-
-/// The algorithms `token_endpoint_auth_signing_alg` may name.
-enum ClientAssertionAlgorithm: String, CaseIterable {
-    case rs256 = "RS256"
-    case ps256 = "PS256"
-    case es256 = "ES256"
-
-    var signatureAlgorithm: SignatureAlgorithm {
-        switch self {
-        case .rs256: .rs256
-        case .ps256: .ps256
-        case .es256: .es256
-        }
     }
 }

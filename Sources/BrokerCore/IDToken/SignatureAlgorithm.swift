@@ -15,6 +15,9 @@ enum SignatureAlgorithm: String, Sendable, CaseIterable {
     case es512 = "ES512"
     case edDSA = "EdDSA"
 
+    /// What the broker signs its client assertions with (`token_endpoint_auth_signing_alg`).
+    static let clientAssertion: [SignatureAlgorithm] = [.rs256, .ps256, .es256]
+
     /// The kind of key (JWK `kty`, and `crv` where it matters) that can check this algorithm.
     var keyFamily: KeyFamily {
         switch self {
