@@ -61,13 +61,8 @@ extension ProviderDecoder {
     private func key(_ reader: YAMLMappingReader, _ key: String, publicAllowed: Bool, problems: inout ConfigProblemList) -> ClientAssertionKey? {
         guard let path = reader.string(key, problems: &problems) else { return nil }
         let fullPath = SecretReference.absolutePath(path, baseDirectory: baseDirectory)
-        let result: Result<ClientAssertionKey, ConfigValueError>
-        if let data = FileManager.default.contents(atPath: fullPath), let text = String(data: data, encoding: .utf8) {
-            result = ClientAssertionKey.parse(pem: text, source: fullPath, publicAllowed: publicAllowed)
-                .mapError { ConfigValueError("\(fullPath) \($0.message)") }
-        } else {
-            let reason = FileManager.default.fileExists(atPath: fullPath) ? "is not a readable text file" : "does not exist"
-            result = .failure(ConfigValueError("cannot read key file \(fullPath): it \(reason)"))
+        let result = SecretReference.readText(fullPath, what: "key file").flatMap { text in
+            ClientAssertionKey.parse(pem: text, source: fullPath, publicAllowed: publicAllowed).mapError { ConfigValueError("\(fullPath) \($0.message)") }
         }
         return problems.check(result, at: self.path.child(key), line: reader.line(of: key))
     }

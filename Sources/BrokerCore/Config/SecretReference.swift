@@ -34,15 +34,10 @@ enum SecretReference: Sendable, Equatable {
             return .success(Secret(value, source: "env \(name)"))
         case .file(let path):
             let fullPath = Self.absolutePath(path, baseDirectory: baseDirectory)
-            let data: Data
-            do {
-                data = try Data(contentsOf: URL(fileURLWithPath: fullPath))
-            } catch {
-                let reason = FileManager.default.fileExists(atPath: fullPath) ? "is not a readable file" : "does not exist"
-                return .failure(ConfigValueError("cannot read secret file \(fullPath): it \(reason)"))
-            }
-            guard var value = String(data: data, encoding: .utf8) else {
-                return .failure(ConfigValueError("secret file \(fullPath) is not UTF-8 text"))
+            var value: String
+            switch Self.readText(fullPath, what: "secret file") {
+            case .success(let text): value = text
+            case .failure(let error): return .failure(error)
             }
             // "\r\n" is a single Character in Swift, so one removeLast strips either ending.
             if value.last == "\n" || value.last == "\r\n" {
@@ -53,6 +48,18 @@ enum SecretReference: Sendable, Equatable {
             }
             return .success(Secret(value, source: "file \(fullPath)"))
         }
+    }
+
+    /// The UTF-8 text of the file at `fullPath`, which messages call `what` ("secret file").
+    static func readText(_ fullPath: String, what: String) -> Result<String, ConfigValueError> {
+        guard let data = try? Data(contentsOf: URL(fileURLWithPath: fullPath)) else {
+            let reason = FileManager.default.fileExists(atPath: fullPath) ? "is not a readable file" : "does not exist"
+            return .failure(ConfigValueError("cannot read \(what) \(fullPath): it \(reason)"))
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            return .failure(ConfigValueError("\(what) \(fullPath) is not UTF-8 text"))
+        }
+        return .success(text)
     }
 
     /// `path` itself when absolute, else joined to `baseDirectory` (or the working directory).

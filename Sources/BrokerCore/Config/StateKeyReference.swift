@@ -32,16 +32,7 @@ enum StateKeyReference: Sendable, Equatable {
         case .file(let path):
             let fullPath = SecretReference.absolutePath(path, baseDirectory: baseDirectory)
             guard FileManager.default.fileExists(atPath: fullPath) else { return .success(nil) }
-            let data: Data
-            do {
-                data = try Data(contentsOf: URL(fileURLWithPath: fullPath))
-            } catch {
-                return .failure(ConfigValueError("cannot read state key file \(fullPath): it is not a readable file"))
-            }
-            guard let text = String(data: data, encoding: .utf8) else {
-                return .failure(ConfigValueError("state key file \(fullPath) is not UTF-8 text"))
-            }
-            return Self.parse(text, from: "state key file \(fullPath)")
+            return SecretReference.readText(fullPath, what: "state key file").flatMap { Self.parse($0, from: "state key file \(fullPath)") }
         }
     }
 
