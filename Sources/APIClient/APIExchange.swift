@@ -1,8 +1,8 @@
 import CurlShim
 import Foundation
 
-/// One request to an API upstream for the API proxy, and its answer: performed by libcurl on one
-/// of the proxy's threads (`perform` suspends the caller meanwhile). No redirect is followed and no
+/// One request to an API upstream for the API proxy, and its answer: performed by libcurl on the
+/// proxy's event loop (`perform` suspends the caller meanwhile). No redirect is followed and no
 /// proxy from the environment used; only https (and http where allowed) is spoken; every address
 /// the host resolves to is checked before connecting, so that neither a name that resolves to an
 /// internal address nor one that changes its answer between a check and the connection (DNS
@@ -56,18 +56,35 @@ public enum APIExchangeError: Error, Sendable, Equatable {
     /// Resolution, connection or TLS failed.
     case unreachable(String)
     case failed(String)
-    /// Every transfer thread is busy and the line in front of them is full, or the request
-    /// waited in it past its timeout: not sent.
+    /// The loop runs as many transfers as it takes and the line in front of them is full, or the
+    /// request waited in it past its timeout: not sent.
     case busy
 }
 
-/// Where a streamed answer's body goes, as it arrives (on the transfer's thread).
+/// Where a streamed answer's body goes, as it arrives (on the loop's thread, which must never
+/// wait: a sink without room says so, and the transfer pauses until the sink calls its waker).
 public protocol APIBodySink: Sendable {
-    /// Waits at most `milliseconds` for room (the transfer's deadline); false when nobody reads
-    /// any more, or not in time: the transfer stops.
-    func write(_ bytes: UnsafeRawBufferPointer, waitingAtMost milliseconds: Int) -> Bool
+    /// Takes all of `bytes`, or none of them.
+    func offer(_ bytes: UnsafeRawBufferPointer, waker: APIBodyWaker) -> APIBodyOffer
     /// The body ended: whole (`ok`), or broken off (a failed transfer, or over the cap).
     func finish(ok: Bool)
+}
+
+/// What a sink did with bytes offered to it.
+public enum APIBodyOffer: Sendable {
+    case taken
+    /// No room for them yet: the sink calls its waker once, from any thread, when there is, or
+    /// when nobody will read them; the transfer pauses meanwhile, up to its deadline.
+    case full
+    /// Nobody reads any more: the transfer stops.
+    case stop
+}
+
+/// How a sink that was full tells the transfer to go on: `function(context, tag)`, called once.
+public struct APIBodyWaker {
+    public let function: @convention(c) (UnsafeMutableRawPointer?, UInt64) -> Void
+    public let context: UnsafeMutableRawPointer?
+    public let tag: UInt64
 }
 
 /// An answer: whole, or its head with the body streaming into the sink chosen for it.
@@ -76,21 +93,27 @@ public enum APIAnswer: Sendable {
     case streaming(status: Int, headers: [(name: String, value: String)])
 }
 
-/// The threads transfers run on, and the line in front of them: a transfer takes a thread while
-/// fewer than `maxInFlight` run, else waits in a line of at most `maxInFlight` more — beyond it,
-/// or once it has waited its whole timeout, it fails at once (`busy`). Every transfer ends by
-/// its timeout, whatever its client does, so the line moves.
-public final class APITransfers: Sendable {
-    private let threads: BlockingThreads
+/// The proxy's transfers: one event loop (libcurl's multi interface on one thread, CurlShim's
+/// loop.c) that runs up to `maxInFlight` of them at once, with a line of at most as many more in
+/// front of them — beyond it, or once a transfer has waited its whole timeout there, it fails at
+/// once (`busy`). No transfer holds a thread: a slow reader pauses its own, which still ends by
+/// its timeout.
+public final class APITransfers: @unchecked Sendable {
+    // The loop is safe to use from any thread; this object owns it.
+    private let loop: OpaquePointer
 
     public init(maxInFlight: Int) {
-        threads = BlockingThreads(limit: maxInFlight, queueLimit: maxInFlight)
+        guard let loop = tb_proxy_loop_create(Int32(clamping: maxInFlight)) else { fatalError("libcurl could not make the proxy's loop") }
+        self.loop = loop
     }
 
-    /// Performs `request` on one of the threads. With `stream`, once the head has come (status,
-    /// and the body's length when known) `stream` may give a sink: the answer is then
-    /// `.streaming` at once, while the body goes on into the sink; else the body is held and the
-    /// answer is `.whole` at the end.
+    deinit {
+        tb_proxy_loop_release(loop)
+    }
+
+    /// Performs `request`. With `stream`, once the head has come (status, and the body's length
+    /// when known) `stream` may give a sink: the answer is then `.streaming` at once, while the
+    /// body goes on into the sink; else the body is held and the answer is `.whole` at the end.
     public func perform(
         _ request: APIRequest, stream: (@Sendable (_ status: Int, _ contentLength: Int64?) -> (any APIBodySink)?)? = nil
     ) async -> Result<APIAnswer, APIExchangeError> {
@@ -100,20 +123,18 @@ public final class APITransfers: Sendable {
     }
 
     /// `perform` for a caller that is not a task: `completion` gets the answer once, on the
-    /// transfer's thread (or on the caller's, at once, when the transfer is refused as `busy`).
+    /// loop's thread (or on the caller's, at once, when the transfer is refused as `busy`).
     public func start(
         _ request: APIRequest, stream: (@Sendable (_ status: Int, _ contentLength: Int64?) -> (any APIBodySink)?)? = nil,
         completion: @escaping @Sendable (Result<APIAnswer, APIExchangeError>) -> Void
     ) {
-        let transfer = Transfer(choose: stream, completion: completion)
-        let queued = ContinuousClock.now
-        let accepted = threads.run {
-            let waited = (ContinuousClock.now - queued).components
-            let left = request.timeoutSeconds - Double(waited.seconds) - Double(waited.attoseconds) / 1e18
-            guard left > 0 else { return transfer.fail(.busy) }
-            transfer.run(request, timeoutSeconds: left)
+        let transfer = Transfer(choose: stream, completion: completion, loop: UnsafeMutableRawPointer(loop))
+        // The loop holds the transfer until its on_done.
+        let context = Unmanaged.passRetained(transfer).toOpaque()
+        guard transfer.start(request, on: loop, context: context) else {
+            Unmanaged<Transfer>.fromOpaque(context).release()
+            return completion(.failure(.busy))
         }
-        if !accepted { transfer.fail(.busy) }
     }
 }
 
@@ -137,64 +158,84 @@ public enum APIExchange {
     }
 }
 
-/// One transfer on its thread: the caller's completion, called once — at the head when the body
+/// One transfer on the loop: the caller's completion, called once — at the head when the body
 /// streams, else at the end — and the sink the body streams into.
 private final class Transfer: @unchecked Sendable {
-    // Set and read on the transfer's thread only (the callbacks run inside tb_proxy_perform).
+    // Set and read on the loop's thread only (the callbacks run there), after `start`.
     private let choose: (@Sendable (Int, Int64?) -> (any APIBodySink)?)?
     private let completion: @Sendable (Result<APIAnswer, APIExchangeError>) -> Void
+    private let loop: UnsafeMutableRawPointer
     private var sink: (any APIBodySink)?
 
-    init(choose: (@Sendable (Int, Int64?) -> (any APIBodySink)?)?, completion: @escaping @Sendable (Result<APIAnswer, APIExchangeError>) -> Void) {
+    init(choose: (@Sendable (Int, Int64?) -> (any APIBodySink)?)?, completion: @escaping @Sendable (Result<APIAnswer, APIExchangeError>) -> Void,
+         loop: UnsafeMutableRawPointer) {
         self.choose = choose
         self.completion = completion
+        self.loop = loop
     }
 
-    /// No transfer: the caller learns why.
-    func fail(_ error: APIExchangeError) {
-        completion(.failure(error))
-    }
-
-    /// Runs the transfer, within `timeoutSeconds` in all (what is left of the request's own).
-    func run(_ request: APIRequest, timeoutSeconds: Double) {
+    /// Hands `request` to the loop, which copies it; false when the loop's line is full.
+    func start(_ request: APIRequest, on loop: OpaquePointer, context: UnsafeMutableRawPointer) -> Bool {
         let lines = request.headers.map { "\($0.0): \($0.1)" }
         var cLines = lines.map { strdup($0) }
         defer { cLines.forEach { free($0) } }
-        let connectionKey = strdup(request.connectionKey)
-        defer { free(connectionKey) }
-        var response = tb_proxy_response()
-        defer { tb_proxy_response_free(&response) }
         let body = request.body ?? []
-        let context = Unmanaged.passUnretained(self).toOpaque()
-        request.method.withCString { method in
+        let timeout = Int(request.timeoutSeconds * 1000)
+        return request.method.withCString { method in
             request.url.withCString { url in
-                cLines.withUnsafeMutableBufferPointer { linePointers in
-                    linePointers.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: max(linePointers.count, 1)) { headerArray in
-                        body.withUnsafeBufferPointer { bodyBytes in
-                            var cRequest = tb_proxy_request(
-                                method: method, url: url, headers: lines.isEmpty ? nil : headerArray, header_count: lines.count,
-                                body: bodyBytes.baseAddress, body_length: bodyBytes.count, has_body: request.body == nil ? 0 : 1,
-                                timeout_ms: Int(timeoutSeconds * 1000), connect_timeout_ms: Int(min(timeoutSeconds, request.timeoutSeconds / 2) * 1000),
-                                max_response_bytes: request.maxResponseBytes,
-                                allow_private_addresses: request.allowPrivateAddresses ? 1 : 0, allow_http: request.allowHTTP ? 1 : 0,
-                                connection_key: connectionKey,
-                                on_head: choose == nil ? nil : { context, status, headers, length, contentLength in
-                                    let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
-                                    return transfer.head(Int(status), headers, length, contentLength) ? 1 : 0
-                                },
-                                on_body: { context, data, length, waitMilliseconds in
-                                    let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
-                                    let bytes = UnsafeRawBufferPointer(start: data, count: length)
-                                    return transfer.sink?.write(bytes, waitingAtMost: waitMilliseconds) == true ? 1 : 0
-                                },
-                                context: context
-                            )
-                            tb_proxy_perform(&cRequest, &response)
+                request.connectionKey.withCString { connectionKey in
+                    cLines.withUnsafeMutableBufferPointer { linePointers in
+                        linePointers.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: max(linePointers.count, 1)) { headerArray in
+                            body.withUnsafeBufferPointer { bodyBytes in
+                                var cRequest = tb_proxy_request(
+                                    method: method, url: url, headers: lines.isEmpty ? nil : headerArray, header_count: lines.count,
+                                    body: bodyBytes.baseAddress, body_length: bodyBytes.count, has_body: request.body == nil ? 0 : 1,
+                                    timeout_ms: timeout, connect_timeout_ms: timeout / 2, max_response_bytes: request.maxResponseBytes,
+                                    allow_private_addresses: request.allowPrivateAddresses ? 1 : 0, allow_http: request.allowHTTP ? 1 : 0,
+                                    connection_key: connectionKey,
+                                    on_head: choose == nil ? nil : { context, status, headers, length, contentLength in
+                                        let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
+                                        return transfer.head(Int(status), headers, length, contentLength) ? 1 : 0
+                                    },
+                                    on_body: { context, data, length, tag in
+                                        let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
+                                        return transfer.offer(UnsafeRawBufferPointer(start: data, count: length), tag: tag)
+                                    },
+                                    on_done: { context, response in
+                                        Unmanaged<Transfer>.fromOpaque(context!).takeRetainedValue().done(response!.pointee)
+                                    },
+                                    context: context
+                                )
+                                return tb_proxy_start(loop, &cRequest) != 0
+                            }
                         }
                     }
                 }
             }
         }
+    }
+
+    /// The head has come: stream the body when `choose` gives a sink for it.
+    private func head(_ status: Int, _ headers: UnsafePointer<CChar>?, _ length: Int, _ contentLength: Int64) -> Bool {
+        guard let choose, let chosen = choose(status, contentLength >= 0 ? contentLength : nil) else { return false }
+        sink = chosen
+        let text = headers.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: length), as: UTF8.self) } ?? ""
+        completion(.success(.streaming(status: status, headers: APIExchange.headers(text))))
+        return true
+    }
+
+    /// Body bytes for the sink: a tb_proxy_body.
+    private func offer(_ bytes: UnsafeRawBufferPointer, tag: UInt64) -> Int32 {
+        let outcome = sink?.offer(bytes, waker: APIBodyWaker(function: tb_proxy_resume, context: loop, tag: tag)) ?? .stop
+        switch outcome {
+        case .taken: return Int32(TB_BODY_TAKEN.rawValue)
+        case .full: return Int32(TB_BODY_FULL.rawValue)
+        case .stop: return Int32(TB_BODY_STOP.rawValue)
+        }
+    }
+
+    /// The transfer has ended.
+    private func done(_ response: tb_proxy_response) {
         let outcome = Self.outcome(response)
         if let sink {
             // The caller has the head already; the body ends here, whole or broken off.
@@ -210,15 +251,6 @@ private final class Transfer: @unchecked Sendable {
         completion(.success(.whole(APIResponse(status: response.status, headers: APIExchange.headers(headerText), body: bytes))))
     }
 
-    /// The head has come: stream the body when `choose` gives a sink for it.
-    private func head(_ status: Int, _ headers: UnsafePointer<CChar>?, _ length: Int, _ contentLength: Int64) -> Bool {
-        guard let choose, let chosen = choose(status, contentLength >= 0 ? contentLength : nil) else { return false }
-        sink = chosen
-        let text = headers.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: length), as: UTF8.self) } ?? ""
-        completion(.success(.streaming(status: status, headers: APIExchange.headers(text))))
-        return true
-    }
-
     private static func outcome(_ response: tb_proxy_response) -> APIExchangeError? {
         let error = withUnsafeBytes(of: response.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         switch Int(response.outcome) {
@@ -227,6 +259,7 @@ private final class Transfer: @unchecked Sendable {
         case Int(TB_PROXY_TOO_LARGE.rawValue): return .tooLarge
         case Int(TB_PROXY_TIMEOUT.rawValue): return .timedOut
         case Int(TB_PROXY_UNREACHABLE.rawValue): return .unreachable(error)
+        case Int(TB_PROXY_BUSY.rawValue): return .busy
         default: return .failed(error)
         }
     }

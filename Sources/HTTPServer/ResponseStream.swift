@@ -1,10 +1,11 @@
 import MHDShim
 
 /// A response body written while it is sent (chunked), for an answer that arrives piece by piece
-/// (the API proxy's). A producer, off the server threads, writes it with
-/// ``write(_:waitingAtMost:)`` — which waits while `capacity` bytes are buffered and unsent, up
-/// to a deadline — and ends it with ``finish(ok:)``; a body broken off (`ok: false`) closes the
-/// connection, so that a client never takes a cut body for a whole one. A response carrying it sends its status and headers at once.
+/// (the API proxy's). A producer, off the server threads, offers it bytes with
+/// ``offer(_:wake:context:tag:)`` — which never waits: while `capacity` bytes are buffered and
+/// unsent it refuses more and calls the producer's waker once they fit — and ends it with
+/// ``finish(ok:)``; a body broken off (`ok: false`) closes the connection, so that a client never
+/// takes a cut body for a whole one. A response carrying it sends its status and headers at once.
 public final class ResponseStream: @unchecked Sendable {
     // The shim's stream is thread-safe; this object only carries its pointer.
     let pointer: OpaquePointer
@@ -15,11 +16,25 @@ public final class ResponseStream: @unchecked Sendable {
         self.pointer = pointer
     }
 
-    /// Appends `bytes`, waiting at most `milliseconds` for room; false when nobody will read them
-    /// (the client went away, or the server is stopping) or the client did not take enough in
-    /// time: stop writing, and finish.
-    public func write(_ bytes: UnsafeRawBufferPointer, waitingAtMost milliseconds: Int) -> Bool {
-        tb_stream_write(pointer, bytes.baseAddress, bytes.count, milliseconds) != 0
+    /// What the stream did with bytes offered to it.
+    public enum Offer: Sendable {
+        case taken
+        /// No room for them yet: `wake(context, tag)` is called once, from another thread, when
+        /// there is, or when nobody will read them; offer them again then.
+        case full
+        /// Nobody will read them (the client went away, or the server is stopping), or they are
+        /// more than `capacity`: stop writing, and finish.
+        case closed
+    }
+
+    /// Appends all of `bytes`, or none; never waits.
+    public func offer(_ bytes: UnsafeRawBufferPointer, wake: @convention(c) (UnsafeMutableRawPointer?, UInt64) -> Void,
+                      context: UnsafeMutableRawPointer?, tag: UInt64) -> Offer {
+        switch tb_stream_offer(pointer, bytes.baseAddress, bytes.count, wake, context, tag) {
+        case Int32(TB_STREAM_TAKEN): .taken
+        case Int32(TB_STREAM_FULL): .full
+        default: .closed
+        }
     }
 
     /// Ends the body; the producer's last call.

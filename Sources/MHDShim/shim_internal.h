@@ -8,6 +8,7 @@
 //   tb_stream_list.lock -> tb_stream.lock -> cleanup_connection_mutex
 //   tb_request.lock -> cleanup_connection_mutex
 //   tb_watchdog.lock (nothing else is taken while it is held)
+//   libmicrohttpd's response mutex, tb_stream_list.lock -> a stream producer's waker
 //
 // libmicrohttpd holds a streamed response's mutex while it calls the content reader
 // (read_stream, connection.c), which takes the stream's lock. MHD_suspend_connection and
@@ -20,7 +21,11 @@
 // NOTIFY_CONNECTION callback; response.c: MHD_destroy_response calls the response's free callback,
 // free_stream, after dropping the response's mutex), and the shim calls nothing else of
 // libmicrohttpd with one of its locks held. free_stream takes the list's lock and the stream's one
-// after the other, never one inside the other. The Swift callbacks run with no shim lock held.
+// after the other, never one inside the other. A stream's waker (tb_stream_offer) is called with
+// the stream's lock dropped, but from read_stream inside libmicrohttpd's response mutex and from
+// tb_streams_end inside the list's lock: a waker takes only a lock of its own that is innermost
+// (the API proxy's loop lock, CurlShim's curl_internal.h). The Swift callbacks run with no shim
+// lock held.
 #ifndef TB_SHIM_INTERNAL_H
 #define TB_SHIM_INTERNAL_H
 

@@ -1,23 +1,22 @@
-// Streamed answers: a response whose body a producer thread writes while libmicrohttpd sends it
+// Streamed answers: a response whose body a producer writes while libmicrohttpd sends it
 // (include/mhd_shim.h, tb_stream_*). libmicrohttpd asks for bytes through a content reader; when
 // none are buffered yet, the reader suspends the connection and returns 0 (what microhttpd.h
 // prescribes: 0 alone would busy-loop the polling thread), and the producer resumes it when it
-// has written more or finished. The producer waits while the buffer is full (backpressure), up
-// to a deadline it gives: a client that does not read cannot hold the producer longer.
+// has written more or finished. The producer never waits: bytes that do not fit are refused and
+// the producer's waker called once they do (backpressure without a blocked thread: the API
+// proxy's loop pauses the transfer meanwhile, up to its deadline).
 // Streams whose response libmicrohttpd holds are listed with the server whose connection sends
 // them (tb_stream_list), so that stopping a server ends its own streams — and no other server's —
 // before stopping its daemon, which aborts on a suspended connection. The lock order is written
 // down in shim_internal.h.
 #include "shim_internal.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 struct tb_stream {
     pthread_mutex_t lock;
-    pthread_cond_t changed;
     uint8_t *buffer;
     size_t capacity;
     size_t start;  // first buffered byte
@@ -28,6 +27,11 @@ struct tb_stream {
     int suspended;  // the reader suspended the connection, waiting for bytes
     struct MHD_Connection *connection;
     int references; // the producer's and the response's
+    // A producer waiting for room for `wanted` bytes: called once, with no stream lock held.
+    tb_stream_waker wake;
+    void *wake_context;
+    uint64_t wake_tag;
+    size_t wanted;
     // The server whose list holds it, from tb_stream_attach(); NULL until then. Its links are
     // guarded by the list's lock.
     tb_server *server;
@@ -52,7 +56,6 @@ static void release(tb_stream *stream) {
     int remaining = --stream->references;
     pthread_mutex_unlock(&stream->lock);
     if (remaining > 0) return;
-    pthread_cond_destroy(&stream->changed);
     pthread_mutex_destroy(&stream->lock);
     free(stream->buffer);
     free(stream);
@@ -69,12 +72,24 @@ tb_stream *tb_stream_create(size_t capacity) {
     stream->capacity = capacity;
     stream->references = 2;
     pthread_mutex_init(&stream->lock, NULL);
-    pthread_condattr_t monotonic;
-    pthread_condattr_init(&monotonic);
-    pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
-    pthread_cond_init(&stream->changed, &monotonic);
-    pthread_condattr_destroy(&monotonic);
     return stream;
+}
+
+typedef struct {
+    tb_stream_waker wake;
+    void *context;
+    uint64_t tag;
+} waker;
+
+// With the stream's lock held: the producer's waker, taken to be called once the lock is dropped.
+static waker take_waker(tb_stream *stream) {
+    waker taken = {stream->wake, stream->wake_context, stream->wake_tag};
+    stream->wake = NULL;
+    return taken;
+}
+
+static void call(waker taken) {
+    if (taken.wake != NULL) taken.wake(taken.context, taken.tag);
 }
 
 // With the stream's lock held: let a reader waiting in a suspended connection go on.
@@ -85,38 +100,29 @@ static void wake_reader(tb_stream *stream) {
     }
 }
 
-int tb_stream_write(tb_stream *stream, const void *data, size_t length, long wait_ms) {
-    const uint8_t *bytes = data;
-    struct timespec deadline;
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec += wait_ms / 1000;
-    deadline.tv_nsec += (wait_ms % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec += 1;
-        deadline.tv_nsec -= 1000000000L;
-    }
-    int late = 0;
+int tb_stream_offer(tb_stream *stream, const void *data, size_t length, tb_stream_waker wake, void *context, uint64_t tag) {
     pthread_mutex_lock(&stream->lock);
-    while (length > 0 && !stream->abandoned && !stream->finished && !late) {
-        if (stream->length == stream->capacity) {
-            late = pthread_cond_timedwait(&stream->changed, &stream->lock, &deadline) == ETIMEDOUT;
-            continue;
-        }
-        if (stream->start > 0 && stream->start + stream->length == stream->capacity) {
+    int result;
+    if (stream->abandoned || stream->finished || length > stream->capacity) {
+        result = TB_STREAM_CLOSED;
+    } else if (stream->capacity - stream->length < length) {
+        stream->wake = wake;
+        stream->wake_context = context;
+        stream->wake_tag = tag;
+        stream->wanted = length;
+        result = TB_STREAM_FULL;
+    } else {
+        if (stream->start + stream->length + length > stream->capacity) {
             memmove(stream->buffer, stream->buffer + stream->start, stream->length);
             stream->start = 0;
         }
-        size_t room = stream->capacity - stream->start - stream->length;
-        size_t chunk = length < room ? length : room;
-        memcpy(stream->buffer + stream->start + stream->length, bytes, chunk);
-        stream->length += chunk;
-        bytes += chunk;
-        length -= chunk;
+        memcpy(stream->buffer + stream->start + stream->length, data, length);
+        stream->length += length;
         wake_reader(stream);
+        result = TB_STREAM_TAKEN;
     }
-    int accepted = !stream->abandoned && !stream->finished && length == 0;
     pthread_mutex_unlock(&stream->lock);
-    return accepted;
+    return result;
 }
 
 void tb_stream_finish(tb_stream *stream, int ok) {
@@ -126,8 +132,9 @@ void tb_stream_finish(tb_stream *stream, int ok) {
         stream->ok = ok;
     }
     wake_reader(stream);
-    pthread_cond_broadcast(&stream->changed);
+    waker pending = take_waker(stream); // the producer gives up waiting: its waker is still owed one call
     pthread_mutex_unlock(&stream->lock);
+    call(pending);
     release(stream);
 }
 
@@ -136,13 +143,14 @@ static ssize_t read_stream(void *cls, uint64_t position, char *buffer, size_t ma
     tb_stream *stream = cls;
     pthread_mutex_lock(&stream->lock);
     ssize_t result;
+    waker room = {0};
     if (stream->length > 0) {
         size_t chunk = stream->length < max ? stream->length : max;
         memcpy(buffer, stream->buffer + stream->start, chunk);
         stream->start += chunk;
         stream->length -= chunk;
         if (stream->length == 0) stream->start = 0;
-        pthread_cond_broadcast(&stream->changed);
+        if (stream->wake != NULL && stream->capacity - stream->length >= stream->wanted) room = take_waker(stream);
         result = (ssize_t)chunk;
     } else if (stream->finished) {
         result = stream->ok ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
@@ -153,6 +161,7 @@ static ssize_t read_stream(void *cls, uint64_t position, char *buffer, size_t ma
         result = 0;
     }
     pthread_mutex_unlock(&stream->lock);
+    call(room);
     return result;
 }
 
@@ -175,8 +184,9 @@ static void free_stream(void *cls) {
     pthread_mutex_lock(&stream->lock);
     stream->abandoned = 1;
     stream->connection = NULL;
-    pthread_cond_broadcast(&stream->changed);
+    waker gone = take_waker(stream);
     pthread_mutex_unlock(&stream->lock);
+    call(gone);
     release(stream);
 }
 
@@ -211,12 +221,14 @@ void tb_stream_attach(tb_stream *stream, tb_server *server, struct MHD_Connectio
     stream->connection = connection;
     // Queued after the server began to end its streams (an answer claimed just before): broken
     // off now, so that its reader never suspends the connection under a stopping daemon.
+    waker ended = {0};
     if (ending && !stream->finished) {
         stream->finished = 1;
         stream->ok = 0;
-        pthread_cond_broadcast(&stream->changed);
+        ended = take_waker(stream);
     }
     pthread_mutex_unlock(&stream->lock);
+    call(ended);
 }
 
 void tb_streams_end(tb_server *server, unsigned int wait_ms) {
@@ -230,8 +242,9 @@ void tb_streams_end(tb_server *server, unsigned int wait_ms) {
             stream->ok = 0;
         }
         wake_reader(stream);
-        pthread_cond_broadcast(&stream->changed);
+        waker ended = take_waker(stream);
         pthread_mutex_unlock(&stream->lock);
+        call(ended);
     }
     struct timespec deadline;
     clock_gettime(CLOCK_REALTIME, &deadline);

@@ -14,9 +14,9 @@ struct TwoServersTests {
         router.add("GET", "/stream") { _ in
             guard let stream = ResponseStream(capacity: 1024) else { return .now(Response(status: 503)) }
             Thread {
-                let first = "first|".utf8.withContiguousStorageIfAvailable { stream.write(UnsafeRawBufferPointer($0), waitingAtMost: 5_000) }
+                let first = "first|".utf8.withContiguousStorageIfAvailable { stream.offer(UnsafeRawBufferPointer($0), wake: { _, _ in }, context: nil, tag: 0) == .taken }
                 secondHalf.wait()
-                let second = "second".utf8.withContiguousStorageIfAvailable { stream.write(UnsafeRawBufferPointer($0), waitingAtMost: 5_000) }
+                let second = "second".utf8.withContiguousStorageIfAvailable { stream.offer(UnsafeRawBufferPointer($0), wake: { _, _ in }, context: nil, tag: 0) == .taken }
                 stream.finish(ok: first == true && second == true)
             }.start()
             return .now(Response(status: 200, stream: stream))

@@ -119,7 +119,7 @@ struct ProxyRoutes: Sendable {
     /// Made on the transfer's thread, read once the answer is back: on that thread, or after it
     /// (through the continuation that hands a retried answer over).
     private final class StreamHolder: @unchecked Sendable {
-        /// Up to this many bytes wait for a slow client before the API's side waits too.
+        /// Up to this many bytes wait for a slow client before the API's transfer pauses.
         static let capacity = 262_144
 
         let slot: ProxyTransferSlots.Slot
@@ -143,8 +143,12 @@ struct ProxyRoutes: Sendable {
         let stream: ResponseStream
         let slot: ProxyTransferSlots.Slot
 
-        func write(_ bytes: UnsafeRawBufferPointer, waitingAtMost milliseconds: Int) -> Bool {
-            stream.write(bytes, waitingAtMost: milliseconds)
+        func offer(_ bytes: UnsafeRawBufferPointer, waker: APIBodyWaker) -> APIBodyOffer {
+            switch stream.offer(bytes, wake: waker.function, context: waker.context, tag: waker.tag) {
+            case .taken: .taken
+            case .full: .full
+            case .closed: .stop
+            }
         }
 
         func finish(ok: Bool) {

@@ -4,41 +4,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/// One HTTP exchange with an API upstream (the API proxy), performed by libcurl on the calling
-/// thread: no redirect followed, no proxy from the environment, only the allowed schemes, every
+/// The API proxy's HTTP client: libcurl's multi interface driven by one thread (loop.c), which
+/// runs every transfer of its loop — no thread per transfer, none blocked by a slow reader. Each
+/// transfer: no redirect followed, no proxy from the environment, only the allowed schemes, every
 /// address the host resolves to vetted before connect() (loopback, private, link-local, cloud
 /// metadata, multicast and reserved ranges refused unless allowed), the answer held up to a cap.
-typedef struct {
-    const char *method;
-    const char *url;
-    /// "Name: value" lines sent as they are.
-    const char *const *headers;
-    size_t header_count;
-    const uint8_t *body;
-    size_t body_length;
-    /// Whether to send a body (a zero-length one too).
-    int has_body;
-    long timeout_ms;
-    long connect_timeout_ms;
-    size_t max_response_bytes;
-    /// Connect to loopback and private addresses too (a provider that says so: tests, development).
-    int allow_private_addresses;
-    /// Allow plain http:// (else https only).
-    int allow_http;
-    /// Who may share connections: a request reuses only connections opened for requests with the
-    /// same key (and the same address policy and schemes). The API proxy gives the session's.
-    const char *connection_key;
-    /// Optional: called on the transfer's thread once the answer's head is complete (a final
-    /// status; `content_length` -1 when unknown). Returning 1 passes the body to `on_body` as it
-    /// arrives, still counted against `max_response_bytes` (past it the transfer stops); 0 holds it
-    /// in `response` as without these callbacks.
-    int (*on_head)(void *context, long status, const char *headers, size_t headers_length, long long content_length);
-    /// Takes body bytes when `on_head` chose to, waiting at most `wait_ms` for room (the time left
-    /// to the transfer's deadline, `timeout_ms` from its start); 0 stops the transfer (nobody
-    /// reads any more, or not in time).
-    int (*on_body)(void *context, const uint8_t *data, size_t length, long wait_ms);
-    void *context;
-} tb_proxy_request;
+typedef struct tb_proxy_loop tb_proxy_loop;
 
 enum tb_proxy_outcome {
     TB_PROXY_OK = 0,
@@ -51,15 +22,29 @@ enum tb_proxy_outcome {
     TB_PROXY_UNREACHABLE = 4,
     /// Anything else (a malformed answer, an internal error).
     TB_PROXY_FAILED = 5,
+    /// The loop had as many transfers running and waiting as it takes, or the transfer waited in
+    /// its line past its timeout: not sent.
+    TB_PROXY_BUSY = 6,
+};
+
+/// What a body sink did with the bytes offered to it.
+enum tb_proxy_body {
+    /// Nobody reads any more, or not in time: the transfer stops.
+    TB_BODY_STOP = 0,
+    /// All of them taken.
+    TB_BODY_TAKEN = 1,
+    /// None of them, for want of room: the transfer pauses until tb_proxy_resume() is called with
+    /// its tag (or its deadline passes), then offers them again.
+    TB_BODY_FULL = 2,
 };
 
 typedef struct {
     int outcome;
     long status;
-    /// The final answer's header lines ("Name: value\r\n"…, without the status line), malloc'd.
+    /// The final answer's header lines ("Name: value\r\n"…, without the status line).
     char *headers;
     size_t headers_length;
-    /// The answer's body, malloc'd.
+    /// The answer's body.
     uint8_t *body;
     size_t body_length;
     /// libcurl's fixed description of a failure's code (never a URL, header or body).
@@ -68,16 +53,59 @@ typedef struct {
     int streamed;
 } tb_proxy_response;
 
-/// Initialises libcurl once; call before any other thread uses it.
-void tb_proxy_global_init(void);
+typedef struct {
+    const char *method;
+    const char *url;
+    /// "Name: value" lines sent as they are.
+    const char *const *headers;
+    size_t header_count;
+    const uint8_t *body;
+    size_t body_length;
+    /// Whether to send a body (a zero-length one too).
+    int has_body;
+    /// For the whole transfer, its wait in the loop's line included.
+    long timeout_ms;
+    long connect_timeout_ms;
+    size_t max_response_bytes;
+    /// Connect to loopback and private addresses too (a provider that says so: tests, development).
+    int allow_private_addresses;
+    /// Allow plain http:// (else https only).
+    int allow_http;
+    /// Who may share connections: a transfer reuses only connections opened for transfers with
+    /// the same key (and the same address policy and schemes). The API proxy gives the session's.
+    const char *connection_key;
+    /// Optional: called on the loop's thread once the answer's head is complete (a final status;
+    /// `content_length` -1 when unknown). Returning 1 passes the body to `on_body` as it arrives,
+    /// still counted against `max_response_bytes` (past it the transfer stops); 0 holds it in the
+    /// response as without these callbacks.
+    int (*on_head)(void *context, long status, const char *headers, size_t headers_length, long long content_length);
+    /// Offers body bytes when `on_head` chose to stream them: returns a tb_proxy_body. `tag` names
+    /// the transfer to tb_proxy_resume().
+    int (*on_body)(void *context, const uint8_t *data, size_t length, uint64_t tag);
+    /// Called once on the loop's thread when the transfer has ended (whatever its outcome), unless
+    /// tb_proxy_start() refused it; `response` is valid during the call only.
+    void (*on_done)(void *context, const tb_proxy_response *response);
+    void *context;
+} tb_proxy_request;
 
-/// Performs `request`; fills `response` (free it with tb_proxy_response_free). Connections are
-/// kept for reuse between calls with the same `connection_key` in a small pool of handles, and
-/// only after an answer libcurl framed exactly (never after a HEAD, a 1xx, 204 or 304, or a
-/// failure). A 101 fails at once. Fails (TB_PROXY_FAILED) when libcurl refuses an option.
-void tb_proxy_perform(const tb_proxy_request *request, tb_proxy_response *response);
+/// A loop that runs at most `max_in_flight` transfers at once, with a line of as many more in
+/// front of them. Its thread starts with the first transfer.
+tb_proxy_loop *tb_proxy_loop_create(int max_in_flight);
 
-void tb_proxy_response_free(tb_proxy_response *response);
+/// Ends the loop: transfers under way end as failed (their `on_done` is called), then its thread
+/// frees it. Call once, when nothing will start a transfer on it any more.
+void tb_proxy_loop_release(tb_proxy_loop *loop);
+
+/// Starts `request` (copied: the caller's memory may go at once). Returns 1 when the loop took
+/// it (`on_done` will be called), 0 when its line is full or memory ran out (it will not).
+/// Connections are kept for reuse between transfers with the same `connection_key`, and only
+/// after an answer libcurl framed exactly (never after a HEAD, a 1xx, 204 or 304, or a failure).
+/// A 101 fails at once. A transfer fails (TB_PROXY_FAILED) when libcurl refuses an option.
+int tb_proxy_start(tb_proxy_loop *loop, const tb_proxy_request *request);
+
+/// Resumes the paused transfer `tag` of the loop `loop` (a tb_proxy_loop): its sink has room, or
+/// will never have. Any thread; a tag that has ended is ignored. Shaped as a body sink's waker.
+void tb_proxy_resume(void *loop, uint64_t tag);
 
 /// Whether the address policy refuses `address` (an IPv4 or IPv6 literal); -1 when it is not one.
 int tb_proxy_address_refused(const char *address);

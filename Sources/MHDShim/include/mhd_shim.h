@@ -136,15 +136,25 @@ int tb_response_close_connection(tb_response *response);
 void tb_response_free(tb_response *response);
 
 /// A body written while it is sent (stream.c), buffered up to `capacity` bytes. The producer
-/// writes it with tb_stream_write() and ends it with tb_stream_finish(), from any thread; the
-/// response made with tb_response_create_stream() sends it with chunked encoding.
+/// offers it bytes with tb_stream_offer() and ends it with tb_stream_finish(), from any thread;
+/// the response made with tb_response_create_stream() sends it with chunked encoding.
 tb_stream *tb_stream_create(size_t capacity);
 /// A response whose body is `stream` (which the response then also holds).
 tb_response *tb_response_create_stream(unsigned int status, tb_stream *stream);
-/// Appends `length` bytes, waiting while the buffer is full, at most `wait_ms` milliseconds in
-/// all. Returns 0 when nobody will read them (the client went away, or the stream was ended) or
-/// when they did not fit in time (a client that does not read): stop writing, and finish.
-int tb_stream_write(tb_stream *stream, const void *data, size_t length, long wait_ms);
+/// Called once, from whichever thread made room (or ended the stream), for a producer that found
+/// the buffer full.
+typedef void (*tb_stream_waker)(void *context, uint64_t tag);
+enum {
+    /// Nobody will read them (the client went away, or the stream was ended), or they are more
+    /// than the whole buffer holds: stop writing, and finish.
+    TB_STREAM_CLOSED = 0,
+    TB_STREAM_TAKEN = 1,
+    /// No room for them yet: `wake(context, tag)` is called once there is room for them, or once
+    /// nobody will read them; offer them again then.
+    TB_STREAM_FULL = 2,
+};
+/// Appends all `length` bytes, or none of them; never waits. Returns one of TB_STREAM_*.
+int tb_stream_offer(tb_stream *stream, const void *data, size_t length, tb_stream_waker wake, void *context, uint64_t tag);
 /// Ends the body: `ok` 1 ends it properly, 0 breaks it off (the connection is closed, so that a
 /// client never takes a cut body for a whole one). The producer's last call.
 void tb_stream_finish(tb_stream *stream, int ok);

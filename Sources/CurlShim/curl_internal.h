@@ -1,0 +1,61 @@
+// What the CurlShim's files share. Not part of the boundary (include/curl_shim.h is).
+//
+// The locks and their order: a transfer's callbacks run on the loop's thread with no lock of the
+// loop held; tb_proxy_loop.lock is innermost — taken by tb_proxy_start and tb_proxy_resume, which
+// a body sink's reader calls holding its own locks (MHDShim's stream.c: the stream list's lock,
+// libmicrohttpd's response mutex), and nothing is taken while it is held.
+#ifndef TB_CURL_INTERNAL_H
+#define TB_CURL_INTERNAL_H
+
+#include "curl_shim.h"
+
+#include <curl/curl.h>
+#include <sys/socket.h>
+
+typedef struct tb_share tb_share;
+
+// One transfer, from tb_proxy_start() to its on_done (transfer.c): its own copy of the request,
+// its libcurl handle while it runs, the answer as it arrives.
+typedef struct tb_transfer {
+    tb_proxy_request request; // its strings, header lines and body point into `owned`
+    char *owned;
+    tb_proxy_loop *loop;
+    uint64_t tag;
+    long long deadline_ms; // on the monotonic clock
+    CURL *easy;
+    struct curl_slist *header_list;
+    tb_share *share; // whose connections it uses (loop.c)
+    tb_proxy_response response;
+    size_t headers_capacity;
+    size_t body_capacity;
+    size_t streamed_bytes;
+    int refused;   // the address policy refused an address
+    int too_large;
+    int switched;  // a 101: the connection would speak something else
+    int paused;    // its sink had no room: waiting for tb_proxy_resume or its deadline
+    int head_done;
+    struct tb_transfer *next; // in the loop's lists
+    struct tb_transfer *previous;
+} tb_transfer;
+
+long long tb_now_ms(void);
+
+// Whether the address policy refuses the address (policy.c).
+int tb_refused_sockaddr(const struct sockaddr *address);
+
+// A reference to the loop (loop.c): its thread's, or a paused transfer's until its sink calls
+// tb_proxy_resume(), which drops it. The last one dropped frees the loop.
+void tb_loop_hold(tb_proxy_loop *loop);
+void tb_loop_drop(tb_proxy_loop *loop);
+
+// A copy of `request` to run on `loop` later, with its deadline from now; NULL when memory ran
+// out.
+tb_transfer *tb_transfer_copy(const tb_proxy_request *request, tb_proxy_loop *loop, uint64_t tag);
+// Sets the transfer's options on `easy` (fresh or reset); 0 when libcurl refused one.
+int tb_transfer_prepare(tb_transfer *transfer, CURL *easy);
+// The outcome of a transfer libcurl ended with `code` (or that the loop ended: its own outcome
+// and error text, `code` then unused), handed to on_done; then the transfer is freed.
+void tb_transfer_end(tb_transfer *transfer, CURLcode code);
+void tb_transfer_end_as(tb_transfer *transfer, int outcome, const char *error);
+
+#endif
