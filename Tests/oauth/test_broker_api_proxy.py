@@ -206,6 +206,37 @@ def test_an_answer_streams_through_and_one_over_the_cap_is_broken_off(proxied, u
     assert app.call("GET", "/proxy/dot/json").status_code == 200, "the broker serves on"
 
 
+def test_a_reader_slower_than_the_api_gets_every_byte(proxied, upstream):
+    """The API sends far more than every buffer on the way holds, to a client that reads slowly:
+    the transfer pauses (no thread waits for the client) and resumes as the client reads, many
+    times over, and the body arrives whole; meanwhile other calls are served."""
+    broker, app = proxied(env={"BROKER_UPSTREAM_TIMEOUT_SECONDS": "30", "BROKER_PROXY_MAX_RESPONSE_BYTES": "104857600"})
+    size = 40_000_000
+    connection = open_request(broker, f"/proxy/dot/bytes/{size}", app.session_token)
+    status, head = read_head(connection)
+    assert status == 200 and "Transfer-Encoding: chunked" in head, head
+    raw = bytearray()
+    reads = 0
+    while not raw.endswith(b"\r\n0\r\n\r\n"):
+        piece = connection.recv(65536)
+        assert piece, "the body ended early"
+        raw += piece
+        reads += 1
+        if reads % 2000 == 0:
+            time.sleep(0.2)
+            assert app.call("GET", "/proxy/dot/json").status_code == 200
+    connection.close()
+    body, rest = bytearray(), memoryview(raw)
+    while True:  # the chunked framing, undone
+        line_end = bytes(rest[:16]).index(b"\r\n")
+        length = int(bytes(rest[:line_end]), 16)
+        if length == 0:
+            break
+        body += rest[line_end + 2:line_end + 2 + length]
+        rest = rest[line_end + 4 + length:]
+    assert len(body) == size and body.count(b"a") == size
+
+
 def test_the_broker_stops_cleanly_while_an_answer_streams(proxied, upstream):
     broker, app = proxied()
     upstream.slow_pause = 8  # longer than the broker's 2 s grace: the body is cut by the stop
