@@ -64,7 +64,7 @@ struct ProxyRoutes: Sendable {
             let started = ContinuousClock.now
             let forward = APIProxy.Forward(method: method, url: url, headers: headers, body: body)
             let holder = StreamHolder(slot: slot)
-            // Answered from the transfer's thread when the token is fresh in hand (APIProxy.start).
+            // Answered from the proxy's loop thread when the token is fresh in hand (APIProxy.start).
             return .later { answer in
                 services.proxy.start(forward, session: session, provider: provider, on: transfers, stream: { _, length in
                     holder.choose(method: method, length: length, cap: services.proxy.settings.maxResponseBytes)
@@ -116,7 +116,7 @@ struct ProxyRoutes: Sendable {
     /// The stream a proxied answer's body goes into, when it is one to stream: one of unknown
     /// length or longer than the stream's buffer; not for `HEAD` (no body), nor when its announced
     /// length is over the cap (then it is held, and refused).
-    /// Made on the transfer's thread, read once the answer is back: on that thread, or after it
+    /// Made on the loop's thread, read once the answer is back: on that thread, or after it
     /// (through the continuation that hands a retried answer over).
     private final class StreamHolder: @unchecked Sendable {
         /// Up to this many bytes wait for a slow client before the API's transfer pauses.

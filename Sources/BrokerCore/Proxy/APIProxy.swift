@@ -47,7 +47,7 @@ struct APIProxy: Sendable {
 
     /// `forward` for a caller on a server thread, who gets the answer in `completion`: with the
     /// session's token fresh in hand (the common case) the transfer starts at once, and its
-    /// answer goes to `completion` on the transfer's thread — no task in between. A token to
+    /// answer goes to `completion` on the proxy's loop thread — no task in between. A token to
     /// refresh first, or a 401 to retry after a refresh, continues in a task.
     func start(_ request: Forward, session: Session, provider: ProviderConfig, on transfers: APITransfers,
                stream: @escaping StreamChoice, completion: @escaping @Sendable (Result<APIAnswer, ProxyFailure>) -> Void) {

@@ -2,7 +2,8 @@ import Synchronization
 
 /// API proxy transfers in flight, counted per session and per client address. A client that
 /// does not read its answers holds each of its transfers until the upstream timeout ends it;
-/// these bounds keep one session, or one address, from holding every transfer thread meanwhile.
+/// these bounds keep one session, or one address, from holding every place among the running
+/// transfers meanwhile.
 final class ProxyTransferSlots: Sendable {
     private struct Counts {
         var sessions: [String: Int] = [:]
