@@ -148,11 +148,25 @@ public enum APIExchange {
         }
     }
 
-    static func headers(_ text: String) -> [(name: String, value: String)] {
+    /// Header lines ("Name: value\r\n"…) as `(name, value)`, the value without the spaces and tabs
+    /// around it; a line without a colon is skipped. Read byte by byte: this runs for every
+    /// proxied answer, on the loop's thread.
+    static func headers(_ bytes: UnsafeRawBufferPointer) -> [(name: String, value: String)] {
         var headers: [(name: String, value: String)] = []
-        for line in text.split(separator: "\r\n") {
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            headers.append((String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
+        var lineStart = 0
+        while lineStart < bytes.count {
+            var lineEnd = lineStart
+            while lineEnd < bytes.count, bytes[lineEnd] != 0x0A { lineEnd += 1 }
+            let next = lineEnd + 1
+            if lineEnd > lineStart, bytes[lineEnd - 1] == 0x0D { lineEnd -= 1 }
+            if let colon = (lineStart..<lineEnd).first(where: { bytes[$0] == 0x3A }) {
+                var valueStart = colon + 1, valueEnd = lineEnd
+                while valueStart < valueEnd, bytes[valueStart] == 0x20 || bytes[valueStart] == 0x09 { valueStart += 1 }
+                while valueEnd > valueStart, bytes[valueEnd - 1] == 0x20 || bytes[valueEnd - 1] == 0x09 { valueEnd -= 1 }
+                headers.append((String(decoding: bytes[lineStart..<colon], as: UTF8.self),
+                                String(decoding: bytes[valueStart..<valueEnd], as: UTF8.self)))
+            }
+            lineStart = next
         }
         return headers
     }
@@ -219,8 +233,7 @@ private final class Transfer: @unchecked Sendable {
     private func head(_ status: Int, _ headers: UnsafePointer<CChar>?, _ length: Int, _ contentLength: Int64) -> Bool {
         guard let choose, let chosen = choose(status, contentLength >= 0 ? contentLength : nil) else { return false }
         sink = chosen
-        let text = headers.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: length), as: UTF8.self) } ?? ""
-        completion(.success(.streaming(status: status, headers: APIExchange.headers(text))))
+        completion(.success(.streaming(status: status, headers: APIExchange.headers(UnsafeRawBufferPointer(start: headers, count: length)))))
         return true
     }
 
@@ -246,9 +259,9 @@ private final class Transfer: @unchecked Sendable {
             completion(.failure(outcome))
             return
         }
-        let headerText = response.headers.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: response.headers_length), as: UTF8.self) } ?? ""
+        let headers = APIExchange.headers(UnsafeRawBufferPointer(start: response.headers, count: response.headers_length))
         let bytes = response.body.map { Array(UnsafeBufferPointer(start: $0, count: response.body_length)) } ?? []
-        completion(.success(.whole(APIResponse(status: response.status, headers: APIExchange.headers(headerText), body: bytes))))
+        completion(.success(.whole(APIResponse(status: response.status, headers: headers, body: bytes))))
     }
 
     private static func outcome(_ response: tb_proxy_response) -> APIExchangeError? {

@@ -12,6 +12,8 @@
 // full and it is the least recently used one. Every libcurl call is made on the loop's thread, so
 // the shares need no lock functions.
 
+#define _GNU_SOURCE // pthread_setname_np
+
 #include "curl_internal.h"
 
 #include <pthread.h>
@@ -324,6 +326,7 @@ static void wind_down(tb_proxy_loop *loop, transfer_list *incoming) {
 
 static void *run(void *argument) {
     tb_proxy_loop *loop = argument;
+    pthread_setname_np(pthread_self(), "proxy-loop");
     uint64_t *resumes = NULL;
     size_t resume_capacity = 0;
     for (;;) {

@@ -1,7 +1,7 @@
-import APIClient
 import Foundation
 import Testing
 
+@testable import APIClient
 @testable import BrokerCore
 
 /// The API proxy's rules without a network: which targets are built and which refused, which
@@ -86,6 +86,15 @@ struct ProxyRulesTests {
             #expect(APIExchange.refuses(address: address) == false, "\(address) is public")
         }
         #expect(APIExchange.refuses(address: "example.com") == nil)
+    }
+
+    @Test func anAnswersHeaderLinesAreReadAsTheyCame() {
+        let text = "Content-Type: application/json\r\nX-Empty:\r\nLink:\t<https://a/b?c=d:e>; rel=\"next\" \r\nno colon here\r\nETag:\"v1\"\r\n"
+        let headers = Array(text.utf8).withUnsafeBytes { APIExchange.headers($0) }
+        #expect(headers.map { "\($0.name)=\($0.value)" } == [
+            "Content-Type=application/json", "X-Empty=", #"Link=<https://a/b?c=d:e>; rel="next""#, #"ETag="v1""#,
+        ])
+        #expect(APIExchange.headers(UnsafeRawBufferPointer(start: nil, count: 0)).isEmpty)
     }
 
     @Test func anOptionLibcurlRefusesFailsTheCall() async {

@@ -10,11 +10,18 @@ public final class BrokerMetrics: Sendable {
     /// The per-request counter and histogram by route, method and status, made once: looking
     /// them up in the registry on every request costs more than the request itself.
     private let requestMetrics = Mutex<[RequestKey: (Counter, DurationHistogram)]>([:])
+    /// The same for the API proxy's requests, by provider and status class.
+    private let proxyMetrics = Mutex<[ProxyKey: (Counter, DurationHistogram)]>([:])
 
     private struct RequestKey: Hashable {
         let route: String
         let method: String
         let status: Int
+    }
+
+    private struct ProxyKey: Hashable {
+        let provider: String
+        let statusClass: Int
     }
 
     /// Latency buckets from 0.5 ms (an answer from memory) to 10 s (a slow provider).
@@ -47,10 +54,8 @@ public final class BrokerMetrics: Sendable {
     }
 
     func requestFinished(route: String, method: String, status: Int, seconds: Double) {
-        let key = RequestKey(route: route, method: method, status: status)
-        let (counter, histogram) = requestMetrics.withLock { cache in
-            if let known = cache[key] { return known }
-            let made = (
+        let (counter, histogram) = Self.made(in: requestMetrics, for: RequestKey(route: route, method: method, status: status)) {
+            (
                 registry.makeCounter(
                     descriptor: Self.name("http_requests", unit: "total", help: "Requests answered, by route, method and status."),
                     labels: [("route", route), ("method", method), ("status", String(status))]
@@ -60,11 +65,20 @@ public final class BrokerMetrics: Sendable {
                     labels: [("route", route)], buckets: Self.latencyBuckets
                 )
             )
-            cache[key] = made
-            return made
         }
         counter.increment()
         histogram.recordNanoseconds(Int64(seconds * 1e9))
+    }
+
+    /// The pair cached under `key`, made on first use.
+    private static func made<Key: Hashable & Sendable>(in cache: borrowing Mutex<[Key: (Counter, DurationHistogram)]>, for key: Key,
+                                            _ make: () -> (Counter, DurationHistogram)) -> (Counter, DurationHistogram) {
+        cache.withLock { cache in
+            if let known = cache[key] { return known }
+            let made = make()
+            cache[key] = made
+            return made
+        }
     }
 
     /// One upstream refresh and how it ended: `refreshed`, `login_required` (the provider
@@ -117,10 +131,20 @@ public final class BrokerMetrics: Sendable {
 
     /// A request through the API proxy: its status class and time, by provider.
     func proxyRequest(provider: String, status: Int, seconds: Double) {
-        count("proxy_requests", "Requests through the API proxy, by provider and status class.",
-              [("provider", provider), ("status_class", "\(status / 100)xx")])
-        time("proxy_request_duration", "Time of requests through the API proxy, by provider.", [("provider", provider)],
-             Self.upstreamBuckets, seconds)
+        let (counter, histogram) = Self.made(in: proxyMetrics, for: ProxyKey(provider: provider, statusClass: status / 100)) {
+            (
+                registry.makeCounter(
+                    descriptor: Self.name("proxy_requests", unit: "total", help: "Requests through the API proxy, by provider and status class."),
+                    labels: [("provider", provider), ("status_class", "\(status / 100)xx")]
+                ),
+                registry.makeDurationHistogram(
+                    descriptor: Self.name("proxy_request_duration", unit: "seconds", help: "Time of requests through the API proxy, by provider."),
+                    labels: [("provider", provider)], buckets: Self.upstreamBuckets
+                )
+            )
+        }
+        counter.increment()
+        histogram.recordNanoseconds(Int64(seconds * 1e9))
     }
 
     /// A snapshot was written.
