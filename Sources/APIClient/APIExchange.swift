@@ -123,7 +123,8 @@ public final class APITransfers: @unchecked Sendable {
     }
 
     /// `perform` for a caller that is not a task: `completion` gets the answer once, on the
-    /// loop's thread (or on the caller's, at once, when the transfer is refused as `busy`).
+    /// loop's thread (or on the caller's, at once, when the transfer is refused as `busy`). It
+    /// must not block: every transfer waits while it runs.
     public func start(
         _ request: APIRequest, stream: (@Sendable (_ status: Int, _ contentLength: Int64?) -> (any APIBodySink)?)? = nil,
         completion: @escaping @Sendable (Result<APIAnswer, APIExchangeError>) -> Void

@@ -3,7 +3,8 @@
 // The locks and their order: a transfer's callbacks run on the loop's thread with no lock of the
 // loop held; tb_proxy_loop.lock is innermost — taken by tb_proxy_start and tb_proxy_resume, which
 // a body sink's reader calls holding its own locks (MHDShim's stream.c: the stream list's lock,
-// libmicrohttpd's response mutex), and nothing is taken while it is held.
+// libmicrohttpd's response mutex), and nothing is taken while it is held (curl_multi_wakeup, called
+// under it so that it never meets a cleaned-up multi handle, only writes to libcurl's socketpair).
 #ifndef TB_CURL_INTERNAL_H
 #define TB_CURL_INTERNAL_H
 
@@ -32,7 +33,7 @@ typedef struct tb_transfer {
     int refused;   // the address policy refused an address
     int too_large;
     int switched;  // a 101: the connection would speak something else
-    int paused;    // its sink had no room: waiting for tb_proxy_resume or its deadline
+    int paused;    // its sink had no room: waiting for tb_proxy_resume (or its deadline)
     int head_done;
     struct tb_transfer *next; // in the loop's lists
     struct tb_transfer *previous;

@@ -26,7 +26,8 @@
 enum {
     KEY_SIZE = 96,
     SHARE_BUCKETS = 1024,
-    // Idle connections a key keeps (libcurl's CURLMOPT_MAXCONNECTS applies per share).
+    // Connections a key keeps once its transfers end (libcurl's CURLMOPT_MAXCONNECTS, which
+    // applies per share and counts connections in use too).
     CONNECTIONS_PER_KEY = 4,
     // A key idle this long gives its connections up (libcurl reuses none older than 118 s).
     KEY_IDLE_MS = 120000,
@@ -88,6 +89,14 @@ void tb_loop_drop(tb_proxy_loop *loop) {
     pthread_mutex_destroy(&loop->lock);
     free(loop->resumes);
     free(loop);
+}
+
+// With `lock` held: wakes the thread if it sleeps in curl_multi_poll. Under the lock, so that
+// the wake-up never reaches a multi handle the thread has cleaned up (wind_down).
+static void wake_locked(tb_proxy_loop *loop) {
+    if (!loop->polling || loop->multi == NULL) return;
+    loop->polling = 0;
+    curl_multi_wakeup(loop->multi);
 }
 
 // MARK: lists
@@ -172,15 +181,14 @@ static tb_share *share_for(tb_proxy_loop *loop, const char *key) {
     return share;
 }
 
-// Keys idle for KEY_IDLE_MS give their connections up; looked at once a second.
+// Keys idle for KEY_IDLE_MS give their connections up; looked at once a second, all of them (the
+// use order is by a transfer's start, and a long one may end after later ones).
 static void upkeep(tb_proxy_loop *loop, long long now) {
     if (now - loop->upkeep_ms < 1000) return;
     loop->upkeep_ms = now;
-    tb_share *share = loop->oldest;
-    while (share && now - share->last_used_ms > KEY_IDLE_MS) {
-        tb_share *newer = share->newer;
-        if (share->users == 0) drop_share(loop, share);
-        share = newer;
+    for (tb_share *share = loop->oldest, *newer; share; share = newer) {
+        newer = share->newer;
+        if (share->users == 0 && now - share->last_used_ms > KEY_IDLE_MS) drop_share(loop, share);
     }
 }
 
@@ -256,9 +264,9 @@ static void admit(tb_proxy_loop *loop) {
     }
 }
 
-// Transfers in the line past their deadline never start (busy); paused ones past it end (their
-// reader did not take the answer in time: libcurl's own timeout does not see a paused transfer).
-// Returns the time to the next such deadline, or -1.
+// Transfers in the line past their deadline never start (busy). Returns the time to the next
+// such deadline, or -1. (A running transfer's deadline is libcurl's CURLOPT_TIMEOUT_MS, which
+// it checks for a paused transfer too.)
 static long expire(tb_proxy_loop *loop, long long now) {
     long long next = -1;
     for (tb_transfer *transfer = loop->line.head, *after; transfer; transfer = after) {
@@ -269,15 +277,6 @@ static long expire(tb_proxy_loop *loop, long long now) {
         }
         list_remove(&loop->line, transfer);
         finish(loop, transfer, CURLE_OK, TB_PROXY_BUSY, "");
-    }
-    for (tb_transfer *transfer = loop->running.head, *after; transfer; transfer = after) {
-        after = transfer->next;
-        if (!transfer->paused) continue;
-        if (transfer->deadline_ms > now) {
-            if (next < 0 || transfer->deadline_ms < next) next = transfer->deadline_ms;
-            continue;
-        }
-        abort_running(loop, transfer, CURLE_OPERATION_TIMEDOUT, -1, NULL);
     }
     return next < 0 ? -1 : (long)(next - now);
 }
@@ -321,7 +320,11 @@ static void wind_down(tb_proxy_loop *loop, transfer_list *incoming) {
     while ((transfer = loop->running.head) != NULL) abort_running(loop, transfer, CURLE_OK, TB_PROXY_FAILED, "the proxy is stopping");
     while (loop->oldest) drop_share(loop, loop->oldest);
     while (loop->idle_count > 0) curl_easy_cleanup(loop->idle[--loop->idle_count]);
-    curl_multi_cleanup(loop->multi);
+    pthread_mutex_lock(&loop->lock);
+    CURLM *multi = loop->multi;
+    loop->multi = NULL;
+    pthread_mutex_unlock(&loop->lock);
+    curl_multi_cleanup(multi);
 }
 
 static void *run(void *argument) {
@@ -411,13 +414,10 @@ tb_proxy_loop *tb_proxy_loop_create(int max_in_flight) {
 void tb_proxy_loop_release(tb_proxy_loop *loop) {
     pthread_mutex_lock(&loop->lock);
     loop->released = 1;
-    int started = loop->started, polling = loop->polling;
+    int started = loop->started;
+    wake_locked(loop);
     pthread_mutex_unlock(&loop->lock);
-    if (!started) {
-        curl_multi_cleanup(loop->multi);
-    } else if (polling) {
-        curl_multi_wakeup(loop->multi);
-    }
+    if (!started) curl_multi_cleanup(loop->multi); // no thread, and none will start
     tb_loop_drop(loop);
 }
 
@@ -438,9 +438,9 @@ int tb_proxy_start(tb_proxy_loop *loop, const tb_proxy_request *request) {
         return 0;
     }
     list_append(&loop->incoming, transfer);
-    int wake = loop->polling, start = !loop->started;
-    loop->polling = 0;
+    int start = !loop->started;
     loop->started = 1;
+    wake_locked(loop);
     pthread_mutex_unlock(&loop->lock);
     if (start) {
         tb_loop_hold(loop);
@@ -450,8 +450,6 @@ int tb_proxy_start(tb_proxy_loop *loop, const tb_proxy_request *request) {
         pthread_t thread;
         if (pthread_create(&thread, &attributes, run, loop) != 0) abort(); // no thread to run any transfer
         pthread_attr_destroy(&attributes);
-    } else if (wake) {
-        curl_multi_wakeup(loop->multi);
     }
     return 1;
 }
@@ -469,9 +467,7 @@ void tb_proxy_resume(void *context, uint64_t tag) {
     }
     // Without memory to note it the transfer stays paused until its deadline ends it.
     if (loop->resume_count < loop->resume_capacity) loop->resumes[loop->resume_count++] = tag;
-    int wake = loop->polling;
-    loop->polling = 0;
+    wake_locked(loop);
     pthread_mutex_unlock(&loop->lock);
-    if (wake) curl_multi_wakeup(loop->multi);
     tb_loop_drop(loop);
 }

@@ -171,6 +171,10 @@ int tb_transfer_prepare(tb_transfer *x, CURL *easy) {
     SET(CURLOPT_FOLLOWLOCATION, 0L);
     SET(CURLOPT_PROXY, ""); // never a proxy from the environment
     SET(CURLOPT_NOSIGNAL, 1L);
+    // A transfer ended while its name is still being resolved leaves the resolver's thread to
+    // finish alone; without this libcurl joins it, and the loop's thread — every transfer —
+    // would wait for a slow DNS answer.
+    SET(CURLOPT_QUICK_EXIT, 1L);
     SET(CURLOPT_TIMEOUT_MS, left);
     SET(CURLOPT_CONNECTTIMEOUT_MS, connect);
     SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)request->max_response_bytes);

@@ -150,7 +150,10 @@ static ssize_t read_stream(void *cls, uint64_t position, char *buffer, size_t ma
         stream->start += chunk;
         stream->length -= chunk;
         if (stream->length == 0) stream->start = 0;
-        if (stream->wake != NULL && stream->capacity - stream->length >= stream->wanted) room = take_waker(stream);
+        // The producer goes on once half the buffer is free (and its bytes fit): not at every
+        // chunk the client takes, which would wake it for each few kilobytes.
+        size_t room_wanted = stream->wanted > stream->capacity / 2 ? stream->wanted : stream->capacity / 2;
+        if (stream->wake != NULL && stream->capacity - stream->length >= room_wanted) room = take_waker(stream);
         result = (ssize_t)chunk;
     } else if (stream->finished) {
         result = stream->ok ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;

@@ -11,8 +11,10 @@ import concurrent.futures
 import hashlib
 import signal
 import socket
+import subprocess
 import threading
 import time
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -336,6 +338,41 @@ def test_the_address_policy_holds_on_a_reused_connection(broker_factory, browser
     answer = refused.call("GET", "/proxy/strict/json")
     assert answer.status_code == 502 and answer.json()["error"] == "upstream_address_refused", answer.text
     assert upstream.count() == 1
+
+
+def test_a_name_slow_to_resolve_holds_up_no_other_call(broker_factory, browser, auth_server, upstream, tmp_path):
+    """One API host whose name takes seconds to resolve (an interposed getaddrinfo): its call ends
+    by its own timeout, and the calls of other providers, which share the proxy's one event loop,
+    are answered meanwhile — the loop never waits for the resolver."""
+    library = tmp_path / "slow_dns.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-o", str(library),
+                    str(Path(__file__).parent / "support" / "slow_dns.c"), "-ldl"], check=True)
+    stuck = f"""
+  stuck:
+    issuer: {auth_server.issuer}
+    client_id: stuck-client
+    client_secret_env: DOT_CLIENT_SECRET
+    scopes: [openid, profile, email, read]
+    api_base_url: https://api.slow-dns.test
+"""
+    broker, app, _, secret = broker_factory(provider_extra=api(upstream.base_url) + stuck,
+                                            env={"LD_PRELOAD": str(library), "SLOW_DNS_SECONDS": "5", "BROKER_UPSTREAM_TIMEOUT_SECONDS": "2"})
+    auth_server.register_client([broker.url("/callback")], client_id="stuck-client", client_secret=secret)
+    app.login()
+    waiting = App(broker, browser, provider="stuck")
+    waiting.login()
+    outcome = {}
+    caller = threading.Thread(target=lambda: outcome.update(answer=waiting.call("GET", "/proxy/stuck/anything"), at=time.monotonic()))
+    started = time.monotonic()
+    caller.start()
+    time.sleep(1.5)  # past its connect timeout (half the upstream timeout): libcurl has given it up
+    for _ in range(5):
+        asked = time.monotonic()
+        assert app.call("GET", "/proxy/dot/json").status_code == 200
+        assert time.monotonic() - asked < 0.5, "another provider's call waited for the resolver"
+    caller.join(timeout=10)
+    assert outcome["answer"].status_code == 503 and outcome["answer"].json()["error"] == "upstream_unavailable", outcome["answer"].text
+    assert outcome["at"] - started < 3, "the slow name's call ended by its own timeout"
 
 
 def open_request(broker, target: str, token: str, source: str = "127.0.0.1") -> socket.socket:

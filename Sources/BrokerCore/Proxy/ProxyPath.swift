@@ -26,7 +26,7 @@ enum ProxyPath {
             if segment == "." || segment == ".." { return .failure(Refusal(reason: "The API path may not contain . or .. segments.")) }
             if let refusal = checkDecoded(segment) { return .failure(refusal) }
         }
-        if path.contains("//") { return .failure(Refusal(reason: "The API path may not contain empty segments.")) }
+        if hasEmptySegment(path) { return .failure(Refusal(reason: "The API path may not contain empty segments.")) }
         if let query, !query.utf8.allSatisfy({ (0x21...0x7E).contains($0) && $0 != UInt8(ascii: "#") }) {
             return .failure(Refusal(reason: "The query contains a character the proxy does not forward (#, a space, a control or non-ASCII character): percent-encode it."))
         }
@@ -34,6 +34,17 @@ enum ProxyPath {
         var url = trimmed + (path.isEmpty ? "/" : String(path))
         if let query { url += "?" + query }
         return .success(url)
+    }
+
+    /// Whether two slashes follow each other (an empty segment; a trailing slash is not one).
+    private static func hasEmptySegment(_ path: Substring) -> Bool {
+        var afterSlash = false
+        for byte in path.utf8 {
+            let slash = byte == UInt8(ascii: "/")
+            if slash && afterSlash { return true }
+            afterSlash = slash
+        }
+        return false
     }
 
     /// RFC 3986 `pchar` and `/`, less `@`, with percent-encodings that do not decode to a
@@ -76,6 +87,8 @@ enum ProxyPath {
     /// The segment as the API server decodes it: UTF-8, without look-alikes, and not dots (or
     /// nothing) before a path parameter. The segment's form is already checked (`checkPath`).
     private static func checkDecoded(_ segment: Substring) -> Refusal? {
+        // Nothing encoded (the common case): the segment is ASCII as it is (`checkPath`).
+        guard segment.utf8.contains(UInt8(ascii: "%")) else { return dotsBeforeParameter(segment) }
         var bytes: [UInt8] = []
         var utf8 = segment.utf8[...]
         while let byte = utf8.popFirst() {
@@ -91,10 +104,14 @@ enum ProxyPath {
         if text.unicodeScalars.contains(where: { !$0.isASCII && isLookAlike($0) }) {
             return Refusal(reason: "The API path encodes a character that stands for a dot or a separator.")
         }
-        if let semicolon = text.firstIndex(of: ";"), text[..<semicolon].allSatisfy({ $0 == "." }) {
-            return Refusal(reason: "The API path may not contain a segment of dots (or none) before a ; (read as . or .. by some servers).")
-        }
-        return nil
+        return dotsBeforeParameter(Substring(text))
+    }
+
+    /// A segment of dots (or nothing) before a path parameter: `..;` is `..` to some servers.
+    private static func dotsBeforeParameter(_ segment: Substring) -> Refusal? {
+        guard let semicolon = segment.utf8.firstIndex(of: UInt8(ascii: ";")),
+              segment.utf8[..<semicolon].allSatisfy({ $0 == UInt8(ascii: ".") }) else { return nil }
+        return Refusal(reason: "The API path may not contain a segment of dots (or none) before a ; (read as . or .. by some servers).")
     }
 
     private static func hex(_ byte: UInt8) -> UInt8? {
