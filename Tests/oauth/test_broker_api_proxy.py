@@ -35,6 +35,26 @@ def api(base_url: str, allow_private: bool = True, extra: str = "") -> str:
     return f"    api_base_url: {base_url}\n" + ("    api_allow_private_addresses: true\n" if allow_private else "") + extra
 
 
+def second_provider(auth_server, name: str, api_lines: str) -> str:
+    """Configuration of another provider at the tests' authorization server (client
+    `<name>-client`, the same secret as the first) with its own API lines."""
+    return f"""
+  {name}:
+    issuer: {auth_server.issuer}
+    client_id: {name}-client
+    client_secret_env: DOT_CLIENT_SECRET
+    scopes: [openid, profile, email, read]
+{api_lines}"""
+
+
+def signed_in(broker, browser, auth_server, secret: str, name: str) -> App:
+    """An app signed in through the provider `second_provider` configured, its client registered."""
+    auth_server.register_client([broker.url("/callback")], client_id=f"{name}-client", client_secret=secret)
+    app = App(broker, browser, provider=name)
+    app.login()
+    return app
+
+
 @pytest.fixture
 def proxied(broker_factory, upstream):
     """A broker whose provider `dot` has the recording upstream as its API, and a signed-in app."""
@@ -322,18 +342,10 @@ def test_a_switching_protocols_answer_is_a_502_at_once(broker_factory, misbehavi
 def test_the_address_policy_holds_on_a_reused_connection(broker_factory, browser, auth_server, upstream):
     """Two providers with one API host, one allowing private addresses and one not: a connection
     the first opened never carries the second's call past the address check."""
-    strict = f"""
-  strict:
-    issuer: {auth_server.issuer}
-    client_id: strict-client
-    client_secret_env: DOT_CLIENT_SECRET
-    scopes: [openid, profile, email, read]
-{api(upstream.base_url, allow_private=False)}"""
+    strict = second_provider(auth_server, "strict", api(upstream.base_url, allow_private=False))
     broker, lenient, _, secret = broker_factory(provider_extra=api(upstream.base_url) + strict)
-    auth_server.register_client([broker.url("/callback")], client_id="strict-client", client_secret=secret)
     lenient.login()
-    refused = App(broker, browser, provider="strict")
-    refused.login()
+    refused = signed_in(broker, browser, auth_server, secret, "strict")
     assert lenient.call("GET", "/proxy/dot/json").status_code == 200
     answer = refused.call("GET", "/proxy/strict/json")
     assert answer.status_code == 502 and answer.json()["error"] == "upstream_address_refused", answer.text
@@ -347,20 +359,11 @@ def test_a_name_slow_to_resolve_holds_up_no_other_call(broker_factory, browser, 
     library = tmp_path / "slow_dns.so"
     subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-o", str(library),
                     str(Path(__file__).parent / "support" / "slow_dns.c"), "-ldl"], check=True)
-    stuck = f"""
-  stuck:
-    issuer: {auth_server.issuer}
-    client_id: stuck-client
-    client_secret_env: DOT_CLIENT_SECRET
-    scopes: [openid, profile, email, read]
-    api_base_url: https://api.slow-dns.test
-"""
+    stuck = second_provider(auth_server, "stuck", api("https://api.slow-dns.test", allow_private=False))
     broker, app, _, secret = broker_factory(provider_extra=api(upstream.base_url) + stuck,
                                             env={"LD_PRELOAD": str(library), "SLOW_DNS_SECONDS": "5", "BROKER_UPSTREAM_TIMEOUT_SECONDS": "2"})
-    auth_server.register_client([broker.url("/callback")], client_id="stuck-client", client_secret=secret)
     app.login()
-    waiting = App(broker, browser, provider="stuck")
-    waiting.login()
+    waiting = signed_in(broker, browser, auth_server, secret, "stuck")
     outcome = {}
     caller = threading.Thread(target=lambda: outcome.update(answer=waiting.call("GET", "/proxy/stuck/anything"), at=time.monotonic()))
     started = time.monotonic()
