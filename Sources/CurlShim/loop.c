@@ -226,9 +226,9 @@ static void finish(tb_proxy_loop *loop, tb_transfer *transfer, CURLcode code, in
     pthread_mutex_unlock(&loop->lock);
 }
 
-// Takes a running transfer out of the multi handle and ends it (libcurl closes its connection:
-// it did not end cleanly).
-static void abort_running(tb_proxy_loop *loop, tb_transfer *transfer, CURLcode code, int outcome, const char *error) {
+// Takes a running transfer out of the multi handle and ends it: one libcurl is done with, or one
+// stopped short (a failed resume, the loop's end), whose connection libcurl then closes.
+static void take_out(tb_proxy_loop *loop, tb_transfer *transfer, CURLcode code, int outcome, const char *error) {
     list_remove(&loop->running, transfer);
     curl_multi_remove_handle(loop->multi, transfer->easy);
     finish(loop, transfer, code, outcome, error);
@@ -288,7 +288,7 @@ static void resume(tb_proxy_loop *loop, uint64_t tag) {
         transfer->paused = 0;
         // libcurl offers the bytes it kept at once, from inside this call.
         CURLcode code = curl_easy_pause(transfer->easy, CURLPAUSE_CONT);
-        if (code != CURLE_OK) abort_running(loop, transfer, code, -1, NULL);
+        if (code != CURLE_OK) take_out(loop, transfer, code, -1, NULL);
         return;
     }
 }
@@ -301,10 +301,9 @@ static void collect(tb_proxy_loop *loop) {
         tb_transfer *transfer = NULL;
         curl_easy_getinfo(message->easy_handle, CURLINFO_PRIVATE, (char **)&transfer);
         CURLcode code = message->data.result; // the message is gone once the handle is removed
-        abort_running(loop, transfer, code, -1, NULL);
+        take_out(loop, transfer, code, -1, NULL);
     }
 }
-
 
 // The loop is released: every transfer ends as failed, and the thread's libcurl state goes.
 static void wind_down(tb_proxy_loop *loop, transfer_list *incoming) {
@@ -317,7 +316,7 @@ static void wind_down(tb_proxy_loop *loop, transfer_list *incoming) {
         list_remove(&loop->line, transfer);
         finish(loop, transfer, CURLE_OK, TB_PROXY_FAILED, "the proxy is stopping");
     }
-    while ((transfer = loop->running.head) != NULL) abort_running(loop, transfer, CURLE_OK, TB_PROXY_FAILED, "the proxy is stopping");
+    while ((transfer = loop->running.head) != NULL) take_out(loop, transfer, CURLE_OK, TB_PROXY_FAILED, "the proxy is stopping");
     while (loop->oldest) drop_share(loop, loop->oldest);
     while (loop->idle_count > 0) curl_easy_cleanup(loop->idle[--loop->idle_count]);
     pthread_mutex_lock(&loop->lock);
