@@ -19,8 +19,9 @@ public final class ResponseStream: @unchecked Sendable {
     /// What the stream did with bytes offered to it.
     public enum Offer: Sendable {
         case taken
-        /// No room for them yet: `wake(context, tag)` is called once, from another thread, when
-        /// there is, or when nobody will read them; offer them again then.
+        /// No room for them yet: `wake(context, tag)` is called once — from the thread that makes
+        /// room or ends the stream, the producer's own when it finishes — when there is room, or
+        /// when nobody will read them; offer them again then.
         case full
         /// Nobody will read them (the client went away, or the server is stopping), or they are
         /// more than `capacity`: stop writing, and finish.

@@ -33,6 +33,8 @@ struct ProxyRulesTests {
         "/..;/admin", "/.;/x", "/a/..;jsessionid=1/b", "/...;x", "/;x", "/..%3b/x", "/..%3B", "/%c0%ae%c0%ae/x", "/%c0%2e", "/%e0%80%ae",
         "/%ef%bc%8e%ef%bc%8e/x", "/a/%ef%bc%8e", "/%e2%80%a4%e2%80%a4", "/%ef%b9%92", "/%e3%80%82", "/%e2%80%a5", "/%ef%bc%8f",
         "/%ef%bc%bc", "/%ef%bc%a0", "/%ef%bc%9b", "/%ff", "/%c3", "/a%e2%80", "/%80", "/%ed%a0%80",
+        // A combining mark after the `;` (one Character with it, not a `;`): still `..` to such a server.
+        "/a/..;%CC%81/admin", "/..%3b%cc%81/x",
     ])
     func whatSomeServersReadAsADotSegmentIsRefused(_ path: String) {
         guard case .failure = target(path) else {
@@ -94,6 +96,9 @@ struct ProxyRulesTests {
         #expect(headers.map { "\($0.name)=\($0.value)" } == [
             "Content-Type=application/json", "X-Empty=", #"Link=<https://a/b?c=d:e>; rel="next""#, #"ETag="v1""#,
         ])
+        // Lines ended by a bare LF, as libcurl splits them too.
+        let bare = Array("A: 1\nB: 2\n".utf8).withUnsafeBytes { APIExchange.headers($0) }
+        #expect(bare.map { "\($0.name)=\($0.value)" } == ["A=1", "B=2"])
         #expect(APIExchange.headers(UnsafeRawBufferPointer(start: nil, count: 0)).isEmpty)
     }
 

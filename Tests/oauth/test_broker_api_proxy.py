@@ -238,15 +238,18 @@ def test_a_reader_slower_than_the_api_gets_every_byte(proxied, upstream):
     status, head = read_head(connection)
     assert status == 200 and "Transfer-Encoding: chunked" in head, head
     raw = bytearray()
-    reads = 0
+    pauses = 0
     while not raw.endswith(b"\r\n0\r\n\r\n"):
         piece = connection.recv(65536)
         assert piece, "the body ended early"
         raw += piece
-        reads += 1
-        if reads % 2000 == 0:
-            time.sleep(0.2)
+        if len(raw) // 2_000_000 > pauses:  # every 2 MB the client stops reading for a while
+            pauses += 1
+            time.sleep(0.1)
+            asked = time.monotonic()
             assert app.call("GET", "/proxy/dot/json").status_code == 200
+            assert time.monotonic() - asked < 1
+    assert pauses >= 19
     connection.close()
     body, rest = bytearray(), memoryview(raw)
     while True:  # the chunked framing, undone

@@ -104,7 +104,9 @@ void tb_proxy_loop_release(tb_proxy_loop *loop);
 int tb_proxy_start(tb_proxy_loop *loop, const tb_proxy_request *request);
 
 /// Resumes the paused transfer `tag` of the loop `loop` (a tb_proxy_loop): its sink has room, or
-/// will never have. Any thread; a tag that has ended is ignored. Shaped as a body sink's waker.
+/// will never have. Any thread; a transfer that has ended meanwhile is left alone. Shaped as a
+/// body sink's waker, and called exactly once for each TB_BODY_FULL: each call gives back the hold
+/// on the loop that TB_BODY_FULL took.
 void tb_proxy_resume(void *loop, uint64_t tag);
 
 /// Whether the address policy refuses `address` (an IPv4 or IPv6 literal); -1 when it is not one.
