@@ -102,8 +102,9 @@ public final class APITransfers: @unchecked Sendable {
     // The loop is safe to use from any thread; this object owns it.
     private let loop: OpaquePointer
 
-    public init(maxInFlight: Int) {
-        guard let loop = tb_proxy_loop_create(Int32(clamping: maxInFlight)) else { fatalError("libcurl could not make the proxy's loop") }
+    /// Nil when libcurl cannot make the loop's multi handle (no memory): the caller does not start.
+    public init?(maxInFlight: Int) {
+        guard let loop = tb_proxy_loop_create(Int32(clamping: maxInFlight)) else { return nil }
         self.loop = loop
     }
 

@@ -1,3 +1,4 @@
+import APIClient
 import BrokerCrypto
 import Foundation
 #if canImport(Glibc)
@@ -112,7 +113,10 @@ public final class Broker: Sendable {
         StandardOAuthRoutes(services: services).register(in: &router)
         StandardTokenRoutes(services: services).register(in: &router)
         DeviceRoutes(services: services).register(in: &router)
-        ProxyRoutes(services: services).register(in: &router)
+        guard let transfers = APITransfers(maxInFlight: config.server.limits.proxyMaxTransfers) else {
+            throw BrokerStartError("libcurl could not set up the API proxy's event loop")
+        }
+        ProxyRoutes(services: services, transfers: transfers).register(in: &router)
         ClientKeysRoute(providers: config.providers).register(in: &router)
         let audit = AuditTrail(logger: logger, webhooks: services.webhooks)
         let administration = SessionAdministration(store: store, sessions: services.sessions)

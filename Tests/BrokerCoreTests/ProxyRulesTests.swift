@@ -102,13 +102,14 @@ struct ProxyRulesTests {
         #expect(APIExchange.headers(UnsafeRawBufferPointer(start: nil, count: 0)).isEmpty)
     }
 
-    @Test func anOptionLibcurlRefusesFailsTheCall() async {
+    @Test func anOptionLibcurlRefusesFailsTheCall() async throws {
         // libcurl refuses a URL over 8 MB (CURL_MAX_INPUT_LENGTH): unchecked, the call would go on
         // without it, as it would without any other refused option.
         let request = APIRequest(method: "GET", url: "http://127.0.0.1:9/" + String(repeating: "a", count: 9_000_000), headers: [],
                                  body: nil, timeoutSeconds: 2, maxResponseBytes: 1_024, allowPrivateAddresses: false, allowHTTP: true,
                                  connectionKey: "test")
-        guard case .failure(.failed(let reason)) = await APITransfers(maxInFlight: 1).perform(request) else {
+        let transfers = try #require(APITransfers(maxInFlight: 1))
+        guard case .failure(.failed(let reason)) = await transfers.perform(request) else {
             Issue.record("the call did not fail")
             return
         }

@@ -14,10 +14,11 @@ struct ProxyRoutes: Sendable {
     static let methods = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
 
     let services: BrokerServices
+    /// The proxy's event loop (its transfers).
+    let transfers: APITransfers
 
     func register(in router: inout Router) {
         let limits = services.config.server.limits
-        let transfers = APITransfers(maxInFlight: limits.proxyMaxTransfers)
         let slots = ProxyTransferSlots(perSession: limits.proxyMaxTransfersPerSession, perClient: limits.proxyMaxTransfersPerIP)
         for provider in services.config.providers {
             let prefix = "/proxy/\(provider.id)"
