@@ -15,6 +15,32 @@
 
 typedef struct tb_share tb_share;
 
+enum {
+    TB_KEY_BUCKETS = 1024,
+    // Connections a key keeps once its transfers end (libcurl's CURLMOPT_MAXCONNECTS, which
+    // applies per share and counts connections in use too).
+    TB_CONNECTIONS_PER_KEY = 4,
+};
+
+// A loop's connection keys, each with its libcurl share (keys.c); the loop's thread's own.
+typedef struct {
+    tb_share *buckets[TB_KEY_BUCKETS];
+    tb_share *newest, *oldest; // the use order
+    int count, max;
+    long long upkeep_ms;
+} tb_key_table;
+
+void tb_keys_init(tb_key_table *table);
+// The share of `request`'s key (its connection key, address policy and schemes), made when
+// missing, held for one transfer until tb_keys_give_back(); NULL when libcurl or memory refused.
+tb_share *tb_keys_take(tb_key_table *table, const tb_proxy_request *request);
+CURLSH *tb_share_handle(const tb_share *share);
+void tb_keys_give_back(tb_share *share);
+// Keys idle for a while give their connections up.
+void tb_keys_upkeep(tb_key_table *table, long long now);
+// Every key's connections closed (none may be in use).
+void tb_keys_clear(tb_key_table *table);
+
 // One transfer, from tb_proxy_start() to its on_done (transfer.c): its own copy of the request,
 // its libcurl handle while it runs, the answer as it arrives.
 typedef struct tb_transfer {
@@ -25,7 +51,7 @@ typedef struct tb_transfer {
     long long deadline_ms; // on the monotonic clock
     CURL *easy;
     struct curl_slist *header_list;
-    tb_share *share; // whose connections it uses (loop.c)
+    tb_share *share; // whose connections it uses (keys.c)
     tb_proxy_response response;
     size_t headers_capacity;
     size_t body_capacity;

@@ -3,14 +3,7 @@
 // (libcurl's CURL_WRITEFUNC_PAUSE) instead of blocking one. Other threads hand work over through
 // a short queue under `lock` (new transfers, resumes of paused ones) and wake the thread with
 // curl_multi_wakeup() only when it sleeps in curl_multi_poll().
-//
-// Connections are kept per connection key (the session's, with the address policy and schemes):
-// each key has a libcurl share object holding its own connection cache (CURL_LOCK_DATA_CONNECT),
-// so that bytes an API sent after one session's answer are never read as another session's, and
-// a connection opened where private addresses were allowed never serves a call where they are
-// not. A key's connections close when it has been idle for a while or when the table of keys is
-// full and it is the least recently used one. Every libcurl call is made on the loop's thread, so
-// the shares need no lock functions.
+// Connections are kept per connection key, in the loop's key table (keys.c).
 
 #define _GNU_SOURCE // pthread_setname_np
 
@@ -21,27 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
-enum {
-    KEY_SIZE = 96,
-    SHARE_BUCKETS = 1024,
-    // Connections a key keeps once its transfers end (libcurl's CURLMOPT_MAXCONNECTS, which
-    // applies per share and counts connections in use too).
-    CONNECTIONS_PER_KEY = 4,
-    // A key idle this long gives its connections up (libcurl reuses none older than 118 s).
-    KEY_IDLE_MS = 120000,
-    IDLE_HANDLES = 64,
-};
-
-struct tb_share {
-    CURLSH *handle;
-    char key[KEY_SIZE];
-    int users;             // transfers running with it
-    long long last_used_ms;
-    tb_share *bucket_next; // in its hash bucket
-    tb_share *newer, *older; // in the loop's use order
-};
+enum { IDLE_HANDLES = 64 };
 
 typedef struct {
     tb_transfer *head, *tail;
@@ -68,10 +42,7 @@ struct tb_proxy_loop {
     // The thread's own.
     transfer_list line;    // waiting for a place
     transfer_list running; // in the multi handle
-    tb_share *buckets[SHARE_BUCKETS];
-    tb_share *newest, *oldest;
-    int share_count, max_shares;
-    long long upkeep_ms;
+    tb_key_table keys;
     CURL *idle[IDLE_HANDLES];
     int idle_count;
 };
@@ -116,82 +87,6 @@ static void list_remove(transfer_list *list, tb_transfer *transfer) {
     list->count -= 1;
 }
 
-// MARK: the keys' shares
-
-static unsigned bucket_of(const char *key) {
-    unsigned hash = 5381;
-    for (const unsigned char *c = (const unsigned char *)key; *c; c++) hash = hash * 33 + *c;
-    return hash % SHARE_BUCKETS;
-}
-
-static void unlink_use(tb_proxy_loop *loop, tb_share *share) {
-    if (share->newer) share->newer->older = share->older; else loop->newest = share->older;
-    if (share->older) share->older->newer = share->newer; else loop->oldest = share->newer;
-    share->newer = share->older = NULL;
-}
-
-static void link_newest(tb_proxy_loop *loop, tb_share *share) {
-    share->older = loop->newest;
-    share->newer = NULL;
-    if (loop->newest) loop->newest->newer = share; else loop->oldest = share;
-    loop->newest = share;
-}
-
-// Closes a key's connections and forgets it; only while no transfer uses it.
-static void drop_share(tb_proxy_loop *loop, tb_share *share) {
-    tb_share **link = &loop->buckets[bucket_of(share->key)];
-    while (*link != share) link = &(*link)->bucket_next;
-    *link = share->bucket_next;
-    unlink_use(loop, share);
-    curl_share_cleanup(share->handle);
-    free(share);
-    loop->share_count -= 1;
-}
-
-// The key's share, made when missing; NULL when libcurl or memory refused.
-static tb_share *share_for(tb_proxy_loop *loop, const char *key) {
-    unsigned bucket = bucket_of(key);
-    for (tb_share *share = loop->buckets[bucket]; share; share = share->bucket_next) {
-        if (strcmp(share->key, key) != 0) continue;
-        unlink_use(loop, share);
-        link_newest(loop, share);
-        return share;
-    }
-    // A full table gives up its least recently used idle key.
-    if (loop->share_count >= loop->max_shares) {
-        for (tb_share *share = loop->oldest; share; share = share->newer) {
-            if (share->users > 0) continue;
-            drop_share(loop, share);
-            break;
-        }
-    }
-    tb_share *share = calloc(1, sizeof *share);
-    if (share == NULL) return NULL;
-    share->handle = curl_share_init();
-    if (share->handle == NULL || curl_share_setopt(share->handle, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT) != CURLSHE_OK) {
-        if (share->handle) curl_share_cleanup(share->handle);
-        free(share);
-        return NULL;
-    }
-    snprintf(share->key, sizeof share->key, "%s", key);
-    share->bucket_next = loop->buckets[bucket];
-    loop->buckets[bucket] = share;
-    link_newest(loop, share);
-    loop->share_count += 1;
-    return share;
-}
-
-// Keys idle for KEY_IDLE_MS give their connections up; looked at once a second, all of them (the
-// use order is by a transfer's start, and a long one may end after later ones).
-static void upkeep(tb_proxy_loop *loop, long long now) {
-    if (now - loop->upkeep_ms < 1000) return;
-    loop->upkeep_ms = now;
-    for (tb_share *share = loop->oldest, *newer; share; share = newer) {
-        newer = share->newer;
-        if (share->users == 0 && now - share->last_used_ms > KEY_IDLE_MS) drop_share(loop, share);
-    }
-}
-
 // MARK: running transfers
 
 static CURL *take_easy(tb_proxy_loop *loop) {
@@ -217,10 +112,7 @@ static void finish(tb_proxy_loop *loop, tb_transfer *transfer, CURLcode code, in
     tb_share *share = transfer->share;
     if (outcome >= 0) tb_transfer_end_as(transfer, outcome, error); else tb_transfer_end(transfer, code);
     if (easy) give_back_easy(loop, easy);
-    if (share) {
-        share->users -= 1;
-        share->last_used_ms = tb_now_ms();
-    }
+    if (share) tb_keys_give_back(share);
     pthread_mutex_lock(&loop->lock);
     loop->admitted -= 1;
     pthread_mutex_unlock(&loop->lock);
@@ -239,23 +131,19 @@ static void admit(tb_proxy_loop *loop) {
     while (loop->line.head && loop->running.count < loop->max_in_flight) {
         tb_transfer *transfer = loop->line.head;
         list_remove(&loop->line, transfer);
-        char key[KEY_SIZE];
-        snprintf(key, sizeof key, "%d%d %s", transfer->request.allow_private_addresses, transfer->request.allow_http,
-                 transfer->request.connection_key);
         CURL *easy = take_easy(loop);
-        tb_share *share = easy ? share_for(loop, key) : NULL;
+        tb_share *share = easy ? tb_keys_take(&loop->keys, &transfer->request) : NULL;
         if (share == NULL) {
             if (easy) give_back_easy(loop, easy);
             finish(loop, transfer, CURLE_OK, TB_PROXY_FAILED, "no memory for the call");
             continue;
         }
         transfer->easy = easy;
-        if (!tb_transfer_prepare(transfer, easy) || curl_easy_setopt(easy, CURLOPT_SHARE, share->handle) != CURLE_OK) {
+        transfer->share = share;
+        if (!tb_transfer_prepare(transfer, easy) || curl_easy_setopt(easy, CURLOPT_SHARE, tb_share_handle(share)) != CURLE_OK) {
             finish(loop, transfer, CURLE_OK, TB_PROXY_FAILED, "libcurl refused an option of the call");
             continue;
         }
-        transfer->share = share;
-        share->users += 1;
         if (curl_multi_add_handle(loop->multi, easy) != CURLM_OK) {
             finish(loop, transfer, CURLE_OK, TB_PROXY_FAILED, "libcurl refused the call");
             continue;
@@ -317,7 +205,7 @@ static void wind_down(tb_proxy_loop *loop, transfer_list *incoming) {
         finish(loop, transfer, CURLE_OK, TB_PROXY_FAILED, "the proxy is stopping");
     }
     while ((transfer = loop->running.head) != NULL) take_out(loop, transfer, CURLE_OK, TB_PROXY_FAILED, "the proxy is stopping");
-    while (loop->oldest) drop_share(loop, loop->oldest);
+    tb_keys_clear(&loop->keys);
     while (loop->idle_count > 0) curl_easy_cleanup(loop->idle[--loop->idle_count]);
     pthread_mutex_lock(&loop->lock);
     CURLM *multi = loop->multi;
@@ -368,11 +256,11 @@ static void *run(void *argument) {
         curl_multi_perform(loop->multi, &still_running);
         collect(loop);
         int more = loop->line.head && loop->running.count < loop->max_in_flight;
-        upkeep(loop, now);
+        tb_keys_upkeep(&loop->keys, now);
 
         long wait = -1;
         curl_multi_timeout(loop->multi, &wait);
-        if (wait < 0) wait = loop->share_count > 0 ? 1000 : 60000;
+        if (wait < 0) wait = loop->keys.count > 0 ? 1000 : 60000;
         if (deadline >= 0 && deadline < wait) wait = deadline;
         if (more) wait = 0;
         pthread_mutex_lock(&loop->lock);
@@ -393,7 +281,7 @@ tb_proxy_loop *tb_proxy_loop_create(int max_in_flight) {
     tb_proxy_loop *loop = calloc(1, sizeof *loop);
     if (loop == NULL) return NULL;
     loop->multi = curl_multi_init();
-    if (loop->multi == NULL || curl_multi_setopt(loop->multi, CURLMOPT_MAXCONNECTS, (long)CONNECTIONS_PER_KEY) != CURLM_OK) {
+    if (loop->multi == NULL || curl_multi_setopt(loop->multi, CURLMOPT_MAXCONNECTS, (long)TB_CONNECTIONS_PER_KEY) != CURLM_OK) {
         if (loop->multi) curl_multi_cleanup(loop->multi);
         free(loop);
         return NULL;
@@ -401,12 +289,7 @@ tb_proxy_loop *tb_proxy_loop_create(int max_in_flight) {
     atomic_init(&loop->references, 1);
     loop->max_in_flight = max_in_flight > 0 ? max_in_flight : 1;
     pthread_mutex_init(&loop->lock, NULL);
-    // The keys' idle connections stay within half the open-file limit (a key keeps up to
-    // CONNECTIONS_PER_KEY), and within 4,096 keys.
-    struct rlimit files;
-    long budget = getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY ? (long)files.rlim_cur / 2 : 65536;
-    long keys = budget / CONNECTIONS_PER_KEY;
-    loop->max_shares = keys < 16 ? 16 : keys > 4096 ? 4096 : (int)keys;
+    tb_keys_init(&loop->keys);
     return loop;
 }
 
