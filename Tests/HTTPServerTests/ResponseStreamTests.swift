@@ -12,13 +12,27 @@ struct ResponseStreamTests {
         context!.assumingMemoryBound(to: Int.self).pointee += 1
     }
 
-    private func offer(_ stream: ResponseStream, _ count: Int, counter: UnsafeMutablePointer<Int>) -> ResponseStream.Offer {
-        [UInt8](repeating: 0x61, count: count).withUnsafeBytes { stream.offer($0, wake: Self.counting, context: counter, tag: 7) }
+    /// The calls `counting` made, in memory of its own.
+    private struct Counter {
+        let pointer: UnsafeMutablePointer<Int> = {
+            let pointer = UnsafeMutablePointer<Int>.allocate(capacity: 1)
+            pointer.initialize(to: 0)
+            return pointer
+        }()
+
+        var pointee: Int { pointer.pointee }
+
+        func deallocate() {
+            pointer.deallocate()
+        }
+    }
+
+    private func offer(_ stream: ResponseStream, _ count: Int, counter: Counter) -> ResponseStream.Offer {
+        [UInt8](repeating: 0x61, count: count).withUnsafeBytes { stream.offer($0, wake: Self.counting, context: counter.pointer, tag: 7) }
     }
 
     @Test func aProducerThatFoundItFullIsWokenOnceWhenItFinishes() throws {
-        let counter = UnsafeMutablePointer<Int>.allocate(capacity: 1)
-        counter.initialize(to: 0)
+        let counter = Counter()
         defer { counter.deallocate() }
         let stream = try #require(ResponseStream(capacity: 16))
         #expect(offer(stream, 10, counter: counter) == .taken)
@@ -33,8 +47,7 @@ struct ResponseStreamTests {
     }
 
     @Test func aProducerThatFoundItFullIsWokenOnceWhenNobodyWillRead() throws {
-        let counter = UnsafeMutablePointer<Int>.allocate(capacity: 1)
-        counter.initialize(to: 0)
+        let counter = Counter()
         defer { counter.deallocate() }
         let stream = try #require(ResponseStream(capacity: 16))
         #expect(offer(stream, 16, counter: counter) == .taken)
@@ -47,8 +60,7 @@ struct ResponseStreamTests {
     }
 
     @Test func moreThanTheWholeBufferIsRefusedAtOnce() throws {
-        let counter = UnsafeMutablePointer<Int>.allocate(capacity: 1)
-        counter.initialize(to: 0)
+        let counter = Counter()
         defer { counter.deallocate() }
         let stream = try #require(ResponseStream(capacity: 16))
         #expect(offer(stream, 17, counter: counter) == .closed)
