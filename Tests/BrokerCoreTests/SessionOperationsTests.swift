@@ -127,9 +127,24 @@ struct SessionOperationsTests {
         let profile = try await bed.sessions.profile(of: session)
         #expect(profile["sub"] == .string("alice") && profile["provider"] == .string("idp"))
         #expect(bed.provider.refreshes == 1, "the 401 forces one refresh")
-        #expect(bed.sessions.cachedProfile(session.id) == profile)
+        #expect(bed.sessions.cachedProfile(of: session) == profile)
         bed.clock.advance(by: bed.settings.profileCacheSeconds + 1)
-        #expect(bed.sessions.cachedProfile(session.id) == nil)
+        #expect(bed.sessions.cachedProfile(of: session) == nil)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aCachedProfileIsNotServedOnceTheSessionHasOtherScopes(_ kind: StoreKind) async throws {
+        let bed = try await FlowTestBed(kind)
+        defer { Task { await bed.close() } }
+        let session = try await bed.newSession(subject: "alice").session
+        let profile = try await bed.sessions.profile(of: session)
+        let stored = try #require(try await bed.stored(session.id))
+        #expect(bed.sessions.cachedProfile(of: stored) == profile)
+        // As an incremental sign-in finished elsewhere leaves it in the store.
+        var widened = stored
+        widened.scopes.append("email")
+        #expect(bed.sessions.cachedProfile(of: widened) == nil)
+        #expect(bed.sessions.cachedProfile(of: stored) == nil, "the entry is gone, not kept for the old scopes")
     }
 
     @Test(arguments: StoreKind.allCases)

@@ -41,7 +41,10 @@ def instances(postgres, auth_server, browser, request):
     # The provider's API is the authorization server itself (its userinfo), for the proxy.
     api = auth_server.userinfo_endpoint.rsplit("/userinfo/", 1)[0]
     extra = f"    api_base_url: {api}\n    api_allow_private_addresses: true\n"
-    config = broker_config(provider_config(auth_server, client_id, extra=extra)) + "  tv:\n    device_flow: true\n"
+    # `narrow`: the same client with fewer default scopes, for scopes added by a later sign-in.
+    providers = provider_config(auth_server, client_id, extra=extra) + provider_config(
+        auth_server, client_id, provider_id="narrow", scopes="[openid, read]")
+    config = broker_config(providers) + "  tv:\n    device_flow: true\n"
     env = {
         "DOT_CLIENT_SECRET": secret, "BROKER_STATE_BACKEND": "postgres", "BROKER_POSTGRES_URL": postgres.create_database(),
         "BROKER_POSTGRES_PASSWORD": postgres.password, "BROKER_PUBLIC_URL": f"http://127.0.0.1:{ports[1]}",
@@ -119,6 +122,36 @@ def test_an_incremental_authorization_with_each_step_on_another_instance(instanc
     assert "session_token" not in merged.json() and "write" in merged.json()["scope"].split()
     for broker in brokers:
         assert wait_for(lambda: {"read", "write"} <= set(requests.get(broker.url("/session"), headers=bearer(token), timeout=10).json()["scopes"]), 2)
+
+
+def test_a_profile_an_instance_cached_is_not_served_after_scopes_were_added_on_others(instances, browser):
+    """The first instance caches the profile read under `openid read` (no email: the provider
+    shows claims by scope); `email` is added by a sign-in whose callback and redemption happen on
+    the two others; the first instance's next `/profile` has the email, well within the cache's
+    60 seconds."""
+    brokers, _, _ = instances
+    apps = [App(broker, browser, provider="narrow") for broker in brokers]
+    params, verifier = apps[0].sign_in("alice")
+    redeemed = apps[0].redeem(params["code"], verifier)
+    assert redeemed.status_code == 200, redeemed.text
+    token = redeemed.json()["session_token"]
+    before = requests.get(brokers[0].url("/profile"), headers=bearer(token), timeout=10)
+    assert before.status_code == 200 and before.json()["sub"] and before.json()["email"] is None, before.text
+    from support.pkce import make_pkce
+    more_verifier, challenge = make_pkce()
+    started = requests.post(brokers[1].url("/authorize"), headers=bearer(token), timeout=10, data={
+        "scope": "email", "redirect_uri": apps[1].redirect_uri, "code_challenge": challenge,
+        "code_challenge_method": "S256", "state": "more",
+    })
+    assert started.status_code == 200, started.text
+    location = apps[1].browser.authorize(started.json()["authorization_url"], "alice", "alice-password")
+    back = dict(parse_qsl(urlsplit(location).query))
+    assert back.get("state") == "more" and "code" in back, back
+    merged = apps[2].redeem(back["code"], more_verifier)
+    assert merged.status_code == 200 and "email" in merged.json()["scope"].split(), merged.text
+    after = requests.get(brokers[0].url("/profile"), headers=bearer(token), timeout=10)
+    assert after.status_code == 200 and after.json()["email"] == "alice@example.test", after.text
+    assert after.json()["sub"] == before.json()["sub"]
 
 
 def test_the_standard_endpoints_and_the_proxy_with_each_step_on_another_instance(instances, auth_server):

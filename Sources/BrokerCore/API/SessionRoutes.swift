@@ -41,7 +41,7 @@ struct SessionRoutes: Sendable {
     /// The user's profile (``SessionOperations/profile(of:)``), from the cache when it can.
     private func profile(_ request: Request) throws(HTTPError) -> Reply {
         try services.withBearerSession(request) { [services] session throws(HTTPError) in
-            if let cached = services.sessions.cachedProfile(session.id) { return .now(.json(cached)) }
+            if let cached = services.sessions.cachedProfile(of: session) { return .now(.json(cached)) }
             return .deferredCatching { () async throws(HTTPError) -> Response in
                 do throws(ProfileFailure) {
                     return .json(try await services.sessions.profile(of: session))

@@ -4,30 +4,43 @@ import WireValues
 
 /// Normalised profiles by session, kept for a short time so that apps calling `/profile` often
 /// do not hammer the provider.
+///
+/// An entry holds the scopes its profile was read under and is used only while the session
+/// still has exactly those: an incremental sign-in finished on another instance adds scopes
+/// (and the claims they show) that this instance's entry never saw, and the session read from
+/// the store says so.
 final class ProfileCache: Sendable {
+    private struct Entry {
+        let expiresAt: Double
+        let scopes: [String]
+        let profile: JSONValue
+    }
+
     private let lifetime: Double
-    private let entries = Mutex<[SHA256Digest: (expiresAt: Double, profile: JSONValue)]>([:])
+    private let entries = Mutex<[SHA256Digest: Entry]>([:])
 
     init(lifetime: Double) {
         self.lifetime = lifetime
     }
 
-    func get(_ session: SHA256Digest, now: Double) -> JSONValue? {
+    /// The profile cached for `session`, unless it has expired or was read under other scopes.
+    func get(_ session: Session, now: Double) -> JSONValue? {
         entries.withLock { entries in
-            guard let entry = entries[session] else { return nil }
-            guard entry.expiresAt > now else {
-                entries[session] = nil
+            guard let entry = entries[session.id] else { return nil }
+            guard entry.expiresAt > now, entry.scopes == session.scopes else {
+                entries[session.id] = nil
                 return nil
             }
             return entry.profile
         }
     }
 
-    func put(_ session: SHA256Digest, _ profile: JSONValue, now: Double) {
+    /// Keeps `profile`, read with the access token of `session` (its scopes are the entry's).
+    func put(_ session: Session, _ profile: JSONValue, now: Double) {
         guard lifetime > 0 else { return }
         entries.withLock { entries in
             if entries.count > 10_000 { entries = entries.filter { $0.value.expiresAt > now } }
-            entries[session] = (now + lifetime, profile)
+            entries[session.id] = Entry(expiresAt: now + lifetime, scopes: session.scopes, profile: profile)
         }
     }
 

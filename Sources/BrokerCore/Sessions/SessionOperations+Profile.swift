@@ -14,9 +14,9 @@ enum ProfileFailure: Error, Sendable {
 }
 
 extension SessionOperations {
-    /// The profile cached for session `id`, without a call.
-    func cachedProfile(_ id: SHA256Digest) -> JSONValue? {
-        profiles.get(id, now: now())
+    /// The profile cached for `session` (read under its present scopes), without a call.
+    func cachedProfile(of session: Session) -> JSONValue? {
+        profiles.get(session, now: now())
     }
 
     /// The provider's profile of the session's user, normalised (`{sub, name, email,
@@ -35,22 +35,22 @@ extension SessionOperations {
             return Self.normalised(claims, provider)
         }
         let method = provider.config.userinfoMethod
-        let current = try await refreshed(session, force: false)
+        var used = try await refreshed(session, force: false)
         let raw: JSONValue
         do throws(ProviderCallError) {
-            raw = try await calls.userinfo(accessToken: current.accessToken, endpoint: endpoint, method: method, provider: provider.id)
+            raw = try await calls.userinfo(accessToken: used.accessToken, endpoint: endpoint, method: method, provider: provider.id)
         } catch {
             guard case .unauthorized = error else { throw .call(error) }
             // The provider no longer takes the token: refresh once and try again.
-            let renewed = try await refreshed(session, force: true)
+            used = try await refreshed(session, force: true)
             do {
-                raw = try await calls.userinfo(accessToken: renewed.accessToken, endpoint: endpoint, method: method, provider: provider.id)
+                raw = try await calls.userinfo(accessToken: used.accessToken, endpoint: endpoint, method: method, provider: provider.id)
             } catch {
                 throw .call(error)
             }
         }
         let profile = Self.normalised(raw, provider)
-        profiles.put(session.id, profile, now: now())
+        profiles.put(used, profile, now: now())
         return profile
     }
 
