@@ -234,6 +234,22 @@ def test_six_addresses_guessing_do_not_lock_everyone_out(start):
     assert "Sign in a device?" in enter_from(person, "192.0.2.7", codes["user_code"]).text
 
 
+def test_polls_while_pending_are_never_limited_per_address_and_guessed_device_codes_are(start):
+    """Devices behind one address poll as often as they are told to: authorization_pending and
+    slow_down never count against `token_requests_per_minute`; device codes refused as
+    invalid_grant do, and once spent, that address's next poll waits (429)."""
+    broker, cli, _ = start(limits={"BROKER_TOKEN_REQUESTS_PER_MINUTE": "2"})
+    cli.request_codes()
+    answers = [cli.poll().json()["error"] for _ in range(6)]
+    assert set(answers) <= {"authorization_pending", "slow_down"} and "authorization_pending" in answers, answers
+    for n in range(2):
+        guess = cli.poll(f"guessed-{n}")
+        assert guess.status_code == 400 and guess.json()["error"] == "invalid_grant", guess.text
+    limited = cli.poll()
+    assert limited.status_code == 429 and limited.json()["error"] == "rate_limited", limited.text
+    assert metric(broker, "broker_rejected_requests_total", route="/token", reason="rate_limited") == 1
+
+
 def test_only_device_flow_apps_get_codes(start):
     broker, _, _ = start()
     for data, error in [

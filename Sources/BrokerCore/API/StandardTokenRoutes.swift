@@ -19,9 +19,9 @@ struct StandardTokenRoutes: Sendable {
             router.add("POST", "/providers/\(provider)/token") { [self] request throws(HTTPError) in
                 let form = try request.form()
                 let grant = try Self.grants.grant(form, client: TokenClient(id: try clientID(request, form), parameter: "client_id"))
-                if type(of: grant).limitedPerAddress { try services.admit(request, to: services.tokenLimiter) }
+                let limit = try GrantLimit(grant, request, services)
                 return .deferredCatching { [services] () async throws(HTTPError) -> Response in
-                    let granted = try await grant.grant(at: provider, services)
+                    let granted = try await GrantLimit.carryOut(grant, at: provider, under: limit, services)
                     return granted.session.standardTokenAnswer(at: services.now(), refreshToken: granted.token)
                 }
             }

@@ -20,9 +20,9 @@ struct TokenRoutes: Sendable {
         router.add("POST", "/token") { [services] request throws(HTTPError) in
             let form = try request.form()
             let grant = try Self.grants.grant(form, client: TokenClient(id: try DeviceRoutes.app(form), parameter: "app"))
-            if type(of: grant).limitedPerAddress { try services.admit(request, to: services.tokenLimiter) }
+            let limit = try GrantLimit(grant, request, services)
             return .deferredCatching { [services] () async throws(HTTPError) -> Response in
-                let granted = try await grant.grant(at: nil, services)
+                let granted = try await GrantLimit.carryOut(grant, at: nil, under: limit, services)
                 return granted.session.tokenAnswer(at: services.now(), sessionToken: granted.token)
             }
         }

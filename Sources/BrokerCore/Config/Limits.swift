@@ -23,7 +23,8 @@ public struct Limits: Sendable, Equatable {
     public var upstreamTimeoutSeconds: Int
     /// Requests to `/authorize` and `/callback` per client IP per minute (0 = no limit); 429 above.
     public var loginRequestsPerMinute: Int
-    /// `POST /token` requests per client IP per minute (0 = no limit); 429 above.
+    /// Codes (handoff and device) refused as `invalid_grant` at the token endpoints per client IP
+    /// per minute (0 = no limit); past it, that IP's codes are refused with 429 (`GrantLimit`).
     public var tokenRequestsPerMinute: Int
     /// `POST /refresh` requests, and `GET /token` requests that would refresh, per client IP per
     /// minute (0 = no limit); 429 above.

@@ -9,8 +9,9 @@ import WireValues
 protocol TokenGrant: Sendable {
     /// The `grant_type` value.
     static var type: String { get }
-    /// Whether the grant counts against the token endpoints' per-address limit. A refresh does
-    /// not: a client refreshes when its token is due, and is never refused for it per address.
+    /// Whether the grant is under the token endpoints' per-address limit (``GrantLimit``). A
+    /// refresh is not: a client refreshes when its token is due, and is never refused for it
+    /// per address.
     static var limitedPerAddress: Bool { get }
     /// The grant's parameters from the token request's form, for the client it names.
     init(_ form: FormFields, client: TokenClient) throws(HTTPError)
@@ -38,6 +39,44 @@ struct TokenClient: Sendable {
     func required() throws(HTTPError) -> String {
         guard let id else { throw .badRequest("Missing required parameter \(parameter).") }
         return id
+    }
+}
+
+/// The token endpoints' per-address limit (`token_requests_per_minute`), applied the same way
+/// by every endpoint that carries out a grant: it counts the grants of a limited type refused
+/// as `invalid_grant` — an unknown, expired, replayed or spent code, another client's, a wrong
+/// PKCE verifier: what guessing looks like — and once an address has spent it, refuses that
+/// address's grants of those types (429) until it refills. A grant carried out, or a device's
+/// `authorization_pending` and `slow_down`, never counts: a backend that redeems the codes of
+/// many users from one address, or a network of devices behind one address, is not refused for
+/// using codes that work.
+struct GrantLimit: Sendable {
+    private let limiter: RateLimiter
+    private let client: String
+
+    /// The limit `grant` is under for `request`'s client; nil when its type is not limited.
+    /// Throws 429 (counted under the request's route) while the client's budget is spent.
+    init?(_ grant: any TokenGrant, _ request: Request, _ services: BrokerServices) throws(HTTPError) {
+        guard type(of: grant).limitedPerAddress else { return nil }
+        do {
+            try services.tokenLimiter.refuseWhileSpent(request.clientIP, now: services.now())
+        } catch {
+            services.metrics.rejected(route: request.route, reason: "rate_limited")
+            throw error
+        }
+        limiter = services.tokenLimiter
+        client = request.clientIP
+    }
+
+    /// Carries `grant` out; a refusal as `invalid_grant` counts against the client's budget.
+    static func carryOut(_ grant: any TokenGrant, at provider: String?, under limit: GrantLimit?,
+                         _ services: BrokerServices) async throws(HTTPError) -> GrantedSession {
+        do {
+            return try await grant.grant(at: provider, services)
+        } catch {
+            if let limit, error.code == "invalid_grant" { _ = limit.limiter.take(limit.client, now: services.now()) }
+            throw error
+        }
     }
 }
 
