@@ -118,7 +118,7 @@ public final class Broker: Sendable {
         }
         ProxyRoutes(services: services, transfers: transfers).register(in: &router)
         ClientKeysRoute(providers: config.providers).register(in: &router)
-        let audit = AuditTrail(logger: logger, webhooks: services.webhooks)
+        let audit = AuditTrail(logger: logger, webhooks: services.webhooks, metrics: metrics)
         let administration = SessionAdministration(store: store, sessions: services.sessions)
         BackChannelLogoutRoute(services: services, logout: BackChannelLogout(
             providers: providers, verifier: LogoutTokenVerifier(signatures: services.login.idTokens, clock: systemClock), store: store,

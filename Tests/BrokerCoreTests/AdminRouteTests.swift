@@ -23,7 +23,7 @@ struct AdminRouteTests {
             let services = bed.services(BrokerConfig(providers: [ScriptedProvider.config()], apps: [app]))
             var router = Router()
             AdminRoutes(services: services, administration: SessionAdministration(store: bed.store, sessions: bed.sessions),
-                        audit: AuditTrail(logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }, webhooks: nil),
+                        audit: AuditTrail(logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }, webhooks: nil, metrics: BrokerMetrics()),
                         token: token.map { Secret($0, source: "test") }).register(in: &router)
             self.router = router
         }

@@ -12,7 +12,7 @@ import WireValues
 /// signed in again — ends nothing.
 struct BackChannelLogoutTests {
     private func logout(_ bed: FlowTestBed, store: (any StateStore)? = nil) -> BackChannelLogout {
-        let audit = AuditTrail(logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }, webhooks: nil)
+        let audit = AuditTrail(logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }, webhooks: nil, metrics: BrokerMetrics())
         let store = store ?? bed.store
         return BackChannelLogout(
             providers: bed.login.providers, verifier: LogoutTokenVerifier(signatures: bed.login.idTokens, clock: bed.clock.closure),

@@ -50,6 +50,13 @@ def audit_lines(broker, action):
     return [line for line in broker.json_lines() if line.get("audit") == action]
 
 
+def audit_count(broker, action):
+    """`broker_audit_events_total` for `action` (0 when it has not happened)."""
+    wanted = f'broker_audit_events_total{{action="{action}"}} '
+    text = requests.get(broker.url("/metrics"), timeout=10).text
+    return next((float(line[len(wanted):]) for line in text.splitlines() if line.startswith(wanted)), 0.0)
+
+
 def sign_in(broker, auth_server, username, callback=None):
     """A session of `username` through `broker`, in a browser of its own (one provider login
     each), with the user's id at the provider as `subject`. The provider sends the browser back
@@ -83,6 +90,7 @@ def test_on_the_public_listener_a_missing_or_wrong_token_is_401_and_changes_noth
     again = requests.get(broker.url("/admin/sessions"), headers=admin(), params={"provider": "dot", "subject": alice}, timeout=10)
     assert again.json()["sessions"] == [entry]
     assert len(audit_lines(broker, "admin.refused")) == 15
+    assert audit_count(broker, "admin.refused") == 15 and audit_count(broker, "admin.session_ended") == 0
     assert ADMIN_TOKEN not in broker.log_text and session not in broker.log_text
 
 
@@ -125,6 +133,8 @@ def test_on_the_public_listener_list_and_end_one_session_with_the_embedded_store
     [line] = [l for l in audit_lines(broker, "admin.session_ended") if l["ended"] == "true"]
     assert line["session"] == sessions[0]["id"] and line["subject"] == alice and line["provider_revocation"] == "succeeded"
     assert audit_lines(broker, "admin.sessions_listed")
+    # Each action counted by name, as operators alert on them.
+    assert audit_count(broker, "admin.session_ended") == 2 and audit_count(broker, "admin.sessions_listed") == 4
 
 
 @pytest.fixture

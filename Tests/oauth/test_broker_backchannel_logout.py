@@ -176,10 +176,15 @@ def test_with_the_embedded_store_the_logout_ends_the_session_and_its_replay_is_r
         [delivery] = [d for d in ended["deliveries"] if d["url"].startswith(base)]
         assert delivery["status"] == 200
         assert status(broker, session) == 401
+        metrics = requests.get(broker.url("/metrics"), timeout=10).text
+        assert 'broker_audit_events_total{action="backchannel_logout"} 1' in metrics
         broker.stop()
         broker = BrokerProcess(config(idpy_op, client_id), env={"OP_CLIENT_SECRET": secret}, port=port, state_dir=state.name)
         replay = requests.post(broker.url("/providers/op/backchannel_logout"), data={"logout_token": delivery["logout_token"]}, timeout=10)
         assert replay.status_code == 400 and "already received" in replay.json()["error_description"], replay.text
+        metrics = requests.get(broker.url("/metrics"), timeout=10).text
+        assert 'broker_audit_events_total{action="backchannel_logout.refused"} 1' in metrics
+        assert 'action="backchannel_logout"}' not in metrics, "the restarted instance ended nothing"
     finally:
         broker.stop()
         state.cleanup()

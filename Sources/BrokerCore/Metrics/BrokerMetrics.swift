@@ -94,6 +94,13 @@ public final class BrokerMetrics: Sendable {
               [("route", route), ("reason", reason)])
     }
 
+    /// An audit event (``AuditTrail``): an admin action, a provider's sign-out, or a refusal of
+    /// either, by its action name.
+    func auditEvent(action: String) {
+        count("audit_events", "Audit events by action: admin actions, provider sign-outs (back-channel logout), and their refusals.",
+              [("action", action)])
+    }
+
     /// A webhook delivery attempt's outcome: `delivered`, `retried`, `failed` or `dropped`.
     func webhookDelivery(outcome: String) {
         count("webhook_deliveries", "Webhook events by delivery outcome.", [("outcome", outcome)])
