@@ -23,6 +23,7 @@ import requests
 from support.broker import STATE_KEY, App, BrokerProcess, broker_binary, broker_config, free_port, provider_config, wait_for
 from support.browser import Browser, BrowserError
 from support.device import DeviceClient, DevicePerson
+from support.pkce import make_pkce
 from support.postgres import PostgresCluster
 
 
@@ -98,6 +99,24 @@ def test_each_step_of_a_login_on_another_instance_and_the_session_everywhere(ins
     assert time.monotonic() - started < 2
 
 
+def add_scope(starting, redeeming, token, scope):
+    """An incremental sign-in of alice's session `token`: `POST /authorize` on `starting`'s
+    instance, the provider's callback on the public URL's, the code redeemed on `redeeming`'s;
+    the redemption's answer."""
+    more_verifier, challenge = make_pkce()
+    started = requests.post(starting.broker.url("/authorize"), headers=bearer(token), timeout=10, data={
+        "scope": scope, "redirect_uri": starting.redirect_uri, "code_challenge": challenge,
+        "code_challenge_method": "S256", "state": "more",
+    })
+    assert started.status_code == 200, started.text
+    location = starting.browser.authorize(started.json()["authorization_url"], "alice", "alice-password")
+    back = dict(parse_qsl(urlsplit(location).query))
+    assert back.get("state") == "more" and "code" in back, back
+    merged = redeeming.redeem(back["code"], more_verifier)
+    assert merged.status_code == 200, merged.text
+    return merged.json()
+
+
 def test_an_incremental_authorization_with_each_step_on_another_instance(instances, auth_server):
     """Sign in and add a scope through a round-robin balancer: the instance that takes the
     callback (the second) and the one that redeems the code (the third) never held the session in
@@ -107,19 +126,8 @@ def test_an_incremental_authorization_with_each_step_on_another_instance(instanc
     redeemed = apps[0].redeem(params["code"], verifier)
     assert redeemed.status_code == 200, redeemed.text
     token = redeemed.json()["session_token"]
-    from support.pkce import make_pkce
-    more_verifier, challenge = make_pkce()
-    started = requests.post(brokers[0].url("/authorize"), headers=bearer(token), timeout=10, data={
-        "scope": "write", "redirect_uri": apps[0].redirect_uri, "code_challenge": challenge,
-        "code_challenge_method": "S256", "state": "more",
-    })
-    assert started.status_code == 200, started.text
-    location = apps[0].browser.authorize(started.json()["authorization_url"], "alice", "alice-password")
-    back = dict(parse_qsl(urlsplit(location).query))
-    assert back.get("state") == "more" and "code" in back, back
-    merged = apps[2].redeem(back["code"], more_verifier)
-    assert merged.status_code == 200, merged.text
-    assert "session_token" not in merged.json() and "write" in merged.json()["scope"].split()
+    merged = add_scope(apps[0], apps[2], token, "write")
+    assert "session_token" not in merged and "write" in merged["scope"].split()
     for broker in brokers:
         assert wait_for(lambda: {"read", "write"} <= set(requests.get(broker.url("/session"), headers=bearer(token), timeout=10).json()["scopes"]), 2)
 
@@ -137,18 +145,7 @@ def test_a_profile_an_instance_cached_is_not_served_after_scopes_were_added_on_o
     token = redeemed.json()["session_token"]
     before = requests.get(brokers[0].url("/profile"), headers=bearer(token), timeout=10)
     assert before.status_code == 200 and before.json()["sub"] and before.json()["email"] is None, before.text
-    from support.pkce import make_pkce
-    more_verifier, challenge = make_pkce()
-    started = requests.post(brokers[1].url("/authorize"), headers=bearer(token), timeout=10, data={
-        "scope": "email", "redirect_uri": apps[1].redirect_uri, "code_challenge": challenge,
-        "code_challenge_method": "S256", "state": "more",
-    })
-    assert started.status_code == 200, started.text
-    location = apps[1].browser.authorize(started.json()["authorization_url"], "alice", "alice-password")
-    back = dict(parse_qsl(urlsplit(location).query))
-    assert back.get("state") == "more" and "code" in back, back
-    merged = apps[2].redeem(back["code"], more_verifier)
-    assert merged.status_code == 200 and "email" in merged.json()["scope"].split(), merged.text
+    assert "email" in add_scope(apps[1], apps[2], token, "email")["scope"].split()
     after = requests.get(brokers[0].url("/profile"), headers=bearer(token), timeout=10)
     assert after.status_code == 200 and after.json()["email"] == "alice@example.test", after.text
     assert after.json()["sub"] == before.json()["sub"]
@@ -159,7 +156,6 @@ def test_the_standard_endpoints_and_the_proxy_with_each_step_on_another_instance
     the callback on the second, the code at the third's token endpoint, a refresh at the first
     (no client_id), API calls through each one's proxy, revocation at the second."""
     brokers, apps, _ = instances
-    from support.pkce import make_pkce
     verifier, challenge = make_pkce()
     query = urlencode({"client_id": "web", "redirect_uri": apps[0].redirect_uri, "response_type": "code", "state": "std",
                        "code_challenge": challenge, "code_challenge_method": "S256", "scope": "openid read"})
