@@ -32,7 +32,7 @@ What the HTTP front in idpyop/server.py adds around the library, and why, is lis
 The server runs in its own process group on 127.0.0.1:<free port>, its key and database files in
 a temporary directory removed by stop(); it exits by itself if the test process dies.
 
-By hand (README, "Signing in without a client secret"), from Tests/oauth:
+By hand (docs/enterprise.md, "Signing in without a client secret"), from Tests/oauth:
     python -m support.idpy_op --client-for http://127.0.0.1:8080 --provider corp [--require-par]
 starts one with the user alice/alice-password and a private_key_jwt client registered for a
 broker at that URL (its /callback, its /providers/corp/client-jwks), prints `issuer=...` and
