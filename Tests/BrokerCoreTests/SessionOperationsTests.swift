@@ -140,9 +140,12 @@ struct SessionOperationsTests {
         let profile = try await bed.sessions.profile(of: session)
         let stored = try #require(try await bed.stored(session.id))
         #expect(bed.sessions.cachedProfile(of: stored) == profile)
+        var reordered = stored
+        reordered.scopes.reverse()
+        #expect(bed.sessions.cachedProfile(of: reordered) == profile, "the same scopes in another order")
         // As an incremental sign-in finished elsewhere leaves it in the store.
         var widened = stored
-        widened.scopes.append("email")
+        widened.scopes.append("calendar.write")
         #expect(bed.sessions.cachedProfile(of: widened) == nil)
         #expect(bed.sessions.cachedProfile(of: stored) == nil, "the entry is gone, not kept for the old scopes")
     }

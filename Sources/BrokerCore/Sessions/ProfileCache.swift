@@ -6,13 +6,13 @@ import WireValues
 /// do not hammer the provider.
 ///
 /// An entry holds the scopes its profile was read under and is used only while the session
-/// still has exactly those: an incremental sign-in finished on another instance adds scopes
-/// (and the claims they show) that this instance's entry never saw, and the session read from
-/// the store says so.
+/// still has those (in any order: a refresh may list them in the provider's): an incremental
+/// sign-in finished on another instance adds scopes (and the claims they show) that this
+/// instance's entry never saw, and the session, once this instance hears of the change, says so.
 final class ProfileCache: Sendable {
     private struct Entry {
         let expiresAt: Double
-        let scopes: [String]
+        let scopes: Set<String>
         let profile: JSONValue
     }
 
@@ -27,7 +27,7 @@ final class ProfileCache: Sendable {
     func get(_ session: Session, now: Double) -> JSONValue? {
         entries.withLock { entries in
             guard let entry = entries[session.id] else { return nil }
-            guard entry.expiresAt > now, entry.scopes == session.scopes else {
+            guard entry.expiresAt > now, entry.scopes == Set(session.scopes) else {
                 entries[session.id] = nil
                 return nil
             }
@@ -40,7 +40,7 @@ final class ProfileCache: Sendable {
         guard lifetime > 0 else { return }
         entries.withLock { entries in
             if entries.count > 10_000 { entries = entries.filter { $0.value.expiresAt > now } }
-            entries[session.id] = Entry(expiresAt: now + lifetime, scopes: session.scopes, profile: profile)
+            entries[session.id] = Entry(expiresAt: now + lifetime, scopes: Set(session.scopes), profile: profile)
         }
     }
 
