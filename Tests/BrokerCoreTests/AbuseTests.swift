@@ -17,6 +17,18 @@ struct AbuseTests {
         #expect(throws: HTTPError.self) { try limiter.admit("10.0.0.1", now: 121) }
     }
 
+    @Test func requestsLetThroughTogetherAreEachChargedAndOweTheirWay() throws {
+        // A limit that counts outcomes: ten guesses looked at the bucket while it had room, and
+        // all ten were refused; each is paid for, so the client waits them all out.
+        let limiter = RateLimiter(perMinute: 3)
+        for _ in 0..<10 { #expect(limiter.wait("10.0.0.1", now: 100) == nil) }
+        for _ in 0..<10 { limiter.charge("10.0.0.1", now: 100) }
+        #expect(limiter.wait("10.0.0.1", now: 100) == 80, "from -3 (a minute's worth owed at most) back to 1")
+        #expect(limiter.wait("10.0.0.1", now: 179) != nil)
+        #expect(limiter.wait("10.0.0.1", now: 180) == nil)
+        #expect(limiter.wait("10.0.0.2", now: 100) == nil, "another client has its own bucket")
+    }
+
     @Test func anIPv6ClientIsLimitedByItsSlash64() throws {
         let limiter = RateLimiter(perMinute: 2)
         try limiter.admit("2001:db8:1:2::1", now: 100)

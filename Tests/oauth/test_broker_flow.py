@@ -160,26 +160,32 @@ def test_wrong_code_verifier_or_binding_is_invalid_grant(broker_factory):
 
 
 def test_codes_that_work_are_never_limited_per_address_and_guesses_are(broker_factory):
-    """`token_requests_per_minute` counts the codes refused as invalid_grant per client address:
-    a backend redeeming the codes of many users from one address is never refused for codes that
-    work; guesses are, and once the address has spent its budget its next code waits (429,
-    counted) at both token endpoints — without being spent, so it works once the budget refills."""
+    """`token_requests_per_minute` counts the codes refused as invalid_grant per client address,
+    at both token endpoints: a backend redeeming the codes of many users from one address spends
+    nothing with codes that work; guesses and wrong verifiers spend the budget, and then the
+    address's next code waits (429, counted) without being spent: it works once the budget
+    refills."""
     broker, app, _, _ = broker_factory(env={"BROKER_TOKEN_REQUESTS_PER_MINUTE": "6"})
     # Twice the budget of codes that work, from one address.
     sessions = {app.login("alice")["session_token"] for _ in range(12)}
     assert len(sessions) == 12
     params, verifier = app.sign_in("alice")  # a good code, kept for after the guesses
-    for n in range(6):
+    spent, spent_verifier = app.sign_in("alice")
+    wrong = app.redeem(spent["code"], spent_verifier[:-1] + ("A" if spent_verifier[-1] != "A" else "B"))
+    assert wrong.status_code == 400 and wrong.json()["error"] == "invalid_grant", wrong.text
+    for n in range(4):
         guess = app.redeem(f"guessed-{n}", verifier)
         assert guess.status_code == 400 and guess.json()["error"] == "invalid_grant", guess.text
+    standard_form = {"grant_type": "authorization_code", "code": "guessed-standard", "code_verifier": verifier,
+                     "redirect_uri": app.redirect_uri, "client_id": app.app}
+    guess = requests.post(broker.url("/providers/dot/token"), data=standard_form, timeout=10)
+    assert guess.status_code == 400 and guess.json()["error"] == "invalid_grant", guess.text
     limited = app.redeem(params["code"], verifier)
     assert limited.status_code == 429 and limited.json()["error"] == "rate_limited", limited.text
     assert 1 <= int(limited.headers["Retry-After"]) <= 10
-    standard = requests.post(broker.url("/providers/dot/token"), timeout=10, data={
-        "grant_type": "authorization_code", "code": params["code"], "code_verifier": verifier,
-        "redirect_uri": app.redirect_uri, "client_id": app.app})
+    standard = requests.post(broker.url("/providers/dot/token"), data={**standard_form, "code": params["code"]}, timeout=10)
     assert standard.status_code == 429 and standard.json()["error"] == "rate_limited", standard.text
-    metrics = requests.get(broker.url("/metrics"), timeout=10).text
+    metrics = requests.get(broker.url("/metrics"), timeout=10).text.splitlines()
     assert 'broker_rejected_requests_total{route="/token",reason="rate_limited"} 1' in metrics
     time.sleep(int(limited.headers["Retry-After"]) + 0.5)
     later = app.redeem(params["code"], verifier)

@@ -85,8 +85,9 @@ def test_concurrent_refreshes_with_different_force_and_min_ttl_share_one(broker_
 
 
 def test_a_backend_reading_many_due_sessions_from_one_address_is_never_refused(broker_factory, auth_server):
-    """A backend serving many users from one address (through its one connection pool): every
-    GET /token whose refresh is due is answered, however many there are in a minute (the
+    """A backend serving many users from one address (through its one connection pool): its 300
+    sign-ins' codes are redeemed from that address under the default limit on refused codes;
+    every GET /token whose refresh is due is answered, however many there are in a minute (the
     per-address limit is for refreshes asked early); many callers on one due session share one
     refresh at the provider."""
     # The 300 codes redeemed from one address below are under the default token_requests_per_minute

@@ -18,19 +18,31 @@ final class RateLimiter: Sendable {
         self.perMinute = perMinute
     }
 
+    private enum Use {
+        case look, take, charge
+    }
+
     /// Takes one request from `client`'s bucket: nil when it had one, otherwise the seconds
     /// until it will.
     func take(_ client: String, now: Double) -> Double? {
-        bucket(client, now: now, taking: true)
+        bucket(client, now: now, .take)
     }
 
     /// Whether `client`'s bucket has a request now, without taking it: nil when it has, otherwise
     /// the seconds until it will.
     func wait(_ client: String, now: Double) -> Double? {
-        bucket(client, now: now, taking: false)
+        bucket(client, now: now, .look)
     }
 
-    private func bucket(_ client: String, now: Double, taking: Bool) -> Double? {
+    /// Counts a request of `client` let through after ``wait(_:now:)`` (a limit that counts only
+    /// some requests, once their outcome is known): taken even from an empty bucket, which then
+    /// owes it — down to a minute's worth — so that requests let through together while the
+    /// bucket had one are each paid for, and the long-run rate stays at the limit.
+    func charge(_ client: String, now: Double) {
+        _ = bucket(client, now: now, .charge)
+    }
+
+    private func bucket(_ client: String, now: Double, _ use: Use) -> Double? {
         guard perMinute > 0 else { return nil }
         let capacity = Double(perMinute)
         let rate = capacity / 60
@@ -44,8 +56,12 @@ final class RateLimiter: Sendable {
             bucket.tokens = min(capacity, bucket.tokens + (now - bucket.updated) * rate)
             bucket.updated = now
             defer { buckets[key] = bucket }
+            if use == .charge {
+                bucket.tokens = max(-capacity, bucket.tokens - 1)
+                return nil
+            }
             guard bucket.tokens >= 1 else { return (1 - bucket.tokens) / rate }
-            if taking { bucket.tokens -= 1 }
+            if use == .take { bucket.tokens -= 1 }
             return nil
         }
     }

@@ -23,10 +23,11 @@ struct UserCodeGuard: Sendable {
         client.wait(address, now: now) ?? network.wait(ClientKey.network(of: address), now: now) ?? everyone.wait("all", now: now)
     }
 
-    /// Counts a wrong code from `address`.
+    /// Counts a wrong code from `address`, even past the budget (codes tried together while it
+    /// had room are each counted: ``RateLimiter/charge(_:now:)``).
     func miss(_ address: String, now: Double) {
-        _ = client.take(address, now: now)
-        _ = network.take(ClientKey.network(of: address), now: now)
-        _ = everyone.take("all", now: now)
+        client.charge(address, now: now)
+        network.charge(ClientKey.network(of: address), now: now)
+        everyone.charge("all", now: now)
     }
 }

@@ -45,11 +45,13 @@ struct TokenClient: Sendable {
 /// The token endpoints' per-address limit (`token_requests_per_minute`), applied the same way
 /// by every endpoint that carries out a grant: it counts the grants of a limited type refused
 /// as `invalid_grant` — an unknown, expired, replayed or spent code, another client's, a wrong
-/// PKCE verifier: what guessing looks like — and once an address has spent it, refuses that
-/// address's grants of those types (429) until it refills. A grant carried out, or a device's
-/// `authorization_pending` and `slow_down`, never counts: a backend that redeems the codes of
-/// many users from one address, or a network of devices behind one address, is not refused for
-/// using codes that work.
+/// PKCE verifier: what guessing looks like — or `slow_down` (a device polling faster than it
+/// was told), and once an address has spent it, refuses that address's grants of those types
+/// (429) until it refills. A grant carried out, or a device's `authorization_pending`, never
+/// counts: a backend that redeems the codes of many users from one address, or devices behind
+/// one address polling as told, spend nothing with codes that work. Refusals are counted once
+/// their outcome is known, each of them (``RateLimiter/charge(_:now:)``), so that guesses sent
+/// together while the budget had room are all paid for.
 struct GrantLimit: Sendable {
     private let limiter: RateLimiter
     private let client: String
@@ -68,13 +70,16 @@ struct GrantLimit: Sendable {
         client = request.clientIP
     }
 
-    /// Carries `grant` out; a refusal as `invalid_grant` counts against the client's budget.
+    /// The refusals that count.
+    private static let counted: Set<String> = ["invalid_grant", "slow_down"]
+
+    /// Carries `grant` out; a refusal that counts is charged to the client's budget.
     static func carryOut(_ grant: any TokenGrant, at provider: String?, under limit: GrantLimit?,
                          _ services: BrokerServices) async throws(HTTPError) -> GrantedSession {
         do {
             return try await grant.grant(at: provider, services)
         } catch {
-            if let limit, error.code == "invalid_grant" { _ = limit.limiter.take(limit.client, now: services.now()) }
+            if let limit, counted.contains(error.code) { limit.limiter.charge(limit.client, now: services.now()) }
             throw error
         }
     }
