@@ -152,6 +152,30 @@ def test_a_profile_an_instance_cached_is_not_served_after_scopes_were_added_on_o
     assert profile().json()["sub"] == before.json()["sub"]
 
 
+@pytest.mark.instance_env({"BROKER_TOKEN_REQUESTS_PER_MINUTE": "2"})
+def test_a_backend_redeems_codes_on_every_instance_beyond_the_limit_and_guesses_spend_one_instances_budget(instances):
+    """Codes that work, redeemed from one address through a round-robin balancer, spend nothing
+    however many there are; guesses spend the budget of the instance that refused them (each
+    instance keeps its own), which then refuses that address's next code (429) while the others
+    take theirs."""
+    brokers, apps, _ = instances
+    tokens = set()
+    for n in range(6):  # three times the budget, begun and redeemed on different instances
+        params, verifier = apps[n % 3].sign_in("alice")
+        redeemed = apps[(n + 1) % 3].redeem(params["code"], verifier)
+        assert redeemed.status_code == 200, redeemed.text
+        tokens.add(redeemed.json()["session_token"])
+    assert len(tokens) == 6
+    params, verifier = apps[0].sign_in("alice")
+    for n in range(2):
+        guess = apps[2].redeem(f"guessed-{n}", verifier)
+        assert guess.status_code == 400 and guess.json()["error"] == "invalid_grant", guess.text
+    limited = apps[2].redeem(params["code"], verifier)
+    assert limited.status_code == 429 and limited.json()["error"] == "rate_limited", limited.text
+    taken = apps[0].redeem(params["code"], verifier)
+    assert taken.status_code == 200, "the code the third instance refused with 429 was left as it was"
+
+
 def test_the_standard_endpoints_and_the_proxy_with_each_step_on_another_instance(instances, auth_server):
     """A standard client through a round-robin balancer: the authorization endpoint of the first,
     the callback on the second, the code at the third's token endpoint, a refresh at the first
