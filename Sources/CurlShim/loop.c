@@ -96,9 +96,9 @@ static CURL *take_easy(tb_proxy_loop *loop) {
 
 // The handle of an ended transfer, out of the multi handle: kept for the next one, or closed.
 static void give_back_easy(tb_proxy_loop *loop, CURL *easy) {
-    // Its share goes now: curl_easy_reset keeps it, and a share in use cannot be cleaned up.
-    curl_easy_setopt(easy, CURLOPT_SHARE, NULL);
-    if (loop->idle_count < IDLE_HANDLES) {
+    // Its share goes now: curl_easy_reset keeps it, and a share in use cannot be cleaned up. A
+    // handle that would not let it go is closed instead, which lets go of it.
+    if (curl_easy_setopt(easy, CURLOPT_SHARE, NULL) == CURLE_OK && loop->idle_count < IDLE_HANDLES) {
         curl_easy_reset(easy);
         loop->idle[loop->idle_count++] = easy;
     } else {
