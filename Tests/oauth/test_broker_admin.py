@@ -196,6 +196,9 @@ def test_a_subjects_sessions_end_on_all_three_instances_and_at_the_provider(thre
     assert again.json()["ended"] == 0
     [line] = [l for l in audit_lines(brokers[1], "admin.subject_ended")]
     assert line["subject"] == subject and line["ended"] == "3" and len(json.loads(line["sessions"])) == 3
+    # Each instance counts the actions it took (its metrics are its own).
+    assert [audit_count(b, "admin.subject_ended") for b in brokers] == [1, 1, 0]
+    assert [audit_count(b, "admin.refused") for b in brokers] == [1, 0, 0]
     for broker in brokers:
         for session in alice + [bob]:
             assert session["session_token"] not in broker.log_text and session["access_token"] not in broker.log_text
