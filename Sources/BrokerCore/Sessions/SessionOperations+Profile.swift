@@ -14,7 +14,7 @@ enum ProfileFailure: Error, Sendable {
 }
 
 extension SessionOperations {
-    /// The profile cached for `session` (read under its present scopes), without a call.
+    /// The profile cached for `session` (read with its present access token), without a call.
     func cachedProfile(of session: Session) -> JSONValue? {
         profiles.get(session, now: now())
     }
