@@ -23,11 +23,13 @@ struct UserCodeGuard: Sendable {
         client.wait(address, now: now) ?? network.wait(ClientKey.network(of: address), now: now) ?? everyone.wait("all", now: now)
     }
 
-    /// Counts a wrong code from `address`, even past the budget (codes tried together while it
-    /// had room are each counted: ``RateLimiter/charge(_:now:)``).
+    /// Counts a wrong code from `address`. Its client's and network's shares count it even past
+    /// their budget (codes tried together while they had room are each paid for, by them alone:
+    /// ``RateLimiter/charge(_:now:)``); the budget for everyone is only spent down to empty, so
+    /// that a burst from one network cannot put everyone's entries in debt.
     func miss(_ address: String, now: Double) {
         client.charge(address, now: now)
         network.charge(ClientKey.network(of: address), now: now)
-        everyone.charge("all", now: now)
+        _ = everyone.take("all", now: now)
     }
 }
