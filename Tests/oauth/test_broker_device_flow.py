@@ -239,11 +239,11 @@ def test_polls_as_told_are_never_limited_per_address_and_too_fast_or_guessed_one
     counts against `token_requests_per_minute`; a poll sooner than told (slow_down) and a device
     code refused as invalid_grant do, and once the budget is spent the address's next poll waits
     (429)."""
-    broker, cli, _ = start(sessions="  device_poll_interval_seconds: 2\n", limits={"BROKER_TOKEN_REQUESTS_PER_MINUTE": "2"})
+    broker, cli, _ = start(sessions="  device_poll_interval_seconds: 3\n", limits={"BROKER_TOKEN_REQUESTS_PER_MINUTE": "2"})
     cli.request_codes()
     for _ in range(3):  # more than the budget, each after the interval
         assert cli.poll().json()["error"] == "authorization_pending"
-        time.sleep(2)
+        time.sleep(3)
     assert cli.poll().json()["error"] == "authorization_pending"
     assert cli.poll().json()["error"] == "slow_down"
     guess = cli.poll("guessed-device-code")
@@ -251,6 +251,15 @@ def test_polls_as_told_are_never_limited_per_address_and_too_fast_or_guessed_one
     limited = cli.poll()
     assert limited.status_code == 429 and limited.json()["error"] == "rate_limited", limited.text
     assert metric(broker, "broker_rejected_requests_total", route="/token", reason="rate_limited") == 1
+
+
+def test_a_device_that_polls_on_after_being_told_to_stop_spends_the_budget(start):
+    """RFC 8628 §3.5: access_denied and expired_token end the polling. A device that goes on
+    spends its address's `token_requests_per_minute`, and then waits (429)."""
+    broker, cli, person = start(limits={"BROKER_TOKEN_REQUESTS_PER_MINUTE": "2"})
+    codes = cli.request_codes()
+    assert person.choose(person.enter(codes["user_code"]), "deny").status_code == 200
+    assert [cli.poll().json()["error"] for _ in range(3)] == ["access_denied", "access_denied", "rate_limited"]
 
 
 def test_only_device_flow_apps_get_codes(start):

@@ -66,7 +66,7 @@ struct ConfigSetting: Sendable {
               "requests to /authorize and /callback per client IP per minute (0 = no limit); beyond, 429",
               Limits.requestsPerMinuteRange, { $0.loginRequestsPerMinute = $1 }),
         limit("token_requests_per_minute", "BROKER_TOKEN_REQUESTS_PER_MINUTE",
-              "codes refused at the token endpoints (invalid_grant) and device polls sooner than told (slow_down) per client IP per minute (0 = no limit); beyond, 429 for that IP's codes",
+              "codes refused at the token endpoints (invalid_grant) and device polls refused (slow_down, access_denied, expired_token) per client IP per minute (0 = no limit); beyond, 429 for that IP's codes",
               Limits.requestsPerMinuteRange, { $0.tokenRequestsPerMinute = $1 }),
         limit("refresh_requests_per_minute", "BROKER_REFRESH_REQUESTS_PER_MINUTE",
               "POST /refresh requests, and GET /token requests that would refresh, per client IP per minute (0 = no limit); beyond, 429",

@@ -23,9 +23,9 @@ public struct Limits: Sendable, Equatable {
     public var upstreamTimeoutSeconds: Int
     /// Requests to `/authorize` and `/callback` per client IP per minute (0 = no limit); 429 above.
     public var loginRequestsPerMinute: Int
-    /// Codes (handoff and device) refused as `invalid_grant`, and device polls sooner than told
-    /// (`slow_down`), at the token endpoints per client IP per minute (0 = no limit); past it,
-    /// that IP's codes are refused with 429 (`GrantLimit`).
+    /// Codes (handoff and device) refused as `invalid_grant`, and device polls refused (`slow_down`,
+    /// `access_denied`, `expired_token`), at the token endpoints per client IP per minute (0 = no
+    /// limit); past it, that IP's codes are refused with 429 (`GrantLimit`).
     public var tokenRequestsPerMinute: Int
     /// `POST /refresh` requests, and `GET /token` requests that would refresh, per client IP per
     /// minute (0 = no limit); 429 above.

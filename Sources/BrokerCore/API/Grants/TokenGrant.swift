@@ -45,13 +45,15 @@ struct TokenClient: Sendable {
 /// The token endpoints' per-address limit (`token_requests_per_minute`), applied the same way
 /// by every endpoint that carries out a grant: it counts the grants of a limited type refused
 /// as `invalid_grant` — an unknown, expired, replayed or spent code, another client's, a wrong
-/// PKCE verifier: what guessing looks like — or `slow_down` (a device polling faster than it
-/// was told), and once an address has spent it, refuses that address's grants of those types
-/// (429) until it refills. A grant carried out, or a device's `authorization_pending`, never
-/// counts: a backend that redeems the codes of many users from one address, or devices behind
-/// one address polling as told, spend nothing with codes that work. Refusals are counted once
-/// their outcome is known, each of them (``RateLimiter/charge(_:now:)``), so that guesses sent
-/// together while the budget had room are all paid for.
+/// PKCE verifier: what guessing looks like — and the device polls a device that follows RFC
+/// 8628 gets at most once (`slow_down`: sooner than told; `access_denied`, `expired_token`:
+/// polled again after being told to stop), and once an address has spent it, refuses that
+/// address's grants of those types (429) until it refills. A grant carried out, or a device's
+/// `authorization_pending`, never counts: a backend that redeems the codes of many users from
+/// one address, or devices behind one address polling as told, spend nothing with codes that
+/// work. Refusals are counted once their outcome is known, each of them
+/// (``RateLimiter/charge(_:now:)``), so that guesses sent together while the budget had room
+/// are all paid for.
 struct GrantLimit: Sendable {
     private let limiter: RateLimiter
     private let client: String
@@ -71,7 +73,7 @@ struct GrantLimit: Sendable {
     }
 
     /// The refusals that count.
-    private static let counted: Set<String> = ["invalid_grant", "slow_down"]
+    private static let counted: Set<String> = ["invalid_grant", "slow_down", "access_denied", "expired_token"]
 
     /// Carries `grant` out; a refusal that counts is charged to the client's budget.
     static func carryOut(_ grant: any TokenGrant, at provider: String?, under limit: GrantLimit?,
