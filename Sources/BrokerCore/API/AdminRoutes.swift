@@ -2,7 +2,7 @@ import BrokerCrypto
 import HTTPServer
 import WireValues
 
-/// The admin API (README, "Admin API"; off unless configured): list sessions by provider,
+/// The admin API (docs/admin.md; off unless configured): list sessions by provider,
 /// app, subject or provider session — their metadata, never a token —, end one, end every
 /// session of a subject. On a listener of its own, or on the public one behind a bearer token
 /// (`admin.token_file`), compared in constant time. Every action is an audit event

@@ -1,4 +1,4 @@
-/// `admin`: the admin API (README, "Admin API"), off unless `admin.listen` or
+/// `admin`: the admin API (docs/admin.md), off unless `admin.listen` or
 /// `admin.token_file` is set. On a listener of its own (`listen`), or on the public listener,
 /// where it always needs its bearer token (`token`): the loader refuses the public listener, or
 /// an admin listener off loopback, without one.
