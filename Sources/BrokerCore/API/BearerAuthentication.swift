@@ -66,8 +66,18 @@ extension BrokerServices {
     /// Applies a per-client rate limit to the client at address `client`, counting refusals
     /// under `route`, a route label (never text from the request).
     func admit(client: String, to limiter: RateLimiter, route: String) throws(HTTPError) {
+        try counting(route) { () throws(HTTPError) in try limiter.admit(client, now: now()) }
+    }
+
+    /// Refuses (429, counted under the request's route) while the request's client has spent its
+    /// budget in `limiter`, taking nothing: for a limit charged afterwards, by outcome.
+    func refuseWhileSpent(_ request: Request, in limiter: RateLimiter) throws(HTTPError) {
+        try counting(request.route) { () throws(HTTPError) in try limiter.refuseWhileSpent(request.clientIP, now: now()) }
+    }
+
+    private func counting(_ route: String, _ check: () throws(HTTPError) -> Void) throws(HTTPError) {
         do {
-            try limiter.admit(client, now: now())
+            try check()
         } catch {
             metrics.rejected(route: route, reason: "rate_limited")
             throw error

@@ -62,12 +62,7 @@ struct GrantLimit: Sendable {
     /// Throws 429 (counted under the request's route) while the client's budget is spent.
     init?(_ grant: any TokenGrant, _ request: Request, _ services: BrokerServices) throws(HTTPError) {
         guard type(of: grant).limitedPerAddress else { return nil }
-        do {
-            try services.tokenLimiter.refuseWhileSpent(request.clientIP, now: services.now())
-        } catch {
-            services.metrics.rejected(route: request.route, reason: "rate_limited")
-            throw error
-        }
+        try services.refuseWhileSpent(request, in: services.tokenLimiter)
         limiter = services.tokenLimiter
         client = request.clientIP
     }
