@@ -32,7 +32,8 @@ typedef struct {
 
 void tb_keys_init(tb_key_table *table);
 // The share of `request`'s key (its connection key, address policy and schemes), made when
-// missing, held for one transfer until tb_keys_give_back(); NULL when libcurl or memory refused.
+// missing, held for one transfer until tb_keys_give_back(); NULL when libcurl or memory refused,
+// or when the connection key is longer than 92 bytes (a session id's hex is 64).
 tb_share *tb_keys_take(tb_key_table *table, const tb_proxy_request *request);
 CURLSH *tb_share_handle(const tb_share *share);
 void tb_keys_give_back(tb_share *share);

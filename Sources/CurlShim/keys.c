@@ -71,7 +71,10 @@ static void drop(tb_key_table *table, tb_share *share) {
 
 tb_share *tb_keys_take(tb_key_table *table, const tb_proxy_request *request) {
     char key[KEY_SIZE];
-    snprintf(key, sizeof key, "%d%d %s", request->allow_private_addresses, request->allow_http, request->connection_key);
+    // A key that does not fit is refused, never cut short: two keys cut to the same text would
+    // share connections.
+    int length = snprintf(key, sizeof key, "%d%d %s", request->allow_private_addresses, request->allow_http, request->connection_key);
+    if (length < 0 || (size_t)length >= sizeof key) return NULL;
     unsigned bucket = bucket_of(key);
     tb_share *share = table->buckets[bucket];
     while (share && strcmp(share->key, key) != 0) share = share->bucket_next;

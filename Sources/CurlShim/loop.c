@@ -135,7 +135,7 @@ static void admit(tb_proxy_loop *loop) {
         tb_share *share = easy ? tb_keys_take(&loop->keys, &transfer->request) : NULL;
         if (share == NULL) {
             if (easy) give_back_easy(loop, easy);
-            finish(loop, transfer, CURLE_OK, TB_PROXY_FAILED, "no memory for the call");
+            finish(loop, transfer, CURLE_OK, TB_PROXY_FAILED, "no connection key for the call (no memory, or a key over 92 bytes)");
             continue;
         }
         transfer->easy = easy;

@@ -115,6 +115,19 @@ struct ProxyRulesTests {
         }
         #expect(reason == "libcurl refused an option of the call")
     }
+
+    @Test func aConnectionKeyTooLongToKeepWholeFailsTheCall() async throws {
+        // Cut short, it could match another key and share its connections.
+        let request = APIRequest(method: "GET", url: "http://127.0.0.1:9/", headers: [], body: nil, timeoutSeconds: 2,
+                                 maxResponseBytes: 1_024, allowPrivateAddresses: false, allowHTTP: true,
+                                 connectionKey: String(repeating: "k", count: 93))
+        let transfers = try #require(APITransfers(maxInFlight: 1))
+        guard case .failure(.failed(let reason)) = await transfers.perform(request) else {
+            Issue.record("the call did not fail")
+            return
+        }
+        #expect(reason.contains("a key over 92 bytes"))
+    }
 }
 
 /// The proxy's configuration: presets bring their API, a provider may set or override it, and

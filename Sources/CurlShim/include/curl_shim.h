@@ -73,6 +73,7 @@ typedef struct {
     int allow_http;
     /// Who may share connections: a transfer reuses only connections opened for transfers with
     /// the same key (and the same address policy and schemes). The API proxy gives the session's.
+    /// At most 92 bytes: a longer key fails the transfer rather than being cut to match another.
     const char *connection_key;
     /// Optional: called on the loop's thread once the answer's head is complete (a final status;
     /// `content_length` -1 when unknown). Returning 1 passes the body to `on_body` as it arrives,
