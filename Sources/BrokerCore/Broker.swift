@@ -222,7 +222,7 @@ public final class Broker: Sendable {
             proxy: APIProxy(sessions: sessions, settings: ProxySettings(
                 timeoutSeconds: Double(limits.upstreamTimeoutSeconds), maxResponseBytes: limits.proxyMaxResponseBytes,
                 retryMaxBodyBytes: limits.proxyRetryMaxBodyBytes
-            ), now: now),
+            )),
             store: store,
             loginLimiter: RateLimiter(perMinute: config.server.limits.loginRequestsPerMinute),
             tokenLimiter: RateLimiter(perMinute: config.server.limits.tokenRequestsPerMinute),

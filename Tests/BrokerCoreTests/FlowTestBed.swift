@@ -60,8 +60,7 @@ struct FlowTestBed {
         BrokerServices(
             config: config, providers: login.providers, login: login, sessions: sessions,
             devices: DeviceFlow(settings: settings, login: login, store: store, metrics: login.metrics, now: clock.closure),
-            proxy: APIProxy(sessions: sessions, settings: ProxySettings(timeoutSeconds: 5, maxResponseBytes: 1 << 20, retryMaxBodyBytes: 1024),
-                            now: clock.closure),
+            proxy: APIProxy(sessions: sessions, settings: ProxySettings(timeoutSeconds: 5, maxResponseBytes: 1 << 20, retryMaxBodyBytes: 1024)),
             store: store, loginLimiter: RateLimiter(perMinute: 0), tokenLimiter: RateLimiter(perMinute: 0),
             refreshLimiter: RateLimiter(perMinute: 0), deviceEntryLimiter: RateLimiter(perMinute: 0),
             userCodeGuard: UserCodeGuard(missesPerMinute: 0), proxyLimiter: RateLimiter(perMinute: 0),

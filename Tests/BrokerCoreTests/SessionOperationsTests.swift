@@ -107,6 +107,30 @@ struct SessionOperationsTests {
         #expect(bed.provider.refreshes == 1)
     }
 
+    /// The API refused a token: a refresh, once; a second caller refused the same token moments
+    /// later gets the token that refresh brought; one refused that new token too is told to wait.
+    @Test(arguments: StoreKind.allCases)
+    func aRefusedTokenIsReplacedOnceForEveryCallerItWasRefusedTo(_ kind: StoreKind) async throws {
+        let bed = try await FlowTestBed(kind)
+        defer { Task { await bed.close() } }
+        let session = try await bed.newSession().session
+        let replaced = try await bed.sessions.replacing(session.accessToken, in: session.id)
+        #expect(replaced.accessToken != session.accessToken && bed.provider.accepts(replaced.accessToken))
+        bed.clock.advance(by: 10)
+        #expect(try await bed.sessions.replacing(session.accessToken, in: session.id).accessToken == replaced.accessToken)
+        do {
+            _ = try await bed.sessions.replacing(replaced.accessToken, in: session.id)
+            Issue.record("refreshed twice within the interval")
+        } catch {
+            guard case .tooSoon(let wait) = error else { Issue.record("\(error)"); return }
+            #expect(wait == Int(bed.settings.minRefreshIntervalSeconds) - 10)
+        }
+        #expect(bed.provider.refreshes == 1)
+        bed.clock.advance(by: bed.settings.minRefreshIntervalSeconds)
+        #expect(try await bed.sessions.replacing(replaced.accessToken, in: session.id).accessToken != replaced.accessToken)
+        #expect(bed.provider.refreshes == 2)
+    }
+
     @Test(arguments: StoreKind.allCases)
     func revokingEndsTheSessionThenAsksTheProviderAndIsIdempotent(_ kind: StoreKind) async throws {
         let bed = try await FlowTestBed(kind)

@@ -181,6 +181,22 @@ def test_a_401_from_the_api_means_one_refresh_and_one_retry(broker_factory, auth
     assert app.call("GET", "/token").json()["access_token"] != old
 
 
+def test_calls_the_api_refuses_together_make_one_refresh(broker_factory, auth_server):
+    """Calls sent at once with a token the API no longer takes: each is answered after one
+    refresh in all — a call refused after the refresh takes the token it brought."""
+    base = auth_server.userinfo_endpoint.rsplit("/userinfo/", 1)[0]
+    broker, app, _, _ = broker_factory(provider_extra=api(base))
+    app.login()
+    old = app.call("GET", "/token").json()["access_token"]
+    auth_server.expire_access_token(old)
+    auth_server.reset_stats()
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda _: app.call("GET", "/proxy/dot/userinfo/"), range(8)))
+    assert [answer.status_code for answer in answers] == [200] * 8, [answer.text for answer in answers]
+    assert auth_server.stats().get("refresh_token") == 1
+    assert auth_server.endpoint_stats().get("userinfo") <= 16, "each call sent at most twice"
+
+
 def test_a_body_over_the_replay_cap_is_not_sent_again(proxied, upstream, auth_server):
     broker, app = proxied(env={"BROKER_PROXY_RETRY_MAX_BODY_BYTES": "8"})
     token = app.call("GET", "/token").json()["access_token"]

@@ -222,6 +222,25 @@ def test_a_device_signs_in_with_each_step_on_another_instance(instances, auth_se
     assert requests.get(brokers[2].url("/token"), headers=bearer(answer.json()["session_token"]), timeout=10).status_code == 200
 
 
+def test_calls_the_api_refuses_on_every_instance_make_one_refresh(instances, auth_server):
+    """The provider stops taking the session's access token: calls through each instance's proxy
+    at once are all answered, after one refresh in all — an instance refused after another
+    refreshed takes the token that refresh stored."""
+    brokers, apps, _ = instances
+    apps[0].login("alice")
+    token = apps[0].session_token
+    old = requests.get(brokers[0].url("/token"), headers=bearer(token), timeout=10).json()["access_token"]
+    auth_server.expire_access_token(old)
+    auth_server.reset_stats()
+    with concurrent.futures.ThreadPoolExecutor(12) as pool:
+        answers = list(pool.map(
+            lambda i: requests.get(brokers[i % 3].url("/proxy/dot/userinfo/"), headers=bearer(token), timeout=20), range(12)))
+    assert [answer.status_code for answer in answers] == [200] * 12, [answer.text for answer in answers]
+    assert auth_server.stats().get("refresh_token") == 1
+    new = requests.get(brokers[1].url("/token"), headers=bearer(token), timeout=10).json()["access_token"]
+    assert new != old and requests.get(auth_server.userinfo_endpoint, headers=bearer(new), timeout=10).status_code == 200
+
+
 @pytest.mark.instance_env({"BROKER_REFRESH_REQUESTS_PER_MINUTE": "0", "BROKER_MAX_CONNECTIONS_PER_IP": "1024"})
 def test_a_crowd_on_three_instances_makes_one_refresh(instances, auth_server):
     brokers, apps, _ = instances

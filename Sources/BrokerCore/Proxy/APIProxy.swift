@@ -11,7 +11,6 @@ import Foundation
 struct APIProxy: Sendable {
     let sessions: SessionOperations
     let settings: ProxySettings
-    let now: BrokerClock
 
     /// A request to forward, already checked: its target URL and the client headers that pass.
     struct Forward: Sendable {
@@ -98,29 +97,18 @@ struct APIProxy: Sendable {
                          on transfers: APITransfers, stream: @escaping StreamChoice) async throws(ProxyFailure) -> APIAnswer {
         guard case .whole(let first) = answer, first.status == 401 else { return answer }
         let renewed: String
-        do throws(ProxyFailure) {
-            renewed = try await refreshedNow(session.id).accessToken
+        do throws(RefreshFailure) {
+            renewed = try await sessions.replacing(token, in: session.id).accessToken
+        } catch .tooSoon {
+            // Refreshed moments ago, and the API refuses that token too: its answer as it is.
+            return answer
         } catch {
-            guard case .refresh(.tooSoon) = error else { throw error }
-            // Refreshed moments ago (by another request): the current token, if it is another.
-            guard let current = try? await sessions.store.loadSession(session.id, now: now()), current.accessToken != token else {
-                return answer
-            }
-            renewed = current.accessToken
+            throw .refresh(error)
         }
         guard request.body.map({ $0.count <= settings.retryMaxBodyBytes }) ?? true else { throw .refreshedNotRetried }
         switch await transfers.perform(try exchange(request, token: renewed, session: session, provider: provider), stream: stream) {
         case .success(let response): return response
         case .failure(let error): throw .exchange(error)
-        }
-    }
-
-    /// The session refreshed now, the API having refused its token (joining a refresh under way).
-    private func refreshedNow(_ id: SHA256Digest) async throws(ProxyFailure) -> Session {
-        do {
-            return try await sessions.refresh(id, force: true, minimumValidity: sessions.refreshSkew)
-        } catch {
-            throw .refresh(error)
         }
     }
 
