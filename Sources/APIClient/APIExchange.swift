@@ -155,6 +155,7 @@ public enum APIExchange {
     /// proxied answer, on the loop's thread.
     static func headers(_ bytes: UnsafeRawBufferPointer) -> [(name: String, value: String)] {
         var headers: [(name: String, value: String)] = []
+        headers.reserveCapacity(bytes.reduce(0) { $1 == 0x0A ? $0 + 1 : $0 })
         var lineStart = 0
         while lineStart < bytes.count {
             var lineEnd = lineStart
@@ -192,19 +193,21 @@ private final class Transfer: @unchecked Sendable {
 
     /// Hands `request` to the loop, which copies it; false when the loop's line is full.
     func start(_ request: APIRequest, on loop: OpaquePointer, context: UnsafeMutableRawPointer) -> Bool {
-        let lines = request.headers.map { "\($0.0): \($0.1)" }
-        var cLines = lines.map { strdup($0) }
-        defer { cLines.forEach { free($0) } }
+        let lines = Self.headerLines(request.headers)
         let body = request.body ?? []
         let timeout = Int(request.timeoutSeconds * 1000)
         return request.method.withCString { method in
             request.url.withCString { url in
                 request.connectionKey.withCString { connectionKey in
-                    cLines.withUnsafeMutableBufferPointer { linePointers in
-                        linePointers.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: max(linePointers.count, 1)) { headerArray in
-                            body.withUnsafeBufferPointer { bodyBytes in
+                    lines.text.withUnsafeBufferPointer { text in
+                        withUnsafeTemporaryAllocation(of: UnsafePointer<CChar>?.self, capacity: max(lines.starts.count, 1)) { headerArray in
+                            for (index, start) in lines.starts.enumerated() {
+                                headerArray[index] = UnsafeRawPointer(text.baseAddress! + start).assumingMemoryBound(to: CChar.self)
+                            }
+                            return body.withUnsafeBufferPointer { bodyBytes in
                                 var cRequest = tb_proxy_request(
-                                    method: method, url: url, headers: lines.isEmpty ? nil : headerArray, header_count: lines.count,
+                                    method: method, url: url, headers: lines.starts.isEmpty ? nil : UnsafePointer(headerArray.baseAddress),
+                                    header_count: lines.starts.count,
                                     body: bodyBytes.baseAddress, body_length: bodyBytes.count, has_body: request.body == nil ? 0 : 1,
                                     timeout_ms: timeout, connect_timeout_ms: timeout / 2, max_response_bytes: request.maxResponseBytes,
                                     allow_private_addresses: request.allowPrivateAddresses ? 1 : 0, allow_http: request.allowHTTP ? 1 : 0,
@@ -229,6 +232,23 @@ private final class Transfer: @unchecked Sendable {
                 }
             }
         }
+    }
+
+    /// The header lines "Name: value", each ended by a NUL, in one buffer (the shim copies them),
+    /// and where each begins: two allocations for every header of a request.
+    private static func headerLines(_ headers: [(String, String)]) -> (text: [UInt8], starts: [Int]) {
+        var text: [UInt8] = []
+        text.reserveCapacity(headers.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count + 3 })
+        var starts: [Int] = []
+        starts.reserveCapacity(headers.count)
+        for (name, value) in headers {
+            starts.append(text.count)
+            text.append(contentsOf: name.utf8)
+            text.append(contentsOf: ": ".utf8)
+            text.append(contentsOf: value.utf8)
+            text.append(0)
+        }
+        return (text, starts)
     }
 
     /// The head has come: stream the body when `choose` gives a sink for it.

@@ -55,8 +55,9 @@ struct ProxyRoutes: Sendable {
                 services.metrics.rejected(route: route, reason: "proxy_wrong_provider")
                 throw HTTPError(status: 403, code: "wrong_provider", description: "This session is for another provider.")
             }
-            try services.admit(client: session.id.hex, to: services.proxyLimiter, route: route)
-            guard let slot = slots.take(session: session.id.hex, client: client) else {
+            let sessionKey = session.id.hex
+            try services.admit(client: sessionKey, to: services.proxyLimiter, route: route)
+            guard let slot = slots.take(session: sessionKey, client: client) else {
                 services.metrics.rejected(route: route, reason: "proxy_in_flight")
                 throw HTTPError(status: 429, code: "rate_limited",
                                 description: "Too many API calls of this session or this address are under way; retry when one has ended.",
@@ -94,9 +95,11 @@ struct ProxyRoutes: Sendable {
     /// The client's headers that go on to the API: the standard ones and the provider's extras.
     private static func clientHeaders(_ request: Request, extras: [String]) -> [(String, String)] {
         var headers: [(String, String)] = []
-        for name in ProxyHeaders.standard + extras {
-            guard let value = request.header(name), ProxyHeaders.isPlainValue(value) else { continue }
-            headers.append((name, value))
+        for names in [ProxyHeaders.standard, extras] {
+            for name in names {
+                guard let value = request.header(name), ProxyHeaders.isPlainValue(value) else { continue }
+                headers.append((name, value))
+            }
         }
         return headers
     }
@@ -104,7 +107,12 @@ struct ProxyRoutes: Sendable {
     /// The API's answer as the client gets it: whole, or streaming its body through `stream`.
     private static func answer(_ answer: APIAnswer, method: String, stream: ResponseStream?) -> Response {
         func passed(_ headers: [(name: String, value: String)]) -> [HTTPHeader] {
-            headers.filter { ProxyHeaders.passesBack($0.name) && ProxyHeaders.isPlainValue($0.value) }.map { HTTPHeader($0.name, $0.value) }
+            var passing: [HTTPHeader] = []
+            passing.reserveCapacity(headers.count)
+            for header in headers where ProxyHeaders.passesBack(header.name) && ProxyHeaders.isPlainValue(header.value) {
+                passing.append(HTTPHeader(header.name, header.value))
+            }
+            return passing
         }
         switch answer {
         case .whole(let upstream):

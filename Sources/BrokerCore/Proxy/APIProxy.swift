@@ -117,7 +117,9 @@ struct APIProxy: Sendable {
     private func exchange(_ request: Forward, token: String, session: Session, provider: ProviderConfig) throws(ProxyFailure) -> APIRequest {
         // A token is a header value here: one with a line break would add headers of its own.
         guard ProxyHeaders.isPlainValue(token) else { throw .exchange(.failed("the provider's access token is not a plain header value")) }
-        var headers = request.headers
+        var headers: [(String, String)] = []
+        headers.reserveCapacity(request.headers.count + 3)
+        headers += request.headers
         headers.append(("Authorization", "Bearer \(token)"))
         // libcurl would add these itself: a form content type for a body without one, and
         // `Expect: 100-continue` for larger bodies.
