@@ -18,9 +18,10 @@ struct FlowTestBed {
     let store: any StateStore
     let login: LoginFlow
     let sessions: SessionOperations
-    let settings = SessionSettings()
+    let settings: SessionSettings
 
-    init(_ kind: StoreKind = .embedded) async throws {
+    init(_ kind: StoreKind = .embedded, settings: SessionSettings = SessionSettings()) async throws {
+        self.settings = settings
         provider = await ScriptedProvider.make(clock: clock)
         let logger = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
         let metrics = BrokerMetrics()

@@ -127,8 +127,29 @@ struct SessionOperationsTests {
         }
         #expect(bed.provider.refreshes == 1)
         bed.clock.advance(by: bed.settings.minRefreshIntervalSeconds)
+        #expect(try await bed.sessions.replacing(session.accessToken, in: session.id).accessToken == replaced.accessToken,
+                "a caller refused the first token long after: the second, not a refresh")
+        #expect(bed.provider.refreshes == 1)
         #expect(try await bed.sessions.replacing(replaced.accessToken, in: session.id).accessToken != replaced.accessToken)
         #expect(bed.provider.refreshes == 2)
+    }
+
+    /// With no interval between refreshes, requests refused the same token still make one
+    /// refresh: the token it brought is the answer to the others, however late they come.
+    @Test(arguments: StoreKind.allCases)
+    func withoutAnIntervalARefusedTokenIsStillReplacedOnce(_ kind: StoreKind) async throws {
+        var settings = SessionSettings()
+        settings.minRefreshIntervalSeconds = 0
+        let bed = try await FlowTestBed(kind, settings: settings)
+        defer { Task { await bed.close() } }
+        let session = try await bed.newSession().session
+        let tokens = try await withThrowingTaskGroup(of: String.self) { group in
+            for _ in 0..<6 { group.addTask { try await bed.sessions.replacing(session.accessToken, in: session.id).accessToken } }
+            return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+        }
+        #expect(tokens.count == 1 && !tokens.contains(session.accessToken))
+        #expect(try await bed.sessions.replacing(session.accessToken, in: session.id).accessToken == tokens.first)
+        #expect(bed.provider.refreshes == 1)
     }
 
     @Test(arguments: StoreKind.allCases)

@@ -68,12 +68,14 @@ final class Refresher: Sendable {
     /// `minimumValidity` seconds — which it may be because a concurrent refresh just finished.
     /// A caller who finds a refresh under way waits for it; if that refresh was started for less
     /// than this caller wants (not forced, or a shorter validity), it then runs its own, once.
-    func refresh(_ id: SHA256Digest, force: Bool, minimumValidity: Double) async -> Outcome {
+    /// A forced refresh that replaces a `refused` token (one the provider's API refused) is not
+    /// made when the session holds another token already: that one is the answer.
+    func refresh(_ id: SHA256Digest, force: Bool, minimumValidity: Double, refused: String? = nil) async -> Outcome {
         for _ in 0..<2 {
             let (running, joined) = inFlight.withLock { tasks in
                 if let running = tasks[id] { return (running, true) }
                 let started = Running(
-                    task: Task { await self.perform(id, force: force, minimumValidity: minimumValidity) },
+                    task: Task { await self.perform(id, force: force, minimumValidity: minimumValidity, refused: refused) },
                     force: force, minimumValidity: minimumValidity
                 )
                 tasks[id] = started
@@ -90,7 +92,7 @@ final class Refresher: Sendable {
                 return outcome
             }
         }
-        return await perform(id, force: force, minimumValidity: minimumValidity)
+        return await perform(id, force: force, minimumValidity: minimumValidity, refused: refused)
     }
 
     /// Waits for every refresh under way (at shutdown, so that what they bring is saved).
@@ -100,7 +102,7 @@ final class Refresher: Sendable {
         }
     }
 
-    private func perform(_ id: SHA256Digest, force: Bool, minimumValidity: Double) async -> Outcome {
+    private func perform(_ id: SHA256Digest, force: Bool, minimumValidity: Double, refused: String? = nil) async -> Outcome {
         let seen: Session?
         do {
             seen = try await store.findSession(id, now: now())
@@ -110,6 +112,7 @@ final class Refresher: Sendable {
         }
         guard let seen else { return .gone }
         if !force && seen.accessTokenValid(for: minimumValidity, at: now()) { return .fresh(seen) }
+        if let refused, seen.accessToken != refused { return .fresh(seen) }
         guard seen.refreshToken != nil else {
             if !force && seen.accessTokenValid(for: 0, at: now()) { return .fresh(seen) }
             guard await remove(id) else { return .unsaved }

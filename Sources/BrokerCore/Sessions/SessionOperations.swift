@@ -90,20 +90,16 @@ final class SessionOperations: Sendable {
     /// together make one refresh. `.tooSoon` when the session still holds `refused` within
     /// `min_refresh_interval_seconds` of its last refresh. The API proxy's one way back from a 401.
     func replacing(_ refused: String, in id: SHA256Digest) async throws(RefreshFailure) -> Session {
-        if let current = await replaced(refused, in: id) { return current }
         do {
-            return try await refresh(id, force: true, minimumValidity: refreshSkew)
+            return try await refresher.refresh(id, force: true, minimumValidity: refreshSkew, refused: refused).session()
         } catch {
-            // A refresh may have ended between the look above and this one.
-            guard case .tooSoon = error, let current = await replaced(refused, in: id) else { throw error }
+            // Refreshed moments ago by a request this one did not join (on another instance): the
+            // store has its token.
+            guard case .tooSoon = error, let current = try? await store.loadSession(id, now: now()), current.accessToken != refused else {
+                throw error
+            }
             return current
         }
-    }
-
-    /// The session as the store holds it now, when its token is no longer `refused`.
-    private func replaced(_ refused: String, in id: SHA256Digest) async -> Session? {
-        guard let current = try? await store.loadSession(id, now: now()), current.accessToken != refused else { return nil }
-        return current
     }
 
     /// Ends the session `id` durably, then asks the provider to revoke its tokens; what the
