@@ -3,7 +3,7 @@
  * rules, no log, no metrics), in two designs, so that a run shows how far the broker's API proxy
  * is above its own design's floor, and what the other design would give.
  *
- *   proxy_floor split|one PORT THREADS UPSTREAM_URL
+ *   proxy_floor split|one PORT THREADS UPSTREAM_URL [SESSIONS]
  *
  * split: the broker's design — libmicrohttpd's thread pool (THREADS server threads) hands each
  *        request to one thread running libcurl's multi interface (a queue under a lock, and
@@ -11,6 +11,11 @@
  * one:   THREADS threads, each with its own libmicrohttpd daemon (external epoll, all on one
  *        listening socket) and its own libcurl multi, waiting in one curl_multi_poll on both:
  *        a request is carried end to end by the thread that read it.
+ *
+ * With SESSIONS (split only; not in `make bench`: to measure two of the broker's libcurl choices by hand),
+ * each transfer's handle is first reset and given the options the broker sets (transfer.c), and
+ * with SESSIONS above 0 also the connection cache (a share) of one of SESSIONS sessions taken at
+ * random, as the broker keeps each session's connections apart (keys.c).
  *
  * Every request is answered with UPSTREAM_URL's body (200, Content-Type: application/json), or
  * 502 when the transfer fails. Upstream connections are kept by each multi handle. Runs until
@@ -46,7 +51,8 @@ struct loop {
     CURLM *multi;
     struct MHD_Daemon *daemon; /* one: this thread's daemon */
     pthread_mutex_t lock;
-    request *waiting;
+    request *waiting, *waiting_tail; /* split: handed over, oldest first */
+    int polling;                     /* split: the thread sleeps (or is about to) in curl_multi_poll */
     CURL *kept[KEPT_HANDLES];
     int kept_count;
     pthread_t thread;
@@ -54,6 +60,9 @@ struct loop {
 
 static const char *upstream;
 static int one_thread;
+static int broker_options = 0; /* SESSIONS given */
+static int session_count = 0;  /* SESSIONS */
+static CURLSH **sessions;
 static loop loops[MAX_THREADS];
 static loop shared_loop; /* split */
 
@@ -72,9 +81,41 @@ static size_t on_data(char *data, size_t size, size_t count, void *context) {
     return length;
 }
 
+static curl_socket_t on_open_socket(void *context, curlsocktype purpose, struct curl_sockaddr *address) {
+    (void)context; (void)purpose;
+    return socket(address->family, address->socktype, address->protocol);
+}
+
+static size_t on_header(char *data, size_t size, size_t count, void *context) {
+    (void)data; (void)context;
+    return size * count;
+}
+
+/* The handle as the broker prepares it: reset, then its options (transfer.c), then a session's
+ * connections. A header list like a proxied GET's: the client's Accept, the token, no Expect. */
+static struct curl_slist *broker_headers;
+
+static int as_the_broker(CURL *easy) {
+    curl_easy_setopt(easy, CURLOPT_SHARE, NULL);
+    curl_easy_reset(easy);
+    return curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https") == CURLE_OK &&
+           curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L) == CURLE_OK &&
+           curl_easy_setopt(easy, CURLOPT_PROXY, "") == CURLE_OK &&
+           curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L) == CURLE_OK &&
+           curl_easy_setopt(easy, CURLOPT_QUICK_EXIT, 1L) == CURLE_OK &&
+           curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, 10000L) == CURLE_OK &&
+           curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, 5000L) == CURLE_OK &&
+           curl_easy_setopt(easy, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)10 << 20) == CURLE_OK &&
+           curl_easy_setopt(easy, CURLOPT_USERAGENT, "token-broker") == CURLE_OK &&
+           curl_easy_setopt(easy, CURLOPT_HTTPHEADER, broker_headers) == CURLE_OK &&
+           curl_easy_setopt(easy, CURLOPT_OPENSOCKETFUNCTION, on_open_socket) == CURLE_OK &&
+           curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, on_header) == CURLE_OK &&
+           (session_count == 0 || curl_easy_setopt(easy, CURLOPT_SHARE, sessions[rand() % session_count]) == CURLE_OK);
+}
+
 static void start_transfer(loop *l, request *r) {
     CURL *easy = l->kept_count > 0 ? l->kept[--l->kept_count] : curl_easy_init();
-    if (!easy || curl_easy_setopt(easy, CURLOPT_URL, upstream) != CURLE_OK ||
+    if (!easy || (broker_options && !as_the_broker(easy)) || curl_easy_setopt(easy, CURLOPT_URL, upstream) != CURLE_OK ||
         curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, on_data) != CURLE_OK ||
         curl_easy_setopt(easy, CURLOPT_WRITEDATA, r) != CURLE_OK ||
         curl_easy_setopt(easy, CURLOPT_PRIVATE, r) != CURLE_OK ||
@@ -135,11 +176,15 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *connection, c
         if (one_thread) {
             start_transfer(r->loop, r);
         } else {
+            /* As the broker's loop.c: in line, and a wake-up only for a thread that sleeps. */
             pthread_mutex_lock(&shared_loop.lock);
-            r->next = shared_loop.waiting;
-            shared_loop.waiting = r;
+            if (shared_loop.waiting_tail) shared_loop.waiting_tail->next = r; else shared_loop.waiting = r;
+            shared_loop.waiting_tail = r;
+            if (shared_loop.polling) {
+                shared_loop.polling = 0;
+                curl_multi_wakeup(shared_loop.multi);
+            }
             pthread_mutex_unlock(&shared_loop.lock);
-            curl_multi_wakeup(shared_loop.multi);
         }
     }
     return MHD_YES;
@@ -179,10 +224,10 @@ static void *run_one(void *context) {
 static void *run_split(void *context) {
     loop *l = context;
     for (;;) {
-        curl_multi_poll(l->multi, NULL, 0, 1000, NULL);
         pthread_mutex_lock(&l->lock);
+        l->polling = 0;
         request *waiting = l->waiting;
-        l->waiting = NULL;
+        l->waiting = l->waiting_tail = NULL;
         pthread_mutex_unlock(&l->lock);
         while (waiting) {
             request *next = waiting->next;
@@ -192,13 +237,20 @@ static void *run_split(void *context) {
         int running;
         curl_multi_perform(l->multi, &running);
         finish_transfers(l);
+        long wait_ms = 1000;
+        if (curl_multi_timeout(l->multi, &wait_ms) != CURLM_OK || wait_ms < 0 || wait_ms > 1000) wait_ms = 1000;
+        pthread_mutex_lock(&l->lock);
+        if (l->waiting) wait_ms = 0;
+        l->polling = wait_ms > 0;
+        pthread_mutex_unlock(&l->lock);
+        if (wait_ms > 0) curl_multi_poll(l->multi, NULL, 0, (int)wait_ms, NULL);
     }
     return NULL;
 }
 
 int main(int argc, char **argv) {
-    if (argc != 5 || (strcmp(argv[1], "split") != 0 && strcmp(argv[1], "one") != 0)) {
-        fprintf(stderr, "usage: proxy_floor split|one PORT THREADS UPSTREAM_URL\n");
+    if ((argc != 5 && argc != 6) || (strcmp(argv[1], "split") != 0 && strcmp(argv[1], "one") != 0)) {
+        fprintf(stderr, "usage: proxy_floor split|one PORT THREADS UPSTREAM_URL [SESSIONS]\n");
         return 2;
     }
     one_thread = strcmp(argv[1], "one") == 0;
@@ -207,6 +259,24 @@ int main(int argc, char **argv) {
     upstream = argv[4];
     if (threads < 1 || threads > MAX_THREADS) { fprintf(stderr, "proxy_floor: THREADS from 1 to %d\n", MAX_THREADS); return 2; }
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) return 1;
+    if (argc == 6) {
+        if (one_thread) {
+            fprintf(stderr, "proxy_floor: SESSIONS with split only (a share used by several threads needs locks)\n");
+            return 2;
+        }
+        broker_options = 1;
+        broker_headers = curl_slist_append(NULL, "Accept: application/json");
+        broker_headers = broker_headers ? curl_slist_append(broker_headers, "Authorization: Bearer 0123456789abcdefghijklmnopqrstuvwxyzABCD") : NULL;
+        broker_headers = broker_headers ? curl_slist_append(broker_headers, "Expect:") : NULL;
+        if (broker_headers == NULL) return 1;
+        session_count = atoi(argv[5]);
+        sessions = session_count > 0 ? calloc((size_t)session_count, sizeof *sessions) : NULL;
+        if (session_count < 0 || (session_count > 0 && sessions == NULL)) return 2;
+        for (int i = 0; i < session_count; i++) {
+            sessions[i] = curl_share_init();
+            if (!sessions[i] || curl_share_setopt(sessions[i], CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT) != CURLSHE_OK) return 1;
+        }
+    }
 
     sigset_t signals;
     sigemptyset(&signals);

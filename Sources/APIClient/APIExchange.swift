@@ -235,7 +235,7 @@ private final class Transfer: @unchecked Sendable {
     }
 
     /// The header lines "Name: value", each ended by a NUL, in one buffer (the shim copies them),
-    /// and where each begins: two allocations for every header of a request.
+    /// and where each begins: two allocations for all the headers of a request.
     private static func headerLines(_ headers: [(String, String)]) -> (text: [UInt8], starts: [Int]) {
         var text: [UInt8] = []
         text.reserveCapacity(headers.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count + 3 })
