@@ -121,7 +121,14 @@ final class Refresher: Sendable {
             return .loginRequired
         }
         if let wait = secondsUntilRefreshAllowed(seen) {
-            return force ? .tooSoon(retryAfter: wait) : .fresh(seen)
+            guard force else { return .fresh(seen) }
+            // Refreshed moments ago, perhaps on another instance, whose token this one's memory
+            // may not hold yet: the store has it.
+            if let refused, !store.holdsEverySession, let stored = try? await store.loadSession(id, now: now()),
+               stored.accessToken != refused {
+                return .fresh(stored)
+            }
+            return .tooSoon(retryAfter: wait)
         }
         do {
             return try await store.whileRefreshing(id) { await refreshLocked(id, seen: seen, force: force) }

@@ -84,22 +84,14 @@ final class SessionOperations: Sendable {
         try await refresher.refresh(id, force: force, minimumValidity: minimumValidity).session()
     }
 
-    /// A token other than `refused`, which the provider's API has just refused (a 401): the
-    /// session's, when another request has replaced it already (here or on another instance),
-    /// else one refreshed now — forced, joining a refresh under way — so that requests refused
-    /// together make one refresh. `.tooSoon` when the session still holds `refused` within
-    /// `min_refresh_interval_seconds` of its last refresh. The API proxy's one way back from a 401.
+    /// A token other than `refused`, which the provider has just refused (a 401 from its API or
+    /// its userinfo endpoint): the session's, when another request has replaced it already (here
+    /// or on another instance), else one refreshed now — forced, joining a refresh under way — so
+    /// that requests refused together make one refresh. `.tooSoon` when the session still holds
+    /// `refused` within `min_refresh_interval_seconds` of its last refresh. The one way back from
+    /// a refused token, for the API proxy and the profile.
     func replacing(_ refused: String, in id: SHA256Digest) async throws(RefreshFailure) -> Session {
-        do {
-            return try await refresher.refresh(id, force: true, minimumValidity: refreshSkew, refused: refused).session()
-        } catch {
-            // Refreshed moments ago by a request this one did not join (on another instance): the
-            // store has its token.
-            guard case .tooSoon = error, let current = try? await store.loadSession(id, now: now()), current.accessToken != refused else {
-                throw error
-            }
-            return current
-        }
+        try await refresher.refresh(id, force: true, minimumValidity: refreshSkew, refused: refused).session()
     }
 
     /// Ends the session `id` durably, then asks the provider to revoke its tokens; what the
