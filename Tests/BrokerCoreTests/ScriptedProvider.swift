@@ -96,6 +96,8 @@ final class ScriptedProvider: UpstreamTransport, Sendable {
     /// Its discovery document says `authorization_response_iss_parameter_supported` (RFC 9207
     /// §3); call before the broker first reads it.
     func promiseIssuerInResponses() { state.withLock { $0.promisesIssuer = true } }
+    /// The provider stops taking `token` (as when it expires early or is revoked on its side).
+    func forget(_ token: String) { state.withLock { $0.accessTokens[token] = nil } }
     /// Whether `token` works at the userinfo endpoint now.
     func accepts(_ token: String) -> Bool { state.withLock { $0.accessTokens[token] != nil } }
 

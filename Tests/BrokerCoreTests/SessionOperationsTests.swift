@@ -180,6 +180,23 @@ struct SessionOperationsTests {
         #expect(bed.sessions.cachedProfile(of: current) == nil)
     }
 
+    /// Profiles asked for together with a token the provider has stopped taking: each is read,
+    /// after one refresh in all (they go through `replacing`, whose own tests show a refusal
+    /// that comes after the refresh taking the token it brought).
+    @Test(arguments: StoreKind.allCases)
+    func profilesRefusedTogetherMakeOneRefresh(_ kind: StoreKind) async throws {
+        let bed = try await FlowTestBed(kind)
+        defer { Task { await bed.close() } }
+        let session = try await bed.newSession(subject: "alice").session
+        bed.provider.forget(session.accessToken)
+        let subjects = try await withThrowingTaskGroup(of: JSONValue?.self) { group in
+            for _ in 0..<8 { group.addTask { try await bed.sessions.profile(of: session)["sub"] } }
+            return try await group.reduce(into: [JSONValue?]()) { $0.append($1) }
+        }
+        #expect(subjects == Array(repeating: .string("alice"), count: 8))
+        #expect(bed.provider.refreshes == 1)
+    }
+
     @Test(arguments: StoreKind.allCases)
     func aCachedProfileIsServedOnlyWithTheTokenItWasReadWith(_ kind: StoreKind) async throws {
         let bed = try await FlowTestBed(kind)

@@ -35,14 +35,23 @@ extension SessionOperations {
             return Self.normalised(claims, provider)
         }
         let method = provider.config.userinfoMethod
-        var used = try await refreshed(session, force: false)
+        var used: Session
+        do {
+            used = try await refresh(session.id, force: false, minimumValidity: refreshSkew)
+        } catch {
+            throw .refresh(error)
+        }
         let raw: JSONValue
         do throws(ProviderCallError) {
             raw = try await calls.userinfo(accessToken: used.accessToken, endpoint: endpoint, method: method, provider: provider.id)
         } catch {
             guard case .unauthorized = error else { throw .call(error) }
-            // The provider no longer takes the token: refresh once and try again.
-            used = try await refreshed(session, force: true)
+            // The provider no longer takes the token: another one, once, and try again.
+            do {
+                used = try await replacing(used.accessToken, in: session.id)
+            } catch {
+                throw .refresh(error)
+            }
             do {
                 raw = try await calls.userinfo(accessToken: used.accessToken, endpoint: endpoint, method: method, provider: provider.id)
             } catch {
@@ -52,14 +61,6 @@ extension SessionOperations {
         let profile = Self.normalised(raw, provider)
         profiles.put(used, profile, now: now())
         return profile
-    }
-
-    private func refreshed(_ session: Session, force: Bool) async throws(ProfileFailure) -> Session {
-        do {
-            return try await refresh(session.id, force: force, minimumValidity: refreshSkew)
-        } catch {
-            throw .refresh(error)
-        }
     }
 
     private static func normalised(_ raw: JSONValue, _ provider: Provider) -> JSONValue {
