@@ -12,10 +12,11 @@
  *        listening socket) and its own libcurl multi, waiting in one curl_multi_poll on both:
  *        a request is carried end to end by the thread that read it.
  *
- * With SESSIONS (split only; not in `make bench`: to measure two of the broker's libcurl choices by hand),
- * each transfer's handle is first reset and given the options the broker sets (transfer.c), and
- * with SESSIONS above 0 also the connection cache (a share) of one of SESSIONS sessions taken at
- * random, as the broker keeps each session's connections apart (keys.c).
+ * With SESSIONS (split only), each transfer's handle is first reset and given the options the broker
+ * sets (transfer.c), and with SESSIONS above 0 also the connection cache (a share) of one of SESSIONS
+ * sessions taken at random, as the broker keeps each session's connections apart (keys.c). `make bench`
+ * runs it so with as many sessions as the broker's proxy has: the floor of the broker's proxy as it is
+ * configured, not only of its design; SESSIONS 0 by hand separates the options' cost from the shares'.
  *
  * Every request is answered with UPSTREAM_URL's body (200, Content-Type: application/json), or
  * 502 when the transfer fails. Upstream connections are kept by each multi handle. Runs until

