@@ -857,8 +857,10 @@ def run(args, broker_bin: str, fixture_bin: str, workdir: str, run_started: floa
         Target(ENVOY_PLAIN, envoy.plain_port, "/token", lambda: [envoy.pid], sample, api=api, api_accepts=accepts),
         Target(NGINX, nginx_port, "/token", api, sample),
     ]
+    floors = []
     for name, design, sessions in ((FLOOR_SPLIT, "split", None), (FLOOR_ONE, "one", None), (FLOOR_KEPT_APART, "split", PROXY_SESSIONS)):
         floor, floor_port = start_proxy_floor(workdir, design, threads, f"http://127.0.0.1:{nginx_port}/token", sessions)
+        floors.append(floor)
         proxied.append(Target(name, floor_port, "/token", lambda floor=floor: [floor.pid], sample, api=api, api_accepts=accepts))
     if args.baseline_bin:
         base = Broker("baseline", os.path.join(args.baseline_bin, "token-broker"), workdir, base_dir, key).start()
@@ -906,6 +908,8 @@ def run(args, broker_bin: str, fixture_bin: str, workdir: str, run_started: floa
     auth.stop()
     stop(bare)
     stop(bare_fresh)
+    for floor in floors:
+        stop(floor)
     stop(nginx)
     proxy.stop()
     b.stop()
