@@ -318,6 +318,37 @@ def test_while_postgres_is_down_cached_tokens_are_served_and_changes_are_503(ins
     assert requests.get(brokers[0].url("/token"), headers=bearer(token), timeout=10).json()["access_token"] == renewed.json()["access_token"]
 
 
+@pytest.mark.instance_env({"BROKER_MIN_REFRESH_INTERVAL_SECONDS": "0"})
+def test_a_refresh_whose_tokens_cannot_be_saved_yet_keeps_trying_while_its_lease_holds(instances, auth_server, postgres):
+    """The provider takes 2 s to rotate the refresh token, and PostgreSQL stops meanwhile for
+    5 s — longer than an ordinary update keeps trying (3 s). The refresh holds the session's lease
+    (10 s here: no other instance refreshes the session until it runs out), so its write keeps
+    trying until the database is back: the rotated tokens are saved and answered, and the session
+    refreshes again everywhere. Given up sooner, the provider's only working refresh token would
+    be lost, and with it the session (this provider ends the grant when an old one is replayed)."""
+    brokers, apps, _ = instances
+    apps[0].login("alice")
+    token = apps[0].session_token
+    before = requests.get(brokers[0].url("/token"), headers=bearer(token), timeout=10).json()["access_token"]
+    auth_server.inject_fault("token", delay=2.0, count=1)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(requests.post, brokers[0].url("/refresh"), headers=bearer(token), timeout=30)
+        time.sleep(0.5)
+        postgres.stop(mode="immediate")
+        try:
+            time.sleep(5)
+        finally:
+            postgres.restart()
+        answer = pending.result()
+    assert answer.status_code == 200, answer.text
+    refreshed = answer.json()["access_token"]
+    assert refreshed != before
+    assert wait_for(lambda: all(requests.get(b.url("/readyz"), timeout=10).status_code == 200 for b in brokers), 20)
+    assert requests.get(brokers[2].url("/token"), headers=bearer(token), timeout=10).json()["access_token"] == refreshed
+    renewed = requests.post(brokers[1].url("/refresh"), headers=bearer(token), timeout=30)
+    assert renewed.status_code == 200, f"the session lost its refresh token: {renewed.text}"
+
+
 @pytest.mark.instance_env({"BROKER_REFRESH_REQUESTS_PER_MINUTE": "0", "BROKER_LOGIN_REQUESTS_PER_MINUTE": "0",
                             "BROKER_TOKEN_REQUESTS_PER_MINUTE": "0", "BROKER_MIN_REFRESH_INTERVAL_SECONDS": "0",
                             "BROKER_MAX_CONNECTIONS_PER_IP": "1024"})

@@ -145,7 +145,15 @@ final class Refresher: Sendable {
         if !store.holdsEverySession {
             // Another instance may have refreshed the session while this one waited for the lock:
             // its new token serves every caller, forced or not.
-            guard let stored = try? await store.loadSession(id, now: now()) else { return .gone }
+            let stored: Session?
+            do {
+                stored = try await store.loadSession(id, now: now())
+            } catch {
+                // Out of reach is not gone: the client keeps its session and retries.
+                logger.warning("refresh not attempted: the state store is out of reach", metadata: ["reason": "\(error.description)"])
+                return .unsaved
+            }
+            guard let stored else { return .gone }
             if stored.accessToken != seen.accessToken { return .fresh(stored) }
             session = stored
         }
@@ -165,8 +173,14 @@ final class Refresher: Sendable {
             metrics.refreshFinished(provider: session.provider, outcome: error.endsGrant ? "login_required" : "failed")
             if error.endsGrant {
                 // Only the refresh token this instance used is dead; another one may have rotated it.
-                if !store.holdsEverySession, let stored = try? await store.loadSession(id, now: now()), stored.refreshToken != refreshToken {
-                    return .fresh(stored)
+                if !store.holdsEverySession {
+                    let stored: Session?
+                    do {
+                        stored = try await store.loadSession(id, now: now())
+                    } catch {
+                        return .unsaved // not ended on a guess
+                    }
+                    if let stored, stored.refreshToken != refreshToken { return .fresh(stored) }
                 }
                 guard await remove(id) else { return .unsaved }
                 webhooks?.sessionEnded(session, reason: "invalid_grant")

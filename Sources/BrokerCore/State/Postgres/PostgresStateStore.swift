@@ -22,6 +22,22 @@ final class PostgresStateStore: StateStore {
     static let channel = "broker_sessions"
     /// How long an update keeps trying through a lost connection.
     private static let updatePatience = Duration.seconds(3)
+
+    /// A session's refresh lease, as the task that holds it knows it (``whileRefreshing(_:_:)``).
+    private struct HeldLease: Sendable {
+        let id: SHA256Digest
+        /// No later than the lease's end.
+        let until: ContinuousClock.Instant
+    }
+
+    /// The lease of the refresh the current task is running, if any.
+    @TaskLocal private static var heldLease: HeldLease?
+
+    /// How long an update of session `id` keeps trying through a lost connection, from now.
+    private static func patience(updating id: SHA256Digest) -> Duration {
+        guard let lease = heldLease, lease.id == id else { return updatePatience }
+        return max(updatePatience, lease.until - ContinuousClock.now)
+    }
     /// The advisory lock key of the sweep.
     static let sweepLockKey: Int64 = 0x746F_6B65_6E5F_7377
 
@@ -217,13 +233,15 @@ final class PostgresStateStore: StateStore {
         let outcome: Result<T, StateWriteError>
         do {
             outcome = try await lockPool.withAdvisoryLock(key, waitSeconds: refreshLockWaitSeconds) { () async -> Result<T, StateWriteError> in
+                let leased: ContinuousClock.Instant
                 do throws(StateWriteError) {
-                    try await takeRefreshLease(id)
+                    leased = try await takeRefreshLease(id)
                 } catch {
                     return .failure(error)
                 }
                 metrics?.refreshLockWaited(seconds: (ContinuousClock.now - asked).seconds)
-                let value = await refresh()
+                let lease = HeldLease(id: id, until: leased + .seconds(refreshLockWaitSeconds))
+                let value = await Self.$heldLease.withValue(lease) { await refresh() }
                 await releaseRefreshLease(id)
                 return .success(value)
             }
@@ -234,11 +252,13 @@ final class PostgresStateStore: StateStore {
     }
 
     /// Records this instance's refresh of `id` (committed before the provider is asked), waiting
-    /// while another instance's lease on it holds.
-    private func takeRefreshLease(_ id: SHA256Digest) async throws(StateWriteError) {
+    /// while another instance's lease on it holds; returns when the attempt that took it began
+    /// (the lease lasts ``refreshLockWaitSeconds`` from a moment after it).
+    private func takeRefreshLease(_ id: SHA256Digest) async throws(StateWriteError) -> ContinuousClock.Instant {
         let seconds = Double(refreshLockWaitSeconds)
         let deadline = ContinuousClock.now + .seconds(refreshLockWaitSeconds + 1)
         while true {
+            let attempted = ContinuousClock.now
             let taken = try await write { connection throws(PostgresError) -> Bool in
                 try connection.execute("""
                     INSERT INTO broker_refresh_leases (session_id, held_until) VALUES ($1, extract(epoch FROM clock_timestamp()) + $2)
@@ -246,7 +266,7 @@ final class PostgresStateStore: StateStore {
                     WHERE broker_refresh_leases.held_until <= extract(epoch FROM clock_timestamp())
                     """, [.bytes(id.bytes), .double(seconds)]).affected == 1
             }
-            if taken { return }
+            if taken { return attempted }
             guard ContinuousClock.now < deadline else {
                 throw StateWriteError(description: "the session's refresh lease: another instance's refresh has not ended")
             }
@@ -313,15 +333,19 @@ final class PostgresStateStore: StateStore {
 
     /// Compare-and-set on the row version: a concurrent change from another instance makes the
     /// write miss, and the change is applied again to what that change left. A connection lost
-    /// on the way is retried for a few seconds; the version check makes a retry of a write that
-    /// did commit harmless (it misses, and the change is applied again to the committed row).
+    /// on the way is retried for a few seconds — and, for the refresh that holds the session's
+    /// lease, until the lease runs out: the tokens the provider has just rotated are then the
+    /// only ones that work, and no other instance refreshes the session before that, so giving
+    /// up sooner would lose the session (a restart of PostgreSQL takes longer than a few seconds).
+    /// The version check makes a retry of a write that did commit harmless (it misses, and the
+    /// change is applied again to the committed row).
     private func compareAndSet(_ id: SHA256Digest, _ change: (inout Session) -> Void) async throws(StateWriteError) -> Session? {
         for attempt in 0..<32 {
             if attempt > 0 { try? await Task.sleep(for: .milliseconds(Int.random(in: 1...(5 * attempt)))) }
             let now = clock()
             let rows: PostgresRows
             do {
-                rows = try await run(patience: Self.updatePatience) { connection throws(PostgresError) in
+                rows = try await run(patience: Self.patience(updating: id)) { connection throws(PostgresError) in
                     try connection.execute("SELECT version, key_id, sealed, used_at FROM broker_sessions WHERE id = $1 AND expires_at > $2",
                                            [.bytes(id.bytes), .double(now)])
                 }
@@ -338,7 +362,7 @@ final class PostgresStateStore: StateStore {
             let indexed = indexColumns(changed)
             let next = version + 1
             let payload = notification(id, next)
-            let written = try await write(patience: Self.updatePatience) { connection throws(PostgresError) -> Bool in
+            let written = try await write(patience: Self.patience(updating: id)) { connection throws(PostgresError) -> Bool in
                 let updated = try connection.execute("""
                     UPDATE broker_sessions SET version = $3, key_id = $4, sealed = $5, used_at = greatest(used_at, $6), expires_at = greatest(expires_at, $7),
                         subject_index = $8, sid_index = $9
