@@ -33,10 +33,11 @@ final class PostgresStateStore: StateStore {
     /// The lease of the refresh the current task is running, if any.
     @TaskLocal private static var heldLease: HeldLease?
 
-    /// How long an update of session `id` keeps trying through a lost connection, from now.
+    /// How long an update of session `id` keeps trying through a lost connection, from now: under
+    /// the session's refresh lease, what is left of it (past it another instance may refresh).
     private static func patience(updating id: SHA256Digest) -> Duration {
         guard let lease = heldLease, lease.id == id else { return updatePatience }
-        return max(updatePatience, lease.until - ContinuousClock.now)
+        return max(.zero, lease.until - ContinuousClock.now)
     }
     /// The advisory lock key of the sweep.
     static let sweepLockKey: Int64 = 0x746F_6B65_6E5F_7377
