@@ -124,8 +124,7 @@ final class Refresher: Sendable {
             guard force else { return .fresh(seen) }
             // Refreshed moments ago, perhaps on another instance, whose token this one's memory
             // may not hold yet: the store has it.
-            if let refused, !store.holdsEverySession, let stored = try? await store.loadSession(id, now: now()),
-               stored.accessToken != refused {
+            if let refused, !store.holdsEverySession, case .success(let stored?) = await reload(id), stored.accessToken != refused {
                 return .fresh(stored)
             }
             return .tooSoon(retryAfter: wait)
@@ -145,15 +144,9 @@ final class Refresher: Sendable {
         if !store.holdsEverySession {
             // Another instance may have refreshed the session while this one waited for the lock:
             // its new token serves every caller, forced or not.
-            let stored: Session?
-            do {
-                stored = try await store.loadSession(id, now: now())
-            } catch {
-                // Out of reach is not gone: the client keeps its session and retries.
-                logger.warning("refresh not attempted: the state store is out of reach", metadata: ["reason": "\(error.description)"])
-                return .unsaved
-            }
-            guard let stored else { return .gone }
+            // Out of reach is not gone: the client keeps its session and retries.
+            guard case .success(let found) = await reload(id) else { return .unsaved }
+            guard let stored = found else { return .gone }
             if stored.accessToken != seen.accessToken { return .fresh(stored) }
             session = stored
         }
@@ -174,12 +167,7 @@ final class Refresher: Sendable {
             if error.endsGrant {
                 // Only the refresh token this instance used is dead; another one may have rotated it.
                 if !store.holdsEverySession {
-                    let stored: Session?
-                    do {
-                        stored = try await store.loadSession(id, now: now())
-                    } catch {
-                        return .unsaved // not ended on a guess
-                    }
+                    guard case .success(let stored) = await reload(id) else { return .unsaved } // not ended on a guess
                     if let stored, stored.refreshToken != refreshToken { return .fresh(stored) }
                 }
                 guard await remove(id) else { return .unsaved }
@@ -228,6 +216,17 @@ final class Refresher: Sendable {
         guard minInterval > 0, session.accessTokenValid(for: 0, at: now()), let last = session.refreshedAt else { return nil }
         let wait = last + minInterval - now()
         return wait > 0 ? max(1, Int(wait.rounded(.up))) : nil
+    }
+
+    /// Session `id` as the shared store holds it now (another instance's refresh may have changed
+    /// it); a store out of reach is a failure, logged, never taken for a session gone.
+    private func reload(_ id: SHA256Digest) async -> Result<Session?, StateReadError> {
+        do {
+            return .success(try await store.loadSession(id, now: now()))
+        } catch {
+            logger.warning("the state store is out of reach while a refresh re-reads the session", metadata: ["reason": "\(error.description)"])
+            return .failure(error)
+        }
     }
 
     /// Ends session `id`; false when that could not be saved.
