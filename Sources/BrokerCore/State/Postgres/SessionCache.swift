@@ -8,8 +8,12 @@ import Synchronization
 /// Coherence: every change to a session row notifies `(id, version)`; an instance drops its copy
 /// when it is older (``invalidate(_:below:)``). A load that raced with a notification must not
 /// put back the row it read before the change: ``insert(_:version:ifUnchangedSince:)`` refuses
-/// it when the id was invalidated after the load began. Bounded: past `capacity` a shard drops
-/// entries (the database keeps them; the next read loads them again).
+/// it when the id was invalidated after the load began, or when the cache forgot since then what
+/// it invalidated (``clear()`` after a lost notification connection, or the shard's record of
+/// invalidations reaching its bound). The check and the insert are one step under the shard's
+/// lock, as an invalidation's record and drop are: a notification cannot fall between them.
+/// Bounded: past `capacity` a shard drops entries (the database keeps them; the next read loads
+/// them again).
 ///
 /// Use: a read marks the session used in memory at most once a minute, as the embedded store
 /// does, and queues its `used_at` for the database once it is ``writeBackInterval`` ahead of
@@ -27,7 +31,16 @@ final class SessionCache: Sendable {
         var entries: [SHA256Digest: Entry] = [:]
         /// Sessions whose `used_at` is queued for the database.
         var used: [SHA256Digest] = []
+        /// When each recently invalidated id was last invalidated (generation), for racing loads.
+        var invalidated: [SHA256Digest: UInt64] = [:]
+        /// Loads that began before this generation are not kept: what was invalidated before it
+        /// is forgotten.
+        var forgottenBefore: UInt64 = 0
     }
+
+    /// Invalidations a shard remembers (128,000 in all with 64 shards, a few MB) before it
+    /// forgets them; loads under way then are not kept (they load again on their next read).
+    private static let invalidationsKeptPerShard = 2_000
 
     private final class Shard: Sendable {
         let state = Mutex(ShardState())
@@ -39,10 +52,8 @@ final class SessionCache: Sendable {
     /// How far a session's use in memory may run ahead of its `used_at` in the database: 1% of
     /// the idle lifetime, from a minute to an hour.
     let writeBackInterval: Double
-    /// Counts invalidations; a load remembers it when it starts.
+    /// Counts invalidations and clears; a load remembers it when it starts.
     private let generation = Atomic<UInt64>(0)
-    /// When each recently invalidated id was last invalidated (generation), for racing loads.
-    private let invalidated = Mutex<[SHA256Digest: UInt64]>([:])
 
     init(capacity: Int, lifetimes: SessionLifetimes, shardCount: Int = 64) {
         shards = (0..<shardCount).map { _ in Shard() }
@@ -81,8 +92,11 @@ final class SessionCache: Sendable {
     /// Keeps `session` at `version` (this instance's own write, or a load that began at
     /// `generation` if no invalidation of the id came since), as the database holds it.
     func insert(_ session: Session, version: Int64, ifUnchangedSince generation: UInt64? = nil) {
-        if let generation, let last = invalidated.withLock({ $0[session.id] }), last > generation { return }
         shard(session.id).state.withLock { state in
+            if let generation {
+                if generation < state.forgottenBefore { return }
+                if let last = state.invalidated[session.id], last > generation { return }
+            }
             if let current = state.entries[session.id], current.version > version { return }
             if state.entries.count >= capacityPerShard, state.entries[session.id] == nil, let victim = state.entries.keys.first {
                 state.entries[victim] = nil
@@ -94,11 +108,12 @@ final class SessionCache: Sendable {
     /// Drops the copy of `id` older than `version` (another instance changed or removed it).
     func invalidate(_ id: SHA256Digest, below version: Int64) {
         let now = generation.wrappingAdd(1, ordering: .acquiringAndReleasing).newValue
-        invalidated.withLock { invalidated in
-            if invalidated.count > 100_000 { invalidated.removeAll(keepingCapacity: true) }
-            invalidated[id] = now
-        }
         shard(id).state.withLock { state in
+            if state.invalidated.count >= Self.invalidationsKeptPerShard {
+                state.invalidated.removeAll(keepingCapacity: true)
+                state.forgottenBefore = now
+            }
+            state.invalidated[id] = now
             if let current = state.entries[id], current.version < version { state.entries[id] = nil }
         }
     }
@@ -109,9 +124,8 @@ final class SessionCache: Sendable {
 
     /// Forgets everything (the notification connection dropped: changes may have been missed).
     func clear() {
-        generation.wrappingAdd(1, ordering: .acquiringAndReleasing)
-        invalidated.withLock { $0.removeAll() }
-        for shard in shards { shard.state.withLock { $0 = ShardState() } }
+        let now = generation.wrappingAdd(1, ordering: .acquiringAndReleasing).newValue
+        for shard in shards { shard.state.withLock { $0 = ShardState(forgottenBefore: now) } }
     }
 
     /// The sessions whose use was queued for the database since the last call, with their
