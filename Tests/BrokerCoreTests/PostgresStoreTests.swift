@@ -90,8 +90,38 @@ struct PostgresStoreTests {
         }
         await newOnly.close()
         let oldOnly = try await open(url, keys: StateKeys(current: old), clock: clock)
-        #expect(try await oldOnly.loadSession(sessions[1].id, now: clock.seconds) == nil, "the old key alone opens nothing now")
+        await #expect(throws: StateReadError.self, "the old key alone opens nothing now") {
+            try await oldOnly.loadSession(sessions[1].id, now: clock.seconds)
+        }
         await oldOnly.close()
+    }
+
+    /// A rotation rolled out one instance at a time: an instance that has the next key first
+    /// seals rows that one still on the old key alone cannot open. For that instance they are the
+    /// store failing (a 503 to retry), never absent: "no such session" would end the session for
+    /// its client, a refresh would revoke the grant it just got. Given the next key after its own
+    /// (the first step of a rotation across instances, docs/operations.md), it opens them.
+    @Test func aRowSealedUnderAKeyAnInstanceLacksIsAFailureThereNotAnAbsence() async throws {
+        let url = try PostgresTestCluster.shared.get().createDatabase()
+        let old = SymmetricKey.generate()
+        let new = SymmetricKey.generate()
+        let clock = TestClock(Date(timeIntervalSince1970: 1_800_000_000))
+        let rotated = try await open(url, keys: StateKeys(current: new, older: [old]), clock: clock)
+        let behind = try await open(url, keys: StateKeys(current: old), clock: clock)
+        let session = session("rolled", clock: clock)
+        #expect(try await rotated.saveSession(session, createdBy: nil))
+
+        await #expect(throws: StateReadError.self) { try await behind.loadSession(session.id, now: clock.seconds) }
+        await #expect(throws: StateWriteError.self) {
+            try await behind.updateSession(session.id) { $0.accessToken = "changed where it cannot be read" }
+        }
+        #expect(try await rotated.loadSession(session.id, now: clock.seconds)?.accessToken == session.accessToken, "the row is unchanged")
+        await behind.close()
+
+        let secondKeyAdded = try await open(url, keys: StateKeys(current: old, older: [new]), clock: clock)
+        #expect(try await secondKeyAdded.loadSession(session.id, now: clock.seconds)?.refreshToken == session.refreshToken)
+        await secondKeyAdded.close()
+        await rotated.close()
     }
 
     /// The refresh lock goes with its connection (PostgreSQL restarting while the holder waits

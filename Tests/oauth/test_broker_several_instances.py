@@ -36,7 +36,8 @@ def postgres():
 @pytest.fixture
 def instances(postgres, auth_server, browser, request):
     """Starts three brokers on a fresh database; returns (brokers, apps, start) where `start(port)`
-    starts one more on the same database. A test marked `instance_env` adds to their environment."""
+    starts one more on the same database (`start(port, {...})`: with more environment). A test
+    marked `instance_env` adds to their environment."""
     ports = [free_port() for _ in range(3)]
     client_id, secret = auth_server.register_client([f"http://127.0.0.1:{ports[1]}/callback"])
     # The provider's API is the authorization server itself (its userinfo), for the proxy.
@@ -54,8 +55,8 @@ def instances(postgres, auth_server, browser, request):
     env.update(marker.args[0] if marker else {})
     started = []
 
-    def start(port):
-        broker = BrokerProcess(config, env=env, port=port)
+    def start(port, more_env=None):
+        broker = BrokerProcess(config, env={**env, **(more_env or {})}, port=port)
         started.append(broker)
         return broker
 
@@ -68,6 +69,45 @@ def instances(postgres, auth_server, browser, request):
 
 def bearer(token):
     return {"Authorization": f"Bearer {token}"}
+
+
+def test_a_state_key_put_first_on_one_instance_too_soon_ends_no_session(instances):
+    """A rotation of the state key rolled out wrongly: one instance gets the new key first while
+    the others have only the old one. Its refresh re-seals the session's row under the new key;
+    an instance without that key answers 503 (retry) for the session — not 401, which would end
+    it for the client — and once it has the new key too (after its own), it serves the session."""
+    brokers, apps, start = instances
+    new_key = subprocess.run([broker_binary(), "gen-key"], capture_output=True, text=True, check=True).stdout.strip()
+    params, verifier = apps[0].sign_in("bob")
+    redeemed = apps[0].redeem(params["code"], verifier)
+    assert redeemed.status_code == 200, redeemed.text
+    token = redeemed.json()["session_token"]
+    assert requests.get(brokers[0].url("/token"), headers=bearer(token), timeout=10).status_code == 200
+
+    ahead = start(free_port(), {"BROKER_STATE_KEY": f"{new_key},{STATE_KEY}"})
+    refreshed = requests.post(ahead.url("/refresh"), headers=bearer(token), timeout=30)
+    assert refreshed.status_code == 200, refreshed.text
+    access = refreshed.json()["access_token"]
+
+    answers = []
+
+    def behind_stops_serving_its_copy():
+        answers.append(requests.get(brokers[0].url("/token"), headers=bearer(token), timeout=10))
+        return answers[-1].status_code != 200
+
+    assert wait_for(behind_stops_serving_its_copy), "the change's notification reaches the instance without the key"
+    behind = answers[-1]
+    assert behind.status_code == 503, behind.text
+    assert behind.json()["error"] == "temporarily_unavailable"
+    assert behind.headers["Retry-After"] == "5"
+    assert requests.post(brokers[2].url("/refresh"), headers=bearer(token), timeout=30).status_code == 503
+    assert any("sealed under a state key this instance does not have" in line for line in brokers[0].lines)
+
+    assert requests.get(ahead.url("/token"), headers=bearer(token), timeout=10).json()["access_token"] == access
+    caught_up = start(free_port(), {"BROKER_STATE_KEY": f"{STATE_KEY},{new_key}"})
+    answer = requests.get(caught_up.url("/token"), headers=bearer(token), timeout=10)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["access_token"] == access
 
 
 def test_each_step_of_a_login_on_another_instance_and_the_session_everywhere(instances, auth_server):

@@ -151,9 +151,21 @@ final class PostgresStateStore: StateStore {
         }
     }
 
-    func openSession(_ rows: PostgresRows, _ row: Int, id: SHA256Digest, keyColumn: Int, sealedColumn: Int, usedAtColumn: Int?) -> Session? {
-        guard let keyID = rows.int(row, keyColumn), let sealed = rows.bytes(row, sealedColumn),
-              case .session(var session) = sealer.open(sealed, keyID: keyID, table: "sessions", key: id) else {
+    /// The session in a row. A row sealed under a key this instance does not have (another
+    /// instance already has the next key of a rotation) is the store failing for this instance:
+    /// it throws, so that the request is a 503 to retry — never "no such session", which would end
+    /// the session for its client, nor a session skipped by a back-channel logout. A row that
+    /// does not open under a key this instance has (altered outside the broker) is logged and
+    /// treated as absent.
+    func openSession(
+        _ rows: PostgresRows, _ row: Int, id: SHA256Digest, keyColumn: Int, sealedColumn: Int, usedAtColumn: Int?
+    ) throws(StateReadError) -> Session? {
+        guard let keyID = rows.int(row, keyColumn), let sealed = rows.bytes(row, sealedColumn) else { return nil }
+        guard sealer.hasKey(keyID) else {
+            logger.error("a session row is sealed under a state key this instance does not have", metadata: ["key_id": "\(UInt64(bitPattern: keyID))"])
+            throw StateReadError(description: "a session row is sealed under a state key this instance does not have")
+        }
+        guard case .session(var session) = sealer.open(sealed, keyID: keyID, table: "sessions", key: id) else {
             logger.error("a session row does not open with the configured state keys; it is treated as absent")
             return nil
         }
@@ -214,7 +226,7 @@ final class PostgresStateStore: StateStore {
             throw StateReadError(description: error.description)
         }
         guard rows.count == 1, let version = rows.int(0, 0),
-              let session = openSession(rows, 0, id: id, keyColumn: 1, sealedColumn: 2, usedAtColumn: 3),
+              let session = try openSession(rows, 0, id: id, keyColumn: 1, sealedColumn: 2, usedAtColumn: 3),
               lifetimes.isLive(session, now: now) else { return nil }
         cache.insert(session, version: version, ifUnchangedSince: generation)
         return session
@@ -353,8 +365,14 @@ final class PostgresStateStore: StateStore {
             } catch {
                 throw StateWriteError(description: error.description)
             }
-            guard rows.count == 1, let version = rows.int(0, 0),
-                  var session = openSession(rows, 0, id: id, keyColumn: 1, sealedColumn: 2, usedAtColumn: 3) else { return nil }
+            guard rows.count == 1, let version = rows.int(0, 0) else { return nil }
+            let opened: Session?
+            do {
+                opened = try openSession(rows, 0, id: id, keyColumn: 1, sealedColumn: 2, usedAtColumn: 3)
+            } catch {
+                throw StateWriteError(description: error.description)
+            }
+            guard var session = opened else { return nil }
             change(&session)
             let changed = session
             let sealed = try sealedSession(changed)
@@ -394,6 +412,7 @@ final class PostgresStateStore: StateStore {
         guard rows.count == 1 else { return nil }
         liveSessions.wrappingSubtract(1, ordering: .relaxed)
         guard (rows.double(0, 2) ?? 0) > clock() else { return nil }
-        return openSession(rows, 0, id: id, keyColumn: 0, sealedColumn: 1, usedAtColumn: nil)
+        // Removed either way; a session this instance cannot open is not revoked at its provider.
+        return try? openSession(rows, 0, id: id, keyColumn: 0, sealedColumn: 1, usedAtColumn: nil)
     }
 }

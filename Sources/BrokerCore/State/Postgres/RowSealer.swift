@@ -17,6 +17,12 @@ struct RowSealer: Sendable {
         return try AESGCM.seal(plaintext, key: keys.current, authenticating: Self.additionalData(table, key)).combined
     }
 
+    /// Whether the key `keyID` names is configured here (a row sealed by an instance that has a
+    /// key this one lacks: a rotation under way).
+    func hasKey(_ keyID: Int64) -> Bool {
+        keys.key(id: UInt64(bitPattern: keyID)) != nil
+    }
+
     /// The one record a sealed value holds; nil when it does not open (unknown key, tampering)
     /// or holds something else.
     func open(_ sealed: [UInt8], keyID: Int64, table: String, key: SHA256Digest) -> StateRecord? {
