@@ -14,10 +14,10 @@ import Testing
 struct PostgresStoreTests {
     static let lifetimes = SessionLifetimes(idle: 3600, absolute: 86_400)
 
-    private func open(_ url: String, keys: StateKeys, clock: TestClock) async throws -> PostgresStateStore {
+    private func open(_ url: String, keys: StateKeys, clock: TestClock, leaseSeconds: Int = 10) async throws -> PostgresStateStore {
         try await PostgresStateStore.open(
             settings: PostgresSettings(url: url, password: Secret(PostgresTestCluster.password, source: "test"), poolSize: 2),
-            keys: keys, lifetimes: Self.lifetimes, refreshLockWaitSeconds: 10, clock: { clock.seconds },
+            keys: keys, lifetimes: Self.lifetimes, refreshLockWaitSeconds: leaseSeconds, clock: { clock.seconds },
             logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
         )
     }
@@ -149,6 +149,58 @@ struct PostgresStoreTests {
         #expect(events.withLock { $0 } == ["first began", "first ended", "second began"])
         await first.close()
         await second.close()
+    }
+
+    /// A refresh whose lease ran out (its database was away longer) still offers its rotated
+    /// tokens, but not while another instance holds a lease: that one refreshes from the row as
+    /// it is, and its result is the session's. Nor does the first, ending, release the second's
+    /// lease.
+    @Test func pastItsLeaseARefreshDoesNotWriteOverAnotherInstancesLease() async throws {
+        let url = try PostgresTestCluster.shared.get().createDatabase()
+        let keys = StateKeys(current: .generate())
+        let clock = TestClock(Date(timeIntervalSince1970: 1_800_000_000))
+        let first = try await open(url, keys: keys, clock: clock, leaseSeconds: 1)
+        let second = try await open(url, keys: keys, clock: clock)
+        let session = session("overrun", clock: clock)
+        #expect(try await first.saveSession(session, createdBy: nil))
+        let flags = Flags()
+        let late: Result<Session?, StateWriteError> = try await first.whileRefreshing(session.id) {
+            try? await terminateAdvisoryLockHolders(url)
+            try? await Task.sleep(for: .milliseconds(1500))
+            let id = session.id
+            Task {
+                try await second.whileRefreshing(id) {
+                    flags.secondHolds.store(true, ordering: .releasing)
+                    while !flags.firstDone.load(ordering: .acquiring) { try? await Task.sleep(for: .milliseconds(20)) }
+                }
+            }
+            while !flags.secondHolds.load(ordering: .acquiring) { try? await Task.sleep(for: .milliseconds(20)) }
+            do throws(StateWriteError) {
+                return .success(try await first.updateSession(session.id) { $0.accessToken = "written past the lease" })
+            } catch {
+                return .failure(error)
+            }
+        }
+        #expect(throws: StateWriteError.self) { try late.get() }
+        #expect(try await leaseRows(url) == 1, "the second instance's lease is kept")
+        #expect(try await second.loadSession(session.id, now: clock.seconds)?.accessToken == session.accessToken)
+        flags.firstDone.store(true, ordering: .releasing)
+        await first.close()
+        await second.close()
+    }
+
+    private final class Flags: Sendable {
+        let secondHolds = Atomic(false)
+        let firstDone = Atomic(false)
+    }
+
+    private func leaseRows(_ url: String) async throws -> Int {
+        let pool = PostgresPool(options: .init(url: url, password: PostgresTestCluster.password), size: 1, acquireTimeout: .seconds(5))
+        defer { pool.close() }
+        let rows = try await pool.withConnection { connection throws(PostgresError) in
+            try connection.execute("SELECT count(*) FROM broker_refresh_leases")
+        }
+        return rows.int(0, 0).map(Int.init) ?? -1
     }
 
     /// Ends every database session holding an advisory lock, as a restart of the server would.

@@ -394,6 +394,40 @@ def test_a_refresh_whose_tokens_cannot_be_saved_yet_keeps_trying_while_its_lease
     assert renewed.status_code == 200, f"the session lost its refresh token: {renewed.text}"
 
 
+@pytest.mark.instance_env({"BROKER_MIN_REFRESH_INTERVAL_SECONDS": "0", "BROKER_UPSTREAM_TIMEOUT_SECONDS": "5"})
+def test_a_refresh_whose_lease_runs_out_while_the_database_is_down_still_saves_its_tokens(instances, auth_server, postgres):
+    """The same with a shorter lease (10 s: a 5 s upstream timeout) and PostgreSQL down for 13 s
+    from the moment the provider has the refresh — a failover outlasts the lease. The rotated tokens
+    are only in the refreshing instance's memory; it keeps offering them to the database past the
+    lease (no other instance took one meanwhile), so they are saved once it is back, and the
+    session lives on. Given up at the lease's end, the client would get a 503 and then lose the
+    session to the provider's reuse detection."""
+    brokers, apps, _ = instances
+    apps[0].login("alice")
+    token = apps[0].session_token
+    before = requests.get(brokers[0].url("/token"), headers=bearer(token), timeout=10).json()["access_token"]
+    auth_server.reset_stats()
+    auth_server.inject_fault("token", delay=1.0, count=1)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        asked = time.monotonic()
+        pending = pool.submit(requests.post, brokers[0].url("/refresh"), headers=bearer(token), timeout=90)
+        assert wait_for(lambda: auth_server.stats().get("refresh_token") == 1, 3), "the provider has the refresh"
+        postgres.stop(mode="immediate")
+        try:
+            time.sleep(13)
+        finally:
+            postgres.restart()
+        answer = pending.result()
+    assert answer.status_code == 200, answer.text
+    assert time.monotonic() - asked > 13, "answered after the database came back"
+    refreshed = answer.json()["access_token"]
+    assert refreshed != before
+    assert wait_for(lambda: all(requests.get(b.url("/readyz"), timeout=10).status_code == 200 for b in brokers), 20)
+    assert requests.get(brokers[2].url("/token"), headers=bearer(token), timeout=10).json()["access_token"] == refreshed
+    renewed = requests.post(brokers[1].url("/refresh"), headers=bearer(token), timeout=30)
+    assert renewed.status_code == 200, f"the session lost its refresh token: {renewed.text}"
+
+
 @pytest.mark.instance_env({"BROKER_REFRESH_REQUESTS_PER_MINUTE": "0", "BROKER_LOGIN_REQUESTS_PER_MINUTE": "0",
                             "BROKER_TOKEN_REQUESTS_PER_MINUTE": "0", "BROKER_MIN_REFRESH_INTERVAL_SECONDS": "0",
                             "BROKER_MAX_CONNECTIONS_PER_IP": "1024"})

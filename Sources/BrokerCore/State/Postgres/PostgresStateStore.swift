@@ -22,22 +22,34 @@ final class PostgresStateStore: StateStore {
     static let channel = "broker_sessions"
     /// How long an update keeps trying through a lost connection.
     private static let updatePatience = Duration.seconds(3)
+    /// How long a refresh's rotated tokens keep being offered to the database after its lease ran
+    /// out (a failover can take a minute): written only while no other instance holds a lease.
+    private static let afterLeasePatience = Duration.seconds(60)
 
     /// A session's refresh lease, as the task that holds it knows it (``whileRefreshing(_:_:)``).
     private struct HeldLease: Sendable {
         let id: SHA256Digest
         /// No later than the lease's end.
         let until: ContinuousClock.Instant
+        /// The lease row's `held_until`, as the database wrote it: which lease row is this one's.
+        let heldUntil: Double
     }
 
     /// The lease of the refresh the current task is running, if any.
     @TaskLocal private static var heldLease: HeldLease?
 
+    /// The lease the current task holds on session `id`, if any.
+    private static func lease(on id: SHA256Digest) -> HeldLease? {
+        guard let lease = heldLease, lease.id == id else { return nil }
+        return lease
+    }
+
     /// How long an update of session `id` keeps trying through a lost connection, from now: under
-    /// the session's refresh lease, what is left of it (past it another instance may refresh).
+    /// the session's refresh lease, what is left of it and ``afterLeasePatience`` more (the update
+    /// then waits for every other instance's lease: see ``compareAndSet(_:_:)``).
     private static func patience(updating id: SHA256Digest) -> Duration {
-        guard let lease = heldLease, lease.id == id else { return updatePatience }
-        return max(.zero, lease.until - ContinuousClock.now)
+        guard let lease = lease(on: id) else { return updatePatience }
+        return max(.zero, lease.until - ContinuousClock.now) + afterLeasePatience
     }
     /// The advisory lock key of the sweep.
     static let sweepLockKey: Int64 = 0x746F_6B65_6E5F_7377
@@ -246,16 +258,15 @@ final class PostgresStateStore: StateStore {
         let outcome: Result<T, StateWriteError>
         do {
             outcome = try await lockPool.withAdvisoryLock(key, waitSeconds: refreshLockWaitSeconds) { () async -> Result<T, StateWriteError> in
-                let leased: ContinuousClock.Instant
+                let lease: HeldLease
                 do throws(StateWriteError) {
-                    leased = try await takeRefreshLease(id)
+                    lease = try await takeRefreshLease(id)
                 } catch {
                     return .failure(error)
                 }
                 metrics?.refreshLockWaited(seconds: (ContinuousClock.now - asked).seconds)
-                let lease = HeldLease(id: id, until: leased + .seconds(refreshLockWaitSeconds))
                 let value = await Self.$heldLease.withValue(lease) { await refresh() }
-                await releaseRefreshLease(id)
+                await releaseRefreshLease(lease)
                 return .success(value)
             }
         } catch {
@@ -265,21 +276,26 @@ final class PostgresStateStore: StateStore {
     }
 
     /// Records this instance's refresh of `id` (committed before the provider is asked), waiting
-    /// while another instance's lease on it holds; returns when the attempt that took it began
-    /// (the lease lasts ``refreshLockWaitSeconds`` from a moment after it).
-    private func takeRefreshLease(_ id: SHA256Digest) async throws(StateWriteError) -> ContinuousClock.Instant {
+    /// while another instance's lease on it holds. Its end by this instance's clock is reckoned
+    /// from when the attempt that took it began (the lease lasts ``refreshLockWaitSeconds`` from a
+    /// moment after it).
+    private func takeRefreshLease(_ id: SHA256Digest) async throws(StateWriteError) -> HeldLease {
         let seconds = Double(refreshLockWaitSeconds)
         let deadline = ContinuousClock.now + .seconds(refreshLockWaitSeconds + 1)
         while true {
             let attempted = ContinuousClock.now
-            let taken = try await write { connection throws(PostgresError) -> Bool in
-                try connection.execute("""
+            let taken = try await write { connection throws(PostgresError) -> Double? in
+                let rows = try connection.execute("""
                     INSERT INTO broker_refresh_leases (session_id, held_until) VALUES ($1, extract(epoch FROM clock_timestamp()) + $2)
                     ON CONFLICT (session_id) DO UPDATE SET held_until = excluded.held_until
                     WHERE broker_refresh_leases.held_until <= extract(epoch FROM clock_timestamp())
-                    """, [.bytes(id.bytes), .double(seconds)]).affected == 1
+                    RETURNING held_until
+                    """, [.bytes(id.bytes), .double(seconds)])
+                return rows.count == 1 ? rows.double(0, 0) : nil
             }
-            if taken { return attempted }
+            if let heldUntil = taken {
+                return HeldLease(id: id, until: attempted + .seconds(refreshLockWaitSeconds), heldUntil: heldUntil)
+            }
             guard ContinuousClock.now < deadline else {
                 throw StateWriteError(description: "the session's refresh lease: another instance's refresh has not ended")
             }
@@ -287,11 +303,13 @@ final class PostgresStateStore: StateStore {
         }
     }
 
-    /// Ends this instance's lease on `id`; if the database cannot be reached, it runs out.
-    private func releaseRefreshLease(_ id: SHA256Digest) async {
+    /// Ends this instance's lease — not another instance's that followed it once it ran out; if
+    /// the database cannot be reached, it runs out.
+    private func releaseRefreshLease(_ lease: HeldLease) async {
         _ = try? await write { connection throws(PostgresError) in
             try connection.execute("SET LOCAL synchronous_commit = off")
-            try connection.execute("DELETE FROM broker_refresh_leases WHERE session_id = $1", [.bytes(id.bytes)])
+            try connection.execute("DELETE FROM broker_refresh_leases WHERE session_id = $1 AND held_until = $2",
+                                   [.bytes(lease.id.bytes), .double(lease.heldUntil)])
         }
     }
 
@@ -347,11 +365,13 @@ final class PostgresStateStore: StateStore {
     /// Compare-and-set on the row version: a concurrent change from another instance makes the
     /// write miss, and the change is applied again to what that change left. A connection lost
     /// on the way is retried for a few seconds — and, for the refresh that holds the session's
-    /// lease, until the lease runs out: the tokens the provider has just rotated are then the
-    /// only ones that work, and no other instance refreshes the session before that, so giving
-    /// up sooner would lose the session (a restart of PostgreSQL takes longer than a few seconds).
-    /// The version check makes a retry of a write that did commit harmless (it misses, and the
-    /// change is applied again to the committed row).
+    /// lease, for as long as the lease holds and a minute more: the tokens the provider has just
+    /// rotated are then the only ones that work, so giving up sooner would lose the session (a
+    /// restart or failover of PostgreSQL can outlast the lease). No other instance refreshes the
+    /// session while the lease holds; past it, the write is made only while no other instance
+    /// holds a lease on the session (one that took it would refresh with the token this one
+    /// replaced). The version check makes a retry of a write that did commit harmless (it
+    /// misses, and the change is applied again to the committed row).
     private func compareAndSet(_ id: SHA256Digest, _ change: (inout Session) -> Void) async throws(StateWriteError) -> Session? {
         for attempt in 0..<32 {
             if attempt > 0 { try? await Task.sleep(for: .milliseconds(Int.random(in: 1...(5 * attempt)))) }
@@ -381,13 +401,19 @@ final class PostgresStateStore: StateStore {
             let indexed = indexColumns(changed)
             let next = version + 1
             let payload = notification(id, next)
+            let lease = Self.lease(on: id)
+            let noOtherLease = lease == nil ? "" : """
+                 AND NOT EXISTS (SELECT 1 FROM broker_refresh_leases WHERE session_id = $1
+                    AND held_until > extract(epoch FROM clock_timestamp()) AND held_until <> $10)
+                """
+            let leaseValue: [PostgresValue] = lease.map { [.double($0.heldUntil)] } ?? []
             let written = try await write(patience: Self.patience(updating: id)) { connection throws(PostgresError) -> Bool in
                 let updated = try connection.execute("""
                     UPDATE broker_sessions SET version = $3, key_id = $4, sealed = $5, used_at = greatest(used_at, $6), expires_at = greatest(expires_at, $7),
                         subject_index = $8, sid_index = $9
-                    WHERE id = $1 AND version = $2
+                    WHERE id = $1 AND version = $2\(noOtherLease)
                     """, [.bytes(id.bytes), .int(version), .int(next), .int(keyID), .bytes(sealed), .double(changed.usedAt), .double(expiresAt)]
-                        + indexed)
+                        + indexed + leaseValue)
                 guard updated.affected == 1 else { return false }
                 try connection.execute("SELECT pg_notify($1, $2)", [.text(Self.channel), .text(payload)])
                 return true
