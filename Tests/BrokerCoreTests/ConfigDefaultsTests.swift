@@ -178,10 +178,10 @@ struct ConfigDefaultsTests {
         let defaults = Limits().upstream
         #expect(defaults.maxInFlight == 256)
         #expect(defaults.totalTimeout == .seconds(10))
-        #expect(defaults.connectTimeout == .seconds(5))
+        #expect(defaults.silenceTimeout == .seconds(5))
         let configured = Limits(maxUpstreamCalls: 7, upstreamTimeoutSeconds: 1).upstream
         #expect(configured.maxInFlight == 7)
         #expect(configured.totalTimeout == .seconds(1))
-        #expect(configured.connectTimeout == .seconds(1), "connecting gets at least a second")
+        #expect(configured.silenceTimeout == .seconds(1), "silence gets at least a second")
     }
 }

@@ -15,18 +15,18 @@ public final class UpstreamClient: Sendable {
     /// What calls may take. The broker's come from the configuration (`Limits.upstream`), which
     /// writes their defaults; this type writes none but the response cap, which is not configured.
     public struct Limits: Sendable {
-        public var connectTimeout: Duration
+        public var silenceTimeout: Duration
         public var totalTimeout: Duration
         public var maxResponseBytes = 1 << 20
         /// Calls in flight at once; one more fails at once (the client gets a 503).
         public var maxInFlight: Int
 
-        /// Calls that take at most `totalTimeoutSeconds` in all and connect within half of it
-        /// (at least a second).
+        /// Calls that take at most `totalTimeoutSeconds` in all and are never silent for half of
+        /// it (at least a second) — connecting or waiting for the answer's bytes.
         public init(maxInFlight: Int, totalTimeoutSeconds: Int) {
             self.maxInFlight = maxInFlight
             totalTimeout = .seconds(totalTimeoutSeconds)
-            connectTimeout = .seconds(max(1, totalTimeoutSeconds / 2))
+            silenceTimeout = .seconds(max(1, totalTimeoutSeconds / 2))
         }
     }
 
@@ -37,7 +37,7 @@ public final class UpstreamClient: Sendable {
 
     public init(limits: Limits) {
         let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = limits.connectTimeout.seconds
+        configuration.timeoutIntervalForRequest = limits.silenceTimeout.seconds
         configuration.timeoutIntervalForResource = limits.totalTimeout.seconds
         configuration.httpCookieAcceptPolicy = .never
         configuration.httpShouldSetCookies = false
