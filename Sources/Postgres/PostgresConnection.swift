@@ -63,10 +63,12 @@ public final class PostgresConnection {
     /// Whether an idle connection is still usable. An idle connection of a pool receives nothing
     /// (it does not LISTEN), so anything to read means the server shut down or ended the session
     /// and closed its end, which libpq notices only when it next reads: such a connection is
-    /// given up before a statement is lost on it. A poll that does not wait.
+    /// given up before a statement is lost on it. A poll that does not wait. One left inside a
+    /// transaction (a rollback that failed) is given up too: the next call's statements would
+    /// join that transaction, and its `SET LOCAL`s.
     func isAliveAfterIdle() -> Bool {
         var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
-        return isHealthy && poll(&descriptor, 1, 0) == 0
+        return isHealthy && PQtransactionStatus(handle) == PQTRANS_IDLE && poll(&descriptor, 1, 0) == 0
     }
 
     /// Runs one statement with `$1…$n` parameters (never spliced into the text) and returns
