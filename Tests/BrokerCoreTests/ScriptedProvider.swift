@@ -38,6 +38,7 @@ final class ScriptedProvider: UpstreamTransport, Sendable {
         var revoked: [String] = []
         var refreshes = 0
         var nextRefreshError: (status: Int, body: String)?
+        var duringNextRefresh: (@Sendable () async -> Void)?
         var nextUserinfoUnauthorized = false
         var nextIDTokenNonce: String?
         var accessTokenLifetime = 3600
@@ -89,6 +90,8 @@ final class ScriptedProvider: UpstreamTransport, Sendable {
     var refreshes: Int { state.withLock { $0.refreshes } }
     /// The next refresh answers this status and JSON body instead.
     func failNextRefresh(status: Int, body: String) { state.withLock { $0.nextRefreshError = (status, body) } }
+    /// Runs `action` while the next refresh is at the provider, before it is answered.
+    func duringNextRefresh(_ action: @escaping @Sendable () async -> Void) { state.withLock { $0.duringNextRefresh = action } }
     /// The next userinfo call answers 401, whatever the token.
     func rejectNextUserinfo() { state.withLock { $0.nextUserinfoUnauthorized = true } }
     /// The next ID token carries this nonce instead of the one the broker sent.
@@ -162,6 +165,11 @@ final class ScriptedProvider: UpstreamTransport, Sendable {
             }
             return issue(Grant(subject: code.subject, scopes: code.scopes), idToken: idToken)
         case "refresh_token":
+            let during = state.withLock { state in
+                defer { state.duringNextRefresh = nil }
+                return state.duringNextRefresh
+            }
+            await during?()
             let (grant, failure) = state.withLock { state -> (Grant?, (status: Int, body: String)?) in
                 state.refreshes += 1
                 if let failure = state.nextRefreshError {

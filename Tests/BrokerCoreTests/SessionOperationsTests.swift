@@ -90,6 +90,25 @@ struct SessionOperationsTests {
         #expect((try await bed.stored(session.id)) == nil)
     }
 
+    /// Signed out while its refresh was at the provider, which refused it: the session is gone
+    /// either way, so the caller is told to sign in again (401), not to retry (503).
+    @Test(arguments: StoreKind.allCases)
+    func aRefreshRefusedForASessionEndedMeanwhileIsLoginRequired(_ kind: StoreKind) async throws {
+        let bed = try await FlowTestBed(kind)
+        defer { Task { await bed.close() } }
+        let session = try await bed.newSession().session
+        bed.clock.advance(by: 3600 + 1)
+        let store = bed.store
+        bed.provider.duringNextRefresh { _ = try? await store.removeSession(session.id) }
+        bed.provider.failNextRefresh(status: 400, body: #"{"error":"invalid_grant"}"#)
+        do {
+            _ = try await bed.sessions.refresh(session.id, force: false, minimumValidity: 60)
+            Issue.record("refreshed despite invalid_grant")
+        } catch {
+            guard case .loginRequired = error else { Issue.record("\(error)"); return }
+        }
+    }
+
     @Test(arguments: StoreKind.allCases)
     func aForcedRefreshMomentsAfterAnotherIsRefusedWithAWait(_ kind: StoreKind) async throws {
         let bed = try await FlowTestBed(kind)

@@ -229,9 +229,14 @@ final class Refresher: Sendable {
         }
     }
 
-    /// Ends session `id`; false when that could not be saved.
+    /// Ends session `id` (already gone is ended too); false when that could not be saved.
     private func remove(_ id: SHA256Digest) async -> Bool {
         failures.withLock { $0[id] = nil }
-        return (try? await store.removeSession(id)) != nil
+        do {
+            _ = try await store.removeSession(id)
+            return true
+        } catch {
+            return false
+        }
     }
 }
