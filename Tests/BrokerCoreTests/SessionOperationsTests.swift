@@ -69,6 +69,17 @@ struct SessionOperationsTests {
         #expect(bed.provider.accepts(try #require(refreshed.first)))
     }
 
+    /// A refresh of `id` that the provider refuses with `invalid_grant`: "sign in again".
+    private func expectLoginRequired(_ bed: FlowTestBed, _ id: SHA256Digest) async {
+        bed.provider.failNextRefresh(status: 400, body: #"{"error":"invalid_grant"}"#)
+        do {
+            _ = try await bed.sessions.refresh(id, force: false, minimumValidity: 60)
+            Issue.record("refreshed despite invalid_grant")
+        } catch {
+            guard case .loginRequired = error else { Issue.record("\(error)"); return }
+        }
+    }
+
     @Test(arguments: StoreKind.allCases)
     func onlyInvalidGrantEndsTheSession(_ kind: StoreKind) async throws {
         let bed = try await FlowTestBed(kind)
@@ -80,13 +91,7 @@ struct SessionOperationsTests {
             await #expect(throws: RefreshFailure.self) { try await bed.sessions.refresh(session.id, force: false, minimumValidity: 60) }
             #expect((try await bed.stored(session.id)) != nil, "ended by \(body)")
         }
-        bed.provider.failNextRefresh(status: 400, body: #"{"error":"invalid_grant"}"#)
-        do {
-            _ = try await bed.sessions.refresh(session.id, force: false, minimumValidity: 60)
-            Issue.record("refreshed despite invalid_grant")
-        } catch {
-            guard case .loginRequired = error else { Issue.record("\(error)"); return }
-        }
+        await expectLoginRequired(bed, session.id)
         #expect((try await bed.stored(session.id)) == nil)
     }
 
@@ -100,13 +105,7 @@ struct SessionOperationsTests {
         bed.clock.advance(by: 3600 + 1)
         let store = bed.store
         bed.provider.duringNextRefresh { _ = try? await store.removeSession(session.id) }
-        bed.provider.failNextRefresh(status: 400, body: #"{"error":"invalid_grant"}"#)
-        do {
-            _ = try await bed.sessions.refresh(session.id, force: false, minimumValidity: 60)
-            Issue.record("refreshed despite invalid_grant")
-        } catch {
-            guard case .loginRequired = error else { Issue.record("\(error)"); return }
-        }
+        await expectLoginRequired(bed, session.id)
     }
 
     @Test(arguments: StoreKind.allCases)
