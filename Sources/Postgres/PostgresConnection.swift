@@ -29,9 +29,11 @@ public final class PostgresConnection {
     /// Connects, or throws `.connection` with libpq's reason.
     public init(_ options: Options) throws(PostgresError) {
         var keywords = ["dbname", "connect_timeout", "application_name", "options"]
+        // Doubles are read back exactly (a refresh names its lease row by its `held_until`),
+        // whatever the server's or role's `extra_float_digits` and the server's version.
         var values = [
             options.url, String(max(1, options.connectTimeoutSeconds)), "token-broker",
-            "-c statement_timeout=\(options.statementTimeoutSeconds * 1000)",
+            "-c statement_timeout=\(options.statementTimeoutSeconds * 1000) -c extra_float_digits=3",
         ]
         if let password = options.password {
             keywords.append("password")

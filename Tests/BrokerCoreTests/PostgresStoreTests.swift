@@ -99,8 +99,9 @@ struct PostgresStoreTests {
     /// A rotation rolled out one instance at a time: an instance that has the next key first
     /// seals rows that one still on the old key alone cannot open. For that instance they are the
     /// store failing (a 503 to retry), never absent: "no such session" would end the session for
-    /// its client, a refresh would revoke the grant it just got. Given the next key after its own
-    /// (the first step of a rotation across instances, docs/operations.md), it opens them.
+    /// its client, a refresh would revoke the grant it just got, a removal could not revoke it.
+    /// Given the next key after its own (the first step of a rotation across instances,
+    /// docs/operations.md), it opens them.
     @Test func aRowSealedUnderAKeyAnInstanceLacksIsAFailureThereNotAnAbsence() async throws {
         let url = try PostgresTestCluster.shared.get().createDatabase()
         let old = SymmetricKey.generate()
@@ -114,6 +115,9 @@ struct PostgresStoreTests {
         await #expect(throws: StateReadError.self) { try await behind.loadSession(session.id, now: clock.seconds) }
         await #expect(throws: StateWriteError.self) {
             try await behind.updateSession(session.id) { $0.accessToken = "changed where it cannot be read" }
+        }
+        await #expect(throws: StateWriteError.self, "not removed where its grant could not be revoked") {
+            try await behind.removeSession(session.id)
         }
         #expect(try await rotated.loadSession(session.id, now: clock.seconds)?.accessToken == session.accessToken, "the row is unchanged")
         await behind.close()
@@ -147,6 +151,7 @@ struct PostgresStoreTests {
         try await second.whileRefreshing(session.id) { events.withLock { $0.append("second began") } }
         try await firstRefresh
         #expect(events.withLock { $0 } == ["first began", "first ended", "second began"])
+        #expect(try await leaseRows(url) == 0, "each refresh released its own lease")
         await first.close()
         await second.close()
     }
@@ -171,16 +176,20 @@ struct PostgresStoreTests {
             Task {
                 try await second.whileRefreshing(id) {
                     flags.secondHolds.store(true, ordering: .releasing)
-                    while !flags.firstDone.load(ordering: .acquiring) { try? await Task.sleep(for: .milliseconds(20)) }
+                    let deadline = ContinuousClock.now + .seconds(10)
+                    while !flags.firstDone.load(ordering: .acquiring), ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
                 }
             }
-            while !flags.secondHolds.load(ordering: .acquiring) { try? await Task.sleep(for: .milliseconds(20)) }
+            let deadline = ContinuousClock.now + .seconds(10)
+            while !flags.secondHolds.load(ordering: .acquiring), ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
             do throws(StateWriteError) {
                 return .success(try await first.updateSession(session.id) { $0.accessToken = "written past the lease" })
             } catch {
                 return .failure(error)
             }
         }
+        let secondTookTheLease = flags.secondHolds.load(ordering: .acquiring)
+        #expect(secondTookTheLease)
         #expect(throws: StateWriteError.self) { try late.get() }
         #expect(try await leaseRows(url) == 1, "the second instance's lease is kept")
         #expect(try await second.loadSession(session.id, now: clock.seconds)?.accessToken == session.accessToken)

@@ -108,6 +108,29 @@ struct SessionOperationsTests {
         await expectLoginRequired(bed, session.id)
     }
 
+    /// The grant a refresh set out from was replaced while the provider answered (a sign-in
+    /// adding scopes; another instance's refresh once this one's lease ran out): the replacing
+    /// grant stands, and what the refresh brought is revoked, not kept by nobody.
+    @Test(arguments: StoreKind.allCases)
+    func aRefreshWhoseGrantWasReplacedMeanwhileLeavesTheNewOne(_ kind: StoreKind) async throws {
+        let bed = try await FlowTestBed(kind)
+        defer { Task { await bed.close() } }
+        let session = try await bed.newSession().session
+        bed.clock.advance(by: 3600 + 1)
+        let store = bed.store
+        bed.provider.duringNextRefresh {
+            _ = try? await store.updateSession(session.id) { replaced in
+                replaced.accessToken = "at-replacing"
+                replaced.refreshToken = "rt-replacing"
+                replaced.accessTokenExpiresAt = nil
+            }
+        }
+        let answered = try await bed.sessions.refresh(session.id, force: false, minimumValidity: 60)
+        #expect(answered.accessToken == "at-replacing")
+        #expect(try await bed.stored(session.id)?.refreshToken == "rt-replacing")
+        #expect(bed.provider.refreshes == 1 && bed.provider.revoked.count == 1, "the refresh's own grant revoked")
+    }
+
     @Test(arguments: StoreKind.allCases)
     func aForcedRefreshMomentsAfterAnotherIsRefusedWithAWait(_ kind: StoreKind) async throws {
         let bed = try await FlowTestBed(kind)

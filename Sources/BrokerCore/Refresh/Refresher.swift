@@ -115,10 +115,7 @@ final class Refresher: Sendable {
         if let refused, seen.accessToken != refused { return .fresh(seen) }
         guard seen.refreshToken != nil else {
             if !force && seen.accessTokenValid(for: 0, at: now()) { return .fresh(seen) }
-            guard await remove(id) else { return .unsaved }
-            webhooks?.sessionEnded(seen, reason: "no_refresh_token")
-            logger.info("session ended: nothing to refresh with", metadata: ["provider": "\(seen.provider)"])
-            return .loginRequired
+            return await end(seen, reason: "no_refresh_token", "session ended: nothing to refresh with")
         }
         if let wait = secondsUntilRefreshAllowed(seen) {
             guard force else { return .fresh(seen) }
@@ -170,10 +167,7 @@ final class Refresher: Sendable {
                     guard case .success(let stored) = await reload(id) else { return .unsaved } // not ended on a guess
                     if let stored, stored.refreshToken != refreshToken { return .fresh(stored) }
                 }
-                guard await remove(id) else { return .unsaved }
-                webhooks?.sessionEnded(session, reason: "invalid_grant")
-                logger.info("session ended: the provider refused the refresh token", metadata: ["provider": "\(session.provider)"])
-                return .loginRequired
+                return await end(session, reason: "invalid_grant", "session ended: the provider refused the refresh token")
             }
             logger.warning("refresh failed", metadata: ["provider": "\(session.provider)", "reason": "\(error.description)"])
             let streak = failures.withLock { failures in
@@ -191,17 +185,24 @@ final class Refresher: Sendable {
         let refreshedAt = now()
         do {
             // Durable before any caller sees the new token: a rotated refresh token is never lost.
+            // Applied only to the grant it refreshed: a sign-in adding scopes may have replaced it
+            // meanwhile, or — past this refresh's lease, the database away — another instance's
+            // refresh; theirs stands.
+            var applied = false
             let updated = try await store.updateSession(id) { session in
+                applied = session.refreshToken == refreshToken
+                guard applied else { return }
                 // Scopes the answer does not name stay as they are; so does the refresh token.
                 session.take(Grant(response, provider: session.provider, subject: session.subject, requestedScopes: session.scopes,
                                    idTokenClaims: nil, at: refreshedAt), scopes: .replace)
                 session.refreshedAt = refreshedAt
             }
-            guard let updated else {
-                // Revoked while the refresh ran: the grant it brought has no session to keep it.
+            guard let updated, applied else {
+                // Revoked while the refresh ran, or its grant replaced: what it brought has no
+                // session to keep it.
                 _ = await calls.revoke(response.refreshToken ?? response.accessToken,
                                        hint: response.refreshToken == nil ? "access_token" : "refresh_token", provider: provider)
-                return .gone
+                return updated.map { .fresh($0) } ?? .gone
             }
             return .fresh(updated)
         } catch {
@@ -229,14 +230,21 @@ final class Refresher: Sendable {
         }
     }
 
-    /// Ends session `id` (already gone is ended too); false when that could not be saved.
-    private func remove(_ id: SHA256Digest) async -> Bool {
-        failures.withLock { $0[id] = nil }
+    /// Ends `session` for `reason`: "sign in again", with its webhook and log line when this
+    /// call ended it (not when it had ended already: signed out meanwhile); 503 when that could
+    /// not be saved.
+    private func end(_ session: Session, reason: String, _ message: Logger.Message) async -> Outcome {
+        failures.withLock { $0[session.id] = nil }
+        let removed: Session?
         do {
-            _ = try await store.removeSession(id)
-            return true
+            removed = try await store.removeSession(session.id)
         } catch {
-            return false
+            return .unsaved
         }
+        if removed != nil {
+            webhooks?.sessionEnded(session, reason: reason)
+            logger.info(message, metadata: ["provider": "\(session.provider)"])
+        }
+        return .loginRequired
     }
 }

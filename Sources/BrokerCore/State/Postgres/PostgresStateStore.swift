@@ -45,11 +45,11 @@ final class PostgresStateStore: StateStore {
     }
 
     /// How long an update of session `id` keeps trying through a lost connection, from now: under
-    /// the session's refresh lease, what is left of it and ``afterLeasePatience`` more (the update
-    /// then waits for every other instance's lease: see ``compareAndSet(_:_:)``).
+    /// the session's refresh lease, until ``afterLeasePatience`` past the lease's end (past the
+    /// end, it is written only while no other instance holds a lease: see ``compareAndSet(_:_:)``).
     private static func patience(updating id: SHA256Digest) -> Duration {
         guard let lease = lease(on: id) else { return updatePatience }
-        return max(.zero, lease.until - ContinuousClock.now) + afterLeasePatience
+        return max(.zero, lease.until + afterLeasePatience - ContinuousClock.now)
     }
     /// The advisory lock key of the sweep.
     static let sweepLockKey: Int64 = 0x746F_6B65_6E5F_7377
@@ -166,9 +166,10 @@ final class PostgresStateStore: StateStore {
     /// The session in a row. A row sealed under a key this instance does not have (another
     /// instance already has the next key of a rotation) is the store failing for this instance:
     /// it throws, so that the request is a 503 to retry — never "no such session", which would end
-    /// the session for its client, nor a session skipped by a back-channel logout. A row that
-    /// does not open under a key this instance has (altered outside the broker) is logged and
-    /// treated as absent.
+    /// the session for its client, nor a found session a back-channel logout skips (a search by
+    /// subject or `sid` does not find rows indexed under such a key at all: the three-step
+    /// rotation of docs/several-instances.md avoids both). A row that does not open under a key
+    /// this instance has (altered outside the broker) is logged and treated as absent.
     func openSession(
         _ rows: PostgresRows, _ row: Int, id: SHA256Digest, keyColumn: Int, sealedColumn: Int, usedAtColumn: Int?
     ) throws(StateReadError) -> Session? {
@@ -408,6 +409,11 @@ final class PostgresStateStore: StateStore {
                 """
             let leaseValue: [PostgresValue] = lease.map { [.double($0.heldUntil)] } ?? []
             let written = try await write(patience: Self.patience(updating: id)) { connection throws(PostgresError) -> Bool in
+                if lease != nil {
+                    // The lease row locked first: another instance taking the lease now waits for
+                    // this write, then reads the row it leaves (not the one before it).
+                    try connection.execute("SELECT 1 FROM broker_refresh_leases WHERE session_id = $1 FOR UPDATE", [.bytes(id.bytes)])
+                }
                 let updated = try connection.execute("""
                     UPDATE broker_sessions SET version = $3, key_id = $4, sealed = $5, used_at = greatest(used_at, $6), expires_at = greatest(expires_at, $7),
                         subject_index = $8, sid_index = $9
@@ -426,19 +432,26 @@ final class PostgresStateStore: StateStore {
         throw StateWriteError(description: "the session changed too often to update")
     }
 
+    /// A session sealed under a key this instance lacks is left in place (a 503): removed here,
+    /// its grant could not be revoked at its provider.
     func removeSession(_ id: SHA256Digest) async throws(StateWriteError) -> Session? {
         let payload = notification(id, .max)
-        let rows = try await write { connection throws(PostgresError) -> PostgresRows in
+        let sealer = sealer
+        let removed = try await write { connection throws(PostgresError) -> PostgresRows? in
+            let found = try connection.execute("SELECT key_id FROM broker_sessions WHERE id = $1 FOR UPDATE", [.bytes(id.bytes)])
+            if found.count == 1, let keyID = found.int(0, 0), !sealer.hasKey(keyID) { return nil }
             let rows = try connection.execute("DELETE FROM broker_sessions WHERE id = $1 RETURNING key_id, sealed, expires_at",
                                               [.bytes(id.bytes)])
             if rows.count == 1 { try connection.execute("SELECT pg_notify($1, $2)", [.text(Self.channel), .text(payload)]) }
             return rows
         }
+        guard let rows = removed else {
+            throw StateWriteError(description: "a session row is sealed under a state key this instance does not have")
+        }
         cache.remove(id)
         guard rows.count == 1 else { return nil }
         liveSessions.wrappingSubtract(1, ordering: .relaxed)
         guard (rows.double(0, 2) ?? 0) > clock() else { return nil }
-        // Removed either way; a session this instance cannot open is not revoked at its provider.
         return try? openSession(rows, 0, id: id, keyColumn: 0, sealedColumn: 1, usedAtColumn: nil)
     }
 }
