@@ -20,8 +20,9 @@ struct BackChannelLogoutTests {
         )
     }
 
-    /// The store out of reach while the sessions are looked up: 503, and the token is given back,
-    /// so that the provider's retry of the same token ends them.
+    /// The store out of reach while the sessions are looked up: 503, and the token is not spent
+    /// (it is spent once its work is done), so that the provider's retry of the same token ends
+    /// them.
     @Test(arguments: StoreKind.allCases)
     func aTokenWhoseSessionsCouldNotBeEndedIsAcceptedWhenSentAgain(_ kind: StoreKind) async throws {
         let bed = try await FlowTestBed(kind)

@@ -54,8 +54,8 @@ final class RoundRobinStore: StateStore {
         try await next.spendOnce(id, until: until)
     }
 
-    func unspend(_ id: SHA256Digest) async throws(StateWriteError) {
-        try await next.unspend(id)
+    func isSpent(_ id: SHA256Digest, now: Double) async throws(StateReadError) -> Bool {
+        try await next.isSpent(id, now: now)
     }
 
     func updateSession(_ id: SHA256Digest, _ change: (inout Session) -> Void) async throws(StateWriteError) -> Session? {

@@ -4,9 +4,10 @@ import WireValues
 
 /// OpenID Connect Back-Channel Logout 1.0 at the broker: a provider's logout token, verified
 /// (``LogoutTokenVerifier``) and accepted once across instances (its `jti` spent in the store
-/// before anything ends, so that a replay — even one arriving after the user signed in again —
-/// ends nothing; given back when the ending fails, so that the provider's retry works), ends every session of the provider it names by `sub` and/or `sid`, on every
-/// instance (``SessionAdministration/endAll(_:revokeLater:)``).
+/// once its sessions are ended, so that a replay — even one arriving after the user signed in
+/// again — ends nothing, while the provider's retry of a delivery that failed works), ends every
+/// session of the provider it names by `sub` and/or `sid`, on every instance
+/// (``SessionAdministration/endAll(_:revokeLater:)``).
 struct BackChannelLogout: Sendable {
     let providers: ProviderDirectory
     let verifier: LogoutTokenVerifier
@@ -41,16 +42,19 @@ struct BackChannelLogout: Sendable {
             audit.refused("backchannel_logout.refused", [("provider", .string(id)), ("reason", .string(error.description))])
             throw .refused(error)
         }
+        // Spent once its work is done, not before: a token whose sessions could not all be ended
+        // (the store out of reach) is not spent, so the provider's retry counts — ending is
+        // idempotent, and a replay racing the first delivery ends the same sessions. Spending first
+        // and giving the token back on failure failed when the store could not take that either:
+        // the retry was refused as a replay, and the sessions outlived the provider's logout.
         let spent = SHA256.hash(Array("backchannel-logout\u{0}\(logout.issuer)\u{0}\(logout.tokenID)".utf8))
-        let firstTime: Bool
+        let replayed: Bool
         do {
-            firstTime = try await store.spendOnce(spent, until: logout.rememberUntil)
+            replayed = try await store.isSpent(spent, now: verifier.clock())
         } catch {
-            // It may be spent all the same (a lost answer): given back, the provider's retry counts.
-            try? await store.unspend(spent)
             throw .unavailable("the state store")
         }
-        guard firstTime else {
+        guard !replayed else {
             audit.refused("backchannel_logout.refused", [("provider", .string(id)), ("reason", .string(LogoutTokenError.replayed.description))])
             throw .refused(.replayed)
         }
@@ -58,10 +62,9 @@ struct BackChannelLogout: Sendable {
         let ended: SessionAdministration.Ended
         do {
             ended = try await administration.endAll(filter, revokeLater: true)
+            // False when a delivery racing this one spent it first: both did the same work.
+            _ = try await store.spendOnce(spent, until: logout.rememberUntil)
         } catch {
-            // Nothing or not everything ended: the token is given back for the provider's retry
-            // (ending is idempotent). Were it kept spent, the retry would be refused as a replay.
-            try? await store.unspend(spent)
             throw .unavailable("the state store")
         }
         var fields: [(String, JSONValue)] = [("provider", .string(id))]

@@ -108,11 +108,12 @@ protocol StateStore: Sendable {
     /// Records that the token known by `id` (a hash of its issuer and `jti`: a back-channel
     /// logout token) was accepted, durably and for every instance, remembered until `until`
     /// (Unix seconds; past it the token is refused for its age). True the first time; false when
-    /// it was already accepted, whichever instance accepted it.
+    /// it was already accepted, whichever instance accepted it. Spent once its work is done: a
+    /// token whose work failed is then not spent, whatever failed, and its sender's retry counts.
     func spendOnce(_ id: SHA256Digest, until: Double) async throws(StateWriteError) -> Bool
-    /// Gives back a token ``spendOnce(_:until:)`` spent (or may have: its answer was lost), when
-    /// the work it guarded failed, so that the sender's retry is accepted; durably.
-    func unspend(_ id: SHA256Digest) async throws(StateWriteError)
+    /// Whether the token known by `id` was accepted (``spendOnce(_:until:)``) and is remembered at
+    /// `now`.
+    func isSpent(_ id: SHA256Digest, now: Double) async throws(StateReadError) -> Bool
 
     // MARK: Operations
 

@@ -162,8 +162,8 @@ final class EmbeddedStateStore: StateStore {
         return true
     }
 
-    func unspend(_ id: SHA256Digest) async throws(StateWriteError) {
-        try await flows.unspend(id).wait()
+    func isSpent(_ id: SHA256Digest, now: Double) async throws(StateReadError) -> Bool {
+        flows.isSpent(id, now: now)
     }
 
     func beginLogin(_ state: SHA256Digest, _ pending: PendingAuthorization) async throws(StateWriteError) {

@@ -132,12 +132,9 @@ final class FlowTable: Sendable {
         }
     }
 
-    /// Forgets a spent token (logged as one remembered until the epoch, which recovery forgets too).
-    func unspend(_ id: SHA256Digest) -> DurabilityTicket {
-        entries.withLock { entries in
-            entries.spent[id] = nil
-            return log.enqueue([.spent(id, until: 0)])
-        }
+    /// Whether the token `id` is remembered as accepted at `now`.
+    func isSpent(_ id: SHA256Digest, now: Double) -> Bool {
+        entries.withLock { entries in entries.spent[id].map { $0 > now } ?? false }
     }
 
     /// Applies a recovered record (no logging).

@@ -61,9 +61,13 @@ extension PostgresStateStore {
         }
     }
 
-    func unspend(_ id: SHA256Digest) async throws(StateWriteError) {
-        _ = try await write { connection throws(PostgresError) in
-            try connection.execute("DELETE FROM broker_spent_tokens WHERE id = $1", [.bytes(id.bytes)])
+    func isSpent(_ id: SHA256Digest, now: Double) async throws(StateReadError) -> Bool {
+        do {
+            return try await run { connection throws(PostgresError) in
+                try connection.execute("SELECT 1 FROM broker_spent_tokens WHERE id = $1 AND expires_at > $2", [.bytes(id.bytes), .double(now)])
+            }.count == 1
+        } catch {
+            throw StateReadError(description: error.description)
         }
     }
 }
