@@ -153,6 +153,49 @@ struct LoginFlowTests {
         #expect(!bed.provider.accepts(session.accessToken))
     }
 
+    /// A replay by a request that could not have redeemed the code (no verifier: it only saw the
+    /// code) ends nothing: otherwise anyone who saw a redeemed code could end its user's session.
+    @Test(arguments: StoreKind.allCases)
+    func aReplayWithoutTheVerifierEndsNothing(_ kind: StoreKind) async throws {
+        let bed = try await FlowTestBed(kind)
+        defer { Task { await bed.close() } }
+        let verifier = PKCE.makeVerifier()
+        guard let code = try await bed.signIn(verifier: verifier).handoffCode else { Issue.record("no code"); return }
+        let session = try await bed.login.redeem(
+            HandoffRedemptionRequest(code: code, verifier: verifier, redirectURI: FlowTestBed.redirectURI, app: FlowTestBed.app)).session
+        await #expect(throws: HandoffRefusal.wrongVerifier) {
+            try await bed.login.redeem(
+                HandoffRedemptionRequest(code: code, verifier: PKCE.makeVerifier(), redirectURI: FlowTestBed.redirectURI, app: FlowTestBed.app))
+        }
+        await #expect(throws: HandoffRefusal.wrongClient) {
+            try await bed.login.redeem(HandoffRedemptionRequest(code: code, verifier: verifier, redirectURI: FlowTestBed.redirectURI, app: "other"))
+        }
+        #expect((try await bed.stored(session.id)) != nil)
+        #expect(bed.provider.revoked.isEmpty && bed.provider.accepts(session.accessToken))
+    }
+
+    /// An incremental sign-in's code names the app's session from the start. Refused at its first
+    /// redemption (a wrong verifier: someone who saw it), it is spent and released nothing; the
+    /// app's own redemption after it is refused — and ends no session either.
+    @Test(arguments: StoreKind.allCases)
+    func anIncrementalCodeRefusedFirstEndsNoSessionWhenRedeemedAgain(_ kind: StoreKind) async throws {
+        let bed = try await FlowTestBed(kind)
+        defer { Task { await bed.close() } }
+        let session = try await bed.newSession(subject: "alice").session
+        let verifier = PKCE.makeVerifier()
+        let completion = try await bed.signIn(subject: "alice", scopes: ["calendar"], session: session, verifier: verifier)
+        guard let code = completion.handoffCode else { Issue.record("no code: \(completion)"); return }
+        await #expect(throws: HandoffRefusal.wrongVerifier) {
+            try await bed.login.redeem(
+                HandoffRedemptionRequest(code: code, verifier: PKCE.makeVerifier(), redirectURI: FlowTestBed.redirectURI, app: FlowTestBed.app))
+        }
+        await #expect(throws: HandoffRefusal.replayed) {
+            try await bed.login.redeem(HandoffRedemptionRequest(code: code, verifier: verifier, redirectURI: FlowTestBed.redirectURI, app: FlowTestBed.app))
+        }
+        #expect((try await bed.stored(session.id))?.scopes == ["openid", "email", "calendar"])
+        #expect(bed.provider.revoked.isEmpty)
+    }
+
     @Test(arguments: StoreKind.allCases)
     func anIncrementalGrantMergesIntoTheSessionOfTheSameUserOnly(_ kind: StoreKind) async throws {
         let bed = try await FlowTestBed(kind)

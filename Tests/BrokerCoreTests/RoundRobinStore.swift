@@ -78,8 +78,10 @@ final class RoundRobinStore: StateStore {
         try await next.issueHandoff(code, handoff)
     }
 
-    func redeemHandoff(_ code: SHA256Digest, now: Double) async throws(StateWriteError) -> HandoffRedemption {
-        try await next.redeemHandoff(code, now: now)
+    func redeemHandoff(
+        _ code: SHA256Digest, now: Double, check: @escaping @Sendable (Handoff) -> HandoffRefusal?
+    ) async throws(StateWriteError) -> HandoffRedemption {
+        try await next.redeemHandoff(code, now: now, check: check)
     }
 
     func issueDeviceCode(_ code: SHA256Digest, _ device: DeviceAuthorization) async throws(StateWriteError) -> Bool {

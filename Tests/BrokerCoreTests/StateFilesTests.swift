@@ -57,7 +57,7 @@ struct StateFilesTests {
         state = try open(path, keys) // snapshot + the newer journal
         #expect(state.sessions.count == 50)
         #expect(state.session(session(100).id, now: now)?.accessToken == "at-100")
-        let redemption = try await state.redeemHandoff(OpaqueToken.hash("tbh_x"), now: now)
+        let redemption = try await state.redeemHandoff(OpaqueToken.hash("tbh_x"), now: now, check: { _ in nil })
         guard case .fresh = redemption else {
             Issue.record("the handoff code did not survive: \(redemption)")
             return
@@ -314,19 +314,19 @@ struct HandoffReplayTests {
         let state = EmbeddedStateStore(lifetimes: SessionLifetimes(idle: 1e9, absolute: 1e9), clock: { Date().timeIntervalSince1970 }, logger: logger)
         let code = OpaqueToken.hash("tbh_code")
         try await state.issueHandoff(code, Handoff(app: "demo", redirectURI: "x:/cb", appChallenge: "c", expiresAt: now + 60, grant: grant(), sessionID: nil))
-        guard case .fresh(let handoff) = try await state.redeemHandoff(code, now: now) else {
+        guard case .fresh(let handoff) = try await state.redeemHandoff(code, now: now, check: { _ in nil }) else {
             Issue.record("the first redemption must succeed")
             return
         }
         #expect(handoff.grant?.refreshToken == "rt-secret")
-        guard case .replayed(nil) = try await state.redeemHandoff(code, now: now) else {
+        guard case .replayed(nil) = try await state.redeemHandoff(code, now: now, check: { _ in nil }) else {
             Issue.record("the second redemption must be a replay")
             return
         }
         let session = Session(id: OpaqueToken.hash("tbs_x"), provider: "dev", app: "demo", subject: "s", scopes: [], accessToken: "at",
                               accessTokenExpiresAt: nil, refreshToken: nil, idTokenClaims: nil, createdAt: now, usedAt: now)
         #expect(try await state.saveSession(session, createdBy: code) == false, "the binding reports the replay")
-        guard case .replayed(let bound?) = try await state.redeemHandoff(code, now: now) else {
+        guard case .replayed(let bound?) = try await state.redeemHandoff(code, now: now, check: { _ in nil }) else {
             Issue.record("a later replay names the session")
             return
         }
@@ -337,7 +337,7 @@ struct HandoffReplayTests {
         let state = EmbeddedStateStore(lifetimes: SessionLifetimes(idle: 1e9, absolute: 1e9), clock: { Date().timeIntervalSince1970 }, logger: logger)
         let code = OpaqueToken.hash("tbh_other")
         try await state.issueHandoff(code, Handoff(app: "demo", redirectURI: "x:/cb", appChallenge: "c", expiresAt: now + 60, grant: grant(), sessionID: nil))
-        _ = try await state.redeemHandoff(code, now: now)
+        _ = try await state.redeemHandoff(code, now: now, check: { _ in nil })
         #expect(state.flows.capture().handoffs[code]?.grant == nil)
     }
 }

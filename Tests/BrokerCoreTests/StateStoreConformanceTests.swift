@@ -134,25 +134,25 @@ struct StoreConformanceTests {
         let store = try await harness.open(clock: clock)
         let code = OpaqueToken.hash("tbh_once")
         try await store.issueHandoff(code, handoff(clock: clock))
-        guard case .fresh(let redeemed) = try await store.redeemHandoff(code, now: clock.seconds) else {
+        guard case .fresh(let redeemed) = try await store.redeemHandoff(code, now: clock.seconds, check: { _ in nil }) else {
             Issue.record("a new code was not fresh")
             return
         }
         #expect(redeemed.grant?.refreshToken == "rt")
         let made = session("from-code", clock: clock)
         #expect(try await store.saveSession(made, createdBy: code), "no replay happened while the session was made")
-        guard case .replayed(let named) = try await store.redeemHandoff(code, now: clock.seconds) else {
+        guard case .replayed(let named) = try await store.redeemHandoff(code, now: clock.seconds, check: { _ in nil }) else {
             Issue.record("a second redemption was not a replay")
             return
         }
         #expect(named == made.id)
         let reopened = try await closedAndReopened(store, harness, clock)
-        guard case .replayed(let afterRestart) = try await reopened.redeemHandoff(code, now: clock.seconds) else {
+        guard case .replayed(let afterRestart) = try await reopened.redeemHandoff(code, now: clock.seconds, check: { _ in nil }) else {
             Issue.record("a redeemed code worked again after a restart")
             return
         }
         #expect(afterRestart == made.id)
-        guard case .unknown = try await reopened.redeemHandoff(OpaqueToken.hash("tbh_never"), now: clock.seconds) else {
+        guard case .unknown = try await reopened.redeemHandoff(OpaqueToken.hash("tbh_never"), now: clock.seconds, check: { _ in nil }) else {
             Issue.record("a code never issued was not unknown")
             return
         }
@@ -164,8 +164,8 @@ struct StoreConformanceTests {
         let store = try await kind.harness().open(clock: clock)
         let code = OpaqueToken.hash("tbh_race")
         try await store.issueHandoff(code, handoff(clock: clock))
-        _ = try await store.redeemHandoff(code, now: clock.seconds)
-        guard case .replayed(.none) = try await store.redeemHandoff(code, now: clock.seconds) else {
+        _ = try await store.redeemHandoff(code, now: clock.seconds, check: { _ in nil })
+        guard case .replayed(.none) = try await store.redeemHandoff(code, now: clock.seconds, check: { _ in nil }) else {
             Issue.record("the replay before the session existed did not say so")
             return
         }
@@ -190,7 +190,7 @@ struct StoreConformanceTests {
         #expect(try await store.saveSession(fresh, createdBy: nil))
         #expect((try await store.loadSession(old.id, now: clock.seconds)) == nil, "an idle session past its lifetime")
         #expect(try await store.takeLogin(state, now: clock.seconds) == nil, "a login past its lifetime")
-        guard case .expired = try await store.redeemHandoff(code, now: clock.seconds) else {
+        guard case .expired = try await store.redeemHandoff(code, now: clock.seconds, check: { _ in nil }) else {
             Issue.record("a code past its lifetime was not expired")
             return
         }

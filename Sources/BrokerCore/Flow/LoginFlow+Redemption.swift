@@ -4,9 +4,10 @@ import Logging
 extension LoginFlow {
     /// Redeems a handoff code: once, by the app it was issued to, with the same redirect URI and
     /// the PKCE verifier of the app's challenge. A new session is durable before its token is
-    /// returned. A code redeemed twice has leaked: the session it created ends, here and at the
-    /// provider, where its first redeemer's access token would otherwise keep working (RFC 6749
-    /// §4.1.2).
+    /// returned. A code redeemed twice, both times by requests that could redeem it, has leaked
+    /// with its verifier: the session it released ends, here and at the provider, where its first
+    /// redeemer's access token would otherwise keep working (RFC 6749 §4.1.2). A request that
+    /// could not (no verifier) ends nothing, first or again.
     func redeem(_ request: HandoffRedemptionRequest) async throws(HandoffRefusal) -> RedeemedSession {
         // Before the code is touched: a malformed verifier is the client's mistake, not a guess.
         guard PKCE.isWellFormed(request.verifier) else { throw .malformedVerifier }
@@ -14,7 +15,11 @@ extension LoginFlow {
         let at = now()
         let redemption: HandoffRedemption
         do {
-            redemption = try await store.redeemHandoff(codeID, now: at)
+            redemption = try await store.redeemHandoff(codeID, now: at) { handoff in
+                guard handoff.app == request.app, handoff.redirectURI == request.redirectURI else { return .wrongClient }
+                guard PKCE.verify(verifier: request.verifier, challenge: handoff.appChallenge) else { return .wrongVerifier }
+                return nil
+            }
         } catch {
             throw .unsaved
         }
@@ -40,17 +45,12 @@ extension LoginFlow {
             metrics.rejected(route: "/token", reason: "replayed_handoff_code")
             metrics.handoffRedemption(outcome: "replayed")
             throw .replayed
+        case .refused(let refusal):
+            if refusal == .wrongVerifier { metrics.rejected(route: "/token", reason: "wrong_code_verifier") }
+            metrics.handoffRedemption(outcome: "rejected")
+            throw refusal
         case .fresh(let found):
             handoff = found
-        }
-        guard handoff.app == request.app, handoff.redirectURI == request.redirectURI else {
-            metrics.handoffRedemption(outcome: "rejected")
-            throw .wrongClient
-        }
-        guard PKCE.verify(verifier: request.verifier, challenge: handoff.appChallenge) else {
-            metrics.rejected(route: "/token", reason: "wrong_code_verifier")
-            metrics.handoffRedemption(outcome: "rejected")
-            throw .wrongVerifier
         }
         metrics.handoffRedemption(outcome: "redeemed")
         guard let grant = handoff.grant else {

@@ -178,8 +178,10 @@ final class EmbeddedStateStore: StateStore {
         try await flows.addHandoff(code, handoff).wait()
     }
 
-    func redeemHandoff(_ code: SHA256Digest, now: Double) async throws(StateWriteError) -> HandoffRedemption {
-        let (redemption, ticket) = flows.redeem(code, now: now)
+    func redeemHandoff(
+        _ code: SHA256Digest, now: Double, check: @escaping @Sendable (Handoff) -> HandoffRefusal?
+    ) async throws(StateWriteError) -> HandoffRedemption {
+        let (redemption, ticket) = flows.redeem(code, now: now, check: check)
         try await ticket.wait()
         return redemption
     }

@@ -54,11 +54,13 @@ final class FlowTable: Sendable {
         }
     }
 
-    /// Marks `code` redeemed (whatever happens next, it never works again) and says what it was.
-    func redeem(_ code: SHA256Digest, now: Double) -> (HandoffRedemption, DurabilityTicket) {
+    /// Marks `code` redeemed (whatever happens next, it never works again) and says what it was
+    /// (``StateStore/redeemHandoff(_:now:check:)``).
+    func redeem(_ code: SHA256Digest, now: Double, check: (Handoff) -> HandoffRefusal?) -> (HandoffRedemption, DurabilityTicket) {
         entries.withLock { entries in
             guard var handoff = entries.handoffs[code] else { return (.unknown, .immediate) }
             if handoff.redeemed {
+                if let refusal = check(handoff) { return (.refused(refusal), .immediate) }
                 if handoff.sessionID == nil {
                     handoff.replayedBeforeBinding = true
                     entries.handoffs[code] = handoff
@@ -66,11 +68,14 @@ final class FlowTable: Sendable {
                 return (.replayed(handoff.sessionID), .immediate)
             }
             let redeemed = handoff
+            let refusal = redeemed.expiresAt > now ? check(redeemed) : nil
             handoff.redeemed = true
             handoff.grant = nil
+            if refusal != nil { handoff.sessionID = nil }
             entries.handoffs[code] = handoff
             let ticket = log.enqueue([.handoff(code, handoff)])
-            return (redeemed.expiresAt > now ? .fresh(redeemed) : .expired, ticket)
+            guard redeemed.expiresAt > now else { return (.expired, ticket) }
+            return (refusal.map { .refused($0) } ?? .fresh(redeemed), ticket)
         }
     }
 

@@ -47,36 +47,44 @@ extension PostgresStateStore {
         }
     }
 
-    func redeemHandoff(_ code: SHA256Digest, now: Double) async throws(StateWriteError) -> HandoffRedemption {
+    func redeemHandoff(
+        _ code: SHA256Digest, now: Double, check: @escaping @Sendable (Handoff) -> HandoffRefusal?
+    ) async throws(StateWriteError) -> HandoffRedemption {
         let sealer = sealer
         let result = try await write { connection throws(PostgresError) -> Result<HandoffRedemption, StateWriteError> in
             let rows = try connection.execute(
                 "SELECT key_id, sealed, redeemed, session_id FROM broker_handoffs WHERE code = $1 FOR UPDATE", [.bytes(code.bytes)])
             guard rows.count == 1 else { return .success(.unknown) }
+            guard let keyID = rows.int(0, 0), let sealed = rows.bytes(0, 1),
+                  case .handoff(_, let handoff) = sealer.open(sealed, keyID: keyID, table: "handoffs", key: code) else {
+                return .failure(StateWriteError(description: "a handoff row does not open with the configured state keys"))
+            }
             if rows.bool(0, 2) == true {
+                if let refusal = check(handoff) { return .success(.refused(refusal)) }
                 let sessionID = rows.bytes(0, 3).flatMap { SHA256Digest(bytes: $0) }
                 if sessionID == nil {
                     try connection.execute("UPDATE broker_handoffs SET replayed_before_binding = true WHERE code = $1", [.bytes(code.bytes)])
                 }
                 return .success(.replayed(sessionID))
             }
-            guard let keyID = rows.int(0, 0), let sealed = rows.bytes(0, 1),
-                  case .handoff(_, let handoff) = sealer.open(sealed, keyID: keyID, table: "handoffs", key: code) else {
-                return .failure(StateWriteError(description: "a handoff row does not open with the configured state keys"))
-            }
-            // Whatever happens next, the code never works again; its grant is no longer kept.
+            // Whatever happens next, the code never works again; its grant is no longer kept. One
+            // refused released nothing: no session is bound to it.
+            let refusal = handoff.expiresAt > now ? check(handoff) : nil
             var spent = handoff
             spent.redeemed = true
             spent.grant = nil
+            if refusal != nil { spent.sessionID = nil }
             let resealed: [UInt8]
             do {
                 resealed = try sealer.seal(.handoff(code, spent), table: "handoffs", key: code)
             } catch {
                 return .failure(StateWriteError(description: "cannot seal a handoff code: \(error)"))
             }
-            try connection.execute("UPDATE broker_handoffs SET redeemed = true, key_id = $2, sealed = $3 WHERE code = $1",
+            let unbind = refusal == nil ? "" : ", session_id = NULL"
+            try connection.execute("UPDATE broker_handoffs SET redeemed = true, key_id = $2, sealed = $3\(unbind) WHERE code = $1",
                                    [.bytes(code.bytes), .int(sealer.currentKeyID), .bytes(resealed)])
-            return .success(handoff.expiresAt > now ? .fresh(handoff) : .expired)
+            guard handoff.expiresAt > now else { return .success(.expired) }
+            return .success(refusal.map { .refused($0) } ?? .fresh(handoff))
         }
         return try result.get()
     }
