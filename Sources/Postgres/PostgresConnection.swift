@@ -28,18 +28,18 @@ public final class PostgresConnection {
 
     /// Connects, or throws `.connection` with libpq's reason.
     public init(_ options: Options) throws(PostgresError) {
-        // Doubles are read back exactly (a refresh names its lease row by its `held_until`),
-        // whatever the server's or role's `extra_float_digits` and the server's version. A peer
-        // gone silently (a failover's old primary, a dropped NAT entry) is noticed within about
-        // 30 s — TCP keepalives, and a bound on unacknowledged sends — rather than the kernel's
-        // hours: the notification connection would otherwise wait on it forever, its instance
-        // serving sessions other instances have revoked.
-        var keywords = ["dbname", "connect_timeout", "application_name", "options",
-                        "keepalives", "keepalives_idle", "keepalives_interval", "keepalives_count", "tcp_user_timeout"]
+        // A peer gone silently (a dropped NAT entry, a host lost) is noticed within about 30 s —
+        // TCP keepalives, and a bound on unacknowledged sends — rather than the kernel's hours:
+        // the notification connection would otherwise wait on it, its instance serving sessions
+        // other instances have revoked. Before `dbname`, so that the URL can set its own. Doubles
+        // are read back exactly (a refresh names its lease row by its `held_until`), whatever
+        // the server's or role's `extra_float_digits` and the server's version.
+        var keywords = ["keepalives", "keepalives_idle", "keepalives_interval", "keepalives_count", "tcp_user_timeout",
+                        "dbname", "connect_timeout", "application_name", "options"]
         var values = [
+            "1", "10", "5", "3", "30000",
             options.url, String(max(1, options.connectTimeoutSeconds)), "token-broker",
             "-c statement_timeout=\(options.statementTimeoutSeconds * 1000) -c extra_float_digits=3",
-            "1", "10", "5", "3", "30000",
         ]
         if let password = options.password {
             keywords.append("password")

@@ -194,6 +194,19 @@ struct LoginFlowTests {
         }
         #expect((try await bed.stored(session.id))?.scopes == ["openid", "email", "calendar"])
         #expect(bed.provider.revoked.isEmpty)
+
+        // Redeemed first once expired, it released nothing either.
+        let late = try await bed.signIn(subject: "alice", scopes: ["drive"], session: session, verifier: verifier)
+        guard let lateCode = late.handoffCode else { Issue.record("no code: \(late)"); return }
+        bed.clock.advance(by: bed.settings.handoffLifetimeSeconds + 1)
+        await #expect(throws: HandoffRefusal.unknownCode) {
+            try await bed.login.redeem(
+                HandoffRedemptionRequest(code: lateCode, verifier: PKCE.makeVerifier(), redirectURI: FlowTestBed.redirectURI, app: FlowTestBed.app))
+        }
+        await #expect(throws: HandoffRefusal.replayed) {
+            try await bed.login.redeem(HandoffRedemptionRequest(code: lateCode, verifier: verifier, redirectURI: FlowTestBed.redirectURI, app: FlowTestBed.app))
+        }
+        #expect((try await bed.stored(session.id)) != nil)
     }
 
     @Test(arguments: StoreKind.allCases)

@@ -5,7 +5,7 @@ extension HandoffRefusal {
     var httpError: HTTPError {
         switch self {
         case .unknownCode: .badRequest("The code is unknown or expired.", code: "invalid_grant")
-        case .replayed: .badRequest("The code was already used; its session has been revoked.", code: "invalid_grant")
+        case .replayed: .badRequest("The code was already used; a session it gave out has been revoked.", code: "invalid_grant")
         case .wrongClient: .badRequest("The code was issued to another app or redirect_uri.", code: "invalid_grant")
         case .malformedVerifier:
             .badRequest("code_verifier is malformed: 43 to 128 characters of A-Z a-z 0-9 - . _ ~ (RFC 7636 §4.1).")

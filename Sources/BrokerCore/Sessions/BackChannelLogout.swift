@@ -62,8 +62,6 @@ struct BackChannelLogout: Sendable {
         let ended: SessionAdministration.Ended
         do {
             ended = try await administration.endAll(filter, revokeLater: true)
-            // False when a delivery racing this one spent it first: both did the same work.
-            _ = try await store.spendOnce(spent, until: logout.rememberUntil)
         } catch {
             throw .unavailable("the state store")
         }
@@ -73,6 +71,12 @@ struct BackChannelLogout: Sendable {
         audit.record("backchannel_logout", fields + [
             ("ended", .int(ended.sessions.count)), ("sessions", .array(ended.sessions.map { .string($0.id.hex) })),
         ])
+        do {
+            // False when a delivery racing this one spent it first: both did the same work.
+            _ = try await store.spendOnce(spent, until: logout.rememberUntil)
+        } catch {
+            throw .unavailable("the state store")
+        }
         return ended.sessions.count
     }
 }

@@ -68,10 +68,12 @@ final class FlowTable: Sendable {
                 return (.replayed(handoff.sessionID), .immediate)
             }
             let redeemed = handoff
-            let refusal = redeemed.expiresAt > now ? check(redeemed) : nil
+            let live = redeemed.expiresAt > now
+            let refusal = live ? check(redeemed) : nil
             handoff.redeemed = true
             handoff.grant = nil
-            if refusal != nil { handoff.sessionID = nil }
+            // Refused or expired, it released nothing: no session is bound to it.
+            if !live || refusal != nil { handoff.sessionID = nil }
             entries.handoffs[code] = handoff
             let ticket = log.enqueue([.handoff(code, handoff)])
             guard redeemed.expiresAt > now else { return (.expired, ticket) }

@@ -68,22 +68,24 @@ extension PostgresStateStore {
                 return .success(.replayed(sessionID))
             }
             // Whatever happens next, the code never works again; its grant is no longer kept. One
-            // refused released nothing: no session is bound to it.
-            let refusal = handoff.expiresAt > now ? check(handoff) : nil
+            // refused or expired released nothing: no session is bound to it.
+            let live = handoff.expiresAt > now
+            let refusal = live ? check(handoff) : nil
             var spent = handoff
             spent.redeemed = true
             spent.grant = nil
-            if refusal != nil { spent.sessionID = nil }
+            let releasedNothing = !live || refusal != nil
+            if releasedNothing { spent.sessionID = nil }
             let resealed: [UInt8]
             do {
                 resealed = try sealer.seal(.handoff(code, spent), table: "handoffs", key: code)
             } catch {
                 return .failure(StateWriteError(description: "cannot seal a handoff code: \(error)"))
             }
-            let unbind = refusal == nil ? "" : ", session_id = NULL"
+            let unbind = releasedNothing ? ", session_id = NULL" : ""
             try connection.execute("UPDATE broker_handoffs SET redeemed = true, key_id = $2, sealed = $3\(unbind) WHERE code = $1",
                                    [.bytes(code.bytes), .int(sealer.currentKeyID), .bytes(resealed)])
-            guard handoff.expiresAt > now else { return .success(.expired) }
+            guard live else { return .success(.expired) }
             return .success(refusal.map { .refused($0) } ?? .fresh(handoff))
         }
         return try result.get()
