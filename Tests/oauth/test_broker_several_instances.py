@@ -158,6 +158,23 @@ def add_scope(starting, redeeming, token, scope):
     return merged.json()
 
 
+def test_a_code_replayed_without_its_verifier_ends_nothing_and_with_it_ends_the_session(instances):
+    """A code redeemed on one instance and replayed on the others: by a request without its verifier
+    (someone who only saw the code), refused and nothing ends; by one with it (the code leaked with
+    its verifier), refused and the session it gave out ends on every instance."""
+    brokers, apps, _ = instances
+    params, verifier = apps[0].sign_in("alice")
+    redeemed = apps[1].redeem(params["code"], verifier)
+    assert redeemed.status_code == 200, redeemed.text
+    token = redeemed.json()["session_token"]
+    seen_only = apps[2].redeem(params["code"], make_pkce()[0])
+    assert seen_only.status_code == 400 and seen_only.json()["error"] == "invalid_grant", seen_only.text
+    assert all(requests.get(b.url("/token"), headers=bearer(token), timeout=10).status_code == 200 for b in brokers)
+    leaked = apps[0].redeem(params["code"], verifier)
+    assert leaked.status_code == 400 and "already used" in leaked.json()["error_description"], leaked.text
+    assert wait_for(lambda: all(requests.get(b.url("/token"), headers=bearer(token), timeout=10).status_code == 401 for b in brokers))
+
+
 def test_an_incremental_authorization_with_each_step_on_another_instance(instances, auth_server):
     """Sign in and add a scope through a round-robin balancer: the instance that takes the
     callback (the second) and the one that redeems the code (the third) never held the session in
