@@ -85,6 +85,22 @@ struct BackChannelLogoutTests {
         await bed.close()
     }
 
+    /// A logout delivered late, or retried after a 503, ends the sessions begun by its `iat` (and
+    /// the clock skew), not a sign-in made after the logout.
+    @Test(arguments: StoreKind.allCases)
+    func aSignInAfterTheLogoutSurvivesItsLateDelivery(_ kind: StoreKind) async throws {
+        let bed = try await FlowTestBed(kind)
+        let logout = logout(bed)
+        let before = try await bed.newSession(subject: "alice")
+        let signOut = try await token(bed, jti: "jti-late", sub: "alice")
+        bed.clock.advance(by: 120)
+        let after = try await bed.newSession(subject: "alice")
+        #expect(try await logout.logOut(signOut, provider: "idp") == 1)
+        #expect(try await bed.stored(before.session.id) == nil)
+        #expect(try await bed.stored(after.session.id) != nil)
+        await bed.close()
+    }
+
     @Test(arguments: StoreKind.allCases)
     func aProviderSessionEndsOnlyItsOwnSessions(_ kind: StoreKind) async throws {
         let bed = try await FlowTestBed(kind)

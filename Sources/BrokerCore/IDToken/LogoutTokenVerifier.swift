@@ -32,6 +32,9 @@ struct LogoutTokenVerifier: Sendable {
         let tokenID: String
         let subject: String?
         let providerSessionID: String?
+        /// The latest a session it ends can have begun (Unix seconds): its `iat` and the clock
+        /// skew. One begun later is a sign-in after the logout.
+        let signedInBy: Double
         /// Until when its `jti` must be remembered (Unix seconds).
         let rememberUntil: Double
     }
@@ -81,7 +84,7 @@ struct LogoutTokenVerifier: Sendable {
         // §2.4: "A nonce Claim MUST NOT be present" — not even as null.
         if claims["nonce"] != nil { throw .nonceForbidden }
         return Logout(issuer: issuer, tokenID: tokenID, subject: subject, providerSessionID: session,
-                      rememberUntil: issuedAt + Self.maximumAge + 2 * clockSkew)
+                      signedInBy: issuedAt + clockSkew, rememberUntil: issuedAt + Self.maximumAge + 2 * clockSkew)
     }
 }
 

@@ -58,7 +58,8 @@ struct BackChannelLogout: Sendable {
             audit.refused("backchannel_logout.refused", [("provider", .string(id)), ("reason", .string(LogoutTokenError.replayed.description))])
             throw .refused(.replayed)
         }
-        let filter = SessionFilter(provider: id, subject: logout.subject, providerSessionID: logout.providerSessionID)
+        let filter = SessionFilter(provider: id, subject: logout.subject, providerSessionID: logout.providerSessionID,
+                                   signedInBy: logout.signedInBy)
         let ended: SessionAdministration.Ended
         do {
             ended = try await administration.endAll(filter, revokeLater: true)

@@ -10,6 +10,9 @@ struct SessionFilter: Sendable {
     var subject: String?
     /// The provider's session at sign-in (``Session/providerSessionID``).
     var providerSessionID: String?
+    /// Sessions begun at or before this (Unix seconds): a logout token's, so that a sign-in after
+    /// the logout survives its late delivery or retry.
+    var signedInBy: Double?
 
     /// Whether the filter is one a store can answer: a subject or a provider session only
     /// with its provider.
@@ -20,6 +23,7 @@ struct SessionFilter: Sendable {
             && (app == nil || app == session.app)
             && (subject == nil || subject == session.subject)
             && (providerSessionID == nil || providerSessionID == session.providerSessionID)
+            && (signedInBy.map { session.createdAt <= $0 } ?? true)
     }
 }
 
