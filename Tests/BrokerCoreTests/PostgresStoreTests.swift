@@ -66,6 +66,22 @@ struct PostgresStoreTests {
         await second.close()
     }
 
+    /// A use whose write-back failed (the database out of reach) is written with the next one,
+    /// not dropped: the sweep would take the session for an idle one that much sooner.
+    @Test func aUseWhoseWriteBackFailedIsQueuedAgain() async throws {
+        let url = try PostgresTestCluster.shared.get().createDatabase()
+        let clock = TestClock(Date(timeIntervalSince1970: 1_800_000_000))
+        let store = try await open(url, keys: StateKeys(current: .generate()), clock: clock)
+        let used = session("requeued", clock: clock)
+        #expect(try await store.saveSession(used, createdBy: nil))
+        clock.advance(by: 3000)
+        #expect(store.readSession(used.id, now: clock.seconds) { $0.subject } == "user-requeued")
+        store.pool.close()
+        await store.flushUse()
+        #expect(store.cache.takeUsed().map(\.0) == [used.id])
+        await store.close()
+    }
+
     @Test func rowsSealedUnderAnOlderKeyAreResealedUnderTheCurrentOne() async throws {
         let url = try PostgresTestCluster.shared.get().createDatabase()
         let old = SymmetricKey.generate()

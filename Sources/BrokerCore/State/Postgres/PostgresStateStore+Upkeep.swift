@@ -85,14 +85,20 @@ extension PostgresStateStore {
             let batch = used[start..<min(start + 1000, used.count)]
             let ids = batch.map(\.0.hex).joined(separator: ",")
             let times = batch.map { "\($0.1)" }.joined(separator: ",")
-            _ = try? await write { connection throws(PostgresError) in
-                try connection.execute("""
-                    UPDATE broker_sessions AS s
-                    SET used_at = greatest(s.used_at, u.used_at::float8),
-                        expires_at = least(s.created_at + $4, greatest(s.used_at, u.used_at::float8) + $3)
-                    FROM unnest(string_to_array($1, ','), string_to_array($2, ',')) AS u(id, used_at)
-                    WHERE s.id = decode(u.id, 'hex')
-                    """, [.text(ids), .text(times), .double(idle), .double(absolute)])
+            do {
+                _ = try await write { connection throws(PostgresError) in
+                    try connection.execute("""
+                        UPDATE broker_sessions AS s
+                        SET used_at = greatest(s.used_at, u.used_at::float8),
+                            expires_at = least(s.created_at + $4, greatest(s.used_at, u.used_at::float8) + $3)
+                        FROM unnest(string_to_array($1, ','), string_to_array($2, ',')) AS u(id, used_at)
+                        WHERE s.id = decode(u.id, 'hex')
+                        """, [.text(ids), .text(times), .double(idle), .double(absolute)])
+                }
+            } catch {
+                // Not written (the database out of reach): written with the next batch, so that
+                // the sweep does not take a session in use for an idle one.
+                cache.requeueUsed(batch)
             }
         }
     }

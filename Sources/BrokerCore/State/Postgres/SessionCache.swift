@@ -143,5 +143,15 @@ final class SessionCache: Sendable {
         return used
     }
 
+    /// Queues again the use of `used` sessions whose write to the database failed (those still
+    /// cached), for the next write-back.
+    func requeueUsed(_ used: some Sequence<(SHA256Digest, Double)>) {
+        for (id, _) in used {
+            shard(id).state.withLock { state in
+                if state.entries[id] != nil, !state.used.contains(id) { state.used.append(id) }
+            }
+        }
+    }
+
     var count: Int { shards.reduce(0) { $0 + $1.state.withLock { $0.entries.count } } }
 }
