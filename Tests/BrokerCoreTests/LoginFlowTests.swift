@@ -9,6 +9,18 @@ import WireValues
 /// handoff code, merge an incremental grant — against an in-process provider, over the
 /// in-memory store, with a clock the test moves.
 struct LoginFlowTests {
+    /// The demo app's redemption of `code` with `verifier`.
+    private func redemption(_ code: String, _ verifier: String) -> HandoffRedemptionRequest {
+        HandoffRedemptionRequest(code: code, verifier: verifier, redirectURI: FlowTestBed.redirectURI, app: FlowTestBed.app)
+    }
+
+    /// The handoff code of an incremental sign-in by `subject` adding `scopes` to `session`.
+    private func incrementalCode(_ bed: FlowTestBed, _ session: Session, subject: String = "alice", scopes: [String], verifier: String) async throws -> String {
+        let completion = try await bed.signIn(subject: subject, scopes: scopes, session: session, verifier: verifier)
+        guard let code = completion.handoffCode else { throw ScriptError("no code: \(completion)") }
+        return code
+    }
+
     @Test(arguments: StoreKind.allCases)
     func aSignInBecomesASessionOnce(_ kind: StoreKind) async throws {
         let bed = try await FlowTestBed(kind)
@@ -161,12 +173,8 @@ struct LoginFlowTests {
         defer { Task { await bed.close() } }
         let verifier = PKCE.makeVerifier()
         guard let code = try await bed.signIn(verifier: verifier).handoffCode else { Issue.record("no code"); return }
-        let session = try await bed.login.redeem(
-            HandoffRedemptionRequest(code: code, verifier: verifier, redirectURI: FlowTestBed.redirectURI, app: FlowTestBed.app)).session
-        await #expect(throws: HandoffRefusal.wrongVerifier) {
-            try await bed.login.redeem(
-                HandoffRedemptionRequest(code: code, verifier: PKCE.makeVerifier(), redirectURI: FlowTestBed.redirectURI, app: FlowTestBed.app))
-        }
+        let session = try await bed.login.redeem(redemption(code, verifier)).session
+        await #expect(throws: HandoffRefusal.wrongVerifier) { try await bed.login.redeem(redemption(code, PKCE.makeVerifier())) }
         await #expect(throws: HandoffRefusal.wrongClient) {
             try await bed.login.redeem(HandoffRedemptionRequest(code: code, verifier: verifier, redirectURI: FlowTestBed.redirectURI, app: "other"))
         }
@@ -183,29 +191,17 @@ struct LoginFlowTests {
         defer { Task { await bed.close() } }
         let session = try await bed.newSession(subject: "alice").session
         let verifier = PKCE.makeVerifier()
-        let completion = try await bed.signIn(subject: "alice", scopes: ["calendar"], session: session, verifier: verifier)
-        guard let code = completion.handoffCode else { Issue.record("no code: \(completion)"); return }
-        await #expect(throws: HandoffRefusal.wrongVerifier) {
-            try await bed.login.redeem(
-                HandoffRedemptionRequest(code: code, verifier: PKCE.makeVerifier(), redirectURI: FlowTestBed.redirectURI, app: FlowTestBed.app))
-        }
-        await #expect(throws: HandoffRefusal.replayed) {
-            try await bed.login.redeem(HandoffRedemptionRequest(code: code, verifier: verifier, redirectURI: FlowTestBed.redirectURI, app: FlowTestBed.app))
-        }
+        let code = try await incrementalCode(bed, session, scopes: ["calendar"], verifier: verifier)
+        await #expect(throws: HandoffRefusal.wrongVerifier) { try await bed.login.redeem(redemption(code, PKCE.makeVerifier())) }
+        await #expect(throws: HandoffRefusal.replayed) { try await bed.login.redeem(redemption(code, verifier)) }
         #expect((try await bed.stored(session.id))?.scopes == ["openid", "email", "calendar"])
         #expect(bed.provider.revoked.isEmpty)
 
         // Redeemed first once expired, it released nothing either.
-        let late = try await bed.signIn(subject: "alice", scopes: ["drive"], session: session, verifier: verifier)
-        guard let lateCode = late.handoffCode else { Issue.record("no code: \(late)"); return }
+        let late = try await incrementalCode(bed, session, scopes: ["drive"], verifier: verifier)
         bed.clock.advance(by: bed.settings.handoffLifetimeSeconds + 1)
-        await #expect(throws: HandoffRefusal.unknownCode) {
-            try await bed.login.redeem(
-                HandoffRedemptionRequest(code: lateCode, verifier: PKCE.makeVerifier(), redirectURI: FlowTestBed.redirectURI, app: FlowTestBed.app))
-        }
-        await #expect(throws: HandoffRefusal.replayed) {
-            try await bed.login.redeem(HandoffRedemptionRequest(code: lateCode, verifier: verifier, redirectURI: FlowTestBed.redirectURI, app: FlowTestBed.app))
-        }
+        await #expect(throws: HandoffRefusal.unknownCode) { try await bed.login.redeem(redemption(late, PKCE.makeVerifier())) }
+        await #expect(throws: HandoffRefusal.replayed) { try await bed.login.redeem(redemption(late, verifier)) }
         #expect((try await bed.stored(session.id)) != nil)
     }
 
@@ -215,10 +211,7 @@ struct LoginFlowTests {
         defer { Task { await bed.close() } }
         let session = try await bed.newSession(subject: "alice").session
         let verifier = PKCE.makeVerifier()
-        let completion = try await bed.signIn(subject: "alice", scopes: ["calendar"], session: session, verifier: verifier)
-        guard let code = completion.handoffCode else { Issue.record("no code: \(completion)"); return }
-        let redeemed = try await bed.login.redeem(
-            HandoffRedemptionRequest(code: code, verifier: verifier, redirectURI: FlowTestBed.redirectURI, app: FlowTestBed.app))
+        let redeemed = try await bed.login.redeem(redemption(try await incrementalCode(bed, session, scopes: ["calendar"], verifier: verifier), verifier))
         #expect(redeemed.token == nil && redeemed.session.id == session.id)
         #expect(redeemed.session.scopes == ["openid", "email", "calendar"] && redeemed.session.accessToken != session.accessToken)
 
