@@ -376,6 +376,37 @@ def test_while_postgres_is_down_cached_tokens_are_served_and_changes_are_503(ins
     assert requests.get(brokers[0].url("/token"), headers=bearer(token), timeout=10).json()["access_token"] == renewed.json()["access_token"]
 
 
+def refresh_while_postgres_is_down(instances, auth_server, postgres, provider_delay, down):
+    """`POST /refresh` whose answer from the provider takes `provider_delay` s, with PostgreSQL
+    stopped (as by a crash) for `down` s from the moment the provider has it: answered 200 once the
+    database is back, with the rotated tokens saved — every instance serves them, and the session
+    refreshes again at the provider (its latest refresh token was kept)."""
+    brokers, apps, _ = instances
+    apps[0].login("alice")
+    token = apps[0].session_token
+    before = requests.get(brokers[0].url("/token"), headers=bearer(token), timeout=10).json()["access_token"]
+    auth_server.reset_stats()
+    auth_server.inject_fault("token", delay=provider_delay, count=1)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        asked = time.monotonic()
+        pending = pool.submit(requests.post, brokers[0].url("/refresh"), headers=bearer(token), timeout=down + 75)
+        assert wait_for(lambda: auth_server.stats().get("refresh_token") == 1, 3), "the provider has the refresh"
+        postgres.stop(mode="immediate")
+        try:
+            time.sleep(down)
+        finally:
+            postgres.restart()
+        answer = pending.result()
+    assert answer.status_code == 200, answer.text
+    assert time.monotonic() - asked > down, "answered after the database came back"
+    refreshed = answer.json()["access_token"]
+    assert refreshed != before
+    assert wait_for(lambda: all(requests.get(b.url("/readyz"), timeout=10).status_code == 200 for b in brokers), 20)
+    assert requests.get(brokers[2].url("/token"), headers=bearer(token), timeout=10).json()["access_token"] == refreshed
+    renewed = requests.post(brokers[1].url("/refresh"), headers=bearer(token), timeout=30)
+    assert renewed.status_code == 200, f"the session lost its refresh token: {renewed.text}"
+
+
 @pytest.mark.instance_env({"BROKER_MIN_REFRESH_INTERVAL_SECONDS": "0"})
 def test_a_refresh_whose_tokens_cannot_be_saved_yet_keeps_trying_while_its_lease_holds(instances, auth_server, postgres):
     """The provider takes 3 s to rotate the refresh token, and PostgreSQL stops meanwhile for
@@ -385,30 +416,7 @@ def test_a_refresh_whose_tokens_cannot_be_saved_yet_keeps_trying_while_its_lease
     answered, and the session refreshes again everywhere. Given up sooner, the provider's only
     working refresh token would be lost, and with it the session (this provider ends the grant when
     an old one is replayed)."""
-    brokers, apps, _ = instances
-    apps[0].login("alice")
-    token = apps[0].session_token
-    before = requests.get(brokers[0].url("/token"), headers=bearer(token), timeout=10).json()["access_token"]
-    auth_server.reset_stats()
-    auth_server.inject_fault("token", delay=3.0, count=1)
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        asked = time.monotonic()
-        pending = pool.submit(requests.post, brokers[0].url("/refresh"), headers=bearer(token), timeout=60)
-        assert wait_for(lambda: auth_server.stats().get("refresh_token") == 1, 3), "the provider has the refresh"
-        postgres.stop(mode="immediate")
-        try:
-            time.sleep(6)
-        finally:
-            postgres.restart()
-        answer = pending.result()
-    assert answer.status_code == 200, answer.text
-    assert time.monotonic() - asked > 6, "answered after the database came back"
-    refreshed = answer.json()["access_token"]
-    assert refreshed != before
-    assert wait_for(lambda: all(requests.get(b.url("/readyz"), timeout=10).status_code == 200 for b in brokers), 20)
-    assert requests.get(brokers[2].url("/token"), headers=bearer(token), timeout=10).json()["access_token"] == refreshed
-    renewed = requests.post(brokers[1].url("/refresh"), headers=bearer(token), timeout=30)
-    assert renewed.status_code == 200, f"the session lost its refresh token: {renewed.text}"
+    refresh_while_postgres_is_down(instances, auth_server, postgres, provider_delay=3.0, down=6)
 
 
 @pytest.mark.instance_env({"BROKER_MIN_REFRESH_INTERVAL_SECONDS": "0", "BROKER_UPSTREAM_TIMEOUT_SECONDS": "5"})
@@ -419,30 +427,7 @@ def test_a_refresh_whose_lease_runs_out_while_the_database_is_down_still_saves_i
     lease (no other instance took one meanwhile), so they are saved once it is back, and the
     session lives on. Given up at the lease's end, the client would get a 503 and then lose the
     session to the provider's reuse detection."""
-    brokers, apps, _ = instances
-    apps[0].login("alice")
-    token = apps[0].session_token
-    before = requests.get(brokers[0].url("/token"), headers=bearer(token), timeout=10).json()["access_token"]
-    auth_server.reset_stats()
-    auth_server.inject_fault("token", delay=1.0, count=1)
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        asked = time.monotonic()
-        pending = pool.submit(requests.post, brokers[0].url("/refresh"), headers=bearer(token), timeout=90)
-        assert wait_for(lambda: auth_server.stats().get("refresh_token") == 1, 3), "the provider has the refresh"
-        postgres.stop(mode="immediate")
-        try:
-            time.sleep(13)
-        finally:
-            postgres.restart()
-        answer = pending.result()
-    assert answer.status_code == 200, answer.text
-    assert time.monotonic() - asked > 13, "answered after the database came back"
-    refreshed = answer.json()["access_token"]
-    assert refreshed != before
-    assert wait_for(lambda: all(requests.get(b.url("/readyz"), timeout=10).status_code == 200 for b in brokers), 20)
-    assert requests.get(brokers[2].url("/token"), headers=bearer(token), timeout=10).json()["access_token"] == refreshed
-    renewed = requests.post(brokers[1].url("/refresh"), headers=bearer(token), timeout=30)
-    assert renewed.status_code == 200, f"the session lost its refresh token: {renewed.text}"
+    refresh_while_postgres_is_down(instances, auth_server, postgres, provider_delay=1.0, down=13)
 
 
 @pytest.mark.instance_env({"BROKER_REFRESH_REQUESTS_PER_MINUTE": "0", "BROKER_LOGIN_REQUESTS_PER_MINUTE": "0",
