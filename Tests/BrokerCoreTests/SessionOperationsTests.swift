@@ -69,6 +69,14 @@ struct SessionOperationsTests {
         #expect(bed.provider.accepts(try #require(refreshed.first)))
     }
 
+    /// A bed with one session whose access token has just expired: due for a refresh.
+    private func sessionDue(_ kind: StoreKind) async throws -> (FlowTestBed, Session) {
+        let bed = try await FlowTestBed(kind)
+        let session = try await bed.newSession().session
+        bed.clock.advance(by: 3600 + 1)
+        return (bed, session)
+    }
+
     /// A refresh of `id` that the provider refuses with `invalid_grant`: "sign in again".
     private func expectLoginRequired(_ bed: FlowTestBed, _ id: SHA256Digest) async {
         bed.provider.failNextRefresh(status: 400, body: #"{"error":"invalid_grant"}"#)
@@ -82,10 +90,8 @@ struct SessionOperationsTests {
 
     @Test(arguments: StoreKind.allCases)
     func onlyInvalidGrantEndsTheSession(_ kind: StoreKind) async throws {
-        let bed = try await FlowTestBed(kind)
+        let (bed, session) = try await sessionDue(kind)
         defer { Task { await bed.close() } }
-        let session = try await bed.newSession().session
-        bed.clock.advance(by: 3600 + 1)
         for (status, body) in [(400, #"{"error":"temporarily_unavailable"}"#), (500, #"{"error":"server_error"}"#), (401, #"{"error":"invalid_client"}"#)] {
             bed.provider.failNextRefresh(status: status, body: body)
             await #expect(throws: RefreshFailure.self) { try await bed.sessions.refresh(session.id, force: false, minimumValidity: 60) }
@@ -99,10 +105,8 @@ struct SessionOperationsTests {
     /// either way, so the caller is told to sign in again (401), not to retry (503).
     @Test(arguments: StoreKind.allCases)
     func aRefreshRefusedForASessionEndedMeanwhileIsLoginRequired(_ kind: StoreKind) async throws {
-        let bed = try await FlowTestBed(kind)
+        let (bed, session) = try await sessionDue(kind)
         defer { Task { await bed.close() } }
-        let session = try await bed.newSession().session
-        bed.clock.advance(by: 3600 + 1)
         let store = bed.store
         bed.provider.duringNextRefresh { _ = try? await store.removeSession(session.id) }
         await expectLoginRequired(bed, session.id)
@@ -113,10 +117,8 @@ struct SessionOperationsTests {
     /// grant stands, and what the refresh brought is revoked, not kept by nobody.
     @Test(arguments: StoreKind.allCases)
     func aRefreshWhoseGrantWasReplacedMeanwhileLeavesTheNewOne(_ kind: StoreKind) async throws {
-        let bed = try await FlowTestBed(kind)
+        let (bed, session) = try await sessionDue(kind)
         defer { Task { await bed.close() } }
-        let session = try await bed.newSession().session
-        bed.clock.advance(by: 3600 + 1)
         let store = bed.store
         bed.provider.duringNextRefresh {
             _ = try? await store.updateSession(session.id) { replaced in
