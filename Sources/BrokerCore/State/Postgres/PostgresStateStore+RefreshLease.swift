@@ -17,6 +17,20 @@ extension PostgresStateStore {
         let until: ContinuousClock.Instant
         /// The lease row's `held_until`, as the database wrote it: which lease row is this one's.
         let heldUntil: Double
+
+        /// Added to the `WHERE` of an update of the session under this lease, with ``heldUntil``
+        /// as `$10`: no other instance holds a live lease on it (past this one's end, another
+        /// may have taken one, and its refresh is then the session's).
+        static let noOtherLiveLease = """
+             AND NOT EXISTS (SELECT 1 FROM broker_refresh_leases WHERE session_id = $1
+                AND held_until > extract(epoch FROM clock_timestamp()) AND held_until <> $10)
+            """
+
+        /// Locks the lease row first in such an update's transaction: an instance taking the lease
+        /// meanwhile waits for the update, then reads the row it leaves (not the one before it).
+        func lockRow(on connection: PostgresConnection) throws(PostgresError) {
+            try connection.execute("SELECT 1 FROM broker_refresh_leases WHERE session_id = $1 FOR UPDATE", [.bytes(id.bytes)])
+        }
     }
 
     /// The lease of the refresh the current task is running, if any.

@@ -303,23 +303,14 @@ final class PostgresStateStore: StateStore {
             let next = version + 1
             let payload = notification(id, next)
             let lease = Self.lease(on: id)
-            let noOtherLease = lease == nil ? "" : """
-                 AND NOT EXISTS (SELECT 1 FROM broker_refresh_leases WHERE session_id = $1
-                    AND held_until > extract(epoch FROM clock_timestamp()) AND held_until <> $10)
-                """
-            let leaseValue: [PostgresValue] = lease.map { [.double($0.heldUntil)] } ?? []
             let written = try await write(patience: Self.patience(updating: id)) { connection throws(PostgresError) -> Bool in
-                if lease != nil {
-                    // The lease row locked first: another instance taking the lease now waits for
-                    // this write, then reads the row it leaves (not the one before it).
-                    try connection.execute("SELECT 1 FROM broker_refresh_leases WHERE session_id = $1 FOR UPDATE", [.bytes(id.bytes)])
-                }
+                try lease?.lockRow(on: connection)
                 let updated = try connection.execute("""
                     UPDATE broker_sessions SET version = $3, key_id = $4, sealed = $5, used_at = greatest(used_at, $6), expires_at = greatest(expires_at, $7),
                         subject_index = $8, sid_index = $9
-                    WHERE id = $1 AND version = $2\(noOtherLease)
+                    WHERE id = $1 AND version = $2\(lease == nil ? "" : HeldLease.noOtherLiveLease)
                     """, [.bytes(id.bytes), .int(version), .int(next), .int(keyID), .bytes(sealed), .double(changed.usedAt), .double(expiresAt)]
-                        + indexed + leaseValue)
+                        + indexed + (lease.map { [.double($0.heldUntil)] } ?? []))
                 guard updated.affected == 1 else { return false }
                 try connection.execute("SELECT pg_notify($1, $2)", [.text(Self.channel), .text(payload)])
                 return true
