@@ -83,10 +83,10 @@ protocol StateStore: Sendable {
     func issueHandoff(_ code: SHA256Digest, _ handoff: Handoff) async throws(StateWriteError)
     /// Marks `code` redeemed, durably (whatever happens next, it never works again), and says
     /// what it was. `check` says whether the request may have what the code holds (nil) or why
-    /// not, in the same step: a code refused (or expired) at its first redemption is kept as having
-    /// released nothing (no session bound to it, so a replay ends none), and a replay ends the session only
-    /// when the replaying request passes it too — a request without the verifier cannot end a
-    /// user's session by replaying a code it saw.
+    /// not, in the same step: a code refused (or expired) at its first redemption is kept as
+    /// having released nothing (no session bound to it, so a replay ends none), and a replay ends
+    /// the session only when the replaying request passes it too — a request without the verifier
+    /// cannot end a user's session by replaying a code it saw.
     func redeemHandoff(
         _ code: SHA256Digest, now: Double, check: @escaping @Sendable (Handoff) -> HandoffRefusal?
     ) async throws(StateWriteError) -> HandoffRedemption

@@ -76,7 +76,7 @@ final class FlowTable: Sendable {
             if !live || refusal != nil { handoff.sessionID = nil }
             entries.handoffs[code] = handoff
             let ticket = log.enqueue([.handoff(code, handoff)])
-            guard redeemed.expiresAt > now else { return (.expired, ticket) }
+            guard live else { return (.expired, ticket) }
             return (refusal.map { .refused($0) } ?? .fresh(redeemed), ticket)
         }
     }
