@@ -20,9 +20,10 @@ public final class Broker: Sendable {
     private let admin: (server: HTTPServer, router: Router)?
     private let store: any StateStore
     private let refresher: Refresher
-    /// Revokes at the provider the grants a store's sweep finds abandoned.
-    private let revoker: GrantRevoker
-    private let maintenance = Mutex<Task<Void, Never>?>(nil)
+    /// Announces what the store's sweep ends, and delivers the revocations it queues.
+    private let endings: GrantEndings
+    /// The store's upkeep and the revocation queue's deliveries, while the broker serves.
+    private let maintenance = Mutex<[Task<Void, Never>]>([])
     private let logOutput: LogOutput
     private let shuttingDown = ShutdownFlag()
 
@@ -105,7 +106,8 @@ public final class Broker: Sendable {
                 + atStart.problems.joined(separator: "\n"))
         }
         let providers = ProviderDirectory(providers: config.providers, discovery: discovery)
-        let services = Self.services(config, store: store, providers: providers, upstream: upstream, logger: logger, metrics: metrics)
+        let services = BrokerServices.assemble(config, store: store, providers: providers, upstream: upstream, logger: logger,
+                                               metrics: metrics, now: systemClock)
         AuthorizeRoutes(services: services).register(in: &router)
         CallbackRoute(services: services).register(in: &router)
         TokenRoutes(services: services).register(in: &router)
@@ -118,11 +120,11 @@ public final class Broker: Sendable {
         }
         ProxyRoutes(services: services, transfers: transfers).register(in: &router)
         ClientKeysRoute(providers: config.providers).register(in: &router)
-        let audit = AuditTrail(logger: logger, webhooks: services.webhooks, metrics: metrics)
+        let audit = services.endings.audit
         let administration = SessionAdministration(store: store, sessions: services.sessions)
         BackChannelLogoutRoute(services: services, logout: BackChannelLogout(
             providers: providers, verifier: LogoutTokenVerifier(signatures: services.login.idTokens, clock: systemClock), store: store,
-            administration: administration, audit: audit
+            endings: services.endings, audit: audit
         )).register(in: &router)
         var adminRouter = Router()
         if let settings = config.admin {
@@ -147,7 +149,7 @@ public final class Broker: Sendable {
         self.store = store
         self.logOutput = logOutput
         refresher = services.sessions.refresher
-        revoker = services.sessions.revoker
+        endings = services.endings
     }
 
     private static func openState(
@@ -190,54 +192,6 @@ public final class Broker: Sendable {
         return store
     }
 
-    private static func services(
-        _ config: BrokerConfig, store: any StateStore, providers: ProviderDirectory, upstream: any UpstreamTransport,
-        logger: Logger, metrics: BrokerMetrics
-    ) -> BrokerServices {
-        let now = systemClock
-        let calls = ProviderCalls(client: upstream, metrics: metrics, now: now)
-        let profiles = ProfileCache(lifetime: config.sessions.profileCacheSeconds)
-        let revoker = GrantRevoker(providers: providers, calls: calls, logger: logger)
-        let webhooks = config.webhooks.map { WebhookSender(settings: $0, logger: logger, metrics: metrics) }
-        let refresher = Refresher(
-            store: store, providers: providers, calls: calls, logger: logger, metrics: metrics, webhooks: webhooks,
-            minInterval: config.sessions.minRefreshIntervalSeconds, now: now
-        )
-        let limits = config.server.limits
-        let sessions = SessionOperations(
-            store: store, refresher: refresher, providers: providers, calls: calls, profiles: profiles, revoker: revoker,
-            refreshSkew: config.sessions.refreshSkewSeconds, now: now
-        )
-        let login = LoginFlow(
-            settings: config.sessions, callbackURL: config.server.callbackURL.absoluteString, providers: providers, calls: calls,
-            store: store, idTokens: IDTokenVerifier(jwks: JWKSCache(client: upstream, clock: now), clock: now),
-            profiles: profiles, revoker: revoker, metrics: metrics, logger: logger, now: now
-        )
-        return BrokerServices(
-            config: config,
-            providers: providers,
-            login: login,
-            sessions: sessions,
-            devices: DeviceFlow(settings: config.sessions, login: login, store: store, metrics: metrics, now: now),
-            proxy: APIProxy(sessions: sessions, settings: ProxySettings(
-                timeoutSeconds: Double(limits.upstreamTimeoutSeconds), maxResponseBytes: limits.proxyMaxResponseBytes,
-                retryMaxBodyBytes: limits.proxyRetryMaxBodyBytes
-            )),
-            store: store,
-            loginLimiter: RateLimiter(perMinute: config.server.limits.loginRequestsPerMinute),
-            tokenLimiter: RateLimiter(perMinute: config.server.limits.tokenRequestsPerMinute),
-            refreshLimiter: RateLimiter(perMinute: config.server.limits.refreshRequestsPerMinute),
-            deviceEntryLimiter: RateLimiter(perMinute: config.server.limits.deviceCodeEntriesPerMinute),
-            userCodeGuard: UserCodeGuard(missesPerMinute: config.server.limits.deviceCodeMissesPerMinute),
-            proxyLimiter: RateLimiter(perMinute: limits.proxyRequestsPerMinute),
-            binding: BrowserBinding(stateKeys: config.state.keys),
-            webhooks: webhooks,
-            metrics: metrics,
-            logger: logger,
-            now: now
-        )
-    }
-
     /// The bound port.
     public var port: UInt16 { server.port }
 
@@ -264,13 +218,12 @@ public final class Broker: Sendable {
             "providers": "\(config.providers.map(\.id).joined(separator: ","))",
             "apps": "\(config.apps.map(\.id).joined(separator: ","))",
         ])
-        // A device's grant that nobody collected before its code expired is revoked at the provider.
-        let upkeep = Task { [store, revoker] in
-            await store.maintain { abandoned in
-                for grant in abandoned { _ = await revoker.revoke(grant.provider, accessToken: grant.accessToken, refreshToken: grant.refreshToken) }
-            }
+        // What expires ends as every ending does, and the revocations it leaves are delivered.
+        let upkeep = Task { [store, endings] in
+            await store.maintain { ended in endings.announce(ended) }
         }
-        maintenance.withLock { $0 = upkeep }
+        let deliveries = Task { [endings] in await endings.revocations.run() }
+        maintenance.withLock { $0 = [upkeep, deliveries] }
     }
 
     /// The first step of a shutdown that gives balancers time to move off (SIGTERM, with
@@ -294,9 +247,12 @@ public final class Broker: Sendable {
         // Refreshes still under way (their clients were answered 503) bring rotated tokens:
         // they are saved before the final snapshot, and no periodic snapshot races it.
         await refresher.drain()
-        let upkeep = maintenance.withLock { $0 }
-        upkeep?.cancel()
-        await upkeep?.value
+        let tasks = maintenance.withLock { $0 }
+        endings.revocations.stop()
+        for task in tasks {
+            task.cancel()
+            await task.value
+        }
         await store.close()
         logger.notice("stopped", metadata: ["requests_cut_short": "\(cutShort)"])
         logOutput.flush()

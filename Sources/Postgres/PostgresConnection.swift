@@ -15,16 +15,20 @@ public final class PostgresConnection {
         public var connectTimeoutSeconds: Int
         /// Longest any statement may run (0: no limit).
         public var statementTimeoutSeconds: Int
+        /// Faults a test injects (never set otherwise).
+        public var faults: PostgresFaults?
 
-        public init(url: String, password: String?, connectTimeoutSeconds: Int = 5, statementTimeoutSeconds: Int = 5) {
+        public init(url: String, password: String?, connectTimeoutSeconds: Int = 5, statementTimeoutSeconds: Int = 5, faults: PostgresFaults? = nil) {
             self.url = url
             self.password = password
             self.connectTimeoutSeconds = connectTimeoutSeconds
             self.statementTimeoutSeconds = statementTimeoutSeconds
+            self.faults = faults
         }
     }
 
     let handle: OpaquePointer
+    private let faults: PostgresFaults?
 
     /// Connects, or throws `.connection` with libpq's reason.
     public init(_ options: Options) throws(PostgresError) {
@@ -59,6 +63,7 @@ public final class PostgresConnection {
         // them to standard error, outside the broker's log format.
         PQsetNoticeProcessor(connection, { _, _ in }, nil)
         handle = connection
+        faults = options.faults
     }
 
     deinit {
@@ -125,17 +130,52 @@ public final class PostgresConnection {
         }
     }
 
-    /// Runs `body` in a transaction: committed when it returns, rolled back when it throws.
+    /// Runs `body` in a transaction: committed when it returns, rolled back when it throws. When
+    /// the connection breaks while the COMMIT is on its way, whether it committed is unknown
+    /// here: that throws ``PostgresError/commitUnacknowledged(transaction:_:)`` with the
+    /// transaction's id, which ``commitStatus(of:)`` looks up on another connection.
     public func transaction<T>(_ body: (PostgresConnection) throws(PostgresError) -> T) throws(PostgresError) -> T {
         try execute("BEGIN")
+        let value: T
+        let transaction: Int64
         do {
-            let value = try body(self)
-            try execute("COMMIT")
-            return value
+            transaction = try execute("SELECT txid_current()").int(0, 0) ?? 0
+            value = try body(self)
         } catch {
             if isHealthy { _ = try? execute("ROLLBACK") }
             throw error
         }
+        if faults?.takeLostAcknowledgement() == true {
+            // The COMMIT still goes out; its answer can no longer come in.
+            shutdown(PQsocket(handle), Int32(SHUT_RD))
+        }
+        do {
+            try execute("COMMIT")
+        } catch {
+            guard case .connection(let message) = error else { throw error }
+            throw .commitUnacknowledged(transaction: transaction, message)
+        }
+        return value
+    }
+
+    /// What became of the transaction `transaction` (a recent one's `txid_current()`).
+    public func commitStatus(of transaction: Int64) throws(PostgresError) -> CommitStatus {
+        switch try execute("SELECT txid_status($1)", [.int(transaction)]).string(0, 0) {
+        case "committed": .committed
+        case "aborted": .aborted
+        case "in progress": .inProgress
+        default: .unknown
+        }
+    }
+
+    /// What became of a transaction (``commitStatus(of:)``).
+    public enum CommitStatus: Sendable {
+        case committed
+        case aborted
+        /// Its COMMIT has not finished yet (its backend has not seen the connection drop).
+        case inProgress
+        /// Too old to be told, or from before a failover.
+        case unknown
     }
 
     /// libpq's message, on one line.

@@ -10,6 +10,12 @@ public enum PostgresError: Error, Sendable, CustomStringConvertible {
     case timeout
     /// The pool was closed.
     case closed
+    /// The connection broke while a COMMIT was on its way: the transaction (`txid_current()`)
+    /// may or may not have committed. ``PostgresConnection/commitStatus(of:)`` on another
+    /// connection tells.
+    case commitUnacknowledged(transaction: Int64, String)
+    /// The caller gave the transaction up (its body found it could not go on): rolled back.
+    case abandoned(String)
 
     public var description: String {
         switch self {
@@ -17,14 +23,17 @@ public enum PostgresError: Error, Sendable, CustomStringConvertible {
         case .query(let state, let message): "PostgreSQL refused a statement (SQLSTATE \(state)): \(message)"
         case .timeout: "no PostgreSQL connection came free in time"
         case .closed: "the PostgreSQL pool is closed"
+        case .commitUnacknowledged(_, let message): "PostgreSQL did not acknowledge a commit: \(message)"
+        case .abandoned(let reason): reason
         }
     }
 
     /// Whether the database could not be reached (as opposed to refusing a statement).
     public var isConnectionFailure: Bool {
         switch self {
-        case .connection, .timeout, .closed: true
+        case .connection, .timeout, .closed, .commitUnacknowledged: true
         case .query(let state, _): state.hasPrefix("08") || state == "57P01" || state == "57P02" || state == "57P03"
+        case .abandoned: false
         }
     }
 }

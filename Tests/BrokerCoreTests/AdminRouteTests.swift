@@ -19,12 +19,9 @@ struct AdminRouteTests {
 
         init(_ kind: StoreKind, token: String? = AdminRouteTests.token) async throws {
             bed = try await FlowTestBed(kind)
-            let app = AppConfig(id: FlowTestBed.app, redirectURIs: [try RedirectURI(parsing: FlowTestBed.redirectURI)])
-            let services = bed.services(BrokerConfig(providers: [ScriptedProvider.config()], apps: [app]))
             var router = Router()
-            AdminRoutes(services: services, administration: SessionAdministration(store: bed.store, sessions: bed.sessions),
-                        audit: AuditTrail(logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }, webhooks: nil, metrics: BrokerMetrics()),
-                        token: token.map { Secret($0, source: "test") }).register(in: &router)
+            AdminRoutes(services: bed.services, administration: SessionAdministration(store: bed.store, sessions: bed.sessions),
+                        audit: bed.endings.audit, token: token.map { Secret($0, source: "test") }).register(in: &router)
             self.router = router
         }
 

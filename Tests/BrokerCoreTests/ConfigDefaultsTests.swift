@@ -50,6 +50,7 @@ struct ConfigDefaultsTests {
             "sessions.handoff_lifetime_seconds": seconds(sessions.handoffLifetimeSeconds),
             "sessions.device_code_lifetime_seconds": seconds(sessions.deviceCodeLifetimeSeconds),
             "sessions.device_poll_interval_seconds": seconds(sessions.devicePollIntervalSeconds),
+            "sessions.revocation_retry_seconds": seconds(sessions.revocationRetrySeconds),
             "state.directory": config.state.directory,
             "state.snapshot_interval_seconds": seconds(config.state.snapshotIntervalSeconds),
             "state.postgres.pool_size": "\(config.state.postgres.poolSize)",

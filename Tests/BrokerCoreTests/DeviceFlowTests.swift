@@ -66,6 +66,7 @@ struct DeviceFlowTests {
         bed.clock.advance(by: bed.settings.deviceCodeLifetimeSeconds + 1)
         let completion = await bed.login.complete(pending, state: state, with: Self.answer(code))
         #expect(completion.refusal?.error == "expired_token", "not held after expiry")
+        await bed.endings.revocations.deliverDue()
         #expect(!bed.provider.revoked.isEmpty, "the grant nobody will collect is revoked at the provider")
         await #expect(throws: DevicePollRefusal.expired) { try await flow.poll(deviceCode: codes.deviceCode, app: "tv") }
         #expect(bed.store.sessionCount == 0)
@@ -91,7 +92,9 @@ struct DeviceFlowTests {
         _ = await bed.login.complete(pending, state: state, with: Self.answer(code))
         #expect(bed.provider.revoked.isEmpty)
         #expect(try await flow.confirm(OpaqueToken.hash(codes.deviceCode), state: state, approve: false))
+        await bed.endings.revocations.deliverDue()
         #expect(!bed.provider.revoked.isEmpty, "the grant nobody will collect is revoked at the provider")
+        #expect(bed.audit.events("session.ended").map { $0["reason"] } == ["device_refused"])
         bed.clock.advance(by: codes.interval)
         await #expect(throws: DevicePollRefusal.denied) { try await flow.poll(deviceCode: codes.deviceCode, app: "tv") }
         #expect(bed.store.sessionCount == 0)

@@ -15,58 +15,56 @@ struct FlowTestBed {
 
     let clock = TestClock(Date(timeIntervalSince1970: 1_800_000_000))
     let provider: ScriptedProvider
-    let store: any StateStore
-    let login: LoginFlow
-    let sessions: SessionOperations
+    /// The store: the embedded one, or three PostgreSQL instances; either can be told to fail
+    /// (``RoundRobinStore/failNextSessionLookup()``).
+    let store: RoundRobinStore
+    /// The broker's services as `serve` assembles them (``BrokerServices/assemble(_:store:providers:upstream:logger:metrics:now:)``).
+    let services: BrokerServices
     let settings: SessionSettings
+    /// What the audit trail recorded, in order (the services log to it).
+    let audit: AuditLines
+
+    var login: LoginFlow { services.login }
+    var sessions: SessionOperations { services.sessions }
+    var endings: GrantEndings { services.endings }
 
     init(_ kind: StoreKind = .embedded, settings: SessionSettings = SessionSettings()) async throws {
         self.settings = settings
         provider = await ScriptedProvider.make(clock: clock)
-        let logger = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
-        let metrics = BrokerMetrics()
+        let audit = AuditLines()
+        self.audit = audit
+        let logger = Logger(label: "test") { _ in audit }
         let lifetimes = SessionLifetimes(idle: settings.idleLifetimeSeconds, absolute: settings.absoluteLifetimeSeconds)
         switch kind {
         case .embedded:
-            store = EmbeddedStateStore(lifetimes: lifetimes, clock: clock.closure, logger: logger)
+            store = RoundRobinStore([EmbeddedStateStore(lifetimes: lifetimes, clock: clock.closure, logger: logger)])
         case .postgres:
             let harness = try PostgresStoreHarness(lifetimes: lifetimes)
             var instances: [any StateStore] = []
             for _ in 0..<3 { instances.append(try await harness.open(clock: clock)) }
             store = RoundRobinStore(instances)
         }
-        let providers = ProviderDirectory(providers: [ScriptedProvider.config()], discovery: DiscoveryCache(client: provider))
-        let calls = ProviderCalls(client: provider, metrics: metrics, now: clock.closure)
-        let profiles = ProfileCache(lifetime: settings.profileCacheSeconds)
-        let revoker = GrantRevoker(providers: providers, calls: calls, logger: logger)
-        login = LoginFlow(
-            settings: settings, callbackURL: Self.callbackURL, providers: providers, calls: calls, store: store,
-            idTokens: IDTokenVerifier(jwks: JWKSCache(client: provider, clock: clock.closure), clock: clock.closure),
-            profiles: profiles, revoker: revoker, metrics: metrics, logger: logger, now: clock.closure
+        let config = try Self.config(settings)
+        services = BrokerServices.assemble(
+            config, store: store, providers: ProviderDirectory(providers: config.providers, discovery: DiscoveryCache(client: provider)),
+            upstream: provider, logger: logger, metrics: BrokerMetrics(), now: clock.closure
         )
-        let refresher = Refresher(store: store, providers: providers, calls: calls, logger: logger, metrics: metrics,
-                                  webhooks: nil, minInterval: settings.minRefreshIntervalSeconds, now: clock.closure)
-        sessions = SessionOperations(store: store, refresher: refresher, providers: providers, calls: calls, profiles: profiles,
-                                     revoker: revoker, refreshSkew: settings.refreshSkewSeconds, now: clock.closure)
+    }
+
+    /// The test app (device flow allowed) at the scripted provider, public URL
+    /// `https://broker.test`, no rate limits.
+    static func config(_ settings: SessionSettings) throws -> BrokerConfig {
+        let app = AppConfig(id: Self.app, redirectURIs: [try RedirectURI(parsing: Self.redirectURI)], deviceFlow: true)
+        let unlimited = Limits(loginRequestsPerMinute: 0, tokenRequestsPerMinute: 0, refreshRequestsPerMinute: 0, deviceCodeEntriesPerMinute: 0,
+                               deviceCodeMissesPerMinute: 0, proxyRequestsPerMinute: 0)
+        return BrokerConfig(server: ServerConfig(publicURL: URL(string: "https://broker.test"), limits: unlimited), sessions: settings,
+                            providers: [ScriptedProvider.config()], apps: [app])
     }
 
     /// The session `id` as the store holds it now (an instance's cache may lag another's change
     /// by a notification; the test asks the store itself).
     func stored(_ id: SHA256Digest) async throws -> Session? {
         store.holdsEverySession ? store.session(id, now: clock.seconds) : try await store.loadSession(id, now: clock.seconds)
-    }
-
-    /// The API handlers' services over this bed, with `config` (no rate limits, no webhook).
-    func services(_ config: BrokerConfig) -> BrokerServices {
-        BrokerServices(
-            config: config, providers: login.providers, login: login, sessions: sessions,
-            devices: DeviceFlow(settings: settings, login: login, store: store, metrics: login.metrics, now: clock.closure),
-            proxy: APIProxy(sessions: sessions, settings: ProxySettings(timeoutSeconds: 5, maxResponseBytes: 1 << 20, retryMaxBodyBytes: 1024)),
-            store: store, loginLimiter: RateLimiter(perMinute: 0), tokenLimiter: RateLimiter(perMinute: 0),
-            refreshLimiter: RateLimiter(perMinute: 0), deviceEntryLimiter: RateLimiter(perMinute: 0),
-            userCodeGuard: UserCodeGuard(missesPerMinute: 0), proxyLimiter: RateLimiter(perMinute: 0),
-            binding: BrowserBinding(stateKeys: nil), webhooks: nil, metrics: login.metrics, logger: login.logger, now: clock.closure
-        )
     }
 
     /// Releases the store (the PostgreSQL instances' connections).
@@ -113,14 +111,5 @@ extension LoginCompletion {
     var handoffCode: String? {
         guard case .app(_, .handoff(let code)) = self else { return nil }
         return code
-    }
-}
-
-extension FlowTestBed {
-    /// The broker's services over this bed: the test app (device flow allowed) at the scripted
-    /// provider, public URL `https://broker.test`, no rate limits.
-    func services() throws -> BrokerServices {
-        let app = AppConfig(id: Self.app, redirectURIs: [try RedirectURI(parsing: Self.redirectURI)], deviceFlow: true)
-        return services(BrokerConfig(server: ServerConfig(publicURL: URL(string: "https://broker.test")), providers: [ScriptedProvider.config()], apps: [app]))
     }
 }

@@ -50,7 +50,7 @@ struct GrantTests {
     func aCodeGrantGivesTheNewSessionOnceAndNothingAtAnotherIssuer(_ kind: StoreKind) async throws {
         let bed = try await FlowTestBed(kind)
         defer { Task { await bed.close() } }
-        let services = try bed.services()
+        let services = bed.services
         func codeGrant() async throws -> AuthorizationCodeGrant {
             let verifier = PKCE.makeVerifier()
             let code = try #require(try await bed.signIn(verifier: verifier).handoffCode)
@@ -69,6 +69,7 @@ struct GrantTests {
         let elsewhere = try await codeGrant()
         let revokedBefore = bed.provider.revoked.count
         #expect(await Self.refusal { () async throws(HTTPError) in try await elsewhere.grant(at: "other", services) } ?? (0, nil) == (400, "invalid_grant"))
+        await bed.endings.revocations.deliverDue()
         #expect(bed.provider.revoked.count > revokedBefore, "the session the code created is ended, and its grant revoked")
     }
 
@@ -76,7 +77,7 @@ struct GrantTests {
     func aRefreshGrantNeedsNoClientButRefusesAnotherOne(_ kind: StoreKind) async throws {
         let bed = try await FlowTestBed(kind)
         defer { Task { await bed.close() } }
-        let services = try bed.services()
+        let services = bed.services
         let redeemed = try await bed.newSession()
         let token = try #require(redeemed.token)
         func refresh(_ pairs: [(String, String)], client: String?, at provider: String? = "idp") async throws -> (Int, String?)? {
@@ -105,7 +106,7 @@ struct GrantTests {
     func aDeviceGrantWaitsForTheConfirmedAccount(_ kind: StoreKind) async throws {
         let bed = try await FlowTestBed(kind)
         defer { Task { await bed.close() } }
-        let services = try bed.services()
+        let services = bed.services
         let codes = try await services.devices.start(app: FlowTestBed.app, provider: ScriptedProvider.config(), scopes: [])
         let grant = try DeviceCodeGrant(try Self.form([("device_code", codes.deviceCode)]), client: Self.client(FlowTestBed.app))
         #expect(await Self.refusal { () async throws(HTTPError) in try await grant.grant(at: "idp", services) } ?? (0, nil) == (400, "authorization_pending"))

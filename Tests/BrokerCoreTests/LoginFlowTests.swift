@@ -161,6 +161,8 @@ struct LoginFlowTests {
         let session = try await bed.login.redeem(request).session
         await #expect(throws: HandoffRefusal.replayed) { try await bed.login.redeem(request) }
         #expect((try await bed.stored(session.id)) == nil)
+        #expect(bed.provider.accepts(session.accessToken), "its tokens wait in the revocation queue")
+        await bed.endings.revocations.deliverDue()
         #expect(bed.provider.revoked == [session.refreshToken, session.accessToken].compactMap { $0 })
         #expect(!bed.provider.accepts(session.accessToken))
     }
@@ -182,27 +184,28 @@ struct LoginFlowTests {
         #expect(bed.provider.revoked.isEmpty && bed.provider.accepts(session.accessToken))
     }
 
-    /// An incremental sign-in's code names the app's session from the start. Refused at its first
-    /// redemption (a wrong verifier: someone who saw it), it is spent and released nothing; the
-    /// app's own redemption after it is refused — and ends no session either.
+    /// An incremental sign-in's code names the app's session from the start. Refused (a wrong
+    /// verifier: someone who saw it), it spends nothing: the app redeems it afterwards. Redeemed
+    /// first once expired, it released nothing, and the app's redemption after it ends nothing.
     @Test(arguments: StoreKind.allCases)
-    func anIncrementalCodeRefusedFirstEndsNoSessionWhenRedeemedAgain(_ kind: StoreKind) async throws {
+    func anIncrementalCodeRefusedFirstIsStillTheApps(_ kind: StoreKind) async throws {
         let bed = try await FlowTestBed(kind)
         defer { Task { await bed.close() } }
         let session = try await bed.newSession(subject: "alice").session
         let verifier = PKCE.makeVerifier()
         let code = try await incrementalCode(bed, session, scopes: ["calendar"], verifier: verifier)
         await #expect(throws: HandoffRefusal.wrongVerifier) { try await bed.login.redeem(redemption(code, PKCE.makeVerifier())) }
-        await #expect(throws: HandoffRefusal.replayed) { try await bed.login.redeem(redemption(code, verifier)) }
+        #expect(try await bed.login.redeem(redemption(code, verifier)).session.id == session.id)
         #expect((try await bed.stored(session.id))?.scopes == ["openid", "email", "calendar"])
-        #expect(bed.provider.revoked.isEmpty)
+        #expect(bed.audit.events("handoff_code.refused").map { $0["reason"] } == ["wrong_verifier"], "the refusal is in the audit trail")
 
-        // Redeemed first once expired, it released nothing either.
         let late = try await incrementalCode(bed, session, scopes: ["drive"], verifier: verifier)
         bed.clock.advance(by: bed.settings.handoffLifetimeSeconds + 1)
         await #expect(throws: HandoffRefusal.unknownCode) { try await bed.login.redeem(redemption(late, PKCE.makeVerifier())) }
-        await #expect(throws: HandoffRefusal.replayed) { try await bed.login.redeem(redemption(late, verifier)) }
+        await #expect(throws: HandoffRefusal.unknownCode) { try await bed.login.redeem(redemption(late, verifier)) }
         #expect((try await bed.stored(session.id)) != nil)
+        await bed.endings.revocations.deliverDue()
+        #expect(bed.provider.revoked.isEmpty, "an incremental code holds no grant of its own: the session has it")
     }
 
     @Test(arguments: StoreKind.allCases)
@@ -218,6 +221,9 @@ struct LoginFlowTests {
         let other = try await bed.signIn(subject: "mallory", scopes: ["drive"], session: redeemed.session, verifier: verifier)
         #expect(other.refusal == LoginRefusal(error: "access_denied", description: "A different account signed in than the session's."))
         #expect((try await bed.stored(session.id))?.scopes == ["openid", "email", "calendar"])
+        await bed.endings.revocations.deliverDue()
+        #expect(bed.provider.revoked.count == 2, "mallory's grant, which landed nowhere, is revoked")
+        #expect(bed.audit.events("session.ended").map { $0["reason"] } == ["not_held"])
     }
 
     @Test(arguments: StoreKind.allCases)
@@ -228,9 +234,12 @@ struct LoginFlowTests {
         let provider = try await bed.login.providers.resolve("idp")
         let url = try await bed.login.begin(bed.request(scopes: ["calendar"], session: session, challenge: PKCE.challenge(for: PKCE.makeVerifier())), at: provider)
         let (code, state) = try bed.provider.signIn(url, subject: "alice")
-        _ = try await bed.sessions.revoke(session.id)
+        _ = try await bed.sessions.end(session.id, .revoked)
         let pending = try #require(try await bed.login.takeLogin(state: state))
         let completion = await bed.login.complete(pending, state: state, with: CallbackAnswer(code: code, error: nil, errorDescription: nil, issuer: nil))
         #expect(completion.refusal == LoginRefusal(error: "access_denied", description: "The session ended during the sign-in."))
+        let revokedBefore = bed.provider.revoked.count
+        await bed.endings.revocations.deliverDue()
+        #expect(bed.provider.revoked.count == revokedBefore + 2, "the grant the sign-in brought landed nowhere and is revoked")
     }
 }

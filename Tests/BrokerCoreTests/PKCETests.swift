@@ -38,7 +38,7 @@ struct RedactionTests {
         let session = Session(
             id: OpaqueToken.hash("tbs_x"), provider: "dev", app: "demo", subject: "s", scopes: ["openid"],
             accessToken: "at-secret-1", accessTokenExpiresAt: nil, refreshToken: "rt-secret-2", idTokenClaims: nil,
-            createdAt: 0, usedAt: 0
+            createdAt: 0, signedInAt: 0, usedAt: 0
         )
         var dumped = ""
         dump(StateRecord.session(session), to: &dumped)

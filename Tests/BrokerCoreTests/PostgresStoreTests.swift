@@ -26,7 +26,7 @@ struct PostgresStoreTests {
         Session(
             id: OpaqueToken.hash("tbs_\(name)"), provider: "dev", app: "demo", subject: "user-\(name)",
             scopes: ["openid"], accessToken: "at-\(name)", accessTokenExpiresAt: clock.seconds + 600,
-            refreshToken: "rt-\(name)", idTokenClaims: nil, createdAt: clock.seconds, usedAt: clock.seconds
+            refreshToken: "rt-\(name)", idTokenClaims: nil, createdAt: clock.seconds, signedInAt: clock.seconds, usedAt: clock.seconds
         )
     }
 
@@ -46,8 +46,8 @@ struct PostgresStoreTests {
         let first = try await open(url, keys: keys, clock: clock)
         let used = session("used", clock: clock)
         let unused = session("unused", clock: clock)
-        #expect(try await first.saveSession(used, createdBy: nil))
-        #expect(try await first.saveSession(unused, createdBy: nil))
+        #expect(try await first.save(used))
+        #expect(try await first.save(unused))
         clock.advance(by: 30)
         #expect(first.readSession(used.id, now: clock.seconds) { $0.subject } == "user-used")
         await first.flushUse()
@@ -73,7 +73,7 @@ struct PostgresStoreTests {
         let clock = TestClock(Date(timeIntervalSince1970: 1_800_000_000))
         let store = try await open(url, keys: StateKeys(current: .generate()), clock: clock)
         let used = session("requeued", clock: clock)
-        #expect(try await store.saveSession(used, createdBy: nil))
+        #expect(try await store.save(used))
         clock.advance(by: 3000)
         #expect(store.readSession(used.id, now: clock.seconds) { $0.subject } == "user-requeued")
         store.pool.close()
@@ -89,7 +89,7 @@ struct PostgresStoreTests {
         let clock = TestClock(Date(timeIntervalSince1970: 1_800_000_000))
         let before = try await open(url, keys: StateKeys(current: old), clock: clock)
         let sessions = (0..<3).map { session("s\($0)", clock: clock) }
-        for session in sessions { #expect(try await before.saveSession(session, createdBy: nil)) }
+        for session in sessions { #expect(try await before.save(session)) }
         await before.close()
         #expect(try await keyIDs(url) == Array(repeating: Int64(bitPattern: StateKeys.id(of: old)), count: 3))
 
@@ -126,14 +126,14 @@ struct PostgresStoreTests {
         let rotated = try await open(url, keys: StateKeys(current: new, older: [old]), clock: clock)
         let behind = try await open(url, keys: StateKeys(current: old), clock: clock)
         let session = session("rolled", clock: clock)
-        #expect(try await rotated.saveSession(session, createdBy: nil))
+        #expect(try await rotated.save(session))
 
         await #expect(throws: StateReadError.self) { try await behind.loadSession(session.id, now: clock.seconds) }
         await #expect(throws: StateWriteError.self) {
-            try await behind.updateSession(session.id) { $0.accessToken = "changed where it cannot be read" }
+            try await behind.updateSession(session.id, under: nil) { $0.accessToken = "changed where it cannot be read" }
         }
         await #expect(throws: StateWriteError.self, "not removed where its grant could not be revoked") {
-            try await behind.removeSession(session.id)
+            try await behind.endSession(session.id, .revoked, now: 0)
         }
         #expect(try await rotated.loadSession(session.id, now: clock.seconds)?.accessToken == session.accessToken, "the row is unchanged")
         await behind.close()
@@ -154,9 +154,9 @@ struct PostgresStoreTests {
         let first = try await open(url, keys: keys, clock: clock)
         let second = try await open(url, keys: keys, clock: clock)
         let session = session("leased", clock: clock)
-        #expect(try await first.saveSession(session, createdBy: nil))
+        #expect(try await first.save(session))
         let events = Mutex<[String]>([])
-        async let firstRefresh: Void = first.whileRefreshing(session.id) {
+        async let firstRefresh: Void = first.whileRefreshing(session.id) { _ in
             events.withLock { $0.append("first began") }
             try? await terminateAdvisoryLockHolders(url)
             try? await Task.sleep(for: .seconds(1))
@@ -164,7 +164,7 @@ struct PostgresStoreTests {
         }
         while events.withLock({ $0.isEmpty }) { try await Task.sleep(for: .milliseconds(10)) }
         try await Task.sleep(for: .milliseconds(300))
-        try await second.whileRefreshing(session.id) { events.withLock { $0.append("second began") } }
+        try await second.whileRefreshing(session.id) { _ in events.withLock { $0.append("second began") } }
         try await firstRefresh
         #expect(events.withLock { $0 } == ["first began", "first ended", "second began"])
         #expect(try await leaseRows(url) == 0, "each refresh released its own lease")
@@ -183,14 +183,14 @@ struct PostgresStoreTests {
         let first = try await open(url, keys: keys, clock: clock, leaseSeconds: 1)
         let second = try await open(url, keys: keys, clock: clock)
         let session = session("overrun", clock: clock)
-        #expect(try await first.saveSession(session, createdBy: nil))
+        #expect(try await first.save(session))
         let flags = Flags()
-        let late: Result<Session?, StateWriteError> = try await first.whileRefreshing(session.id) {
+        let late: Result<Session?, StateWriteError> = try await first.whileRefreshing(session.id) { lease in
             try? await terminateAdvisoryLockHolders(url)
             try? await Task.sleep(for: .milliseconds(1500))
             let id = session.id
             Task {
-                try await second.whileRefreshing(id) {
+                try await second.whileRefreshing(id) { _ in
                     flags.secondHolds.store(true, ordering: .releasing)
                     let deadline = ContinuousClock.now + .seconds(10)
                     while !flags.firstDone.load(ordering: .acquiring), ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
@@ -199,7 +199,7 @@ struct PostgresStoreTests {
             let deadline = ContinuousClock.now + .seconds(10)
             while !flags.secondHolds.load(ordering: .acquiring), ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
             do throws(StateWriteError) {
-                return .success(try await first.updateSession(session.id) { $0.accessToken = "written past the lease" })
+                return .success(try await first.updateSession(session.id, under: lease) { $0.accessToken = "written past the lease" })
             } catch {
                 return .failure(error)
             }

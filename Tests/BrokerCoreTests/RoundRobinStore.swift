@@ -37,33 +37,25 @@ final class RoundRobinStore: StateStore {
         try await next.loadSession(id, now: now)
     }
 
-    func whileRefreshing<T: Sendable>(_ id: SHA256Digest, _ refresh: () async -> T) async throws(StateWriteError) -> T {
+    func whileRefreshing<T: Sendable>(_ id: SHA256Digest, _ refresh: (RefreshLease) async -> T) async throws(StateWriteError) -> T {
         try await next.whileRefreshing(id, refresh)
     }
 
-    func saveSession(_ session: Session, createdBy code: SHA256Digest?) async throws(StateWriteError) -> Bool {
-        try await next.saveSession(session, createdBy: code)
+    func updateSession(_ id: SHA256Digest, under lease: RefreshLease?, _ change: (inout Session) -> Void) async throws(StateWriteError) -> Session? {
+        try await next.updateSession(id, under: lease, change)
+    }
+
+    func endSession(_ id: SHA256Digest, _ reason: EndReason, now: Double) async throws(StateWriteError) -> EndedGrant? {
+        try await next.endSession(id, reason, now: now)
+    }
+
+    func importSessions(_ sessions: [Session]) async throws(StateWriteError) -> Int {
+        try await next.importSessions(sessions)
     }
 
     func findSessions(_ filter: SessionFilter, after: SHA256Digest?, limit: Int, now: Double) async throws(StateReadError) -> SessionPage {
         if failNextLookup.exchange(false, ordering: .relaxed) { throw StateReadError(description: "out of reach (test)") }
         return try await next.findSessions(filter, after: after, limit: limit, now: now)
-    }
-
-    func spendOnce(_ id: SHA256Digest, until: Double) async throws(StateWriteError) -> Bool {
-        try await next.spendOnce(id, until: until)
-    }
-
-    func isSpent(_ id: SHA256Digest, now: Double) async throws(StateReadError) -> Bool {
-        try await next.isSpent(id, now: now)
-    }
-
-    func updateSession(_ id: SHA256Digest, _ change: (inout Session) -> Void) async throws(StateWriteError) -> Session? {
-        try await next.updateSession(id, change)
-    }
-
-    func removeSession(_ id: SHA256Digest) async throws(StateWriteError) -> Session? {
-        try await next.removeSession(id)
     }
 
     func beginLogin(_ state: SHA256Digest, _ pending: PendingAuthorization) async throws(StateWriteError) {
@@ -78,10 +70,8 @@ final class RoundRobinStore: StateStore {
         try await next.issueHandoff(code, handoff)
     }
 
-    func redeemHandoff(
-        _ code: SHA256Digest, now: Double, check: @escaping @Sendable (Handoff) -> HandoffRefusal?
-    ) async throws(StateWriteError) -> HandoffRedemption {
-        try await next.redeemHandoff(code, now: now, check: check)
+    func redeemHandoff(_ code: SHA256Digest, _ attempt: HandoffAttempt) async throws(StateWriteError) -> Transition<HandoffRedemption> {
+        try await next.redeemHandoff(code, attempt)
     }
 
     func issueDeviceCode(_ code: SHA256Digest, _ device: DeviceAuthorization) async throws(StateWriteError) -> Bool {
@@ -92,27 +82,72 @@ final class RoundRobinStore: StateStore {
         try await next.pendingDeviceCode(userCode: userCode, now: now)
     }
 
-    func decideDeviceCode(_ code: SHA256Digest, _ decision: DeviceDecision, now: Double) async throws(StateWriteError) -> DeviceAuthorization.Status? {
+    func decideDeviceCode(_ code: SHA256Digest, _ decision: DeviceDecision, now: Double) async throws(StateWriteError) -> Transition<DeviceAuthorization.Status?> {
         try await next.decideDeviceCode(code, decision, now: now)
     }
 
-    func pollDeviceCode(_ code: SHA256Digest, app: String, now: Double) async throws(StateWriteError) -> DevicePoll {
-        try await next.pollDeviceCode(code, app: app, now: now)
+    func pollDeviceCode(_ code: SHA256Digest, app: String, session: SHA256Digest, now: Double) async throws(StateWriteError) -> Transition<DevicePoll> {
+        try await next.pollDeviceCode(code, app: app, session: session, now: now)
+    }
+
+    func endSignIns(_ signOut: SignOut, now: Double) async throws(StateWriteError) -> [EndedGrant] {
+        try await next.endSignIns(signOut, now: now)
+    }
+
+    func rememberSignOut(_ signOut: SignOut, until: Double) async throws(StateWriteError) {
+        try await next.rememberSignOut(signOut, until: until)
+    }
+
+    func signOut(covering grant: Grant, now: Double) async throws(StateReadError) -> SignOut? {
+        try await next.signOut(covering: grant, now: now)
+    }
+
+    func queueRevocation(_ grant: Grant, app: String, _ reason: EndReason, now: Double) async throws(StateWriteError) -> EndedGrant {
+        try await next.queueRevocation(grant, app: app, reason, now: now)
+    }
+
+    func dueRevocations(now: Double, limit: Int, claim: Double, id: SHA256Digest?) async throws(StateWriteError) -> [QueuedRevocation] {
+        try await next.dueRevocations(now: now, limit: limit, claim: claim, id: id)
+    }
+
+    func settleRevocation(_ id: SHA256Digest, next revocation: QueuedRevocation?) async throws(StateWriteError) {
+        try await next.settleRevocation(id, next: revocation)
+    }
+
+    func countRevocations() async throws(StateReadError) -> Int {
+        try await next.countRevocations()
+    }
+
+    func spendOnce(_ id: SHA256Digest, until: Double) async throws(StateWriteError) -> Bool {
+        try await next.spendOnce(id, until: until)
+    }
+
+    func isSpent(_ id: SHA256Digest, now: Double) async throws(StateReadError) -> Bool {
+        try await next.isSpent(id, now: now)
     }
 
     var sessionCount: Int { next.sessionCount }
 
     var writeFailure: String? { next.writeFailure }
 
-    @discardableResult func sweep() async -> [Grant] {
+    @discardableResult func sweep() async -> [EndedGrant] {
         await next.sweep()
     }
 
-    func maintain(abandoned: @escaping @Sendable ([Grant]) async -> Void) async {
-        await next.maintain(abandoned: abandoned)
+    func maintain(ended: @escaping @Sendable ([EndedGrant]) async -> Void) async {
+        await next.maintain(ended: ended)
     }
 
     func close() async {
         for instance in instances { await instance.close() }
+    }
+}
+
+extension StateStore {
+    /// Stores `session` as it is, as a test sets the stage (``importSessions(_:)``): whether it was
+    /// stored.
+    @discardableResult
+    func save(_ session: Session) async throws -> Bool {
+        try await importSessions([session]) == 1
     }
 }

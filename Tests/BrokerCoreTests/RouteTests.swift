@@ -17,7 +17,7 @@ struct RouteTests {
 
         init(_ kind: StoreKind) async throws {
             bed = try await FlowTestBed(kind)
-            let services = try bed.services()
+            let services = bed.services
             var router = Router()
             AuthorizeRoutes(services: services).register(in: &router)
             SessionRoutes(services: services).register(in: &router)

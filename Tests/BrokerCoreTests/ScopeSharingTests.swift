@@ -6,7 +6,7 @@ import Testing
 struct ScopeSharingTests {
     private func session(_ name: String, scopes: [String]) -> Session {
         Session(id: OpaqueToken.hash(name), provider: "dev", app: "demo", subject: name, scopes: scopes, accessToken: "at",
-                accessTokenExpiresAt: nil, refreshToken: nil, idTokenClaims: nil, createdAt: 0, usedAt: 0)
+                accessTokenExpiresAt: nil, refreshToken: nil, idTokenClaims: nil, createdAt: 0, signedInAt: 0, usedAt: 0)
     }
 
     private func storage(_ scopes: [String]) -> UnsafeRawPointer? {

@@ -12,7 +12,7 @@ struct SessionCacheTests {
 
     private func session(_ name: String, accessToken: String) -> Session {
         Session(id: OpaqueToken.hash("tbs_\(name)"), provider: "dev", app: "demo", subject: name, scopes: ["openid"],
-                accessToken: accessToken, accessTokenExpiresAt: nil, refreshToken: nil, idTokenClaims: nil, createdAt: 0, usedAt: 0)
+                accessToken: accessToken, accessTokenExpiresAt: nil, refreshToken: nil, idTokenClaims: nil, createdAt: 0, signedInAt: 0, usedAt: 0)
     }
 
     private func accessToken(_ cache: SessionCache, _ session: Session) -> String? {

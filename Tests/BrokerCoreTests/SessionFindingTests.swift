@@ -18,7 +18,7 @@ struct SessionFindingTests {
         Session(
             id: OpaqueToken.hash("tbs_\(name)"), provider: provider, app: app, subject: subject,
             scopes: ["openid"], accessToken: "at-\(name)", accessTokenExpiresAt: clock.seconds + 600,
-            refreshToken: "rt-\(name)", idTokenClaims: nil, createdAt: clock.seconds, usedAt: clock.seconds,
+            refreshToken: "rt-\(name)", idTokenClaims: nil, createdAt: clock.seconds, signedInAt: clock.seconds, usedAt: clock.seconds,
             providerSessionID: sid
         )
     }
@@ -42,7 +42,7 @@ struct SessionFindingTests {
         let harness = try kind.harness()
         let clock = StoreConformanceTests.clock()
         let store = try await harness.open(clock: clock)
-        for session in population(clock) { #expect(try await store.saveSession(session, createdBy: nil)) }
+        for session in population(clock) { #expect(try await store.save(session)) }
         let now = clock.seconds
         let cases: [(SessionFilter, Set<String>)] = [
             (SessionFilter(provider: "dev", subject: "alice"), ["at-a1", "at-a2", "at-a3"]),
@@ -64,7 +64,7 @@ struct SessionFindingTests {
         for (filter, expected) in cases {
             #expect(names(try await reopened.findSessions(filter, after: nil, limit: 100, now: now)) == expected, "after a restart: \(filter)")
         }
-        _ = try await reopened.removeSession(OpaqueToken.hash("tbs_a1"))
+        _ = try await reopened.endSession(OpaqueToken.hash("tbs_a1"), .revoked, now: 0)
         #expect(names(try await reopened.findSessions(SessionFilter(provider: "dev", subject: "alice"), after: nil, limit: 100, now: now))
                 == ["at-a2", "at-a3"], "a removed session is not found")
         clock.advance(by: StoreConformanceTests.lifetimes.idle + 1)
@@ -76,8 +76,8 @@ struct SessionFindingTests {
     func pagesFollowEachOtherWithoutGapOrRepeat(_ kind: StoreKind) async throws {
         let clock = StoreConformanceTests.clock()
         let store = try await kind.harness().open(clock: clock)
-        for number in 0..<25 { _ = try await store.saveSession(session("p\(number)", subject: "paged", clock: clock), createdBy: nil) }
-        _ = try await store.saveSession(session("other", subject: "someone", clock: clock), createdBy: nil)
+        for number in 0..<25 { _ = try await store.save(session("p\(number)", subject: "paged", clock: clock)) }
+        _ = try await store.save(session("other", subject: "someone", clock: clock))
         var seen: [SHA256Digest] = []
         var after: SHA256Digest?
         var pages = 0
@@ -121,11 +121,11 @@ struct SessionFindingTests {
         let first = try await harness.open(clock: clock)
         let second = try await harness.open(clock: clock)
         let alice = session("shared", subject: "alice", sid: "sid-s", clock: clock)
-        _ = try await first.saveSession(alice, createdBy: nil)
+        _ = try await first.save(alice)
         #expect(first.session(alice.id, now: clock.seconds) != nil, "cached where it was made")
         let found = try await second.findSessions(SessionFilter(provider: "dev", providerSessionID: "sid-s"), after: nil, limit: 10, now: clock.seconds)
         #expect(found.sessions.map(\.id) == [alice.id])
-        #expect(try await second.removeSession(alice.id)?.subject == "alice")
+        #expect(try await second.endSession(alice.id, .revoked, now: 0)?.subject == "alice")
         let deadline = Date().addingTimeInterval(2)
         while first.session(alice.id, now: clock.seconds) != nil, Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
         #expect(first.session(alice.id, now: clock.seconds) == nil, "the first instance's cache let go of it")
@@ -139,12 +139,12 @@ struct SessionFindingTests {
         let clock = StoreConformanceTests.clock()
         var old = session("old", subject: "alice", clock: clock)
         old.idTokenClaims = Array(#"{"sub":"alice","sid":"from-claims"}"#.utf8)
-        // As written before field 13 existed: the session's fields without it (a session without
-        // a sid ends with an empty field 13 today).
+        // As written before fields 13 and 14 existed: the session's fields without them (a session
+        // without a sid ends with an empty field 13 today, then its sign-in time in 14).
         var fields = FieldWriter()
         old.encode(into: &fields)
-        #expect(Array(fields.bytes.suffix(2)) == [13, 0])
-        let before = Array(fields.bytes.dropLast(2))
+        #expect(Array(fields.bytes.suffix(12).prefix(4)) == [13, 0, 14, 8])
+        let before = Array(fields.bytes.dropLast(12))
         var whole: [UInt8] = []
         StateRecord.session(old).encode(into: &whole)
         var bytes = [whole[0]] // the record's kind
@@ -154,6 +154,7 @@ struct SessionFindingTests {
         var decoded: Session?
         try StateRecord.decodeAll(bytes[...], scopes: &scopes) { if case .session(let session) = $0 { decoded = session } }
         #expect(decoded?.providerSessionID == "from-claims")
+        #expect(decoded?.signedInAt == old.createdAt, "without field 14, signed in when it was made")
         bytes = []
         StateRecord.session(old).encode(into: &bytes)
         try StateRecord.decodeAll(bytes[...], scopes: &scopes) { if case .session(let session) = $0 { decoded = session } }
@@ -168,7 +169,7 @@ struct SessionFindingTests {
     @Test func aSignInKeepsTheIDTokensSessionAndAnIncrementalGrantUpdatesIt() {
         let grant = { (claims: String?) in
             Grant(provider: "dev", subject: "alice", scopes: ["openid"], accessToken: "at", accessTokenExpiresAt: nil, refreshToken: "rt",
-                  idTokenClaims: claims.map { Array($0.utf8) })
+                  idTokenClaims: claims.map { Array($0.utf8) }, signedInAt: 0)
         }
         var session = Session(id: OpaqueToken.hash("tbs_x"), app: "demo", grant: grant(#"{"sub":"alice","sid":"one"}"#), at: 0)
         #expect(session.providerSessionID == "one")
@@ -201,7 +202,7 @@ struct SessionFindingTests {
         let clock = StoreConformanceTests.clock()
         let store = try await openPostgres(url, keys: keys, clock: clock)
         let alice = session("indexed", subject: "alice@example.com", sid: "provider-session-1", clock: clock)
-        _ = try await store.saveSession(alice, createdBy: nil)
+        _ = try await store.save(alice)
         let rows = try await rawRows(url, "SELECT subject_index, sid_index FROM broker_sessions")
         let index = BlindIndex(stateKeys: keys)
         #expect(rows.bytes(0, 0) == index.value(.subject, provider: "dev", "alice@example.com"))
@@ -239,7 +240,7 @@ struct SessionFindingTests {
         }
         pool.close()
         let store = try await openPostgres(url, keys: keys, clock: clock)
-        #expect(try await rawRows(url, "SELECT max(version) FROM broker_schema").int(0, 0) == 4)
+        #expect(try await rawRows(url, "SELECT max(version) FROM broker_schema").int(0, 0) == Int64(PostgresSchema.latest))
         let bySubject = SessionFilter(provider: "dev", subject: "alice")
         let bySession = SessionFilter(provider: "dev", providerSessionID: "sid-old")
         #expect(try await store.findSessions(bySubject, after: nil, limit: 10, now: clock.seconds).sessions.map(\.id) == [alice.id])
@@ -256,7 +257,7 @@ struct SessionFindingTests {
         let oldKey = SymmetricKey.generate()
         let clock = StoreConformanceTests.clock()
         let before = try await openPostgres(url, keys: StateKeys(current: oldKey), clock: clock)
-        for session in population(clock) { _ = try await before.saveSession(session, createdBy: nil) }
+        for session in population(clock) { _ = try await before.save(session) }
         await before.close()
         // As a database migrated from version 3 holds them: no index at all.
         _ = try await rawRows(url, "UPDATE broker_sessions SET subject_index = NULL, sid_index = NULL")
@@ -273,7 +274,7 @@ struct SessionFindingTests {
         await store.close()
         // Indexed under the old key (an instance not yet given the new one wrote it): found by the new.
         let oldInstance = try await openPostgres(url, keys: StateKeys(current: oldKey), clock: clock)
-        _ = try await oldInstance.saveSession(session("late", subject: "alice", clock: clock), createdBy: nil)
+        _ = try await oldInstance.save(session("late", subject: "alice", clock: clock))
         await oldInstance.close()
         let reopened = try await openPostgres(url, keys: rotated, clock: clock)
         #expect(names(try await reopened.findSessions(alice, after: nil, limit: 100, now: clock.seconds)) == ["at-a1", "at-a2", "at-a3", "at-late"])

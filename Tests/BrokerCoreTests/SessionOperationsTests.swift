@@ -108,7 +108,7 @@ struct SessionOperationsTests {
         let (bed, session) = try await sessionDue(kind)
         defer { Task { await bed.close() } }
         let store = bed.store
-        bed.provider.duringNextRefresh { _ = try? await store.removeSession(session.id) }
+        bed.provider.duringNextRefresh { _ = try? await store.endSession(session.id, .revoked, now: 0) }
         await expectLoginRequired(bed, session.id)
     }
 
@@ -121,7 +121,7 @@ struct SessionOperationsTests {
         defer { Task { await bed.close() } }
         let store = bed.store
         bed.provider.duringNextRefresh {
-            _ = try? await store.updateSession(session.id) { replaced in
+            _ = try? await store.updateSession(session.id, under: nil) { replaced in
                 replaced.accessToken = "at-replacing"
                 replaced.refreshToken = "rt-replacing"
                 replaced.accessTokenExpiresAt = nil
@@ -130,7 +130,8 @@ struct SessionOperationsTests {
         let answered = try await bed.sessions.refresh(session.id, force: false, minimumValidity: 60)
         #expect(answered.accessToken == "at-replacing")
         #expect(try await bed.stored(session.id)?.refreshToken == "rt-replacing")
-        #expect(bed.provider.refreshes == 1 && bed.provider.revoked.count == 1, "the refresh's own grant revoked")
+        await bed.endings.revocations.deliverDue()
+        #expect(bed.provider.refreshes == 1 && bed.provider.revoked.count == 2, "the refresh's own grant revoked")
     }
 
     @Test(arguments: StoreKind.allCases)
@@ -200,10 +201,10 @@ struct SessionOperationsTests {
         let bed = try await FlowTestBed(kind)
         defer { Task { await bed.close() } }
         let session = try await bed.newSession().session
-        #expect(try await bed.sessions.revoke(session.id) == .succeeded)
+        #expect(try await bed.sessions.end(session.id, .revoked) == .succeeded)
         #expect((try await bed.stored(session.id)) == nil)
         #expect(bed.provider.revoked == [session.refreshToken, session.accessToken].compactMap { $0 })
-        #expect(try await bed.sessions.revoke(session.id) == nil)
+        #expect(try await bed.sessions.end(session.id, .revoked) == nil)
     }
 
     @Test(arguments: StoreKind.allCases)
@@ -260,7 +261,7 @@ struct SessionOperationsTests {
         let bed = try await FlowTestBed(kind)
         defer { Task { await bed.close() } }
         let session = try await bed.newSession().session
-        _ = try await bed.sessions.revoke(session.id)
+        _ = try await bed.sessions.end(session.id, .revoked)
         do {
             _ = try await bed.sessions.profile(of: session)
             Issue.record("a profile for a revoked session")

@@ -23,7 +23,7 @@ struct StateFilesTests {
             id: OpaqueToken.hash("tbs_\(number)"), provider: "dev", app: "demo", subject: "user-\(number)",
             scopes: ["openid", "email"], accessToken: "at-\(number)", accessTokenExpiresAt: now + 3600,
             refreshToken: refresh.map { "\($0)-\(number)" }, idTokenClaims: Array(#"{"sub":"user"}"#.utf8),
-            createdAt: now, usedAt: now
+            createdAt: now, signedInAt: now, usedAt: now
         )
     }
 
@@ -35,7 +35,7 @@ struct StateFilesTests {
     private func journalWithThreeFrames(_ keys: StateKeys) async throws -> (String, String) {
         let path = directory()
         let state = try open(path, keys)
-        for number in 1...3 { try await state.saveSession(session(number), createdBy: nil) }
+        for number in 1...3 { try await state.save(session(number)) }
         return (path, Journal.path(path, generation: 1))
     }
 
@@ -43,22 +43,24 @@ struct StateFilesTests {
         let keys = StateKeys(current: .generate())
         let path = directory()
         var state = try open(path, keys)
-        for number in 1...50 { try await state.saveSession(session(number), createdBy: nil) }
-        _ = try await state.removeSession(session(7).id)
-        _ = try await state.updateSession(session(8).id) { $0.refreshToken = "rotated" }
-        try await state.issueHandoff(OpaqueToken.hash("tbh_x"), Handoff(app: "demo", redirectURI: "x:/cb", appChallenge: "c", expiresAt: now + 60, grant: nil, sessionID: nil))
+        for number in 1...50 { try await state.save(session(number)) }
+        _ = try await state.endSession(session(7).id, .revoked, now: now)
+        _ = try await state.updateSession(session(8).id, under: nil) { $0.refreshToken = "rotated" }
+        let verifier = PKCE.makeVerifier()
+        try await state.issueHandoff(OpaqueToken.hash("tbh_x"), Handoff(app: "demo", redirectURI: "x:/cb", appChallenge: PKCE.challenge(for: verifier),
+                                                                     expiresAt: now + 60, status: .merged(into: session(9).id)))
         state = try open(path, keys) // a crash: no snapshot, the journal alone
         #expect(state.sessions.count == 49)
         #expect(state.session(session(7).id, now: now) == nil)
         #expect(state.session(session(8).id, now: now)?.refreshToken == "rotated")
         #expect(state.session(session(9).id, now: now)?.idTokenClaims == session(9).idTokenClaims)
         try await state.snapshot()
-        try await state.saveSession(session(100), createdBy: nil)
+        try await state.save(session(100))
         state = try open(path, keys) // snapshot + the newer journal
         #expect(state.sessions.count == 50)
         #expect(state.session(session(100).id, now: now)?.accessToken == "at-100")
-        let redemption = try await state.redeemHandoff(OpaqueToken.hash("tbh_x"), now: now, check: { _ in nil })
-        guard case .fresh = redemption else {
+        let redemption = try await state.redeemHandoff(OpaqueToken.hash("tbh_x"), .demo(verifier: verifier, redirectURI: "x:/cb", at: now)).answer
+        guard case .merged(session(9).id) = redemption else {
             Issue.record("the handoff code did not survive: \(redemption)")
             return
         }
@@ -168,9 +170,9 @@ struct StateFilesTests {
         let (path, _) = try await journalWithThreeFrames(keys)
         var state = try open(path, keys)
         try await state.snapshot() // snapshot generation 3 covers journals 1 and 2
-        try await state.saveSession(session(4), createdBy: nil)
+        try await state.save(session(4))
         state = try open(path, keys) // journal 4 starts
-        try await state.saveSession(session(5), createdBy: nil)
+        try await state.save(session(5))
 
         /// A copy of the directory without `missing`, and the error its start gives.
         func startWithout(_ missing: String) throws -> (copy: String, error: String) {
@@ -202,7 +204,7 @@ struct StateFilesTests {
         let keys = StateKeys(current: .generate())
         let path = directory()
         let state = try open(path, keys)
-        for number in 1...20 { try await state.saveSession(session(number), createdBy: nil) }
+        for number in 1...20 { try await state.save(session(number)) }
         try await state.snapshot()
         let snapshot = SnapshotWriter.path(path)
         let original = try Data(contentsOf: URL(fileURLWithPath: snapshot))
@@ -296,48 +298,5 @@ struct StateFilesTests {
             ends.append(offset)
         }
         return ends
-    }
-}
-
-/// Handoff codes: single use, and a replay revokes the session the code made — also when the
-/// replay arrives while that session is still being saved.
-struct HandoffReplayTests {
-    private let logger = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
-    private let now = Date().timeIntervalSince1970
-
-    private func grant() -> Grant {
-        Grant(provider: "dev", subject: "s", scopes: ["openid"], accessToken: "at-secret", accessTokenExpiresAt: nil,
-              refreshToken: "rt-secret", idTokenClaims: nil)
-    }
-
-    @Test func aReplayDuringRedemptionRevokesTheNewSession() async throws {
-        let state = EmbeddedStateStore(lifetimes: SessionLifetimes(idle: 1e9, absolute: 1e9), clock: { Date().timeIntervalSince1970 }, logger: logger)
-        let code = OpaqueToken.hash("tbh_code")
-        try await state.issueHandoff(code, Handoff(app: "demo", redirectURI: "x:/cb", appChallenge: "c", expiresAt: now + 60, grant: grant(), sessionID: nil))
-        guard case .fresh(let handoff) = try await state.redeemHandoff(code, now: now, check: { _ in nil }) else {
-            Issue.record("the first redemption must succeed")
-            return
-        }
-        #expect(handoff.grant?.refreshToken == "rt-secret")
-        guard case .replayed(nil) = try await state.redeemHandoff(code, now: now, check: { _ in nil }) else {
-            Issue.record("the second redemption must be a replay")
-            return
-        }
-        let session = Session(id: OpaqueToken.hash("tbs_x"), provider: "dev", app: "demo", subject: "s", scopes: [], accessToken: "at",
-                              accessTokenExpiresAt: nil, refreshToken: nil, idTokenClaims: nil, createdAt: now, usedAt: now)
-        #expect(try await state.saveSession(session, createdBy: code) == false, "the binding reports the replay")
-        guard case .replayed(let bound?) = try await state.redeemHandoff(code, now: now, check: { _ in nil }) else {
-            Issue.record("a later replay names the session")
-            return
-        }
-        #expect(bound == session.id)
-    }
-
-    @Test func aRedeemedCodeNoLongerHoldsTheGrant() async throws {
-        let state = EmbeddedStateStore(lifetimes: SessionLifetimes(idle: 1e9, absolute: 1e9), clock: { Date().timeIntervalSince1970 }, logger: logger)
-        let code = OpaqueToken.hash("tbh_other")
-        try await state.issueHandoff(code, Handoff(app: "demo", redirectURI: "x:/cb", appChallenge: "c", expiresAt: now + 60, grant: grant(), sessionID: nil))
-        _ = try await state.redeemHandoff(code, now: now, check: { _ in nil })
-        #expect(state.flows.capture().handoffs[code]?.grant == nil)
     }
 }

@@ -1,15 +1,42 @@
 import BrokerCrypto
 import Foundation
 import Logging
+import Postgres
 import Synchronization
 import Testing
 
 @testable import BrokerCore
 
 /// A store implementation under the suite: `open` opens the store at one location, and opened
-/// again there it is the store a restarted broker would find.
+/// again there it is the store a restarted broker would find. With `lost`, the store's commits
+/// lose their acknowledgements when the test says so.
 protocol StoreHarness: Sendable {
-    func open(clock: TestClock) async throws -> any StateStore
+    func open(clock: TestClock, lost: LostAcknowledgements?) async throws -> any StateStore
+}
+
+extension StoreHarness {
+    func open(clock: TestClock) async throws -> any StateStore {
+        try await open(clock: clock, lost: nil)
+    }
+}
+
+/// Commits of a store under test whose acknowledgements are lost after they were made: the
+/// embedded store's journal frames reach the disk and their syncs are reported failed,
+/// PostgreSQL's COMMITs reach the server and their answers never come back.
+final class LostAcknowledgements: Sendable {
+    let journal = StateFileFaults()
+    let database = PostgresFaults()
+
+    /// The next `count` commits lose their acknowledgements.
+    func next(_ count: Int = 1) {
+        journal.failSyncs(count)
+        database.loseCommitAcknowledgements(count)
+    }
+
+    /// Acknowledgements still to lose, in the store of `kind`.
+    func remaining(in kind: StoreKind) -> Int {
+        kind == .embedded ? journal.syncsToFail : database.acknowledgementsToLose
+    }
 }
 
 /// The embedded store: memory, an encrypted journal and snapshots in a directory.
@@ -17,10 +44,11 @@ struct EmbeddedStoreHarness: StoreHarness {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("store-\(UUID().uuidString)").path
     let keys = StateKeys(current: .generate())
 
-    func open(clock: TestClock) throws -> any StateStore {
+    func open(clock: TestClock, lost: LostAcknowledgements?) throws -> any StateStore {
         try EmbeddedStateStore(
             settings: StateSettings(directory: directory), keys: keys, lifetimes: StoreConformanceTests.lifetimes,
-            acceptDamage: false, clock: { clock.seconds }, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+            acceptDamage: false, clock: { clock.seconds }, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() },
+            faults: lost?.journal
         )
     }
 }
@@ -37,11 +65,11 @@ struct PostgresStoreHarness: StoreHarness {
         self.lifetimes = lifetimes
     }
 
-    func open(clock: TestClock) async throws -> any StateStore {
+    func open(clock: TestClock, lost: LostAcknowledgements?) async throws -> any StateStore {
         try await PostgresStateStore.open(
             settings: PostgresSettings(url: url, password: Secret(PostgresTestCluster.password, source: "test"), poolSize: 2),
             keys: keys, lifetimes: lifetimes, refreshLockWaitSeconds: 10, clock: { clock.seconds },
-            logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+            logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }, faults: lost?.database
         )
     }
 }
@@ -80,16 +108,7 @@ struct StoreConformanceTests {
         Session(
             id: OpaqueToken.hash("tbs_\(name)"), provider: "dev", app: "demo", subject: "user-\(name)",
             scopes: ["openid"], accessToken: "at-\(name)", accessTokenExpiresAt: clock.seconds + 600,
-            refreshToken: "rt-\(name)", idTokenClaims: nil, createdAt: clock.seconds, usedAt: clock.seconds
-        )
-    }
-
-    private func handoff(clock: TestClock, grant: Bool = true) -> Handoff {
-        Handoff(
-            app: "demo", redirectURI: "http://127.0.0.1/cb", appChallenge: "challenge", expiresAt: clock.seconds + 60,
-            grant: grant ? Grant(provider: "dev", subject: "s", scopes: ["openid"], accessToken: "at", accessTokenExpiresAt: nil,
-                                 refreshToken: "rt", idTokenClaims: nil) : nil,
-            sessionID: nil
+            refreshToken: "rt-\(name)", idTokenClaims: nil, createdAt: clock.seconds, signedInAt: clock.seconds, usedAt: clock.seconds
         )
     }
 
@@ -99,9 +118,9 @@ struct StoreConformanceTests {
         let clock = Self.clock()
         let store = try await harness.open(clock: clock)
         let first = session("order", clock: clock)
-        #expect(try await store.saveSession(first, createdBy: nil))
+        #expect(try await store.save(first))
         for round in 1...20 {
-            let changed = try await store.updateSession(first.id) { $0.refreshToken = "rt-\(round)" }
+            let changed = try await store.updateSession(first.id, under: nil) { $0.refreshToken = "rt-\(round)" }
             #expect(changed?.refreshToken == "rt-\(round)")
         }
         for reopened in [try await harness.open(clock: clock), try await closedAndReopened(store, harness, clock)] {
@@ -115,10 +134,10 @@ struct StoreConformanceTests {
         let clock = Self.clock()
         let store = try await harness.open(clock: clock)
         let first = session("concurrent", clock: clock)
-        #expect(try await store.saveSession(first, createdBy: nil))
+        #expect(try await store.save(first))
         try await withThrowingTaskGroup(of: Void.self) { group in
             for number in 0..<50 {
-                group.addTask { _ = try await store.updateSession(first.id) { $0.scopes.append("scope-\(number)") } }
+                group.addTask { _ = try await store.updateSession(first.id, under: nil) { $0.scopes.append("scope-\(number)") } }
             }
             try await group.waitForAll()
         }
@@ -128,72 +147,21 @@ struct StoreConformanceTests {
     }
 
     @Test(arguments: StoreKind.allCases)
-    func aHandoffCodeWorksOnceAndAReplayNamesItsSession(_ kind: StoreKind) async throws {
-        let harness = try kind.harness()
-        let clock = Self.clock()
-        let store = try await harness.open(clock: clock)
-        let code = OpaqueToken.hash("tbh_once")
-        try await store.issueHandoff(code, handoff(clock: clock))
-        guard case .fresh(let redeemed) = try await store.redeemHandoff(code, now: clock.seconds, check: { _ in nil }) else {
-            Issue.record("a new code was not fresh")
-            return
-        }
-        #expect(redeemed.grant?.refreshToken == "rt")
-        let made = session("from-code", clock: clock)
-        #expect(try await store.saveSession(made, createdBy: code), "no replay happened while the session was made")
-        guard case .replayed(let named) = try await store.redeemHandoff(code, now: clock.seconds, check: { _ in nil }) else {
-            Issue.record("a second redemption was not a replay")
-            return
-        }
-        #expect(named == made.id)
-        let reopened = try await closedAndReopened(store, harness, clock)
-        guard case .replayed(let afterRestart) = try await reopened.redeemHandoff(code, now: clock.seconds, check: { _ in nil }) else {
-            Issue.record("a redeemed code worked again after a restart")
-            return
-        }
-        #expect(afterRestart == made.id)
-        guard case .unknown = try await reopened.redeemHandoff(OpaqueToken.hash("tbh_never"), now: clock.seconds, check: { _ in nil }) else {
-            Issue.record("a code never issued was not unknown")
-            return
-        }
-    }
-
-    @Test(arguments: StoreKind.allCases)
-    func aReplayWhileTheSessionIsMadeIsReported(_ kind: StoreKind) async throws {
-        let clock = Self.clock()
-        let store = try await kind.harness().open(clock: clock)
-        let code = OpaqueToken.hash("tbh_race")
-        try await store.issueHandoff(code, handoff(clock: clock))
-        _ = try await store.redeemHandoff(code, now: clock.seconds, check: { _ in nil })
-        guard case .replayed(.none) = try await store.redeemHandoff(code, now: clock.seconds, check: { _ in nil }) else {
-            Issue.record("the replay before the session existed did not say so")
-            return
-        }
-        #expect(try await store.saveSession(session("raced", clock: clock), createdBy: code) == false, "the caller must revoke it")
-    }
-
-    @Test(arguments: StoreKind.allCases)
     func expiredEntriesAreNeverReturnedAndSweepRemovesThem(_ kind: StoreKind) async throws {
         let clock = Self.clock()
         let store = try await kind.harness().open(clock: clock)
         let old = session("old", clock: clock)
-        #expect(try await store.saveSession(old, createdBy: nil))
+        #expect(try await store.save(old))
         let state = OpaqueToken.hash("state-1")
         try await store.beginLogin(state, PendingAuthorization(
             provider: "dev", app: "demo", purpose: .app(AppReturn(redirectURI: "http://127.0.0.1/cb", state: nil, challenge: "c")),
             verifier: "v", nonce: "n", requestedScopes: ["openid"], expiresAt: clock.seconds + 600
         ))
-        let code = OpaqueToken.hash("tbh_late")
-        try await store.issueHandoff(code, handoff(clock: clock))
         clock.advance(by: Self.lifetimes.idle + 1)
         let fresh = session("fresh", clock: clock)
-        #expect(try await store.saveSession(fresh, createdBy: nil))
+        #expect(try await store.save(fresh))
         #expect((try await store.loadSession(old.id, now: clock.seconds)) == nil, "an idle session past its lifetime")
         #expect(try await store.takeLogin(state, now: clock.seconds) == nil, "a login past its lifetime")
-        guard case .expired = try await store.redeemHandoff(code, now: clock.seconds, check: { _ in nil }) else {
-            Issue.record("a code past its lifetime was not expired")
-            return
-        }
         #expect(store.sessionCount == 2)
         await store.sweep()
         #expect(store.sessionCount == 1)
@@ -207,11 +175,11 @@ struct StoreConformanceTests {
         let store = try await harness.open(clock: clock)
         let gone = session("gone", clock: clock)
         let kept = session("kept", clock: clock)
-        #expect(try await store.saveSession(gone, createdBy: nil))
-        #expect(try await store.saveSession(kept, createdBy: nil))
-        #expect(try await store.removeSession(gone.id)?.subject == "user-gone")
-        #expect(try await store.removeSession(gone.id) == nil, "removing twice finds nothing")
-        #expect(try await store.updateSession(gone.id) { $0.refreshToken = "revived" } == nil)
+        #expect(try await store.save(gone))
+        #expect(try await store.save(kept))
+        #expect(try await store.endSession(gone.id, .revoked, now: 0)?.subject == "user-gone")
+        #expect(try await store.endSession(gone.id, .revoked, now: 0) == nil, "removing twice finds nothing")
+        #expect(try await store.updateSession(gone.id, under: nil) { $0.refreshToken = "revived" } == nil)
         for reopened in [try await harness.open(clock: clock), try await closedAndReopened(store, harness, clock)] {
             #expect((try await reopened.loadSession(gone.id, now: clock.seconds)) == nil)
             #expect((try await reopened.loadSession(kept.id, now: clock.seconds)) != nil)
@@ -223,7 +191,7 @@ struct StoreConformanceTests {
         let clock = Self.clock()
         let store = try await kind.harness().open(clock: clock)
         await store.close()
-        await #expect(throws: StateWriteError.self) { try await store.saveSession(session("late", clock: clock), createdBy: nil) }
+        await #expect(throws: StateWriteError.self) { try await store.save(session("late", clock: clock)) }
     }
 
     @Test(arguments: StoreKind.sharedByInstances)
@@ -250,15 +218,15 @@ struct StoreConformanceTests {
         let first = try await harness.open(clock: clock)
         let second = try await harness.open(clock: clock)
         let shared = session("shared", clock: clock)
-        #expect(try await first.saveSession(shared, createdBy: nil))
+        #expect(try await first.save(shared))
         #expect(second.session(shared.id, now: clock.seconds) == nil, "not in the second instance's memory yet")
         #expect(try await second.loadSession(shared.id, now: clock.seconds)?.refreshToken == "rt-shared")
         #expect(second.session(shared.id, now: clock.seconds) != nil, "kept after the load")
-        _ = try await first.updateSession(shared.id) { $0.accessToken = "at-rotated" }
+        _ = try await first.updateSession(shared.id, under: nil) { $0.accessToken = "at-rotated" }
         #expect(await eventually { second.session(shared.id, now: clock.seconds)?.accessToken != "at-shared" },
                 "the second instance still serves the old token")
         #expect(try await second.loadSession(shared.id, now: clock.seconds)?.accessToken == "at-rotated")
-        _ = try await second.removeSession(shared.id)
+        _ = try await second.endSession(shared.id, .revoked, now: 0)
         #expect(await eventually { first.session(shared.id, now: clock.seconds) == nil }, "the first instance still serves a removed session")
     }
 
@@ -273,7 +241,7 @@ struct StoreConformanceTests {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for store in [first, second, first, second] {
                 group.addTask {
-                    try await store.whileRefreshing(id) {
+                    try await store.whileRefreshing(id) { _ in
                         holders.count.withLock { $0.now += 1; $0.most = max($0.most, $0.now) }
                         try? await Task.sleep(for: .milliseconds(150))
                         holders.count.withLock { $0.now -= 1 }

@@ -97,7 +97,7 @@ struct AdminRoutes: Sendable {
         let id = try Self.sessionID(try request.form().required("session"))
         let client = request.clientIP
         return .deferredCatching { [self] () async throws(HTTPError) -> Response in
-            let ended: (session: Session, revocation: ProviderRevocation)?
+            let ended: (session: EndedGrant, revocation: ProviderRevocation)?
             do throws(StateWriteError) {
                 ended = try await administration.end(id)
             } catch {
@@ -121,12 +121,13 @@ struct AdminRoutes: Sendable {
         let form = try request.form()
         let provider = try form.required("provider")
         guard services.config.provider(id: provider) != nil else { throw .badRequest("Unknown provider.") }
-        let filter = SessionFilter(provider: provider, subject: try form.required("subject"))
+        let subject = try form.required("subject")
+        let filter = SessionFilter(provider: provider, subject: subject)
         let client = request.clientIP
         return .deferredCatching { [self] () async throws(HTTPError) -> Response in
             let ended: SessionAdministration.Ended
             do throws(AdministrationError) {
-                ended = try await administration.endAll(filter)
+                ended = try await administration.endSubject(subject, at: provider)
             } catch {
                 switch error {
                 case .read(let failure): throw failure.httpError
@@ -135,14 +136,18 @@ struct AdminRoutes: Sendable {
                     throw failure.httpError
                 }
             }
-            let revocations = JSONValue.object([ProviderRevocation.succeeded, .failed, .notSupported].map {
+            let revocations = JSONValue.object(ProviderRevocation.allCases.map {
                 ($0.rawValue, .int(ended.revocations[$0, default: 0]))
             })
+            let sessions = ended.signedOut.sessions.compactMap(\.sessionID)
+            let signIns = ended.signedOut.signIns.count
             audit.record("admin.subject_ended", Self.fields(filter) + [
-                ("ended", .int(ended.sessions.count)), ("sessions", .array(ended.sessions.map { .string($0.id.hex) })),
-                ("provider_revocation", revocations), ("client", .string(client)),
+                ("ended", .int(sessions.count)), ("pending_sign_ins_ended", .int(signIns)),
+                ("sessions", .array(sessions.map { .string($0.hex) })), ("provider_revocation", revocations), ("client", .string(client)),
             ])
-            return .json(.object([("ended", .int(ended.sessions.count)), ("provider_revocation", revocations)]))
+            return .json(.object([
+                ("ended", .int(sessions.count)), ("pending_sign_ins_ended", .int(signIns)), ("provider_revocation", revocations),
+            ]))
         }
     }
 

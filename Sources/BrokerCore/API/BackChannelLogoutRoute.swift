@@ -3,7 +3,7 @@ import WireValues
 
 /// `POST /providers/{provider}/backchannel_logout`, for every OpenID Connect provider: the
 /// provider's logout token (OpenID Connect Back-Channel Logout 1.0 §2.5, a form with
-/// `logout_token`) ends the sessions it names (``BackChannelLogout``). 200 with an empty object,
+/// `logout_token`) signs out the user it names (``BackChannelLogout``). 200 with an empty object,
 /// or 400 with `invalid_request` and a sentence that quotes nothing of the token; 503 when the
 /// provider's keys or the store cannot be reached. `Cache-Control: no-store`, as every answer.
 struct BackChannelLogoutRoute: Sendable {

@@ -11,6 +11,7 @@ extension DevicePollRefusal {
         case .slowDown(let interval):
             .badRequest("Polled too soon; wait \(Int(interval)) seconds between polls.", code: "slow_down")
         case .denied: .badRequest("The user refused to sign the device in.", code: "access_denied")
+        case .signedOut: .badRequest("The user was signed out before the device collected the sign-in; start again.", code: "access_denied")
         case .unsaved: .unsaved
         }
     }

@@ -21,14 +21,15 @@ struct SessionRoutes: Sendable {
         router.add("GET", "/profile") { [self] request throws(HTTPError) in try profile(request) }
     }
 
-    /// Ends the session here, then at the provider (``SessionOperations/revoke(_:)``).
-    /// Idempotent: an unknown session token is answered 200 with `not_attempted`.
+    /// Ends the session here, then at the provider (``SessionOperations/end(_:_:)``): what the
+    /// provider said, or `queued` when it will be asked again until it confirms. Idempotent: an
+    /// unknown session token is answered 200 with `not_attempted`.
     private func revoke(_ request: Request) throws(HTTPError) -> Reply {
         let id = try services.sessionID(request)
         return .deferredCatching { [services] () async throws(HTTPError) -> Response in
             let revocation: ProviderRevocation?
             do throws(StateWriteError) {
-                revocation = try await services.sessions.revoke(id)
+                revocation = try await services.sessions.end(id, .revoked)
             } catch {
                 throw error.httpError
             }

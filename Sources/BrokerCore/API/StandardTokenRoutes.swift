@@ -82,7 +82,7 @@ struct StandardTokenRoutes: Sendable {
             let found = try await services.load(id)
             guard let session = found, session.app == client, session.provider == provider else { return Response(status: 200) }
             do throws(StateWriteError) {
-                _ = try await services.sessions.revoke(id)
+                _ = try await services.sessions.end(id, .revoked)
             } catch {
                 throw error.httpError
             }

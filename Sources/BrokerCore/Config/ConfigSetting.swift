@@ -181,6 +181,9 @@ struct ConfigSetting: Sendable {
         seconds("sessions.device_poll_interval_seconds", "BROKER_DEVICE_POLL_INTERVAL_SECONDS",
                 "seconds a device waits between polls at POST /token (5 more after each slow_down)",
                 SessionSettings.devicePollIntervalSecondsRange, { $0.sessions.devicePollIntervalSeconds = $1 }),
+        seconds("sessions.revocation_retry_seconds", "BROKER_REVOCATION_RETRY_SECONDS",
+                "seconds a provider revocation the provider does not confirm is retried before it is given up (audited)",
+                SessionSettings.revocationRetrySecondsRange, { $0.sessions.revocationRetrySeconds = $1 }),
         ConfigSetting(key: "state.directory", variable: "BROKER_STATE_DIR",
                       description: "directory of the encrypted snapshot and journal, relative to the working directory",
                       expected: "a directory path") { draft, text in

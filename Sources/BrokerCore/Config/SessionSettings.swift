@@ -23,6 +23,9 @@ public struct SessionSettings: Sendable, Equatable {
     public var deviceCodeLifetimeSeconds: Double
     /// Time a device waits between polls (RFC 8628 `interval`).
     public var devicePollIntervalSeconds: Double
+    /// Time a queued revocation is retried while its provider does not confirm it; then it is
+    /// given up, with an audit event.
+    public var revocationRetrySeconds: Double
 
     /// Creates session settings; the defaults are those of the embedded configuration, written
     /// here only.
@@ -30,7 +33,7 @@ public struct SessionSettings: Sendable, Equatable {
                 refreshSkewSeconds: Double = 60, profileCacheSeconds: Double = 60,
                 loginLifetimeSeconds: Double = 600, handoffLifetimeSeconds: Double = 60,
                 minRefreshIntervalSeconds: Double = 30, deviceCodeLifetimeSeconds: Double = 600,
-                devicePollIntervalSeconds: Double = 5) {
+                devicePollIntervalSeconds: Double = 5, revocationRetrySeconds: Double = 604_800) {
         self.idleLifetimeSeconds = idleLifetimeSeconds
         self.absoluteLifetimeSeconds = absoluteLifetimeSeconds
         self.refreshSkewSeconds = refreshSkewSeconds
@@ -40,6 +43,7 @@ public struct SessionSettings: Sendable, Equatable {
         self.minRefreshIntervalSeconds = minRefreshIntervalSeconds
         self.deviceCodeLifetimeSeconds = deviceCodeLifetimeSeconds
         self.devicePollIntervalSeconds = devicePollIntervalSeconds
+        self.revocationRetrySeconds = revocationRetrySeconds
     }
 
     /// Accepted range of `idle_lifetime_seconds`: one minute to five years.
@@ -60,4 +64,6 @@ public struct SessionSettings: Sendable, Equatable {
     static let deviceCodeLifetimeSecondsRange = 10.0...3_600.0
     /// Accepted range of `device_poll_interval_seconds`: one second to a minute.
     static let devicePollIntervalSecondsRange = 1.0...60.0
+    /// Accepted range of `revocation_retry_seconds`: a minute to ninety days.
+    static let revocationRetrySecondsRange = 60.0...7_776_000.0
 }

@@ -2,7 +2,9 @@ import BrokerCrypto
 
 /// A device authorization (RFC 8628) from `POST /device/authorize` to the device's last poll at
 /// `POST /token`: found by the hash of its device code, and while it waits for the user also by
-/// the hash of its user code. Lives `sessions.device_code_lifetime_seconds`.
+/// the hash of its user code. Lives `sessions.device_code_lifetime_seconds`. ``poll(by:at:session:)``,
+/// ``decide(_:at:)``, ``expire(at:)`` and ``end(_:)`` are the one rule for each step, which both
+/// stores apply (docs/lifecycle.md).
 struct DeviceAuthorization: Sendable {
     enum Status: Sendable {
         /// Waiting for the user to enter the code, and sign in or refuse.
@@ -17,6 +19,11 @@ struct DeviceAuthorization: Sendable {
         case denied
         /// The device collected its session; the code never works again.
         case collected
+        /// Its user signed out (or was signed out by an admin) before the device collected the
+        /// grant, which was revoked.
+        case signedOut
+        /// It expired holding a grant nobody collected, which was revoked.
+        case expired
     }
 
     let app: String
@@ -37,7 +44,7 @@ struct DeviceAuthorization: Sendable {
     var uncollectedGrant: Grant? {
         switch status {
         case .signedIn(let grant, _), .approved(let grant): grant
-        case .pending, .denied, .collected: nil
+        case .pending, .denied, .collected, .signedOut, .expired: nil
         }
     }
 
@@ -52,34 +59,44 @@ struct DeviceAuthorization: Sendable {
     }
 
     /// A poll at `now` by `app`: what the device is told, with the record changed accordingly
-    /// (the grant taken, the interval grown, the time of the poll).
-    mutating func poll(by app: String, at now: Double) -> DevicePoll {
-        guard app == self.app else { return .unknown }
+    /// (the grant taken as the session `session` names, the interval grown, the time of the poll).
+    mutating func poll(by app: String, at now: Double, session: SHA256Digest) -> (DevicePoll, [GrantEffect]) {
+        guard app == self.app else { return (.unknown, []) }
         switch status {
         case .collected:
-            return .collected
+            return (.collected, [])
         case .denied:
-            return .denied
+            return (.denied, [])
+        case .signedOut:
+            return (.signedOut, [])
+        case .expired:
+            return (.expired, [])
         case .approved(let grant):
-            guard expiresAt > now else { return .expired }
+            guard expiresAt > now else { return (.expired, []) }
             status = .collected
             lastPolledAt = now
-            return .approved(grant)
+            return (.approved, [.makeSession(Session(id: session, app: app, grant: grant, at: now))])
         case .pending, .signedIn:
-            guard expiresAt > now else { return .expired }
-            defer { lastPolledAt = now }
-            if let last = lastPolledAt, now - last < interval - Self.pollTolerance {
-                interval += 5
-                return .slowDown(interval: interval)
-            }
-            return .pending
+            return (wait(at: now), [])
         }
     }
 
+    /// A poll before the user is done: pending, or too fast.
+    private mutating func wait(at now: Double) -> DevicePoll {
+        guard expiresAt > now else { return .expired }
+        defer { lastPolledAt = now }
+        if let last = lastPolledAt, now - last < interval - Self.pollTolerance {
+            interval += 5
+            return .slowDown(interval: interval)
+        }
+        return .pending
+    }
+
     /// Records the user's decision at `now` when it fits the code's status, and returns the
-    /// status it had; nil when it does not fit (expired, already decided, another login).
-    mutating func decide(_ decision: DeviceDecision, at now: Double) -> Status? {
-        guard expiresAt > now else { return nil }
+    /// status it had; nil when it does not fit (expired, already decided, another login). An
+    /// account refused at its confirmation has its grant revoked.
+    mutating func decide(_ decision: DeviceDecision, at now: Double) -> (Status?, [GrantEffect]) {
+        guard expiresAt > now else { return (nil, []) }
         let before = status
         switch (decision, status) {
         case (.signedIn(let grant, let login), .pending):
@@ -88,12 +105,29 @@ struct DeviceAuthorization: Sendable {
             status = .approved(grant)
         case (.deny(nil), .pending):
             status = .denied
-        case (.deny(let login?), .signedIn(_, let expected)) where login == expected:
+        case (.deny(let login?), .signedIn(let grant, let expected)) where login == expected:
             status = .denied
+            return (before, [.revoke(grant, held: .deviceCode, app: app, .deviceRefused)])
         default:
-            return nil
+            return (nil, [])
         }
-        return before
+        return (before, [])
+    }
+
+    /// Past its lifetime at `now`: a grant it holds for a device that never collected it is
+    /// revoked (a sweep, which then forgets the code).
+    mutating func expire(at now: Double) -> [GrantEffect] {
+        guard expiresAt <= now, let grant = uncollectedGrant else { return [] }
+        status = .expired
+        return [.revoke(grant, held: .deviceCode, app: app, .codeExpired)]
+    }
+
+    /// Its user signed out (`signOut`): a grant it holds and `signOut` covers is revoked, and the
+    /// device is told so at its next poll.
+    mutating func end(_ signOut: SignOut) -> [GrantEffect] {
+        guard let grant = uncollectedGrant, signOut.filter.matches(grant, app: app) else { return [] }
+        status = .signedOut
+        return [.revoke(grant, held: .deviceCode, app: app, signOut.reason)]
     }
 }
 
@@ -119,8 +153,11 @@ enum DevicePoll: Sendable {
     case slowDown(interval: Double)
     /// `access_denied`: the user refused.
     case denied
-    /// The user signed in: the grant, taken (a later poll finds the code collected).
-    case approved(Grant)
+    /// `access_denied`: the user signed out before the device collected the sign-in.
+    case signedOut
+    /// The user signed in and confirmed the account: the grant became the poll's session (a
+    /// later poll finds the code collected).
+    case approved
     /// The code was used already.
     case collected
 }

@@ -64,7 +64,7 @@ struct DeviceFlow: Sendable {
     /// The user refused: the code is spent, and the device is told `access_denied`. False when
     /// it was no longer waiting.
     func deny(_ waiting: Waiting) async throws(StateWriteError) -> Bool {
-        let denied = try await store.decideDeviceCode(waiting.code, .deny(login: nil), now: now()) != nil
+        let denied = try await store.decideDeviceCode(waiting.code, .deny(login: nil), now: now()).answer != nil
         if denied { metrics.deviceCode(outcome: "denied") }
         return denied
     }
@@ -82,29 +82,31 @@ struct DeviceFlow: Sendable {
     }
 
     /// The person who signed in with the login of `state` confirmed (`approve`) the account the
-    /// device is to get, or refused it (its grant is then revoked at the provider). False when
-    /// the code holds no grant of that login (expired, already decided, another login's).
+    /// device is to get, or refused it (its grant is then revoked at the provider, in the same
+    /// change). False when the code holds no grant of that login (expired, already decided,
+    /// another login's).
     func confirm(_ code: SHA256Digest, state: String, approve: Bool) async throws(StateWriteError) -> Bool {
         let login = OpaqueToken.hash(state)
         let decision: DeviceDecision = approve ? .confirm(login: login) : .deny(login: login)
-        guard let before = try await store.decideDeviceCode(code, decision, now: now()) else { return false }
+        let decided = try await store.decideDeviceCode(code, decision, now: now())
+        self.login.endings.announce(decided.ended)
+        guard decided.answer != nil else { return false }
         metrics.deviceCode(outcome: approve ? "approved" : "denied")
-        if !approve, case .signedIn(let grant, _) = before {
-            _ = await self.login.revoker.revoke(grant.provider, accessToken: grant.accessToken, refreshToken: grant.refreshToken)
-        }
         return true
     }
 
-    /// A poll by `app` with `deviceCode`: a new session once the user has signed in (durable
-    /// before its token is returned), else why not yet or not at all.
+    /// A poll by `app` with `deviceCode`: a new session once the user has signed in and confirmed
+    /// the account (made in the same change as the poll, durable before its token is returned),
+    /// else why not yet or not at all.
     func poll(deviceCode: String, app: String) async throws(DevicePollRefusal) -> RedeemedSession {
-        let at = now()
-        let poll: DevicePoll
+        let token = OpaqueToken.make(prefix: OpaqueToken.sessionPrefix)
+        let polled: Transition<DevicePoll>
         do {
-            poll = try await store.pollDeviceCode(OpaqueToken.hash(deviceCode), app: app, now: at)
+            polled = try await store.pollDeviceCode(OpaqueToken.hash(deviceCode), app: app, session: OpaqueToken.hash(token), now: now())
         } catch {
             throw .unsaved
         }
+        let poll = polled.answer
         if case .unknown = poll {} else { metrics.deviceCode(outcome: "polled") }
         switch poll {
         case .unknown: throw .unknownCode
@@ -115,14 +117,9 @@ struct DeviceFlow: Sendable {
         case .pending: throw .pending
         case .slowDown(let interval): throw .slowDown(interval: interval)
         case .denied: throw .denied
-        case .approved(let grant):
-            let token = OpaqueToken.make(prefix: OpaqueToken.sessionPrefix)
-            let session = Session(id: OpaqueToken.hash(token), app: app, grant: grant, at: at)
-            do {
-                _ = try await store.saveSession(session, createdBy: nil)
-            } catch {
-                throw .unsaved
-            }
+        case .signedOut: throw .signedOut
+        case .approved:
+            guard let session = polled.made else { throw .unsaved }
             metrics.deviceCode(outcome: "collected")
             return RedeemedSession(session: session, token: token)
         }
@@ -138,6 +135,8 @@ enum DevicePollRefusal: Error, Sendable, Equatable {
     case pending
     case slowDown(interval: Double)
     case denied
+    /// The user signed out before the device collected the sign-in.
+    case signedOut
     /// The store could not record the poll now.
     case unsaved
 }

@@ -21,7 +21,8 @@ struct RedeemedSession: Sendable {
 enum HandoffRefusal: Error, Sendable, Equatable {
     /// Never issued, expired, or swept.
     case unknownCode
-    /// Redeemed before: the code has leaked, and the session it created has been revoked.
+    /// Redeemed before, and now by a request that could have redeemed it: the code has leaked
+    /// with its verifier, and the session it released has ended.
     case replayed
     /// Issued to another app or redirect URI.
     case wrongClient
@@ -32,6 +33,10 @@ enum HandoffRefusal: Error, Sendable, Equatable {
     case wrongVerifier
     /// The session an incremental authorization merged into has ended since.
     case sessionGone
+    /// Refused ``Handoff/refusalLimit`` times (someone else held it): spent, its grant revoked.
+    case refusedTooOften
+    /// Its user signed out before it was redeemed: spent, its grant revoked.
+    case signedOut
     /// The change could not be made durable; nothing was handed out.
     case unsaved
 }

@@ -1,93 +1,65 @@
 import BrokerCrypto
 import Logging
+import WireValues
 
 extension LoginFlow {
-    /// Redeems a handoff code: once, by the app it was issued to, with the same redirect URI and
-    /// the PKCE verifier of the app's challenge. A new session is durable before its token is
-    /// returned. A code redeemed twice, both times by requests that could redeem it, has leaked
-    /// with its verifier: the session it released ends, here and at the provider, where its first
-    /// redeemer's access token would otherwise keep working (RFC 6749 §4.1.2). A request that
-    /// could not (no verifier) ends nothing, first or again.
+    /// Redeems a handoff code (``Handoff/redeem(_:)``, one change in the store): by the app it was
+    /// issued to, with the same redirect URI and the PKCE verifier of the app's challenge, once.
+    /// A new session is durable before its token is returned. A refusal spends nothing until the
+    /// ``Handoff/refusalLimit``th, and is an audit event (someone other than the app has the
+    /// code). Redeemed again by a request that could have redeemed it, the code has leaked with
+    /// its verifier: the session it released ends, here and at the provider (RFC 6749 §4.1.2).
     func redeem(_ request: HandoffRedemptionRequest) async throws(HandoffRefusal) -> RedeemedSession {
         // Before the code is touched: a malformed verifier is the client's mistake, not a guess.
         guard PKCE.isWellFormed(request.verifier) else { throw .malformedVerifier }
-        let codeID = OpaqueToken.hash(request.code)
-        let at = now()
-        let redemption: HandoffRedemption
+        let token = OpaqueToken.make(prefix: OpaqueToken.sessionPrefix)
+        let attempt = HandoffAttempt(app: request.app, redirectURI: request.redirectURI, verifier: request.verifier,
+                                     sessionID: OpaqueToken.hash(token), at: now())
+        let transition: Transition<HandoffRedemption>
         do {
-            redemption = try await store.redeemHandoff(codeID, now: at) { handoff in
-                guard handoff.app == request.app, handoff.redirectURI == request.redirectURI else { return .wrongClient }
-                guard PKCE.verify(verifier: request.verifier, challenge: handoff.appChallenge) else { return .wrongVerifier }
-                return nil
-            }
+            transition = try await store.redeemHandoff(OpaqueToken.hash(request.code), attempt)
         } catch {
             throw .unsaved
         }
-        let handoff: Handoff
-        switch redemption {
-        case .unknown, .expired:
+        endings.announce(transition.ended)
+        switch transition.answer {
+        case .unknown, .spent(.expired):
             metrics.rejected(route: "/token", reason: "unknown_handoff_code")
             metrics.handoffRedemption(outcome: "unknown")
             throw .unknownCode
-        case .replayed(let sessionID):
-            if let sessionID {
-                let removed: Session?
-                do {
-                    removed = try await store.removeSession(sessionID)
-                } catch {
-                    throw .unsaved
-                }
-                if let removed {
-                    profiles.remove(sessionID)
-                    await revokeReplayed(removed.provider, accessToken: removed.accessToken, refreshToken: removed.refreshToken)
-                }
-            }
-            metrics.rejected(route: "/token", reason: "replayed_handoff_code")
-            metrics.handoffRedemption(outcome: "replayed")
-            throw .replayed
+        case .spent(.refusedTooOften):
+            metrics.handoffRedemption(outcome: "rejected")
+            throw .refusedTooOften
+        case .spent(.signedOut):
+            metrics.handoffRedemption(outcome: "rejected")
+            throw .signedOut
         case .refused(let refusal):
             if refusal == .wrongVerifier { metrics.rejected(route: "/token", reason: "wrong_code_verifier") }
             metrics.handoffRedemption(outcome: "rejected")
+            endings.audit.record("handoff_code.refused", [
+                ("app", .string(request.app)), ("reason", .string(refusal == .wrongVerifier ? "wrong_verifier" : "wrong_client")),
+            ])
             throw refusal
-        case .fresh(let found):
-            handoff = found
-        }
-        metrics.handoffRedemption(outcome: "redeemed")
-        guard let grant = handoff.grant else {
-            // Incremental authorization: the grant is already in the app's session.
-            guard let sessionID = handoff.sessionID else { throw .sessionGone }
+        case .replayed:
+            metrics.rejected(route: "/token", reason: "replayed_handoff_code")
+            metrics.handoffRedemption(outcome: "replayed")
+            logger.warning("handoff code replayed with its verifier; the session it released was ended")
+            throw .replayed
+        case .released:
+            metrics.handoffRedemption(outcome: "redeemed")
+            guard let session = transition.made else { throw .unsaved }
+            return RedeemedSession(session: session, token: token)
+        case .merged(let id):
+            metrics.handoffRedemption(outcome: "redeemed")
+            // Incremental authorization: the grant is in the app's session already.
             let found: Session?
             do {
-                found = try await store.findSession(sessionID, now: at)
+                found = try await store.findSession(id, now: attempt.at)
             } catch {
                 throw .unsaved
             }
             guard let session = found else { throw .sessionGone }
             return RedeemedSession(session: session, token: nil)
         }
-        let token = OpaqueToken.make(prefix: OpaqueToken.sessionPrefix)
-        let session = Session(id: OpaqueToken.hash(token), app: handoff.app, grant: grant, at: at)
-        let kept: Bool
-        do {
-            kept = try await store.saveSession(session, createdBy: codeID)
-        } catch {
-            throw .unsaved
-        }
-        guard kept else {
-            // The code was replayed while this session was being made: it has leaked.
-            do {
-                _ = try await store.removeSession(session.id)
-            } catch {
-                throw .unsaved
-            }
-            await revokeReplayed(grant.provider, accessToken: grant.accessToken, refreshToken: grant.refreshToken)
-            throw .replayed
-        }
-        return RedeemedSession(session: session, token: token)
-    }
-
-    private func revokeReplayed(_ provider: String, accessToken: String, refreshToken: String?) async {
-        let revocation = await revoker.revoke(provider, accessToken: accessToken, refreshToken: refreshToken)
-        logger.warning("handoff code replayed; its session was revoked", metadata: ["provider_revocation": "\(revocation.rawValue)"])
     }
 }

@@ -18,7 +18,7 @@ struct LoginFlow: Sendable {
     let store: any StateStore
     let idTokens: IDTokenVerifier
     let profiles: ProfileCache
-    let revoker: GrantRevoker
+    let endings: GrantEndings
     let metrics: BrokerMetrics
     let logger: Logger
     let now: BrokerClock
@@ -92,26 +92,32 @@ struct LoginFlow: Sendable {
     /// the step of the login's purpose — a handoff code for an app; for an incremental
     /// authorization, merging into its session first; for a device login, holding the grant on
     /// the device code until its person confirms the account (``DeviceFlow/confirm(_:state:approve:)``).
+    /// A grant that lands nowhere is revoked (``GrantEndings/drop(_:app:)``); one that landed
+    /// while its user signed out ends with the rest of theirs (``GrantEndings/signedOut(_:)``).
     func complete(_ pending: PendingAuthorization, state: String, with answer: CallbackAnswer) async -> LoginCompletion {
         switch pending.purpose {
         case .app(let back):
             let handedOff = await finish(pending, answer) { grant throws(Failure) in
-                try await handOff(grant, app: pending.app, back: back, session: nil)
+                let code = try await handOff(.holding(grant), app: pending.app, back: back)
+                try await standsAfterSignOuts(grant)
+                return code
             }
             return .app(back, AppLoginOutcome(handedOff))
         case .incremental(let back, let session):
             let handedOff = await finish(pending, answer) { grant throws(Failure) in
-                try await merge(grant, into: session)
-                return try await handOff(nil, app: pending.app, back: back, session: session)
+                try await merge(grant, into: session, app: pending.app)
+                try await standsAfterSignOuts(grant)
+                return try await handOff(.merged(into: session), app: pending.app, back: back)
             }
             return .app(back, AppLoginOutcome(handedOff))
         case .device(let code):
             let held = await finish(pending, answer) { grant throws(Failure) in
-                try await hold(grant, for: code, login: OpaqueToken.hash(state))
+                try await hold(grant, for: code, login: OpaqueToken.hash(state), app: pending.app)
+                try await standsAfterSignOuts(grant)
                 return grant.accountName
             }
             // A user who refuses at the provider refuses the device too (RFC 8628: access_denied).
-            if answer.error == "access_denied", (try? await store.decideDeviceCode(code, .deny(login: nil), now: now())) != nil {
+            if answer.error == "access_denied", (try? await store.decideDeviceCode(code, .deny(login: nil), now: now()))?.answer != nil {
                 metrics.deviceCode(outcome: "denied")
             }
             return .device(code, DeviceLoginOutcome(held))
@@ -195,8 +201,10 @@ struct LoginFlow: Sendable {
             throw Failure(code: "server_error", description: "The provider sent no ID token.", log: "openid requested, no id_token")
         }
         let subject = try await subject(claims, response, provider)
+        // When the user signed in at the provider, which a sign-out's time is compared with.
+        let signedInAt = (claims?.authTime ?? claims?.issuedAt)?.timeIntervalSince1970
         return Grant(response, provider: provider.id, subject: subject, requestedScopes: pending.requestedScopes,
-                     idTokenClaims: claims?.raw.serialized(), at: now())
+                     idTokenClaims: claims?.raw.serialized(), signedInAt: signedInAt, at: now())
     }
 
     /// The user's stable id: the ID token's `sub`, or the profile's mapped subject.
@@ -220,15 +228,16 @@ struct LoginFlow: Sendable {
     /// Holds the grant on the device code until its person confirms the account, durably: they
     /// are about to be asked. A code that expired or was refused meanwhile gets nothing, and the
     /// grant is revoked at the provider.
-    private func hold(_ grant: Grant, for device: SHA256Digest, login: SHA256Digest) async throws(Failure) {
+    private func hold(_ grant: Grant, for device: SHA256Digest, login: SHA256Digest, app: String) async throws(Failure) {
         let held: DeviceAuthorization.Status?
         do {
-            held = try await store.decideDeviceCode(device, .signedIn(grant, login: login), now: now())
+            held = try await store.decideDeviceCode(device, .signedIn(grant, login: login), now: now()).answer
         } catch {
+            await endings.drop(grant, app: app)
             throw Failure(code: "temporarily_unavailable", description: "The sign-in could not be saved; enter the code again in a moment.", log: error.description)
         }
         guard held != nil else {
-            _ = await revoker.revoke(grant.provider, accessToken: grant.accessToken, refreshToken: grant.refreshToken)
+            await endings.drop(grant, app: app)
             throw Failure(code: "expired_token", description: "The device's code expired or was refused while you signed in; start again on the device.",
                           log: "device code no longer pending")
         }
@@ -236,42 +245,62 @@ struct LoginFlow: Sendable {
     }
 
     /// Merges an incremental authorization's grant into its session: the same user only, and
-    /// only while the session lasts.
-    private func merge(_ grant: Grant, into sessionID: SHA256Digest) async throws(Failure) {
-        let gone = Failure(code: "access_denied", description: "The session ended during the sign-in.", log: "session gone before merge")
-        let found: Session?
-        do {
-            found = try await store.findSession(sessionID, now: now())
+    /// only while the session lasts; otherwise the grant is revoked.
+    private func merge(_ grant: Grant, into sessionID: SHA256Digest, app: String) async throws(Failure) {
+        do throws(Failure) {
+            let gone = Failure(code: "access_denied", description: "The session ended during the sign-in.", log: "session gone before merge")
+            let found: Session?
+            do {
+                found = try await store.findSession(sessionID, now: now())
+            } catch {
+                throw Failure(code: "temporarily_unavailable", description: "The sign-in could not be saved; sign in again in a moment.", log: error.description)
+            }
+            guard let current = found else { throw gone }
+            guard current.subject == grant.subject else {
+                throw Failure(code: "access_denied", description: "A different account signed in than the session's.", log: "subject mismatch on incremental authorization")
+            }
+            let merged: Session?
+            do {
+                merged = try await store.updateSession(sessionID, under: nil) { $0.take(grant, scopes: .add) }
+            } catch {
+                throw Failure(code: "temporarily_unavailable", description: "The sign-in could not be saved; sign in again in a moment.", log: error.description)
+            }
+            guard merged != nil else { throw gone }
         } catch {
-            throw Failure(code: "temporarily_unavailable", description: "The sign-in could not be saved; sign in again in a moment.", log: error.description)
+            await endings.drop(grant, app: app)
+            throw error
         }
-        guard let current = found else { throw gone }
-        guard current.subject == grant.subject else {
-            throw Failure(code: "access_denied", description: "A different account signed in than the session's.", log: "subject mismatch on incremental authorization")
-        }
-        let merged: Session?
-        do {
-            merged = try await store.updateSession(sessionID) { $0.take(grant, scopes: .add) }
-        } catch {
-            throw Failure(code: "temporarily_unavailable", description: "The sign-in could not be saved; sign in again in a moment.", log: error.description)
-        }
-        guard merged != nil else { throw gone }
         profiles.remove(sessionID) // new scopes may show more of the profile
     }
 
-    /// Stores a fresh handoff code, durably, and returns it: for a new session's `grant`, or for
-    /// the `session` an incremental authorization merged into.
-    private func handOff(_ grant: Grant?, app: String, back: AppReturn, session: SHA256Digest?) async throws(Failure) -> String {
+    /// Stores a fresh handoff code, durably, and returns it: holding a new session's grant
+    /// (revoked when it cannot be stored), or standing for the session an incremental
+    /// authorization merged into.
+    private func handOff(_ status: Handoff.Status, app: String, back: AppReturn) async throws(Failure) -> String {
         let code = OpaqueToken.make(prefix: OpaqueToken.handoffPrefix)
-        let handoff = Handoff(
-            app: app, redirectURI: back.redirectURI, appChallenge: back.challenge,
-            expiresAt: now() + settings.handoffLifetimeSeconds, grant: grant, sessionID: session
-        )
+        let handoff = Handoff(app: app, redirectURI: back.redirectURI, appChallenge: back.challenge,
+                              expiresAt: now() + settings.handoffLifetimeSeconds, status: status)
         do {
             try await store.issueHandoff(OpaqueToken.hash(code), handoff)
         } catch {
+            if let grant = handoff.heldGrant { await endings.drop(grant, app: app) }
             throw Failure(code: "temporarily_unavailable", description: "The sign-in could not be saved; sign in again in a moment.", log: error.description)
         }
         return code
+    }
+
+    /// Whether `grant`, just landed behind a code or in a session, stands: when its user signed
+    /// out while the sign-in was under way, it has ended with the rest of theirs, and the sign-in
+    /// fails. A store out of reach fails it too (the grant stays where it landed, for the sign-out
+    /// to find or its expiry to revoke).
+    private func standsAfterSignOuts(_ grant: Grant) async throws(Failure) {
+        let signedOut: SignOut?
+        do {
+            signedOut = try await endings.signedOut(grant)
+        } catch {
+            throw Failure(code: "temporarily_unavailable", description: "The sign-in could not be saved; sign in again in a moment.", log: "\(error)")
+        }
+        guard signedOut != nil else { return }
+        throw Failure(code: "access_denied", description: "You were signed out while signing in; sign in again.", log: "signed out during the sign-in")
     }
 }

@@ -11,15 +11,3 @@ struct PendingAuthorization: Sendable {
     let requestedScopes: [String]
     let expiresAt: Double
 }
-
-/// What the provider granted, kept between `/callback` and `POST /token`.
-struct Grant: Sendable {
-    let provider: String
-    let subject: String
-    let scopes: [String]
-    let accessToken: String
-    let accessTokenExpiresAt: Double?
-    let refreshToken: String?
-    /// The verified ID token's claims as JSON.
-    let idTokenClaims: [UInt8]?
-}

@@ -14,3 +14,5 @@ extension PendingAuthorization: Redacted {}
 extension Handoff: Redacted {}
 extension TokenResponse: Redacted {}
 extension StateRecord: Redacted {}
+extension QueuedRevocation: Redacted {}
+extension DeviceAuthorization: Redacted {}

@@ -17,6 +17,8 @@ public struct IDTokenClaims: Sendable, Equatable {
     public var expiresAt: Date
     /// `iat`: when the token was issued, when the token says so.
     public var issuedAt: Date?
+    /// `auth_time`: when the user authenticated, when the token says so.
+    public var authTime: Date?
     /// `nonce`: the value sent with the authorization request, echoed back.
     public var nonce: String?
     /// `email`, as the provider states it.
@@ -38,6 +40,7 @@ public struct IDTokenClaims: Sendable, Equatable {
         authorizedParty: String? = nil,
         expiresAt: Date,
         issuedAt: Date? = nil,
+        authTime: Date? = nil,
         nonce: String? = nil,
         email: String? = nil,
         emailVerified: Bool? = nil,
@@ -51,6 +54,7 @@ public struct IDTokenClaims: Sendable, Equatable {
         self.authorizedParty = authorizedParty
         self.expiresAt = expiresAt
         self.issuedAt = issuedAt
+        self.authTime = authTime
         self.nonce = nonce
         self.email = email
         self.emailVerified = emailVerified
@@ -76,6 +80,7 @@ public struct IDTokenClaims: Sendable, Equatable {
             authorizedParty: try raw.optionalString("azp"),
             expiresAt: expiresAt,
             issuedAt: try raw.optionalDate("iat"),
+            authTime: try raw.optionalDate("auth_time"),
             nonce: try raw.optionalString("nonce"),
             email: try raw.optionalString("email"),
             emailVerified: try raw.optionalBool("email_verified"),

@@ -32,8 +32,9 @@ struct LogoutTokenVerifier: Sendable {
         let tokenID: String
         let subject: String?
         let providerSessionID: String?
-        /// The latest a session it ends can have begun (Unix seconds): its `iat` and the clock
-        /// skew. One begun later is a sign-in after the logout.
+        /// The latest a grant it ends can have been signed in (Unix seconds, ``Grant/signedInAt``,
+        /// which the provider's ID token dates by the provider's clock, as it dates this): its
+        /// `iat`. One signed in later is a sign-in after the logout.
         let signedInBy: Double
         /// Until when its `jti` must be remembered (Unix seconds).
         let rememberUntil: Double
@@ -84,7 +85,7 @@ struct LogoutTokenVerifier: Sendable {
         // §2.4: "A nonce Claim MUST NOT be present" — not even as null.
         if claims["nonce"] != nil { throw .nonceForbidden }
         return Logout(issuer: issuer, tokenID: tokenID, subject: subject, providerSessionID: session,
-                      signedInBy: issuedAt + clockSkew, rememberUntil: issuedAt + Self.maximumAge + 2 * clockSkew)
+                      signedInBy: issuedAt, rememberUntil: issuedAt + Self.maximumAge + 2 * clockSkew)
     }
 }
 

@@ -7,6 +7,7 @@ public final class BrokerMetrics: Sendable {
     public let registry = PrometheusCollectorRegistry()
     private let inFlight: Gauge
     private let accessLogDropped: Counter
+    private let pendingRevocations: Gauge
     /// The per-request counter and histogram by route, method and status, made once: looking
     /// them up in the registry on every request costs more than the request itself.
     private let requestMetrics = Mutex<[RequestKey: (Counter, DurationHistogram)]>([:])
@@ -45,6 +46,9 @@ public final class BrokerMetrics: Sendable {
         inFlight = registry.makeGauge(descriptor: Self.name("http_requests_in_flight", help: "Requests received and not yet answered."))
         accessLogDropped = registry.makeCounter(descriptor: Self.name(
             "access_log_dropped", unit: "total", help: "Access-log lines dropped because the log's buffer was full (its output too slow)."
+        ))
+        pendingRevocations = registry.makeGauge(descriptor: Self.name(
+            "provider_revocations_pending", help: "Revocations queued for providers and not confirmed yet, every instance's."
         ))
     }
 
@@ -192,6 +196,32 @@ public final class BrokerMetrics: Sendable {
             .set(Double(cachedSessions))
         registry.makeGauge(descriptor: Self.name("state_store_calls_in_flight", help: "Calls to the PostgreSQL store waiting for or holding a connection."))
             .set(Double(callsInFlight))
+    }
+
+    /// A grant left the broker (``GrantEndings``): why, and what held it.
+    func grantEnded(reason: String, heldBy: String) {
+        count("sessions_ended", "Sessions, and grants on their way to one (held by a handoff or device code), ended by reason.",
+              [("reason", reason), ("held_by", heldBy)])
+    }
+
+    /// Revocations waiting in the queue, every instance's (set after each round of deliveries).
+    func revocationsPending(_ count: Int) {
+        pendingRevocations.set(Double(count))
+    }
+
+    /// A delivery of a queued revocation: `succeeded`, `not_supported`, or `queued` (not
+    /// confirmed: tried again later), which also counts as failed.
+    func revocationDelivered(provider: String, outcome: String) {
+        count("provider_revocation_deliveries", "Deliveries of queued revocations to providers, by provider and outcome.",
+              [("provider", provider), ("outcome", outcome)])
+        if outcome == ProviderRevocation.queued.rawValue {
+            count("provider_revocations_failed", "Deliveries of queued revocations the provider did not confirm, by provider.", [("provider", provider)])
+        }
+    }
+
+    /// A revocation still unconfirmed past its time was given up (and audited).
+    func revocationAbandoned(provider: String) {
+        count("provider_revocations_abandoned", "Queued revocations given up unconfirmed, by provider.", [("provider", provider)])
     }
 
     /// Live sessions now (set when `/metrics` is rendered).

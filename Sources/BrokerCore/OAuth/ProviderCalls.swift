@@ -36,15 +36,26 @@ struct ProviderCalls: Sendable {
         try await tokenRequest(provider, endpoint: "refresh", [("grant_type", "refresh_token"), ("refresh_token", refreshToken)])
     }
 
-    /// Revokes a token (RFC 7009). True when the provider confirmed (200).
-    func revoke(_ token: String, hint: String, provider: Provider) async -> Bool {
+    /// What a provider's revocation endpoint said of a token (RFC 7009 §2.2).
+    enum Revoked: Sendable {
+        /// Revoked, or never valid: 200.
+        case confirmed
+        /// The provider does not revoke tokens of this kind (`unsupported_token_type`): asking
+        /// again changes nothing.
+        case unsupported
+        /// Not confirmed: unreachable, an error, or another answer. Worth asking again.
+        case failed
+    }
+
+    /// Revokes a token (RFC 7009).
+    func revoke(_ token: String, hint: String, provider: Provider) async -> Revoked {
         guard let endpoint = provider.revocationEndpoint,
-              let request = try? await authenticatedPost(endpoint, provider: provider, fields: [("token", token), ("token_type_hint", hint)])
-        else { return false }
-        guard let response = try? await timed(provider.id, "revoke", { () async throws(UpstreamError) in try await client.send(request) }) else {
-            return false
-        }
-        return response.status == 200
+              let request = try? await authenticatedPost(endpoint, provider: provider, fields: [("token", token), ("token_type_hint", hint)]),
+              let response = try? await timed(provider.id, "revoke", { () async throws(UpstreamError) in try await client.send(request) })
+        else { return .failed }
+        if response.status == 200 { return .confirmed }
+        if response.status == 400, case .string("unsupported_token_type")? = (try? JSONValue.parse(response.body))?["error"] { return .unsupported }
+        return .failed
     }
 
     /// The provider's userinfo/profile document, with the token in the `Authorization` header

@@ -42,6 +42,7 @@ final class Refresher: Sendable {
     private let store: any StateStore
     private let providers: ProviderDirectory
     private let calls: ProviderCalls
+    private let endings: GrantEndings
     private let logger: Logger
     private let metrics: BrokerMetrics
     private let webhooks: WebhookSender?
@@ -52,11 +53,12 @@ final class Refresher: Sendable {
     /// Seconds between two refreshes of a session whose token has not expired; 0: no bound.
     private let minInterval: Double
 
-    init(store: any StateStore, providers: ProviderDirectory, calls: ProviderCalls, logger: Logger, metrics: BrokerMetrics,
-         webhooks: WebhookSender?, minInterval: Double, now: @escaping @Sendable () -> Double) {
+    init(store: any StateStore, providers: ProviderDirectory, calls: ProviderCalls, endings: GrantEndings, logger: Logger,
+         metrics: BrokerMetrics, webhooks: WebhookSender?, minInterval: Double, now: @escaping @Sendable () -> Double) {
         self.store = store
         self.providers = providers
         self.calls = calls
+        self.endings = endings
         self.logger = logger
         self.metrics = metrics
         self.webhooks = webhooks
@@ -115,7 +117,7 @@ final class Refresher: Sendable {
         if let refused, seen.accessToken != refused { return .fresh(seen) }
         guard seen.refreshToken != nil else {
             if !force && seen.accessTokenValid(for: 0, at: now()) { return .fresh(seen) }
-            return await end(seen, reason: "no_refresh_token", "session ended: nothing to refresh with")
+            return await end(seen, .noRefreshToken)
         }
         if let wait = secondsUntilRefreshAllowed(seen) {
             guard force else { return .fresh(seen) }
@@ -127,7 +129,7 @@ final class Refresher: Sendable {
             return .tooSoon(retryAfter: wait)
         }
         do {
-            return try await store.whileRefreshing(id) { await refreshLocked(id, seen: seen, force: force) }
+            return try await store.whileRefreshing(id) { lease in await refreshLocked(id, seen: seen, force: force, under: lease) }
         } catch {
             logger.warning("refresh not attempted: the state store is out of reach", metadata: ["reason": "\(error.description)"])
             return .unsaved
@@ -135,8 +137,8 @@ final class Refresher: Sendable {
     }
 
 
-    /// The refresh at the provider, under the session's refresh lock.
-    private func refreshLocked(_ id: SHA256Digest, seen: Session, force: Bool) async -> Outcome {
+    /// The refresh at the provider, under the session's refresh `lease`.
+    private func refreshLocked(_ id: SHA256Digest, seen: Session, force: Bool, under lease: RefreshLease) async -> Outcome {
         var session = seen
         if !store.holdsEverySession {
             // Another instance may have refreshed the session while this one waited for the lock:
@@ -167,7 +169,7 @@ final class Refresher: Sendable {
                     guard case .success(let stored) = await reload(id) else { return .unsaved } // not ended on a guess
                     if let stored, stored.refreshToken != refreshToken { return .fresh(stored) }
                 }
-                return await end(session, reason: "invalid_grant", "session ended: the provider refused the refresh token")
+                return await end(session, .invalidGrant)
             }
             logger.warning("refresh failed", metadata: ["provider": "\(session.provider)", "reason": "\(error.description)"])
             let streak = failures.withLock { failures in
@@ -189,7 +191,7 @@ final class Refresher: Sendable {
             // meanwhile, or — past this refresh's lease, the database away — another instance's
             // refresh; theirs stands.
             var applied = false
-            let updated = try await store.updateSession(id) { session in
+            let updated = try await store.updateSession(id, under: lease) { session in
                 applied = session.refreshToken == refreshToken
                 guard applied else { return }
                 // Scopes the answer does not name stay as they are; so does the refresh token.
@@ -200,8 +202,8 @@ final class Refresher: Sendable {
             guard let updated, applied else {
                 // Revoked while the refresh ran, or its grant replaced: what it brought has no
                 // session to keep it.
-                _ = await calls.revoke(response.refreshToken ?? response.accessToken,
-                                       hint: response.refreshToken == nil ? "access_token" : "refresh_token", provider: provider)
+                await endings.drop(Grant(response, provider: session.provider, subject: session.subject, requestedScopes: session.scopes,
+                                         idTokenClaims: nil, at: refreshedAt), app: session.app)
                 return updated.map { .fresh($0) } ?? .gone
             }
             return .fresh(updated)
@@ -230,20 +232,15 @@ final class Refresher: Sendable {
         }
     }
 
-    /// Ends `session` for `reason`: "sign in again", with its webhook and log line when this
-    /// call ended it (not when it had ended already: signed out meanwhile); 503 when that could
-    /// not be saved.
-    private func end(_ session: Session, reason: String, _ message: Logger.Message) async -> Outcome {
+    /// Ends `session` for `reason` (``GrantEndings``: its event when this call ended it, not when
+    /// it had ended already, signed out meanwhile): "sign in again"; 503 when that could not be
+    /// saved.
+    private func end(_ session: Session, _ reason: EndReason) async -> Outcome {
         failures.withLock { $0[session.id] = nil }
-        let removed: Session?
         do {
-            removed = try await store.removeSession(session.id)
+            _ = try await endings.endSession(session.id, reason)
         } catch {
             return .unsaved
-        }
-        if removed != nil {
-            webhooks?.sessionEnded(session, reason: reason)
-            logger.info(message, metadata: ["provider": "\(session.provider)"])
         }
         return .loginRequired
     }

@@ -5,14 +5,17 @@ import WireValues
 /// OpenID Connect Back-Channel Logout 1.0 at the broker: a provider's logout token, verified
 /// (``LogoutTokenVerifier``) and accepted once across instances (its `jti` spent in the store
 /// once its sessions are ended, so that a replay — even one arriving after the user signed in
-/// again — ends nothing, while the provider's retry of a delivery that failed works), ends every
-/// session of the provider it names by `sub` and/or `sid`, on every instance
-/// (``SessionAdministration/endAll(_:revokeLater:)``).
+/// again — ends nothing, while the provider's retry of a delivery that failed works), signs out
+/// the user it names by `sub` and/or `sid` at that provider, on every instance
+/// (``GrantEndings/signOut(_:)``): their sessions, their sign-ins under way, and those still at
+/// the provider's page, which end when they come back. Revocations at the provider are left to
+/// the queue: the provider is the caller here, and may not answer its own revocation endpoint
+/// while it waits for this answer.
 struct BackChannelLogout: Sendable {
     let providers: ProviderDirectory
     let verifier: LogoutTokenVerifier
     let store: any StateStore
-    let administration: SessionAdministration
+    let endings: GrantEndings
     let audit: AuditTrail
 
     /// Why a logout token ended nothing.
@@ -25,8 +28,8 @@ struct BackChannelLogout: Sendable {
         case unavailable(String)
     }
 
-    /// Ends the sessions `token` names; how many there were.
-    func logOut(_ token: String, provider id: String) async throws(Failure) -> Int {
+    /// Signs out the user `token` names: what that ended.
+    func logOut(_ token: String, provider id: String) async throws(Failure) -> GrantEndings.SignedOut {
         let provider: Provider
         do {
             provider = try await providers.resolve(id)
@@ -58,11 +61,11 @@ struct BackChannelLogout: Sendable {
             audit.refused("backchannel_logout.refused", [("provider", .string(id)), ("reason", .string(LogoutTokenError.replayed.description))])
             throw .refused(.replayed)
         }
-        let filter = SessionFilter(provider: id, subject: logout.subject, providerSessionID: logout.providerSessionID,
-                                   signedInBy: logout.signedInBy)
-        let ended: SessionAdministration.Ended
+        let signOut = SignOut(provider: id, subject: logout.subject, providerSessionID: logout.providerSessionID,
+                              signedInBy: logout.signedInBy, reason: .backChannelLogout)
+        let ended: GrantEndings.SignedOut
         do {
-            ended = try await administration.endAll(filter, revokeLater: true)
+            ended = try await endings.signOut(signOut)
         } catch {
             throw .unavailable("the state store")
         }
@@ -70,7 +73,8 @@ struct BackChannelLogout: Sendable {
         if let subject = logout.subject { fields.append(("subject", .string(subject))) }
         if let session = logout.providerSessionID { fields.append(("sid", .string(session))) }
         audit.record("backchannel_logout", fields + [
-            ("ended", .int(ended.sessions.count)), ("sessions", .array(ended.sessions.map { .string($0.id.hex) })),
+            ("ended", .int(ended.sessions.count)), ("pending_sign_ins_ended", .int(ended.signIns.count)),
+            ("sessions", .array(ended.sessions.compactMap(\.sessionID).map { .string($0.hex) })),
         ])
         do {
             // False when a delivery racing this one spent it first: both did the same work.
@@ -78,6 +82,6 @@ struct BackChannelLogout: Sendable {
         } catch {
             throw .unavailable("the state store")
         }
-        return ended.sessions.count
+        return ended
     }
 }

@@ -6,12 +6,14 @@ import WireValues
 /// (`Refresher`).
 extension Grant {
     /// The grant a token answer makes: scopes as the answer names them, else as requested (RFC
-    /// 6749 §5.1); the expiry counted from `now`.
-    init(_ answer: TokenResponse, provider: String, subject: String, requestedScopes: [String], idTokenClaims: [UInt8]?, at now: Double) {
+    /// 6749 §5.1); the expiry counted from `now`; signed in at `signedInAt` (the provider's time of
+    /// it, by the provider's clock), else `now`.
+    init(_ answer: TokenResponse, provider: String, subject: String, requestedScopes: [String], idTokenClaims: [UInt8]?,
+         signedInAt: Double? = nil, at now: Double) {
         self.init(
             provider: provider, subject: subject, scopes: answer.scopes ?? requestedScopes,
             accessToken: answer.accessToken, accessTokenExpiresAt: answer.expiresIn.map { now + Double($0) },
-            refreshToken: answer.refreshToken, idTokenClaims: idTokenClaims
+            refreshToken: answer.refreshToken, idTokenClaims: idTokenClaims, signedInAt: signedInAt ?? now
         )
     }
 }
@@ -22,7 +24,7 @@ extension Session {
         self.init(
             id: id, provider: grant.provider, app: app, subject: grant.subject, scopes: grant.scopes,
             accessToken: grant.accessToken, accessTokenExpiresAt: grant.accessTokenExpiresAt,
-            refreshToken: grant.refreshToken, idTokenClaims: grant.idTokenClaims, createdAt: now, usedAt: now,
+            refreshToken: grant.refreshToken, idTokenClaims: grant.idTokenClaims, createdAt: now, signedInAt: grant.signedInAt, usedAt: now,
             providerSessionID: Self.providerSessionID(in: grant.idTokenClaims)
         )
     }

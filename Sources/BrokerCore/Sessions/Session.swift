@@ -17,6 +17,9 @@ struct Session: Sendable {
     /// compact, and parsed only when `/profile` needs them).
     var idTokenClaims: [UInt8]?
     let createdAt: Double
+    /// When its user signed in at the provider (``Grant/signedInAt``; `createdAt` for sessions
+    /// made before it was kept): what a sign-out's time is compared with.
+    let signedInAt: Double
     var usedAt: Double
     /// When the broker last refreshed the token at the provider; nil before the first refresh.
     /// Kept with the session, so that the bound on refreshes holds across broker instances.

@@ -1,10 +1,10 @@
 import BrokerCrypto
 
 /// Ending sessions from outside the app that holds them: the admin API (list them, end one, end
-/// every session of a user) and back-channel logout (the provider ends the user's sessions).
-/// A session is ended as `POST /revoke` ends it (``SessionOperations/revoke(_:)``): removed
-/// from the store — durably, and on a shared store for every instance, whose caches drop it on
-/// the store's notification — then its tokens revoked at the provider.
+/// every session of a user). A session ends as `POST /revoke` ends it (``GrantEndings``): gone on
+/// every instance, its tokens queued for revocation and delivered to the provider at once; a
+/// user's end is a sign-out (``GrantEndings/signOut(_:)``), which also ends their sign-ins under
+/// way.
 struct SessionAdministration: Sendable {
     let store: any StateStore
     let sessions: SessionOperations
@@ -18,63 +18,27 @@ struct SessionAdministration: Sendable {
     }
 
     /// Ends the session `id` here, then at the provider; nil when there was none.
-    func end(_ id: SHA256Digest) async throws(StateWriteError) -> (session: Session, revocation: ProviderRevocation)? {
-        guard let removed = try await store.removeSession(id) else { return nil }
-        sessions.profiles.remove(id)
-        return (removed, await sessions.revoker.revoke(removed))
+    func end(_ id: SHA256Digest) async throws(StateWriteError) -> (session: EndedGrant, revocation: ProviderRevocation)? {
+        try await sessions.endings.endAndRevoke(id, .admin)
     }
 
-    /// What ending many sessions did.
+    /// What ending a user did: their sessions and sign-ins under way ended, and what their
+    /// providers said of each revocation.
     struct Ended: Sendable {
-        var sessions: [Session] = []
+        let signedOut: GrantEndings.SignedOut
+        let revocations: [ProviderRevocation: Int]
+    }
+
+    /// Ends every session and sign-in under way of `subject` at `provider`, here, then at the
+    /// provider, waiting for it.
+    func endSubject(_ subject: String, at provider: String) async throws(AdministrationError) -> Ended {
+        let signedOut = try await sessions.endings.signOut(
+            SignOut(provider: provider, subject: subject, providerSessionID: nil, signedInBy: sessions.now(), reason: .admin), deliveredHere: true
+        )
         var revocations: [ProviderRevocation: Int] = [:]
-    }
-
-    /// Ends every live session `filter` matches, here, then — unless `revokeLater` — at the
-    /// provider, waiting for it. With `revokeLater` the provider is asked in the background
-    /// (back-channel logout: the provider is the caller, and may not answer its own revocation
-    /// endpoint while it waits for this answer).
-    func endAll(_ filter: SessionFilter, revokeLater: Bool = false) async throws(AdministrationError) -> Ended {
-        var ended = Ended()
-        var after: SHA256Digest?
-        repeat {
-            let page: SessionPage
-            do {
-                page = try await store.findSessions(filter, after: after, limit: 100, now: sessions.now())
-            } catch {
-                throw .read(error)
-            }
-            for found in page.sessions {
-                let removed: Session?
-                do {
-                    removed = try await store.removeSession(found.id)
-                } catch {
-                    revokeInBackground(ended.sessions)
-                    throw .write(error, endedBefore: ended.sessions.count)
-                }
-                guard let removed else { continue }
-                sessions.profiles.remove(found.id)
-                ended.sessions.append(removed)
-            }
-            after = page.next
-        } while after != nil
-        if revokeLater {
-            revokeInBackground(ended.sessions)
-        } else {
-            for session in ended.sessions { ended.revocations[await sessions.revoker.revoke(session), default: 0] += 1 }
+        for ended in signedOut.sessions + signedOut.signIns {
+            revocations[await sessions.endings.revocations.deliverNow(ended.revocation), default: 0] += 1
         }
-        return ended
+        return Ended(signedOut: signedOut, revocations: revocations)
     }
-
-    private func revokeInBackground(_ ended: [Session]) {
-        let revoker = sessions.revoker
-        Task { for session in ended { _ = await revoker.revoke(session) } }
-    }
-}
-
-/// Why sessions could not all be ended: the store could not be read or written now.
-enum AdministrationError: Error, Sendable {
-    case read(StateReadError)
-    /// `endedBefore` sessions had been ended (and stay ended) when a removal failed.
-    case write(StateWriteError, endedBefore: Int)
 }

@@ -10,8 +10,8 @@ struct SessionFilter: Sendable {
     var subject: String?
     /// The provider's session at sign-in (``Session/providerSessionID``).
     var providerSessionID: String?
-    /// Sessions begun at or before this (Unix seconds): a logout token's, so that a sign-in after
-    /// the logout survives its late delivery or retry.
+    /// Sessions and grants signed in at or before this (Unix seconds, ``Grant/signedInAt``): a
+    /// sign-out's, so that a sign-in after it survives its late delivery or retry.
     var signedInBy: Double?
 
     /// Whether the filter is one a store can answer: a subject or a provider session only
@@ -19,11 +19,23 @@ struct SessionFilter: Sendable {
     var isValid: Bool { provider != nil || (subject == nil && providerSessionID == nil) }
 
     func matches(_ session: borrowing Session) -> Bool {
-        (provider == nil || provider == session.provider)
-            && (app == nil || app == session.app)
-            && (subject == nil || subject == session.subject)
-            && (providerSessionID == nil || providerSessionID == session.providerSessionID)
-            && (signedInBy.map { session.createdAt <= $0 } ?? true)
+        matches(provider: session.provider, app: session.app, subject: session.subject, providerSessionID: session.providerSessionID,
+                signedInAt: session.signedInAt)
+    }
+
+    /// Whether a grant held for `app` on its way to a session (behind a handoff or device code)
+    /// matches.
+    func matches(_ grant: Grant, app: String) -> Bool {
+        matches(provider: grant.provider, app: app, subject: grant.subject, providerSessionID: grant.providerSessionID,
+                signedInAt: grant.signedInAt)
+    }
+
+    private func matches(provider: String, app: String, subject: String, providerSessionID: String?, signedInAt: Double) -> Bool {
+        (self.provider == nil || self.provider == provider)
+            && (self.app == nil || self.app == app)
+            && (self.subject == nil || self.subject == subject)
+            && (self.providerSessionID == nil || self.providerSessionID == providerSessionID)
+            && (signedInBy.map { signedInAt <= $0 } ?? true)
     }
 }
 

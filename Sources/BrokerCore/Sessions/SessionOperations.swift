@@ -11,19 +11,19 @@ final class SessionOperations: Sendable {
     let providers: ProviderDirectory
     let calls: ProviderCalls
     let profiles: ProfileCache
-    let revoker: GrantRevoker
+    let endings: GrantEndings
     /// Refresh access tokens that expire within this many seconds (AppAuth's 60 s by default).
     let refreshSkew: Double
     let now: BrokerClock
 
     init(store: any StateStore, refresher: Refresher, providers: ProviderDirectory, calls: ProviderCalls, profiles: ProfileCache,
-         revoker: GrantRevoker, refreshSkew: Double, now: @escaping BrokerClock) {
+         endings: GrantEndings, refreshSkew: Double, now: @escaping BrokerClock) {
         self.store = store
         self.refresher = refresher
         self.providers = providers
         self.calls = calls
         self.profiles = profiles
-        self.revoker = revoker
+        self.endings = endings
         self.refreshSkew = refreshSkew
         self.now = now
     }
@@ -94,11 +94,10 @@ final class SessionOperations: Sendable {
         try await refresher.refresh(id, force: true, minimumValidity: refreshSkew, refused: refused).session()
     }
 
-    /// Ends the session `id` durably, then asks the provider to revoke its tokens; what the
-    /// provider did, or nil when there was no such session (revoking is idempotent).
-    func revoke(_ id: SHA256Digest) async throws(StateWriteError) -> ProviderRevocation? {
-        guard let removed = try await store.removeSession(id) else { return nil }
-        profiles.remove(id)
-        return await revoker.revoke(removed)
+    /// Ends the session `id` for `reason` (``GrantEndings``), its tokens queued for revocation in
+    /// the same change, then delivers that revocation at once: what the provider said, or nil
+    /// when there was no such session (ending is idempotent).
+    func end(_ id: SHA256Digest, _ reason: EndReason) async throws(StateWriteError) -> ProviderRevocation? {
+        try await endings.endAndRevoke(id, reason)?.1
     }
 }

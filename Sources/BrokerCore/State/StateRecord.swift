@@ -12,6 +12,13 @@ enum StateRecord: Sendable {
     case device(SHA256Digest, DeviceAuthorization)
     /// A token accepted once (``StateStore/spendOnce(_:until:)``), remembered until then.
     case spent(SHA256Digest, until: Double)
+    /// A grant's tokens waiting to be revoked at their provider.
+    case revocation(QueuedRevocation)
+    /// A revocation the provider confirmed, or that was given up.
+    case revocationRemoved(SHA256Digest)
+    /// A sign-out remembered for sign-ins under way (``StateStore/rememberSignOut(_:until:)``),
+    /// under the hash of its provider and its subject or provider session.
+    case signOut(SHA256Digest, RememberedSignOut)
 
     /// Record types: fixed forever (docs/state.md, "Format").
     private enum Kind: UInt8 {
@@ -22,6 +29,9 @@ enum StateRecord: Sendable {
         case handoff = 5
         case device = 6
         case spent = 7
+        case revocation = 8
+        case revocationRemoved = 9
+        case signOut = 10
     }
 
     /// `kind (1 byte) | length (varint) | fields`.
@@ -54,6 +64,18 @@ enum StateRecord: Sendable {
             kind = .spent
             fields.digest(1, id)
             fields.double(2, until)
+        case .revocation(let revocation):
+            kind = .revocation
+            revocation.encode(into: &fields)
+        case .revocationRemoved(let id):
+            kind = .revocationRemoved
+            fields.digest(1, id)
+        case .signOut(let id, let signOut):
+            kind = .signOut
+            fields.digest(1, id)
+            fields.double(2, signOut.signedInBy)
+            fields.string(3, signOut.reason.rawValue)
+            fields.double(4, signOut.until)
         }
         output.append(kind.rawValue)
         FieldWriter.appendVarint(UInt64(fields.bytes.count), to: &output)
@@ -84,6 +106,12 @@ enum StateRecord: Sendable {
             case .handoff: body(.handoff(try fields.requiredDigest(1), try Handoff(fields)))
             case .device: body(.device(try fields.requiredDigest(1), try DeviceAuthorization(fields)))
             case .spent: body(.spent(try fields.requiredDigest(1), until: try fields.requiredDouble(2)))
+            case .revocation: body(.revocation(try QueuedRevocation(fields)))
+            case .revocationRemoved: body(.revocationRemoved(try fields.requiredDigest(1)))
+            case .signOut:
+                body(.signOut(try fields.requiredDigest(1), RememberedSignOut(
+                    signedInBy: try fields.requiredDouble(2), reason: try EndReason(fields.requiredString(3)), until: try fields.requiredDouble(4)
+                )))
             }
         }
     }
@@ -107,6 +135,7 @@ extension Session {
         fields.double(12, refreshedAt)
         // Always written ("" for none), so that reading a session never parses its claims.
         fields.string(13, providerSessionID ?? "")
+        fields.double(14, signedInAt)
     }
 
     init(_ fields: FieldReader, scopes: inout ScopeTable) throws(StateDecodingError) {
@@ -118,6 +147,7 @@ extension Session {
             // Written before field 13 existed: the `sid` is in the claims, if anywhere.
             providerSessionID = Self.providerSessionID(in: claims)
         }
+        let createdAt = try fields.requiredDouble(10)
         self.init(
             id: try fields.requiredDigest(1),
             provider: try fields.requiredString(2),
@@ -128,7 +158,9 @@ extension Session {
             accessTokenExpiresAt: try fields.double(7),
             refreshToken: try fields.string(8),
             idTokenClaims: claims,
-            createdAt: try fields.requiredDouble(10),
+            createdAt: createdAt,
+            // Written before field 14 existed: the session was made at its sign-in.
+            signedInAt: try fields.double(14) ?? createdAt,
             usedAt: try fields.requiredDouble(11),
             refreshedAt: try fields.double(12),
             providerSessionID: providerSessionID
@@ -187,26 +219,57 @@ extension PendingAuthorization {
 }
 
 extension Handoff {
+    /// Spent reasons: fixed forever (docs/state.md, "Format").
+    private static let spentExpired = 1.0, spentRefusedTooOften = 2.0, spentSignedOut = 3.0
+
+    /// The status in the fields it has always had — a grant to hold in 6, a session in 7, redeemed
+    /// in 8 — and a spent code's reason in 10, so that a record reads the same to brokers from
+    /// before the status was one value.
     func encode(into fields: inout FieldWriter) {
         fields.string(2, app)
         fields.string(3, redirectURI)
         fields.string(4, appChallenge)
         fields.double(5, expiresAt)
-        if let grant { fields.bytes(6, grant.encoded()) }
-        fields.digest(7, sessionID)
-        fields.flag(8, redeemed)
+        switch status {
+        case .holding(let grant):
+            fields.bytes(6, grant.encoded())
+        case .merged(let session):
+            fields.digest(7, session)
+        case .redeemed(let session):
+            fields.digest(7, session)
+            fields.flag(8, true)
+        case .spent(let reason):
+            let number = switch reason {
+            case .expired: Self.spentExpired
+            case .refusedTooOften: Self.spentRefusedTooOften
+            case .signedOut: Self.spentSignedOut
+            }
+            fields.flag(8, true)
+            fields.double(10, number)
+        }
+        if refusals > 0 { fields.double(9, Double(refusals)) }
     }
 
     init(_ fields: FieldReader) throws(StateDecodingError) {
         let grant = try fields.bytes(6).map { raw throws(StateDecodingError) in try Grant(raw) }
+        let session = try fields.digest(7)
+        let status: Status
+        switch (fields.flag(8), grant, session, try fields.double(10)) {
+        case (false, let grant?, _, _): status = .holding(grant)
+        case (false, nil, let session?, _): status = .merged(into: session)
+        case (true, _, _, Self.spentRefusedTooOften?): status = .spent(.refusedTooOften)
+        case (true, _, _, Self.spentSignedOut?): status = .spent(.signedOut)
+        case (true, _, let session?, nil): status = .redeemed(session)
+        // Redeemed releasing nothing (expired or refused, before reasons were written).
+        default: status = .spent(.expired)
+        }
         self.init(
             app: try fields.requiredString(2),
             redirectURI: try fields.requiredString(3),
             appChallenge: try fields.requiredString(4),
             expiresAt: try fields.requiredDouble(5),
-            grant: grant,
-            sessionID: try fields.digest(7),
-            redeemed: fields.flag(8)
+            status: status,
+            refusals: Int(try fields.double(9) ?? 0)
         )
     }
 }
@@ -222,6 +285,7 @@ extension Grant {
         fields.double(5, accessTokenExpiresAt)
         fields.string(6, refreshToken)
         if let idTokenClaims { fields.bytes(7, idTokenClaims) }
+        fields.double(8, signedInAt)
         return fields.bytes
     }
 
@@ -234,14 +298,16 @@ extension Grant {
             accessToken: try fields.requiredString(4),
             accessTokenExpiresAt: try fields.double(5),
             refreshToken: try fields.string(6),
-            idTokenClaims: fields.bytes(7)
+            idTokenClaims: fields.bytes(7),
+            // Written before field 8 existed: taken as signed in before any sign-out.
+            signedInAt: try fields.double(8) ?? 0
         )
     }
 }
 
 extension DeviceAuthorization {
     /// Status numbers: fixed forever (docs/state.md, "Format").
-    private static let pending = 0.0, approved = 1.0, denied = 2.0, collected = 3.0, signedIn = 4.0
+    private static let pending = 0.0, approved = 1.0, denied = 2.0, collected = 3.0, signedIn = 4.0, signedOut = 5.0, expired = 6.0
 
     func encode(into fields: inout FieldWriter) {
         fields.string(2, app)
@@ -261,6 +327,8 @@ extension DeviceAuthorization {
             fields.bytes(9, grant.encoded())
         case .denied: fields.double(8, Self.denied)
         case .collected: fields.double(8, Self.collected)
+        case .signedOut: fields.double(8, Self.signedOut)
+        case .expired: fields.double(8, Self.expired)
         }
     }
 
@@ -276,6 +344,8 @@ extension DeviceAuthorization {
             status = .signedIn(try Grant(grant), login: try fields.requiredDigest(10))
         case Self.denied: status = .denied
         case Self.collected: status = .collected
+        case Self.signedOut: status = .signedOut
+        case Self.expired: status = .expired
         default: throw StateDecodingError("a device code with an unknown status")
         }
         self.init(

@@ -1,7 +1,11 @@
 import BrokerCrypto
 
-/// The broker's state: sessions, logins in progress, handoff codes and device codes. The only place where
-/// state changes and is made durable; everything above it calls these methods.
+/// The broker's state: sessions, logins in progress, handoff codes, device codes, the queue of
+/// revocations owed to providers and recent sign-outs. The only place where state changes and is
+/// made durable; everything above it calls these methods. A grant's steps are decided on the
+/// values (``Handoff/redeem(_:)``, ``DeviceAuthorization/poll(by:at:session:)``…), whose
+/// ``GrantEffect``s every store carries out in the same change; a store only loads and persists
+/// (docs/lifecycle.md).
 ///
 /// Two implementations: `EmbeddedStateStore` (`State/Embedded/`: memory, with an encrypted journal
 /// and snapshots on local disk, or memory only in development mode) and `PostgresStateStore`
@@ -16,19 +20,30 @@ import BrokerCrypto
 ///   survives a crash of this process and of the machine (synced to stable storage, or
 ///   committed), or throws `StateWriteError` — and then the caller tells its client that the
 ///   request failed. A client is never told of a session, token or code that a crash could lose.
+///   A commit whose acknowledgement is lost is confirmed (or written again) before the method
+///   returns or throws, so that what it returns is what happened.
+/// - **One change per step.** A step and its effects (a code redeemed and the session it
+///   released; a session ended and its tokens queued for revocation) are durable together or
+///   not at all.
+/// - **Nothing dropped unrevoked.** Every grant that leaves — ended, expired, refused, swept —
+///   leaves its tokens in the revocation queue, in the change that removes it.
 /// - **One order per key.** Changes to one session or one code are applied and made durable in
 ///   the order they were made; concurrent `updateSession` calls on one session each see the
 ///   others' effects (none is lost), across instances too.
-/// - **Single use is global.** A login (`takeLogin`), a handoff code (`redeemHandoff`) and a
-///   device code's grant (`pollDeviceCode`) are taken once, whichever instance asks first; every
-///   later attempt sees it taken.
+/// - **Single use is global.** A login (`takeLogin`), a handoff code (`redeemHandoff`), a
+///   device code's grant (`pollDeviceCode`) and a queued revocation (`dueRevocations`, for the
+///   time of a delivery) are taken once, whichever instance asks first; every later attempt sees
+///   it taken.
 /// - **Logins in progress are cheap.** `beginLogin` and `takeLogin` do not wait for durability
 ///   (a crash may lose a login begun in the last moments, and its user signs in again), only for
 ///   every instance to see them.
 /// - **Only hashes.** Session tokens, handoff codes, device and user codes and `state` values
 ///   are known by their SHA-256 hashes; tokens inside a session are stored encrypted wherever they leave memory.
-/// - **Expiry.** Expired entries are never returned; `sweep` removes them, over the store's own
-///   clock, and `maintain` calls it periodically.
+/// - **Expiry.** Expired entries are never returned; `sweep` ends them (revocations queued), over
+///   the store's own clock, and `maintain` calls it periodically.
+/// - **Sealed rows, one rule.** A record sealed under a state key this instance lacks is the store
+///   failing here (a 503 to retry, the key id logged), never an absence; one that does not open
+///   under a key it has (altered outside the broker) is logged and treated as absent.
 protocol StateStore: Sendable {
     // MARK: Sessions
 
@@ -45,29 +60,31 @@ protocol StateStore: Sendable {
     /// instance's change (a shared store: its database), kept in memory afterwards; nil when there
     /// is none. Waits for I/O; throws when the store cannot be read now.
     func loadSession(_ id: SHA256Digest, now: Double) async throws(StateReadError) -> Session?
-    /// Runs `refresh` while holding session `id`'s refresh lock, which at most one caller holds at
-    /// a time across every instance sharing the store; a lock whose holder dies is released with
-    /// it. The caller re-reads the session under the lock (``loadSession(_:now:)``): another
-    /// instance may have refreshed it while this one waited. With one instance (the embedded
-    /// store) the ``Refresher``'s own single-flight is that lock, and `refresh` runs at once.
-    /// Throws when the lock cannot be had (the store is out of reach).
-    func whileRefreshing<T: Sendable>(_ id: SHA256Digest, _ refresh: () async -> T) async throws(StateWriteError) -> T
-    /// Stores a new session, durably. With `code`, also records that this handoff code created
-    /// it, so that a replay of the code can revoke it. Answers false when the code was replayed
-    /// while the session was being made: the caller must then remove the session.
-    func saveSession(_ session: Session, createdBy code: SHA256Digest?) async throws(StateWriteError) -> Bool
+    /// Runs `refresh` while holding session `id`'s refresh lease, which at most one caller holds
+    /// at a time across every instance sharing the store; a lease whose holder dies runs out.
+    /// The caller re-reads the session under it (``loadSession(_:now:)``): another instance may
+    /// have refreshed it meanwhile; and passes the lease to the update that stores what the
+    /// refresh brought (``updateSession(_:under:_:)``). With one instance (the embedded store)
+    /// the ``Refresher``'s own single-flight is the lease, and `refresh` runs at once. Throws
+    /// when the lease cannot be had (the store is out of reach).
+    func whileRefreshing<T: Sendable>(_ id: SHA256Digest, _ refresh: (RefreshLease) async -> T) async throws(StateWriteError) -> T
     /// Applies `change` to the session `id` and makes the result durable; the session as
     /// changed, or nil when there is none. `change` runs on the current value at the store (with
     /// several instances: inside the store's own serialisation of that session), so concurrent
-    /// changes compose.
-    func updateSession(_ id: SHA256Digest, _ change: (inout Session) -> Void) async throws(StateWriteError) -> Session?
-    /// Removes the session `id` durably; the removed session, or nil when there was none.
-    func removeSession(_ id: SHA256Digest) async throws(StateWriteError) -> Session?
+    /// changes compose. Under a refresh's `lease`, the write keeps trying through a lost
+    /// connection while the lease holds, and past it only while no other refresh holds one.
+    func updateSession(_ id: SHA256Digest, under lease: RefreshLease?, _ change: (inout Session) -> Void) async throws(StateWriteError) -> Session?
+    /// Ends the session `id` for `reason`: removed, its tokens queued for revocation, in one
+    /// change; what ended, or nil when there was no such session (ending is idempotent).
+    func endSession(_ id: SHA256Digest, _ reason: EndReason, now: Double) async throws(StateWriteError) -> EndedGrant?
+    /// Stores sessions copied from elsewhere (`state import`), each unless one with its id is
+    /// there, in one change: how many were stored.
+    func importSessions(_ sessions: [Session]) async throws(StateWriteError) -> Int
 
     /// The live sessions `filter` matches (a ``SessionFilter/isValid`` one), every instance's,
     /// in the order of their ids after `after`, at most `limit` of them: for the admin API and
-    /// back-channel logout. Reads the store itself (a shared store: its database, finding a
-    /// subject or provider session by its ``BlindIndex``); throws when it cannot be read now.
+    /// sign-outs. Reads the store itself (a shared store: its database, finding a subject or
+    /// provider session by its ``BlindIndex``); throws when it cannot be read now.
     func findSessions(_ filter: SessionFilter, after: SHA256Digest?, limit: Int, now: Double) async throws(StateReadError) -> SessionPage
 
     // MARK: Logins and handoff codes
@@ -81,15 +98,10 @@ protocol StateStore: Sendable {
     func takeLogin(_ state: SHA256Digest, now: Double) async throws(StateWriteError) -> PendingAuthorization?
     /// Stores a handoff code durably: the app is about to be given it.
     func issueHandoff(_ code: SHA256Digest, _ handoff: Handoff) async throws(StateWriteError)
-    /// Marks `code` redeemed, durably (whatever happens next, it never works again), and says
-    /// what it was. `check` says whether the request may have what the code holds (nil) or why
-    /// not, in the same step: a code refused (or expired) at its first redemption is kept as
-    /// having released nothing (no session bound to it, so a replay ends none), and a replay ends
-    /// the session only when the replaying request passes it too — a request without the verifier
-    /// cannot end a user's session by replaying a code it saw.
-    func redeemHandoff(
-        _ code: SHA256Digest, now: Double, check: @escaping @Sendable (Handoff) -> HandoffRefusal?
-    ) async throws(StateWriteError) -> HandoffRedemption
+    /// A redemption of `code` (``Handoff/redeem(_:)``), applied once whichever instance is
+    /// asked, with its effects (the session it releases, the session a replay ends, the grant
+    /// a spent code drops) in the same change.
+    func redeemHandoff(_ code: SHA256Digest, _ attempt: HandoffAttempt) async throws(StateWriteError) -> Transition<HandoffRedemption>
 
     // MARK: Device codes (RFC 8628)
 
@@ -100,14 +112,42 @@ protocol StateStore: Sendable {
     /// The device authorization waiting for its user under this user code at `now` (pending and
     /// not expired) and its device code's hash; nil otherwise. Reads the store itself.
     func pendingDeviceCode(userCode: SHA256Digest, now: Double) async throws(StateReadError) -> (code: SHA256Digest, device: DeviceAuthorization)?
-    /// Records the user's decision (``DeviceAuthorization/decide(_:at:)``), durably: the user is
-    /// about to be told what became of the device. The status the code had before; nil when the
-    /// decision did not fit it (expired, already decided, another login's confirmation).
-    func decideDeviceCode(_ code: SHA256Digest, _ decision: DeviceDecision, now: Double) async throws(StateWriteError) -> DeviceAuthorization.Status?
-    /// A poll by the device (``DeviceAuthorization/poll(by:at:)``), applied once whichever
-    /// instance is asked; durable when it collects the grant (whatever happens next, the code
-    /// never hands it out again).
-    func pollDeviceCode(_ code: SHA256Digest, app: String, now: Double) async throws(StateWriteError) -> DevicePoll
+    /// Records the user's decision (``DeviceAuthorization/decide(_:at:)``) with its effects,
+    /// durably: the user is about to be told what became of the device. The status the code had
+    /// before; nil when the decision did not fit it (expired, already decided, another login's).
+    func decideDeviceCode(_ code: SHA256Digest, _ decision: DeviceDecision, now: Double) async throws(StateWriteError) -> Transition<DeviceAuthorization.Status?>
+    /// A poll by the device (``DeviceAuthorization/poll(by:at:session:)``), applied once whichever
+    /// instance is asked; when it collects the grant, the session `session` names is made in the
+    /// same change, durably.
+    func pollDeviceCode(_ code: SHA256Digest, app: String, session: SHA256Digest, now: Double) async throws(StateWriteError) -> Transition<DevicePoll>
+
+    // MARK: Sign-outs
+
+    /// Ends the grants held behind handoff and device codes that `signOut` covers
+    /// (``Handoff/end(_:)``, ``DeviceAuthorization/end(_:)``), on every instance, their
+    /// revocations queued in the same change.
+    func endSignIns(_ signOut: SignOut, now: Double) async throws(StateWriteError) -> [EndedGrant]
+    /// Remembers `signOut` until `until`, for every instance: a sign-in under way when it came
+    /// (at the provider's page, or exchanging its code) ends when it lands (``signOut(covering:now:)``).
+    func rememberSignOut(_ signOut: SignOut, until: Double) async throws(StateWriteError)
+    /// The remembered sign-out that covers `grant` (its user's, by subject or provider session,
+    /// signed in by then), the latest if several; nil when none does.
+    func signOut(covering grant: Grant, now: Double) async throws(StateReadError) -> SignOut?
+
+    // MARK: Revocations owed to providers
+
+    /// Queues the revocation of a grant that reached no holder (``EndReason/notHeld``), durably.
+    func queueRevocation(_ grant: Grant, app: String, _ reason: EndReason, now: Double) async throws(StateWriteError) -> EndedGrant
+    /// Takes up to `limit` queued revocations due at `now`, for a delivery of at most `claim`
+    /// seconds: no other caller, here or on another instance, takes them meanwhile. With `id`,
+    /// that one only, due or not, taken or not (a revocation its client waits for).
+    func dueRevocations(now: Double, limit: Int, claim: Double, id: SHA256Digest?) async throws(StateWriteError) -> [QueuedRevocation]
+    /// Settles a delivery of the revocation `id`: removed when `next` is nil (the provider
+    /// confirmed, or it was given up), else — while it is still queued — `next` kept (what is
+    /// left, due later) for anyone to take.
+    func settleRevocation(_ id: SHA256Digest, next: QueuedRevocation?) async throws(StateWriteError)
+    /// How many revocations wait in the queue (with several instances: all of them).
+    func countRevocations() async throws(StateReadError) -> Int
 
     // MARK: Tokens accepted once
 
@@ -128,17 +168,36 @@ protocol StateStore: Sendable {
     /// Why the store cannot make changes durable now (a full disk, a read-only directory, a
     /// database out of reach), for `/readyz`; nil when it can.
     var writeFailure: String? { get }
-    /// Removes expired sessions, logins and codes at the store clock's now (with several
-    /// instances: one of them at a time). Returns the grants that expired on device codes their
-    /// device never collected (signed in, or approved and never polled for): nobody can use them
-    /// any more, and the caller revokes them at the provider.
-    @discardableResult func sweep() async -> [Grant]
+    /// Ends what expired at the store clock's now — sessions past their lifetimes, handoff codes
+    /// never redeemed, device codes never collected — with their revocations queued, and forgets
+    /// logins, spent codes and tokens (with several instances: one of them at a time). The
+    /// grants it ended.
+    @discardableResult func sweep() async -> [EndedGrant]
     /// Keeps the store in shape until the calling task is cancelled: sweeps (the grants a sweep
-    /// returns go to `abandoned`), and whatever else the implementation needs
+    /// ends go to `ended`), and whatever else the implementation needs
     /// (`EmbeddedStateStore`: snapshots that retire journals).
-    func maintain(abandoned: @escaping @Sendable ([Grant]) async -> Void) async
+    func maintain(ended: @escaping @Sendable ([EndedGrant]) async -> Void) async
     /// Makes everything durable and releases the store; later changes fail.
     func close() async
+}
+
+/// A session's refresh lease as the refresh that holds it knows it
+/// (``StateStore/whileRefreshing(_:_:)``), passed to the update that stores what the refresh
+/// brought (``StateStore/updateSession(_:under:_:)``).
+struct RefreshLease: Sendable {
+    let session: SHA256Digest
+    /// The lease as a store shared by instances holds it; nil with one instance, whose
+    /// refresher's single flight is the lease.
+    let held: Held?
+
+    /// A lease in a store shared by instances.
+    struct Held: Sendable {
+        /// No later than the lease's end, by this instance's clock.
+        let until: ContinuousClock.Instant
+        /// What names the lease in the store (PostgreSQL: its row's `held_until`, exactly as the
+        /// database wrote it).
+        let record: Double
+    }
 }
 
 /// Why a change could not be made durable. The change is in memory; the client is told the
@@ -171,6 +230,6 @@ extension StateStore {
 
 extension StateStore {
     /// How long every store remembers a redeemed handoff code past its expiry, to recognise a
-    /// replay and revoke the session the code created.
+    /// replay and end the session the code released.
     static var replayMemory: Double { 600 }
 }

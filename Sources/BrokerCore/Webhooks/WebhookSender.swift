@@ -7,8 +7,9 @@ import Logging
 import Synchronization
 import WireValues
 
-/// Reports sessions that end (the provider refused the grant, or signed the user out) or keep
-/// failing to refresh, and admin actions, as signed JSON POSTs to the configured URL. Delivery runs in the background with retries and
+/// Reports the audit trail (``AuditTrail``: every ended session, admin actions, provider
+/// sign-outs) and sessions that keep failing to refresh, as signed JSON POSTs to the configured
+/// URL. Delivery runs in the background with retries and
 /// backoff: a client request never waits for it.
 ///
 /// Signature (like Stripe's): `X-Broker-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of
@@ -31,11 +32,6 @@ final class WebhookSender: Sendable {
     }
 
     var failuresBeforeEvent: Int { settings.failuresBeforeEvent }
-
-    /// `session.ended`: the session is gone; its user must sign in again.
-    func sessionEnded(_ session: Session, reason: String) {
-        send(type: "session.ended", session, [("reason", .string(reason))])
-    }
 
     /// `refresh.failing`: refreshes of a session keep failing (provider down or misconfigured).
     func refreshFailing(_ session: Session, consecutiveFailures: Int, reason: String) {

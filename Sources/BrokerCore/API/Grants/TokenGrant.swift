@@ -102,10 +102,17 @@ struct TokenGrants: Sendable {
 
 extension BrokerServices {
     /// A granted session at the issuer of `provider`: one issued for another issuer's provider
-    /// is not handed out, and a session it created is ended.
+    /// is not handed out, and a session it created is ended (a 503 when that cannot be saved: the
+    /// session is then left to end by its lifetimes, nobody holding its token).
     func granted(_ granted: GrantedSession, at provider: String?, refusal: String) async throws(HTTPError) -> GrantedSession {
         guard let provider, granted.session.provider != provider else { return granted }
-        if granted.token != nil { _ = try? await sessions.revoke(granted.session.id) }
+        if granted.token != nil {
+            do throws(StateWriteError) {
+                _ = try await sessions.endings.endSession(granted.session.id, .otherIssuer)
+            } catch {
+                throw error.httpError
+            }
+        }
         throw .badRequest(refusal, code: "invalid_grant")
     }
 }

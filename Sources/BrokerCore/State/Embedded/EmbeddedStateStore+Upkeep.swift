@@ -4,21 +4,51 @@ import Synchronization
 
 /// EmbeddedStateStore's upkeep: sweeping expired entries, snapshots that retire journals, closing.
 extension EmbeddedStateStore {
-    /// Drops expired sessions, logins and codes at the clock's now; the grants of device codes
-    /// that expired uncollected.
-    @discardableResult func sweep() async -> [Grant] {
+    /// Ends what expired at the clock's now — sessions past their lifetimes, handoff codes never
+    /// redeemed, device codes never collected — their revocations queued and logged with their
+    /// removal, and forgets expired logins, codes, tokens and sign-outs.
+    @discardableResult func sweep() async -> [EndedGrant] {
         let now = clock()
-        let removed = sessions.sweep(now: now)
-        let abandoned = flows.sweep(now: now)
-        if removed > 0 { logger.info("expired sessions removed", metadata: ["count": "\(removed)"]) }
-        return abandoned
+        let (ended, tickets) = flows.change { entries -> ([EndedGrant], [DurabilityTicket]) in
+            var effects: [GrantEffect] = []
+            var records: [StateRecord] = []
+            for id in sessions.expired(now: now) { effects.append(.endSession(id, .expired)) }
+            for (code, var handoff) in entries.handoffs {
+                let expiring = handoff.expire(at: now)
+                guard !expiring.isEmpty else { continue }
+                entries.handoffs[code] = handoff
+                records.append(.handoff(code, handoff))
+                effects += expiring
+            }
+            for (code, var device) in entries.devices {
+                let expiring = device.expire(at: now)
+                guard !expiring.isEmpty else { continue }
+                entries.put(code, device)
+                records.append(.device(code, device))
+                effects += expiring
+            }
+            let (transition, tickets) = apply(effects, to: &entries, answer: (), logging: records, now: now)
+            entries.forgetExpired(now: now, replayMemory: Self.replayMemory)
+            return (transition.ended, tickets)
+        }
+        for ticket in tickets {
+            do {
+                try await ticket.wait()
+            } catch {
+                logger.error("what the sweep ended could not be logged; the next snapshot keeps it", metadata: ["reason": "\(error.description)"])
+                break
+            }
+        }
+        let sessionsEnded = ended.filter { if case .session = $0.holder { true } else { false } }.count
+        if sessionsEnded > 0 { logger.info("expired sessions ended", metadata: ["count": "\(sessionsEnded)"]) }
+        return ended
     }
 
     /// Sweeps every 30 s, and writes a snapshot every snapshot interval or as soon as the journal
     /// outgrows its limit, until the task is cancelled. After a start past accepted damage, the
     /// first snapshot comes at once: it becomes the new base, so that the next start does not
     /// meet the same damage (a file set aside, a gap) again.
-    func maintain(abandoned: @escaping @Sendable ([Grant]) async -> Void) async {
+    func maintain(ended: @escaping @Sendable ([EndedGrant]) async -> Void) async {
         let interval = Duration.seconds(disk?.settings.snapshotIntervalSeconds ?? 0)
         var lastSnapshot = ContinuousClock.now - (startedPastDamage ? interval : .zero)
         var lastSweep = ContinuousClock.now
@@ -26,7 +56,7 @@ extension EmbeddedStateStore {
             try? await Task.sleep(for: .seconds(1))
             let now = ContinuousClock.now
             if now - lastSweep >= .seconds(30) {
-                await abandoned(await sweep())
+                await ended(await sweep())
                 lastSweep = now
             }
             guard let disk else { continue }
@@ -70,15 +100,12 @@ extension EmbeddedStateStore {
         let started = ContinuousClock.now
         let generation = try await disk.journal.rotate()
         let shards = sessions.capture()
-        let flows = flows.capture()
+        let tables = flows.capture()
         let written: Result<(records: Int, bytes: Int), StateWriteError> = await Self.onOwnThread {
             do throws(StateWriteError) {
                 return .success(try SnapshotWriter.write(directory: disk.directory, generation: generation, keys: disk.keys) { emit in
                     for shard in shards { for session in shard.values { emit(.session(session)) } }
-                    for (state, pending) in flows.pending { emit(.pending(state, pending)) }
-                    for (code, handoff) in flows.handoffs { emit(.handoff(code, handoff)) }
-                    for (code, device) in flows.devices { emit(.device(code, device)) }
-                    for (id, until) in flows.spent { emit(.spent(id, until: until)) }
+                    for record in tables.records() { emit(record) }
                 })
             } catch {
                 return .failure(error)

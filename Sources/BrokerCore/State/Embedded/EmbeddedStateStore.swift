@@ -9,6 +9,8 @@ import Synchronization
 final class EmbeddedStateStore: StateStore {
     let sessions: SessionTable
     let flows: FlowTable
+    /// Where every change is logged: the journal (or nothing, in memory only).
+    let log: any ChangeLog
     let disk: Disk?
     let clock: BrokerClock
     let logger: Logger
@@ -28,8 +30,9 @@ final class EmbeddedStateStore: StateStore {
 
     /// Memory only (development mode without a state key).
     init(lifetimes: SessionLifetimes, clock: @escaping BrokerClock, logger: Logger) {
-        sessions = SessionTable(log: NoChangeLog(), lifetimes: lifetimes)
-        flows = FlowTable(log: NoChangeLog())
+        log = NoChangeLog()
+        sessions = SessionTable(log: log, lifetimes: lifetimes)
+        flows = FlowTable()
         disk = nil
         self.clock = clock
         self.logger = logger
@@ -38,10 +41,10 @@ final class EmbeddedStateStore: StateStore {
     }
 
     /// Locks `settings.directory` for this process, loads the state from it (snapshot, then
-    /// journals) and starts a new journal.
+    /// journals) and starts a new journal. `faults` are a test's.
     init(
         settings: StateSettings, keys: StateKeys, lifetimes: SessionLifetimes, acceptDamage: Bool,
-        clock: @escaping BrokerClock, logger: Logger, metrics: BrokerMetrics? = nil
+        clock: @escaping BrokerClock, logger: Logger, metrics: BrokerMetrics? = nil, faults: StateFileFaults? = nil
     ) throws(StateOpenError) {
         let directory = settings.directory
         do {
@@ -54,14 +57,14 @@ final class EmbeddedStateStore: StateStore {
         // Recovered records are applied without logging; the journal takes over afterwards.
         let log = SwitchableLog()
         let sessions = SessionTable(log: log, lifetimes: lifetimes)
-        let flows = FlowTable(log: log)
+        let flows = FlowTable()
         let report: StateRecovery.Report
         do {
             report = try StateRecovery.load(directory: directory, keys: keys, acceptDamage: acceptDamage) { record in
                 switch record {
                 case .session(let session): sessions.restore(session)
                 case .sessionRemoved(let id): sessions.restoreRemoval(id)
-                case .pending, .pendingRemoved, .handoff, .device, .spent: flows.restore(record)
+                default: flows.change { $0.restore(record) }
                 }
             }
         } catch {
@@ -72,13 +75,14 @@ final class EmbeddedStateStore: StateStore {
         }
         let journal: Journal
         do {
-            journal = try Journal(directory: directory, generation: report.nextGeneration, keys: keys) { seconds in
+            journal = try Journal(directory: directory, generation: report.nextGeneration, keys: keys, faults: faults) { seconds in
                 metrics?.journalCommitted(seconds: seconds)
             }
         } catch {
             throw StateOpenError(description: error.description)
         }
         log.switchTo(journal)
+        self.log = log
         self.sessions = sessions
         self.flows = flows
         disk = Disk(settings: settings, keys: keys, journal: journal)
@@ -115,30 +119,38 @@ final class EmbeddedStateStore: StateStore {
     }
 
     /// One broker per state directory (the directory lock): the refresher's single-flight is the
-    /// only lock there is to take.
-    func whileRefreshing<T: Sendable>(_ id: SHA256Digest, _ refresh: () async -> T) async throws(StateWriteError) -> T {
-        await refresh()
+    /// only lease there is to take.
+    func whileRefreshing<T: Sendable>(_ id: SHA256Digest, _ refresh: (RefreshLease) async -> T) async throws(StateWriteError) -> T {
+        await refresh(RefreshLease(session: id, held: nil))
     }
 
-    @discardableResult
-    func saveSession(_ session: Session, createdBy code: SHA256Digest?) async throws(StateWriteError) -> Bool {
-        let saved = sessions.put(session)
-        let bound = code.map { flows.bind($0, to: session.id) }
-        try await saved.wait()
-        try await bound?.ticket.wait()
-        return !(bound?.replayed ?? false)
-    }
-
-    func updateSession(_ id: SHA256Digest, _ change: (inout Session) -> Void) async throws(StateWriteError) -> Session? {
+    func updateSession(_ id: SHA256Digest, under lease: RefreshLease?, _ change: (inout Session) -> Void) async throws(StateWriteError) -> Session? {
         let (session, ticket) = sessions.update(id, change)
         try await ticket.wait()
         return session
     }
 
-    func removeSession(_ id: SHA256Digest) async throws(StateWriteError) -> Session? {
-        let (session, ticket) = sessions.remove(id)
+    func endSession(_ id: SHA256Digest, _ reason: EndReason, now: Double) async throws(StateWriteError) -> EndedGrant? {
+        let (ended, ticket) = flows.change { entries in
+            var ended: EndedGrant?
+            let (_, ticket) = sessions.remove(id) { removed in
+                guard let removed else { return [] }
+                let (end, queued) = EndedGrant.of(removed, reason: reason, at: now)
+                entries.revocations[queued.id] = queued
+                ended = end
+                return [.revocation(queued)]
+            }
+            return (ended, ticket)
+        }
         try await ticket.wait()
-        return session
+        return ended
+    }
+
+    func importSessions(_ imported: [Session]) async throws(StateWriteError) -> Int {
+        let now = clock()
+        let tickets = imported.compactMap { copied in session(copied.id, now: now) == nil ? sessions.put(copied) : nil }
+        for ticket in tickets { try await ticket.wait() }
+        return tickets.count
     }
 
     /// Memory holds every session: a scan of copies (each shard's costs nothing until it next
@@ -154,58 +166,6 @@ final class EmbeddedStateStore: StateStore {
         matching.sort { $0.id.hex < $1.id.hex }
         let page = Array(matching.prefix(limit))
         return SessionPage(sessions: page, next: matching.count > limit ? page.last?.id : nil)
-    }
-
-    func spendOnce(_ id: SHA256Digest, until: Double) async throws(StateWriteError) -> Bool {
-        guard let ticket = flows.spend(id, until: until, now: clock()) else { return false }
-        try await ticket.wait()
-        return true
-    }
-
-    func isSpent(_ id: SHA256Digest, now: Double) async throws(StateReadError) -> Bool {
-        flows.isSpent(id, now: now)
-    }
-
-    func beginLogin(_ state: SHA256Digest, _ pending: PendingAuthorization) async throws(StateWriteError) {
-        flows.addPending(state, pending)
-    }
-
-    func takeLogin(_ state: SHA256Digest, now: Double) async throws(StateWriteError) -> PendingAuthorization? {
-        flows.takePending(state, now: now)
-    }
-
-    func issueHandoff(_ code: SHA256Digest, _ handoff: Handoff) async throws(StateWriteError) {
-        try await flows.addHandoff(code, handoff).wait()
-    }
-
-    func redeemHandoff(
-        _ code: SHA256Digest, now: Double, check: @escaping @Sendable (Handoff) -> HandoffRefusal?
-    ) async throws(StateWriteError) -> HandoffRedemption {
-        let (redemption, ticket) = flows.redeem(code, now: now, check: check)
-        try await ticket.wait()
-        return redemption
-    }
-
-    func issueDeviceCode(_ code: SHA256Digest, _ device: DeviceAuthorization) async throws(StateWriteError) -> Bool {
-        guard let ticket = flows.addDevice(code, device, now: clock()) else { return false }
-        try await ticket.wait()
-        return true
-    }
-
-    func pendingDeviceCode(userCode: SHA256Digest, now: Double) async throws(StateReadError) -> (code: SHA256Digest, device: DeviceAuthorization)? {
-        flows.pendingDevice(userCode: userCode, now: now)
-    }
-
-    func decideDeviceCode(_ code: SHA256Digest, _ decision: DeviceDecision, now: Double) async throws(StateWriteError) -> DeviceAuthorization.Status? {
-        guard let (before, ticket) = flows.decideDevice(code, decision, now: now) else { return nil }
-        try await ticket.wait()
-        return before
-    }
-
-    func pollDeviceCode(_ code: SHA256Digest, app: String, now: Double) async throws(StateWriteError) -> DevicePoll {
-        let (poll, ticket) = flows.pollDevice(code, app: app, now: now)
-        try await ticket.wait()
-        return poll
     }
 
     var sessionCount: Int { sessions.count }

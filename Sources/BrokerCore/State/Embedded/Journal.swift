@@ -9,7 +9,9 @@ import Glibc
 ///
 /// Group commit: changes are queued in the order they were made; one writer thread takes
 /// everything queued, seals it as one frame, writes it and calls fdatasync once, then tells
-/// every waiting change it is durable. Under load many changes share one fsync.
+/// every waiting change it is durable. Under load many changes share one fsync. A frame whose
+/// write or sync fails is cut off and written again, for about ``retryPatience``, before its
+/// changes are told they failed: what a change is told is what the file holds.
 final class Journal: ChangeLog, @unchecked Sendable {
     // `@unchecked`: every mutable field is guarded by `queue`'s lock; the file descriptor and
     // frame counter are touched only by the writer thread (and by `rotate`, which runs on it).
@@ -34,7 +36,11 @@ final class Journal: ChangeLog, @unchecked Sendable {
     private let bytesWritten = Atomic<Int>(0)
     private let lastFailure = Mutex<String?>(nil)
     private let onCommit: @Sendable (Double) -> Void
+    private let faults: StateFileFaults?
     private var file: OpenJournal
+
+    /// Waits before writing a failed frame again: about 0.75 s in all.
+    static let retryPatience: [Duration] = [.milliseconds(50), .milliseconds(100), .milliseconds(200), .milliseconds(400)]
 
     private struct OpenJournal {
         let generation: UInt64
@@ -56,11 +62,14 @@ final class Journal: ChangeLog, @unchecked Sendable {
     }
 
     /// Starts a new journal file of `generation` and the writer thread.
-    /// `onCommit` hears each group commit's duration in seconds (for metrics).
-    init(directory: String, generation: UInt64, keys: StateKeys, onCommit: @escaping @Sendable (Double) -> Void = { _ in }) throws(StateWriteError) {
+    /// `onCommit` hears each group commit's duration in seconds (for metrics); `faults` are a
+    /// test's.
+    init(directory: String, generation: UInt64, keys: StateKeys, faults: StateFileFaults? = nil,
+         onCommit: @escaping @Sendable (Double) -> Void = { _ in }) throws(StateWriteError) {
         self.directory = directory
         self.keys = keys
         self.onCommit = onCommit
+        self.faults = faults
         file = try Self.create(directory, generation, keys)
         let thread = Thread { [self] in writerLoop() }
         thread.name = "token-broker.journal"
@@ -162,34 +171,45 @@ final class Journal: ChangeLog, @unchecked Sendable {
         }
     }
 
-    /// Writes `batch` as one frame, syncs, and resolves its tickets.
+    /// Writes `batch` as one frame, syncs, and resolves its tickets; a failed frame is cut off and
+    /// written again (``retryPatience``) before they are told it failed.
     private func commit(_ batch: inout [UInt8], _ tickets: inout [DurabilityTicket]) {
         guard !tickets.isEmpty else { return }
         defer {
             batch.removeAll(keepingCapacity: true)
             tickets.removeAll(keepingCapacity: true)
         }
-        let result: Result<Void, StateWriteError>
         let started = ContinuousClock.now
         defer { onCommit((ContinuousClock.now - started).seconds) }
-        do {
-            let frame = try FrameLayout.seal(batch, type: .records, index: file.frames, header: file.header, key: keys.current)
-            try StateFileIO.writeAll(file.descriptor, frame, path: file.path)
-            try StateFileIO.sync(file.descriptor, path: file.path)
-            file.frames += 1
-            file.size += frame.count
-            bytesWritten.store(file.size, ordering: .relaxed)
-            result = .success(())
-        } catch {
-            // Cut off whatever part of the frame reached the file, so later frames follow a
-            // complete one.
-            _ = ftruncate(file.descriptor, off_t(file.size))
-            result = .failure(StateWriteError(description: "the journal \(file.path) could not be written: \(error)"))
+        var result = write(batch)
+        for pause in Self.retryPatience {
+            guard case .failure = result else { break }
+            Thread.sleep(forTimeInterval: Double(pause.components.attoseconds) / 1e18)
+            result = write(batch)
         }
         lastFailure.withLock { failure in
             if case .failure(let error) = result { failure = error.description } else { failure = nil }
         }
         for ticket in tickets { ticket.resolve(result) }
+    }
+
+    /// One attempt at `batch` as the next frame: written and synced, or cut off the file again
+    /// (so that later frames follow a complete one) and the reason.
+    private func write(_ batch: [UInt8]) -> Result<Void, StateWriteError> {
+        do {
+            let frame = try FrameLayout.seal(batch, type: .records, index: file.frames, header: file.header, key: keys.current)
+            try StateFileIO.writeAll(file.descriptor, frame, path: file.path)
+            try StateFileIO.sync(file.descriptor, path: file.path)
+            // A test's fault: the frame is on disk, and its sync is reported failed all the same.
+            if faults?.takeFailedSync() == true { throw StateFileIO.Failure(description: "the sync was reported failed (a test's fault)") }
+            file.frames += 1
+            file.size += frame.count
+            bytesWritten.store(file.size, ordering: .relaxed)
+            return .success(())
+        } catch {
+            _ = ftruncate(file.descriptor, off_t(file.size))
+            return .failure(StateWriteError(description: "the journal \(file.path) could not be written: \(error)"))
+        }
     }
 
     private func rotateFile() throws(StateWriteError) -> UInt64 {

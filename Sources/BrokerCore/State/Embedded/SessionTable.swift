@@ -69,10 +69,35 @@ final class SessionTable: Sendable {
         }
     }
 
-    func remove(_ id: SHA256Digest) -> (Session?, DurabilityTicket) {
+    /// Makes `session`, logged with `records` in one change (a step's other effects: the code
+    /// that released it). Called under the flow table's lock (``FlowTable``), which every making
+    /// and ending of a session holds, so the journal has each session's changes in their order.
+    func insert(_ session: Session, logging records: [StateRecord]) -> DurabilityTicket {
+        var session = session
+        session.scopes = shared(session.scopes)
+        return shard(session.id).sessions.withLock { sessions in
+            sessions[session.id] = session
+            return log.enqueue(records + [.session(session)])
+        }
+    }
+
+    /// Ends the session `id` if it is there (and `ending` says so of it), logged with the records
+    /// `records` makes of it (its revocation, a step's other effects) in one change; the session,
+    /// nil when there was none (`records` of nil are logged all the same). Called under the flow
+    /// table's lock.
+    func remove(_ id: SHA256Digest, if ending: (Session) -> Bool = { _ in true },
+                logging records: (Session?) -> [StateRecord]) -> (Session?, DurabilityTicket) {
         shard(id).sessions.withLock { sessions in
-            guard let removed = sessions.removeValue(forKey: id) else { return (nil, .immediate) }
-            return (removed, log.enqueue([.sessionRemoved(id)]))
+            let removed = sessions[id].flatMap { ending($0) ? sessions.removeValue(forKey: id) : nil }
+            let logged = records(removed) + (removed == nil ? [] : [.sessionRemoved(id)])
+            return (removed, logged.isEmpty ? .immediate : log.enqueue(logged))
+        }
+    }
+
+    /// The ids of the sessions past their lifetimes at `now`.
+    func expired(now: Double) -> [SHA256Digest] {
+        shards.flatMap { shard in
+            shard.sessions.withLock { sessions in sessions.compactMap { lifetimes.isLive($0.value, now: now) ? nil : $0.key } }
         }
     }
 
@@ -87,20 +112,6 @@ final class SessionTable: Sendable {
 
     func restoreRemoval(_ id: SHA256Digest) {
         shard(id).sessions.withLock { $0[id] = nil }
-    }
-
-    /// Drops sessions past their lifetimes. Not logged: they are past them after a restart too.
-    @discardableResult
-    func sweep(now: Double) -> Int {
-        shards.reduce(0) { removed, shard in
-            removed + shard.sessions.withLock { sessions in
-                // Only the expired are removed: rebuilding every shard would copy the ones a
-                // snapshot in progress holds.
-                let expired = sessions.compactMap { lifetimes.isLive($0.value, now: now) ? nil : $0.key }
-                for id in expired { sessions[id] = nil }
-                return expired.count
-            }
-        }
     }
 
     /// Every shard's sessions, as copies that cost nothing until the shard next changes.

@@ -92,7 +92,7 @@ package enum StateFixture {
                 accessToken: "dev_at_" + Base64URL.encode(SecureRandom.bytes(count: 24)),
                 accessTokenExpiresAt: now + accessTokenLifetime,
                 refreshToken: "dev_rt_" + Base64URL.encode(SecureRandom.bytes(count: 24)),
-                idTokenClaims: Array(claims.utf8), createdAt: now, usedAt: now
+                idTokenClaims: Array(claims.utf8), createdAt: now, signedInAt: now, usedAt: now
             )
             _ = store.put(session)
             if index == 0 {

@@ -15,14 +15,16 @@ public enum StateInspection {
         var pending = 0
         var handoffs = 0
         var devices = 0
+        var revocations = 0
         func count(_ record: StateRecord) {
             switch record {
             case .session: sessions += 1
             case .sessionRemoved: removals += 1
             case .pending: pending += 1
-            case .pendingRemoved, .spent: break
+            case .pendingRemoved, .spent, .revocationRemoved, .signOut: break
             case .handoff: handoffs += 1
             case .device: devices += 1
+            case .revocation: revocations += 1
             }
         }
         var damaged = false
@@ -44,7 +46,7 @@ public enum StateInspection {
         if names.contains(where: { $0.contains(".damaged-") }) {
             lines.append("files set aside as damaged: " + names.filter { $0.contains(".damaged-") }.joined(separator: ", "))
         }
-        lines.append("records: \(sessions) session writes, \(removals) session removals, \(pending) logins in progress, \(handoffs) handoff code writes, \(devices) device code writes")
+        lines.append("records: \(sessions) session writes, \(removals) session removals, \(pending) logins in progress, \(handoffs) handoff code writes, \(devices) device code writes, \(revocations) revocation writes")
         if damaged { throw StateInspectionError(description: lines.joined(separator: "\n")) }
         return lines.joined(separator: "\n")
     }

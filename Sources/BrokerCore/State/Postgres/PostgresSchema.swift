@@ -89,6 +89,45 @@ enum PostgresSchema {
         )
         """,
         "CREATE INDEX broker_spent_tokens_expires_at ON broker_spent_tokens (expires_at)",
+    ], [
+        // The grant's lifecycle (docs/lifecycle.md). Handoff and device codes that hold a grant
+        // say so, and whose it is (blind index), so that a sign-out finds them and a sweep revokes
+        // what expired in them; a code's status is its sealed record's (the redeemed and
+        // session_id columns are kept for brokers from before).
+        "ALTER TABLE broker_handoffs ADD COLUMN holds_grant boolean NOT NULL DEFAULT false",
+        "ALTER TABLE broker_handoffs ADD COLUMN subject_index bytea",
+        "ALTER TABLE broker_handoffs ADD COLUMN sid_index bytea",
+        "UPDATE broker_handoffs SET holds_grant = true WHERE NOT redeemed AND session_id IS NULL",
+        "CREATE INDEX broker_handoffs_holding ON broker_handoffs (expires_at) WHERE holds_grant",
+        "ALTER TABLE broker_device_codes ADD COLUMN holds_grant boolean NOT NULL DEFAULT false",
+        "ALTER TABLE broker_device_codes ADD COLUMN subject_index bytea",
+        "ALTER TABLE broker_device_codes ADD COLUMN sid_index bytea",
+        // Unindexed until they move on: a sign-out opens them to see whose they are.
+        "UPDATE broker_device_codes SET holds_grant = true WHERE NOT pending",
+        "CREATE INDEX broker_device_codes_holding ON broker_device_codes (subject_index) WHERE holds_grant",
+        // Revocations owed to providers, sealed, until each is confirmed; claimed by one instance
+        // at a time for a delivery.
+        """
+        CREATE TABLE broker_revocations (
+            id bytea PRIMARY KEY,
+            key_id bigint NOT NULL,
+            sealed bytea NOT NULL,
+            provider text NOT NULL,
+            due_at double precision NOT NULL,
+            claimed_until double precision NOT NULL DEFAULT 0
+        )
+        """,
+        "CREATE INDEX broker_revocations_due_at ON broker_revocations (due_at)",
+        // Sign-outs remembered for the sign-ins under way when they came, by blind index.
+        """
+        CREATE TABLE broker_sign_outs (
+            id bytea PRIMARY KEY,
+            signed_in_by double precision NOT NULL,
+            reason text NOT NULL,
+            expires_at double precision NOT NULL
+        )
+        """,
+        "CREATE INDEX broker_sign_outs_expires_at ON broker_sign_outs (expires_at)",
     ]]
 
     /// The newest version this build knows.

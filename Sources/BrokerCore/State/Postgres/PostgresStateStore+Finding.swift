@@ -43,7 +43,13 @@ extension PostgresStateStore {
             for row in 0..<rows.count {
                 guard let bytes = rows.bytes(row, 0), let id = SHA256Digest(bytes: bytes) else { continue }
                 cursor = id
-                guard let session = try openSession(rows, row, id: id, keyColumn: 1, sealedColumn: 2, usedAtColumn: 3),
+                let opened: Session?
+                do {
+                    opened = try session(in: rows, row, id: id, keyColumn: 1, sealedColumn: 2, usedAtColumn: 3)
+                } catch {
+                    throw StateReadError(description: error.description)
+                }
+                guard let session = opened,
                       lifetimes.isLive(session, now: now), filter.matches(session) else { continue }
                 found.append(session)
                 if found.count > limit { return SessionPage(sessions: Array(found.prefix(limit)), next: found[limit - 1].id) }

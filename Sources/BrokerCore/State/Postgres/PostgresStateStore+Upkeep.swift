@@ -14,44 +14,81 @@ extension PostgresStateStore {
         return listener.isListening ? nil : "the session notification connection to PostgreSQL is down"
     }
 
-    /// Deletes expired rows, when no other instance is sweeping at the moment; the grants of
-    /// device codes that expired uncollected.
-    @discardableResult func sweep() async -> [Grant] {
+    /// Ends what expired — sessions past their lifetimes, handoff codes never redeemed, device
+    /// codes never collected — with their revocations queued in the same transaction, and deletes
+    /// expired logins, spent codes, leases, tokens and sign-outs; when no other instance is
+    /// sweeping at the moment. Rows sealed under a key this instance lacks are left to an instance
+    /// that has it. At most ``sweepBatch`` sessions at a time.
+    @discardableResult func sweep() async -> [EndedGrant] {
         let now = clock()
         let replayMemory = Self.replayMemory
-        let swept = try? await write { connection throws(PostgresError) -> (sessions: Int, devices: PostgresRows?) in
-            guard try connection.execute("SELECT pg_try_advisory_xact_lock($1)", [.int(Self.sweepLockKey)]).bool(0, 0) == true else {
-                return (0, nil)
+        let swept: Transition<Void>
+        do {
+            swept = try await step(now: now) { connection throws(PostgresError) -> ((), [GrantEffect]) in
+                guard try connection.execute("SELECT pg_try_advisory_xact_lock($1)", [.int(Self.sweepLockKey)]).bool(0, 0) == true else {
+                    return ((), [])
+                }
+                var parameters = SQLParameters()
+                let nowParameter = parameters(.double(now))
+                let keys = self.sealer.keyIDs.map { parameters(.int($0)) }.joined(separator: ", ")
+                let values = parameters.values
+                let expired = try connection.execute("""
+                    SELECT id FROM broker_sessions WHERE expires_at <= \(nowParameter) AND key_id IN (\(keys)) ORDER BY expires_at LIMIT \(Self.sweepBatch)
+                    """, values)
+                var effects = (0..<expired.count).compactMap { expired.bytes($0, 0).flatMap(SHA256Digest.init(bytes:)) }
+                    .map { GrantEffect.endSession($0, .expired) }
+                let handoffs = try connection.execute("""
+                    SELECT code, key_id, sealed FROM broker_handoffs WHERE holds_grant AND expires_at <= \(nowParameter) AND key_id IN (\(keys))
+                    FOR UPDATE SKIP LOCKED
+                    """, values)
+                for row in 0..<handoffs.count {
+                    guard let code = handoffs.bytes(row, 0).flatMap(SHA256Digest.init(bytes:)),
+                          case .handoff(_, var handoff)? = try self.opened(handoffs, row, table: "handoffs", key: code, keyColumn: 1, sealedColumn: 2)
+                    else { continue }
+                    effects += handoff.expire(at: now)
+                    var update = SQLParameters()
+                    let set = try self.handoffColumns(code, handoff).map { "\($0.0) = \(update($0.1))" }.joined(separator: ", ")
+                    try connection.execute("UPDATE broker_handoffs SET \(set) WHERE code = \(update(.bytes(code.bytes)))", update.values)
+                }
+                let devices = try connection.execute("""
+                    DELETE FROM broker_device_codes WHERE expires_at <= \(nowParameter) AND key_id IN (\(keys))
+                    RETURNING code, key_id, sealed, poll_interval, polled_at
+                    """, values)
+                for row in 0..<devices.count {
+                    guard let code = devices.bytes(row, 0).flatMap(SHA256Digest.init(bytes:)),
+                          var device = try self.device(in: devices, row, code: code, columns: (1, 2, 3, 4)) else { continue }
+                    effects += device.expire(at: now)
+                }
+                try connection.execute("DELETE FROM broker_logins WHERE expires_at <= $1", [.double(now)])
+                try connection.execute("DELETE FROM broker_handoffs WHERE expires_at + $2 <= $1 AND NOT holds_grant", [.double(now), .double(replayMemory)])
+                try connection.execute("DELETE FROM broker_refresh_leases WHERE held_until <= extract(epoch FROM clock_timestamp())")
+                try connection.execute("DELETE FROM broker_spent_tokens WHERE expires_at <= $1", [.double(now)])
+                try connection.execute("DELETE FROM broker_sign_outs WHERE expires_at <= $1", [.double(now)])
+                return ((), effects)
             }
-            let sessions = try connection.execute("DELETE FROM broker_sessions WHERE expires_at <= $1", [.double(now)]).affected
-            try connection.execute("DELETE FROM broker_logins WHERE expires_at <= $1", [.double(now)])
-            try connection.execute("DELETE FROM broker_handoffs WHERE expires_at + $2 <= $1", [.double(now), .double(replayMemory)])
-            let devices = try connection.execute("DELETE FROM broker_device_codes WHERE expires_at <= $1 RETURNING code, key_id, sealed", [.double(now)])
-            try connection.execute("DELETE FROM broker_refresh_leases WHERE held_until <= extract(epoch FROM clock_timestamp())")
-            try connection.execute("DELETE FROM broker_spent_tokens WHERE expires_at <= $1", [.double(now)])
-            return (sessions, devices)
+        } catch {
+            logger.warning("the sweep could not run; expired rows wait for the next", metadata: ["reason": "\(error.description)"])
+            return []
         }
-        if let removed = swept?.sessions, removed > 0 { logger.info("expired sessions removed", metadata: ["count": "\(removed)"]) }
+        let sessionsEnded = swept.ended.filter { if case .session = $0.holder { true } else { false } }.count
+        if sessionsEnded > 0 { logger.info("expired sessions ended", metadata: ["count": "\(sessionsEnded)"]) }
         await countSessions()
-        guard let devices = swept?.devices else { return [] }
-        return (0..<devices.count).compactMap { row in
-            guard let code = devices.bytes(row, 0).flatMap(SHA256Digest.init(bytes:)), let keyID = devices.int(row, 1),
-                  let sealed = devices.bytes(row, 2), case .device(_, let device) = sealer.open(sealed, keyID: keyID, table: "device_codes", key: code)
-            else { return nil }
-            return device.uncollectedGrant
-        }
+        return swept.ended
     }
+
+    /// Sessions a sweep ends at most (the next sweep takes the rest).
+    static let sweepBatch = 1000
 
     /// Every second: the sessions' `used_at` the cache queued, and the gauges; every 30 s: a sweep, the count of
     /// live sessions, and rows sealed under an older key re-sealed under the current one.
-    func maintain(abandoned: @escaping @Sendable ([Grant]) async -> Void) async {
+    func maintain(ended: @escaping @Sendable ([EndedGrant]) async -> Void) async {
         var lastSweep = ContinuousClock.now
         while !Task.isCancelled {
             try? await Task.sleep(for: .seconds(1))
             await flushUse()
             metrics?.stateStoreInUse(cachedSessions: cache.count, callsInFlight: pool.callsInFlight + lockPool.callsInFlight)
             if ContinuousClock.now - lastSweep >= .seconds(30) {
-                await abandoned(await sweep())
+                await ended(await sweep())
                 await reseal()
                 lastSweep = ContinuousClock.now
             }
@@ -121,7 +158,7 @@ extension PostgresStateStore {
             return rows.flatMap { found in (0..<found.count).compactMap { found.bytes($0, 0).flatMap(SHA256Digest.init(bytes:)) } }
         }) else { return }
         for id in ids {
-            _ = try? await updateSession(id) { _ in }
+            _ = try? await updateSession(id, under: nil) { _ in }
         }
     }
 }

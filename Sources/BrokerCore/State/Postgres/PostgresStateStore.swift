@@ -13,10 +13,12 @@ import Synchronization
 /// as the contract allows.
 ///
 /// Concurrency across instances: `updateSession` is compare-and-set on the row version (retried
-/// on a concurrent change, so none is lost); `redeemHandoff` and `takeLogin` lock or delete the
-/// row in one statement or transaction, so one instance wins; refreshes take a transaction-level
-/// advisory lock per session on a connection of their own and a lease that outlives it
-/// (``whileRefreshing(_:_:)``); one instance at a time sweeps (a try-lock).
+/// on a concurrent change, so none is lost); a code's step locks its row (`FOR UPDATE`) and
+/// carries out its effects in the same transaction, so one instance wins; refreshes take a
+/// transaction-level advisory lock per session on a connection of their own and a lease that
+/// outlives it (``whileRefreshing(_:_:)``); queued revocations are claimed with `SKIP LOCKED`;
+/// one instance at a time sweeps (a try-lock). A commit whose acknowledgement is lost is looked
+/// up (`txid_status`) before the change is reported made or not (``write(patience:_:)``).
 final class PostgresStateStore: StateStore {
     /// The notification channel for session changes.
     static let channel = "broker_sessions"
@@ -36,19 +38,21 @@ final class PostgresStateStore: StateStore {
     /// Longest a refresh may wait for another instance's refresh of the same session.
     let refreshLockWaitSeconds: Int
     let liveSessions = Atomic<Int>(0)
-    private let updating = KeyedLock()
+    /// Serialises this instance's updates of one session.
+    let updating = KeyedLock()
     let lastFailure = Mutex<String?>(nil)
 
     /// Connects, brings the schema up to date, and starts listening (waiting for it, up to the
     /// statement timeout: a session cached before would miss its notifications).
+    /// `faults` are a test's (``PostgresFaults``).
     static func open(
         settings: PostgresSettings, keys: StateKeys, lifetimes: SessionLifetimes, refreshLockWaitSeconds: Int,
-        clock: @escaping BrokerClock, logger: Logger, metrics: BrokerMetrics? = nil
+        clock: @escaping BrokerClock, logger: Logger, metrics: BrokerMetrics? = nil, faults: PostgresFaults? = nil
     ) async throws(StateOpenError) -> PostgresStateStore {
         guard let url = settings.url else { throw StateOpenError(description: "state.postgres.url is not set") }
         let options = PostgresConnection.Options(
             url: url, password: settings.password?.reveal(), connectTimeoutSeconds: 5,
-            statementTimeoutSeconds: settings.statementTimeoutSeconds
+            statementTimeoutSeconds: settings.statementTimeoutSeconds, faults: faults
         )
         let pool = PostgresPool(options: options, size: settings.poolSize, acquireTimeout: .seconds(settings.statementTimeoutSeconds))
         do {
@@ -105,12 +109,12 @@ final class PostgresStateStore: StateStore {
     // MARK: Rows
 
     /// When a session stops being live, for the `expires_at` column.
-    private func expiry(_ session: Session) -> Double {
+    func expiry(_ session: Session) -> Double {
         min(session.usedAt + lifetimes.idle, session.createdAt + lifetimes.absolute)
     }
 
     /// `id:version:sent`, `sent` in milliseconds of the sender's clock (for the lag metric).
-    private func notification(_ id: SHA256Digest, _ version: Int64) -> String { "\(id.hex):\(version):\(Int64(clock() * 1000))" }
+    func notification(_ id: SHA256Digest, _ version: Int64) -> String { "\(id.hex):\(version):\(Int64(clock() * 1000))" }
 
     private static func parseNotification(_ payload: String) -> (SHA256Digest, Int64, Double)? {
         let parts = payload.split(separator: ":")
@@ -118,46 +122,11 @@ final class PostgresStateStore: StateStore {
         return (id, version, Double(sent) / 1000)
     }
 
-    /// The `subject_index` and `sid_index` columns of `session`'s row (``BlindIndex``).
-    private func indexColumns(_ session: Session) -> [PostgresValue] {
-        [.bytes(index.value(.subject, provider: session.provider, session.subject)),
-         session.providerSessionID.map { .bytes(index.value(.providerSession, provider: session.provider, $0)) } ?? .null]
-    }
-
-    private func sealedSession(_ session: Session) throws(StateWriteError) -> [UInt8] {
-        do {
-            return try sealer.seal(.session(session), table: "sessions", key: session.id)
-        } catch {
-            throw StateWriteError(description: "cannot seal a session: \(error)")
-        }
-    }
-
-    /// The session in a row. A row sealed under a key this instance does not have (another
-    /// instance already has the next key of a rotation) is the store failing for this instance:
-    /// it throws, so that the request is a 503 to retry — never "no such session", which would end
-    /// the session for its client, nor a found session a back-channel logout skips (a search by
-    /// subject or `sid` does not find rows indexed under such a key at all: the three-step
-    /// rotation of docs/several-instances.md avoids both). A row that does not open under a key
-    /// this instance has (altered outside the broker) is logged and treated as absent.
-    func openSession(
-        _ rows: PostgresRows, _ row: Int, id: SHA256Digest, keyColumn: Int, sealedColumn: Int, usedAtColumn: Int?
-    ) throws(StateReadError) -> Session? {
-        guard let keyID = rows.int(row, keyColumn), let sealed = rows.bytes(row, sealedColumn) else { return nil }
-        guard sealer.hasKey(keyID) else {
-            logger.error("a session row is sealed under a state key this instance does not have", metadata: ["key_id": "\(UInt64(bitPattern: keyID))"])
-            throw StateReadError(description: "a session row is sealed under a state key this instance does not have")
-        }
-        guard case .session(var session) = sealer.open(sealed, keyID: keyID, table: "sessions", key: id) else {
-            logger.error("a session row does not open with the configured state keys; it is treated as absent")
-            return nil
-        }
-        if let column = usedAtColumn, let usedAt = rows.double(row, column) { session.usedAt = max(session.usedAt, usedAt) }
-        return session
-    }
-
     /// Runs a statement batch, recording whether the database was reachable. With `patience`,
     /// a connection failure is retried for about that long (on a new connection), for a change
     /// that must not be given up lightly: the tokens of a refresh the provider has already made.
+    /// A commit whose acknowledgement was lost is never run again here (``write(patience:_:)``
+    /// looks it up).
     func run<T: Sendable>(
         _ operation: String = "read", patience: Duration = .zero, _ body: @escaping @Sendable (PostgresConnection) throws(PostgresError) -> T
     ) async throws(PostgresError) -> T {
@@ -172,19 +141,61 @@ final class PostgresStateStore: StateStore {
             } catch {
                 metrics?.stateStoreCall(operation, seconds: (ContinuousClock.now - started).seconds, reachable: !error.isConnectionFailure)
                 if error.isConnectionFailure { lastFailure.withLock { $0 = error.description } }
+                if case .commitUnacknowledged = error { throw error }
                 guard error.isConnectionFailure, ContinuousClock.now < deadline else { throw error }
                 try? await Task.sleep(for: .milliseconds(250))
             }
         }
     }
 
+    /// Runs `body` in a transaction, retried through a lost connection as ``run(_:patience:_:)``
+    /// does. When the acknowledgement of its commit is lost, the transaction is looked up on
+    /// another connection before anything is answered: committed, it returns what `body`
+    /// returned; rolled back, `body` runs again (a fresh transaction, on what the store holds
+    /// now); unknown after a while, it throws — what is returned is what happened.
     func write<T: Sendable>(
         patience: Duration = .zero, _ body: @escaping @Sendable (PostgresConnection) throws(PostgresError) -> T
     ) async throws(StateWriteError) -> T {
-        do {
-            return try await run("write", patience: patience) { connection throws(PostgresError) in try connection.transaction(body) }
-        } catch {
-            throw StateWriteError(description: error.description)
+        let deadline = ContinuousClock.now + patience
+        while true {
+            let outcome = AttemptOutcome<T>()
+            do {
+                return try await run("write", patience: max(.zero, deadline - ContinuousClock.now)) { connection throws(PostgresError) in
+                    try connection.transaction { connection throws(PostgresError) in
+                        let value = try body(connection)
+                        outcome.keep(value)
+                        return value
+                    }
+                }
+            } catch {
+                guard case .commitUnacknowledged(let transaction, _) = error else { throw StateWriteError(description: error.description) }
+                switch await commitStatus(of: transaction, until: max(deadline, ContinuousClock.now + Self.confirmationPatience)) {
+                case .committed:
+                    if let value = outcome.value { return value }
+                    throw StateWriteError(description: error.description)
+                case .aborted:
+                    continue
+                case .inProgress, .unknown:
+                    throw StateWriteError(description: "PostgreSQL did not acknowledge a commit, and whether it was made could not be learnt")
+                }
+            }
+        }
+    }
+
+    /// How long a commit whose acknowledgement was lost is looked up before the change is given
+    /// up as unknown.
+    static let confirmationPatience = Duration.seconds(10)
+
+    /// What became of `transaction`, asked on a new connection until `deadline`: a COMMIT still in
+    /// progress is waited for, a database out of reach is asked again.
+    private func commitStatus(of transaction: Int64, until deadline: ContinuousClock.Instant) async -> PostgresConnection.CommitStatus {
+        while true {
+            if let status = try? await run("read", { connection throws(PostgresError) in try connection.commitStatus(of: transaction) }),
+               status != .inProgress {
+                return status
+            }
+            guard ContinuousClock.now < deadline else { return .unknown }
+            try? await Task.sleep(for: .milliseconds(100))
         }
     }
 
@@ -207,142 +218,24 @@ final class PostgresStateStore: StateStore {
         } catch {
             throw StateReadError(description: error.description)
         }
-        guard rows.count == 1, let version = rows.int(0, 0),
-              let session = try openSession(rows, 0, id: id, keyColumn: 1, sealedColumn: 2, usedAtColumn: 3),
-              lifetimes.isLive(session, now: now) else { return nil }
+        let found: Session?
+        do {
+            found = try session(in: rows, 0, id: id, keyColumn: 1, sealedColumn: 2, usedAtColumn: 3)
+        } catch {
+            throw StateReadError(description: error.description)
+        }
+        guard let version = rows.count == 1 ? rows.int(0, 0) : nil, let session = found, lifetimes.isLive(session, now: now) else { return nil }
         cache.insert(session, version: version, ifUnchangedSince: generation)
         return session
     }
+}
 
-    func saveSession(_ session: Session, createdBy code: SHA256Digest?) async throws(StateWriteError) -> Bool {
-        let sealed = try sealedSession(session)
-        let keyID = sealer.currentKeyID
-        let expiresAt = expiry(session)
-        let indexed = indexColumns(session)
-        let replayed = try await write { connection throws(PostgresError) -> Bool in
-            try connection.execute("""
-                INSERT INTO broker_sessions (id, version, key_id, sealed, provider, app, created_at, used_at, expires_at, subject_index, sid_index)
-                VALUES ($1, 1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-                """, [.bytes(session.id.bytes), .int(keyID), .bytes(sealed), .text(session.provider), .text(session.app),
-                      .double(session.createdAt), .double(session.usedAt), .double(expiresAt)] + indexed)
-            guard let code else { return false }
-            let rows = try connection.execute("UPDATE broker_handoffs SET session_id = $2 WHERE code = $1 RETURNING replayed_before_binding",
-                                              [.bytes(code.bytes), .bytes(session.id.bytes)])
-            return rows.count == 1 && rows.bool(0, 0) == true
-        }
-        cache.insert(session, version: 1)
-        liveSessions.wrappingAdd(1, ordering: .relaxed)
-        return !replayed
-    }
+/// What one attempt of a transaction returned before its commit, kept for when the commit's
+/// acknowledgement is lost and the commit is then found made.
+private final class AttemptOutcome<T: Sendable>: Sendable {
+    private let kept = Mutex<T?>(nil)
 
-    /// Stores sessions copied from elsewhere (`state import`) in one transaction, each unless
-    /// one with its id is there: how many were stored.
-    func importSessions(_ sessions: [Session]) async throws(StateWriteError) -> Int {
-        var values: [[PostgresValue]] = []
-        for session in sessions {
-            values.append([.bytes(session.id.bytes), .int(sealer.currentKeyID), .bytes(try sealedSession(session)), .text(session.provider),
-                         .text(session.app), .double(session.createdAt), .double(session.usedAt), .double(expiry(session))]
-                          + indexColumns(session))
-        }
-        let rows = values
-        let stored = try await write { connection throws(PostgresError) -> Int in
-            var stored = 0
-            for row in rows {
-                stored += try connection.execute("""
-                    INSERT INTO broker_sessions (id, version, key_id, sealed, provider, app, created_at, used_at, expires_at, subject_index, sid_index)
-                    VALUES ($1, 1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (id) DO NOTHING
-                    """, row).affected
-            }
-            return stored
-        }
-        liveSessions.wrappingAdd(stored, ordering: .relaxed)
-        return stored
-    }
+    func keep(_ value: T) { kept.withLock { $0 = value } }
 
-    func updateSession(_ id: SHA256Digest, _ change: (inout Session) -> Void) async throws(StateWriteError) -> Session? {
-        try await updating.withLock(id) { () async throws(StateWriteError) -> Session? in try await compareAndSet(id, change) }
-    }
-
-    /// Compare-and-set on the row version: a concurrent change from another instance makes the
-    /// write miss, and the change is applied again to what that change left. A connection lost
-    /// on the way is retried for a few seconds — and, for the refresh that holds the session's
-    /// lease, for as long as the lease holds and a minute more: the tokens the provider has just
-    /// rotated are then the only ones that work, so giving up sooner would lose the session (a
-    /// restart or failover of PostgreSQL can outlast the lease). No other instance refreshes the
-    /// session while the lease holds; past it, the write is made only while no other instance
-    /// holds a lease on the session (one that took it would refresh with the token this one
-    /// replaced). The version check makes a retry of a write that did commit harmless (it
-    /// misses, and the change is applied again to the committed row).
-    private func compareAndSet(_ id: SHA256Digest, _ change: (inout Session) -> Void) async throws(StateWriteError) -> Session? {
-        for attempt in 0..<32 {
-            if attempt > 0 { try? await Task.sleep(for: .milliseconds(Int.random(in: 1...(5 * attempt)))) }
-            let now = clock()
-            let rows: PostgresRows
-            do {
-                rows = try await run(patience: Self.patience(updating: id)) { connection throws(PostgresError) in
-                    try connection.execute("SELECT version, key_id, sealed, used_at FROM broker_sessions WHERE id = $1 AND expires_at > $2",
-                                           [.bytes(id.bytes), .double(now)])
-                }
-            } catch {
-                throw StateWriteError(description: error.description)
-            }
-            guard rows.count == 1, let version = rows.int(0, 0) else { return nil }
-            let opened: Session?
-            do {
-                opened = try openSession(rows, 0, id: id, keyColumn: 1, sealedColumn: 2, usedAtColumn: 3)
-            } catch {
-                throw StateWriteError(description: error.description)
-            }
-            guard var session = opened else { return nil }
-            change(&session)
-            let changed = session
-            let sealed = try sealedSession(changed)
-            let keyID = sealer.currentKeyID
-            let expiresAt = expiry(changed)
-            let indexed = indexColumns(changed)
-            let next = version + 1
-            let payload = notification(id, next)
-            let lease = Self.lease(on: id)
-            let written = try await write(patience: Self.patience(updating: id)) { connection throws(PostgresError) -> Bool in
-                try lease?.lockRow(on: connection)
-                let updated = try connection.execute("""
-                    UPDATE broker_sessions SET version = $3, key_id = $4, sealed = $5, used_at = greatest(used_at, $6), expires_at = greatest(expires_at, $7),
-                        subject_index = $8, sid_index = $9
-                    WHERE id = $1 AND version = $2\(lease == nil ? "" : HeldLease.noOtherLiveLease)
-                    """, [.bytes(id.bytes), .int(version), .int(next), .int(keyID), .bytes(sealed), .double(changed.usedAt), .double(expiresAt)]
-                        + indexed + (lease.map { [.double($0.heldUntil)] } ?? []))
-                guard updated.affected == 1 else { return false }
-                try connection.execute("SELECT pg_notify($1, $2)", [.text(Self.channel), .text(payload)])
-                return true
-            }
-            if written {
-                cache.insert(session, version: next)
-                return session
-            }
-        }
-        throw StateWriteError(description: "the session changed too often to update")
-    }
-
-    /// A session sealed under a key this instance lacks is left in place (a 503): removed here,
-    /// its grant could not be revoked at its provider.
-    func removeSession(_ id: SHA256Digest) async throws(StateWriteError) -> Session? {
-        let payload = notification(id, .max)
-        let sealer = sealer
-        let removed = try await write { connection throws(PostgresError) -> PostgresRows? in
-            let found = try connection.execute("SELECT key_id FROM broker_sessions WHERE id = $1 FOR UPDATE", [.bytes(id.bytes)])
-            if found.count == 1, let keyID = found.int(0, 0), !sealer.hasKey(keyID) { return nil }
-            let rows = try connection.execute("DELETE FROM broker_sessions WHERE id = $1 RETURNING key_id, sealed, expires_at",
-                                              [.bytes(id.bytes)])
-            if rows.count == 1 { try connection.execute("SELECT pg_notify($1, $2)", [.text(Self.channel), .text(payload)]) }
-            return rows
-        }
-        guard let rows = removed else {
-            throw StateWriteError(description: "a session row is sealed under a state key this instance does not have")
-        }
-        cache.remove(id)
-        guard rows.count == 1 else { return nil }
-        liveSessions.wrappingSubtract(1, ordering: .relaxed)
-        guard (rows.double(0, 2) ?? 0) > clock() else { return nil }
-        return try? openSession(rows, 0, id: id, keyColumn: 0, sealedColumn: 1, usedAtColumn: nil)
-    }
+    var value: T? { kept.withLock { $0 } }
 }

@@ -17,26 +17,37 @@ struct RowSealer: Sendable {
         return try AESGCM.seal(plaintext, key: keys.current, authenticating: Self.additionalData(table, key)).combined
     }
 
+    /// The `key_id` of every key configured here.
+    var keyIDs: [Int64] { keys.ids.map { Int64(bitPattern: $0) } }
+
     /// Whether the key `keyID` names is configured here (a row sealed by an instance that has a
     /// key this one lacks: a rotation under way).
     func hasKey(_ keyID: Int64) -> Bool {
         keys.key(id: UInt64(bitPattern: keyID)) != nil
     }
 
-    /// The one record a sealed value holds; nil when it does not open (unknown key, tampering)
-    /// or holds something else.
-    func open(_ sealed: [UInt8], keyID: Int64, table: String, key: SHA256Digest) -> StateRecord? {
-        guard let secret = keys.key(id: UInt64(bitPattern: keyID)),
-              let box = try? AESGCM.SealedBox(combined: sealed),
-              let plaintext = try? AESGCM.open(box, key: secret, authenticating: Self.additionalData(table, key)) else { return nil }
+    /// What a sealed value holds: its one record, or why it cannot be had here.
+    enum Opened: Sendable {
+        case record(StateRecord)
+        /// Sealed under a state key this instance does not have (another instance already has
+        /// the next key of a rotation).
+        case keyNotHere
+        /// It does not open under the key it names, or holds no record (altered outside the broker).
+        case doesNotOpen
+    }
+
+    func open(_ sealed: [UInt8], keyID: Int64, table: String, key: SHA256Digest) -> Opened {
+        guard let secret = keys.key(id: UInt64(bitPattern: keyID)) else { return .keyNotHere }
+        guard let box = try? AESGCM.SealedBox(combined: sealed),
+              let plaintext = try? AESGCM.open(box, key: secret, authenticating: Self.additionalData(table, key)) else { return .doesNotOpen }
         var scopes = ScopeTable()
         var found: StateRecord?
         do {
             try StateRecord.decodeAll(plaintext[...], scopes: &scopes) { found = found == nil ? $0 : found }
         } catch {
-            return nil
+            return .doesNotOpen
         }
-        return found
+        return found.map { .record($0) } ?? .doesNotOpen
     }
 
     private static func additionalData(_ table: String, _ key: SHA256Digest) -> [UInt8] {

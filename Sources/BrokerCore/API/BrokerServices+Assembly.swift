@@ -1,0 +1,61 @@
+import Foundation
+import Logging
+
+extension BrokerServices {
+    /// The broker's services over `store`, assembled from `config` in one place: for `serve`
+    /// (``Broker``) and for the tests, which pass their own transport (`upstream`: a scripted
+    /// provider) and clock, so that what they test is what the broker runs.
+    static func assemble(
+        _ config: BrokerConfig, store: any StateStore, providers: ProviderDirectory, upstream: any UpstreamTransport,
+        logger: Logger, metrics: BrokerMetrics, now: @escaping BrokerClock
+    ) -> BrokerServices {
+        let calls = ProviderCalls(client: upstream, metrics: metrics, now: now)
+        let profiles = ProfileCache(lifetime: config.sessions.profileCacheSeconds)
+        let webhooks = config.webhooks.map { WebhookSender(settings: $0, logger: logger, metrics: metrics) }
+        let audit = AuditTrail(logger: logger, webhooks: webhooks, metrics: metrics)
+        let revocations = RevocationQueue(store: store, providers: providers, calls: calls, audit: audit, metrics: metrics, logger: logger,
+                                          giveUpAfter: config.sessions.revocationRetrySeconds, now: now)
+        let endings = GrantEndings(store: store, profiles: profiles, audit: audit, revocations: revocations, metrics: metrics, logger: logger,
+                                   loginLifetime: config.sessions.loginLifetimeSeconds, now: now)
+        let refresher = Refresher(
+            store: store, providers: providers, calls: calls, endings: endings, logger: logger, metrics: metrics, webhooks: webhooks,
+            minInterval: config.sessions.minRefreshIntervalSeconds, now: now
+        )
+        let limits = config.server.limits
+        let sessions = SessionOperations(
+            store: store, refresher: refresher, providers: providers, calls: calls, profiles: profiles, endings: endings,
+            refreshSkew: config.sessions.refreshSkewSeconds, now: now
+        )
+        let login = LoginFlow(
+            settings: config.sessions, callbackURL: config.server.callbackURL.absoluteString, providers: providers, calls: calls,
+            store: store, idTokens: IDTokenVerifier(jwks: JWKSCache(client: upstream, clock: now), clock: now),
+            profiles: profiles, endings: endings, metrics: metrics, logger: logger, now: now
+        )
+        return BrokerServices(
+            config: config,
+            providers: providers,
+            login: login,
+            sessions: sessions,
+            devices: DeviceFlow(settings: config.sessions, login: login, store: store, metrics: metrics, now: now),
+            proxy: APIProxy(sessions: sessions, settings: ProxySettings(
+                timeoutSeconds: Double(limits.upstreamTimeoutSeconds), maxResponseBytes: limits.proxyMaxResponseBytes,
+                retryMaxBodyBytes: limits.proxyRetryMaxBodyBytes
+            )),
+            store: store,
+            loginLimiter: RateLimiter(perMinute: limits.loginRequestsPerMinute),
+            tokenLimiter: RateLimiter(perMinute: limits.tokenRequestsPerMinute),
+            refreshLimiter: RateLimiter(perMinute: limits.refreshRequestsPerMinute),
+            deviceEntryLimiter: RateLimiter(perMinute: limits.deviceCodeEntriesPerMinute),
+            userCodeGuard: UserCodeGuard(missesPerMinute: limits.deviceCodeMissesPerMinute),
+            proxyLimiter: RateLimiter(perMinute: limits.proxyRequestsPerMinute),
+            binding: BrowserBinding(stateKeys: config.state.keys),
+            webhooks: webhooks,
+            metrics: metrics,
+            logger: logger,
+            now: now
+        )
+    }
+
+    /// The one way grants end (``GrantEndings``).
+    var endings: GrantEndings { sessions.endings }
+}

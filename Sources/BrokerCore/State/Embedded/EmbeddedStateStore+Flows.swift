@@ -1,0 +1,239 @@
+import BrokerCrypto
+
+/// The embedded store's logins, handoff and device codes, sign-outs and revocation queue: each
+/// step decided on its value, its effects carried out under the flow table's lock and logged in
+/// one change with it (``apply(_:to:logging:now:)``).
+extension EmbeddedStateStore {
+    func beginLogin(_ state: SHA256Digest, _ pending: PendingAuthorization) async throws(StateWriteError) {
+        // Logged without waiting: a crash may lose a login begun in the last moments (its user
+        // signs in again); the redirect to the provider is not held up by an fsync.
+        _ = flows.change { entries in
+            entries.pending[state] = pending
+            return log.enqueue([.pending(state, pending)])
+        }
+    }
+
+    func takeLogin(_ state: SHA256Digest, now: Double) async throws(StateWriteError) -> PendingAuthorization? {
+        flows.change { entries in
+            guard let pending = entries.pending.removeValue(forKey: state) else { return nil }
+            _ = log.enqueue([.pendingRemoved(state)])
+            return pending.expiresAt > now ? pending : nil
+        }
+    }
+
+    func issueHandoff(_ code: SHA256Digest, _ handoff: Handoff) async throws(StateWriteError) {
+        try await flows.change { entries in
+            entries.handoffs[code] = handoff
+            return log.enqueue([.handoff(code, handoff)])
+        }.wait()
+    }
+
+    func redeemHandoff(_ code: SHA256Digest, _ attempt: HandoffAttempt) async throws(StateWriteError) -> Transition<HandoffRedemption> {
+        let (transition, tickets) = flows.change { entries -> (Transition<HandoffRedemption>, [DurabilityTicket]) in
+            guard var handoff = entries.handoffs[code] else { return (Transition(answer: .unknown), []) }
+            let (answer, effects) = handoff.redeem(attempt)
+            entries.handoffs[code] = handoff
+            return apply(effects, to: &entries, answer: answer, logging: [.handoff(code, handoff)], now: attempt.at)
+        }
+        for ticket in tickets { try await ticket.wait() }
+        return transition
+    }
+
+    func issueDeviceCode(_ code: SHA256Digest, _ device: DeviceAuthorization) async throws(StateWriteError) -> Bool {
+        let now = clock()
+        let ticket = flows.change { entries -> DurabilityTicket? in
+            if let other = entries.userCodes[device.userCode], entries.devices[other]?.isPending(at: now) == true { return nil }
+            entries.put(code, device)
+            return log.enqueue([.device(code, device)])
+        }
+        guard let ticket else { return false }
+        try await ticket.wait()
+        return true
+    }
+
+    func pendingDeviceCode(userCode: SHA256Digest, now: Double) async throws(StateReadError) -> (code: SHA256Digest, device: DeviceAuthorization)? {
+        flows.change { entries in
+            guard let code = entries.userCodes[userCode], let device = entries.devices[code], device.isPending(at: now) else { return nil }
+            return (code, device)
+        }
+    }
+
+    func decideDeviceCode(_ code: SHA256Digest, _ decision: DeviceDecision, now: Double) async throws(StateWriteError) -> Transition<DeviceAuthorization.Status?> {
+        try await changeDevice(code, now: now, absent: nil) { device in device.decide(decision, at: now) }
+    }
+
+    func pollDeviceCode(_ code: SHA256Digest, app: String, session: SHA256Digest, now: Double) async throws(StateWriteError) -> Transition<DevicePoll> {
+        try await changeDevice(code, now: now, absent: .unknown) { device in device.poll(by: app, at: now, session: session) }
+    }
+
+    /// Applies `step` to the device code and carries out its effects; logged when its status
+    /// moved (the time of a poll and the interval are kept in memory only).
+    private func changeDevice<T: Sendable>(
+        _ code: SHA256Digest, now: Double, absent: T, _ step: (inout DeviceAuthorization) -> (T, [GrantEffect])
+    ) async throws(StateWriteError) -> Transition<T> {
+        let (transition, tickets) = flows.change { entries -> (Transition<T>, [DurabilityTicket]) in
+            guard var device = entries.devices[code] else { return (Transition(answer: absent), []) }
+            let before = device.status.step
+            let (answer, effects) = step(&device)
+            entries.put(code, device)
+            return apply(effects, to: &entries, answer: answer, logging: device.status.step == before ? [] : [.device(code, device)], now: now)
+        }
+        for ticket in tickets { try await ticket.wait() }
+        return transition
+    }
+
+    func endSignIns(_ signOut: SignOut, now: Double) async throws(StateWriteError) -> [EndedGrant] {
+        let (ended, tickets) = flows.change { entries -> ([EndedGrant], [DurabilityTicket]) in
+            var records: [StateRecord] = []
+            var effects: [GrantEffect] = []
+            for (code, var handoff) in entries.handoffs {
+                let ending = handoff.end(signOut)
+                guard !ending.isEmpty else { continue }
+                entries.handoffs[code] = handoff
+                records.append(.handoff(code, handoff))
+                effects += ending
+            }
+            for (code, var device) in entries.devices {
+                let ending = device.end(signOut)
+                guard !ending.isEmpty else { continue }
+                entries.put(code, device)
+                records.append(.device(code, device))
+                effects += ending
+            }
+            let (transition, tickets) = apply(effects, to: &entries, answer: (), logging: records, now: now)
+            return (transition.ended, tickets)
+        }
+        for ticket in tickets { try await ticket.wait() }
+        return ended
+    }
+
+    func rememberSignOut(_ signOut: SignOut, until: Double) async throws(StateWriteError) {
+        try await flows.change { entries in
+            let records = Self.signOutKeys(provider: signOut.provider, subject: signOut.subject, providerSessionID: signOut.providerSessionID)
+                .map { key -> StateRecord in
+                    let remembered = RememberedSignOut(signedInBy: signOut.signedInBy, reason: signOut.reason, until: until)
+                    let kept = entries.signOuts[key].map { $0.merged(remembered) } ?? remembered
+                    entries.signOuts[key] = kept
+                    return .signOut(key, kept)
+                }
+            return log.enqueue(records)
+        }.wait()
+    }
+
+    func signOut(covering grant: Grant, now: Double) async throws(StateReadError) -> SignOut? {
+        flows.change { entries in
+            let bySubject = Self.signOutKeys(provider: grant.provider, subject: grant.subject, providerSessionID: nil)
+                .compactMap { entries.signOuts[$0] }.map { ($0, true) }
+            let bySession = Self.signOutKeys(provider: grant.provider, subject: nil, providerSessionID: grant.providerSessionID)
+                .compactMap { entries.signOuts[$0] }.map { ($0, false) }
+            return SignOut.covering(grant, among: bySubject + bySession, now: now)
+        }
+    }
+
+    /// The keys a sign-out is remembered under: its provider with its subject, and with its
+    /// provider session.
+    private static func signOutKeys(provider: String, subject: String?, providerSessionID: String?) -> [SHA256Digest] {
+        [("sub", subject), ("sid", providerSessionID)].compactMap { kind, value in
+            value.map { SHA256.hash(Array("sign-out\u{0}\(provider)\u{0}\(kind)\u{0}\($0)".utf8)) }
+        }
+    }
+
+    func queueRevocation(_ grant: Grant, app: String, _ reason: EndReason, now: Double) async throws(StateWriteError) -> EndedGrant {
+        let (transition, tickets) = flows.change { entries in
+            apply([.revoke(grant, held: .none, app: app, reason)], to: &entries, answer: (), logging: [], now: now)
+        }
+        for ticket in tickets { try await ticket.wait() }
+        return transition.ended[0]
+    }
+
+    func dueRevocations(now: Double, limit: Int, claim: Double, id: SHA256Digest?) async throws(StateWriteError) -> [QueuedRevocation] {
+        flows.change { entries in
+            let candidates = id.map { [entries.revocations[$0]].compactMap { $0 } }
+                ?? entries.revocations.values.filter { $0.dueAt <= now }.sorted { $0.dueAt < $1.dueAt }
+            let taken = candidates.filter { id != nil || (entries.claimed[$0.id] ?? 0) <= now }.prefix(limit)
+            for revocation in taken { entries.claimed[revocation.id] = now + claim }
+            return Array(taken)
+        }
+    }
+
+    func settleRevocation(_ id: SHA256Digest, next: QueuedRevocation?) async throws(StateWriteError) {
+        try await flows.change { entries in
+            entries.claimed[id] = nil
+            // Settled already by another delivery: nothing left to keep.
+            guard entries.revocations[id] != nil else { return DurabilityTicket.immediate }
+            entries.revocations[id] = next
+            return log.enqueue([next.map { .revocation($0) } ?? .revocationRemoved(id)])
+        }.wait()
+    }
+
+    func countRevocations() async throws(StateReadError) -> Int {
+        flows.change { $0.revocations.count }
+    }
+
+    func spendOnce(_ id: SHA256Digest, until: Double) async throws(StateWriteError) -> Bool {
+        let now = clock()
+        let ticket = flows.change { entries -> DurabilityTicket? in
+            if let remembered = entries.spent[id], remembered > now { return nil }
+            entries.spent[id] = until
+            return log.enqueue([.spent(id, until: until)])
+        }
+        guard let ticket else { return false }
+        try await ticket.wait()
+        return true
+    }
+
+    func isSpent(_ id: SHA256Digest, now: Double) async throws(StateReadError) -> Bool {
+        flows.change { entries in entries.spent[id].map { $0 > now } ?? false }
+    }
+
+    /// Carries a step's `effects` out, under the flow table's lock (`entries`), logging them with
+    /// the step's own `records` in one change: a session made or ended takes its shard's lock
+    /// inside this one, and the change is logged there; revocations join the tables.
+    func apply<T: Sendable>(
+        _ effects: [GrantEffect], to entries: inout FlowTable.Entries, answer: T, logging records: [StateRecord], now: Double
+    ) -> (Transition<T>, [DurabilityTicket]) {
+        var transition = Transition(answer: answer)
+        var records = records
+        var tickets: [DurabilityTicket] = []
+        for effect in effects {
+            switch effect {
+            case .revoke(let grant, let holder, let app, let reason):
+                let (ended, queued) = EndedGrant.of(grant, held: holder, app: app, reason: reason, at: now)
+                entries.revocations[queued.id] = queued
+                records.append(.revocation(queued))
+                transition.ended.append(ended)
+            case .makeSession(let session):
+                tickets.append(sessions.insert(session, logging: records))
+                records = []
+                transition.made = session
+            case .endSession(let id, let reason):
+                let (_, ticket) = sessions.remove(id) { removed in
+                    guard let removed else { return records }
+                    let (ended, queued) = EndedGrant.of(removed, reason: reason, at: now)
+                    entries.revocations[queued.id] = queued
+                    transition.ended.append(ended)
+                    return records + [.revocation(queued)]
+                }
+                tickets.append(ticket)
+                records = []
+            }
+        }
+        if !records.isEmpty { tickets.append(log.enqueue(records)) }
+        return (transition, tickets)
+    }
+}
+
+extension DeviceAuthorization.Status {
+    /// Which step a status is at, to tell whether a change moved it on.
+    var step: Int {
+        switch self {
+        case .pending: 0
+        case .approved: 1
+        case .denied: 2
+        case .collected: 3
+        case .signedIn: 4
+        case .signedOut: 5
+        case .expired: 6
+        }
+    }
+}
