@@ -68,6 +68,28 @@ struct StateFilesTests {
         #expect(names.filter { $0.hasPrefix("journal-") }.count <= 2, "snapshots retire the journals they cover: \(names)")
     }
 
+    /// A frame whose write or sync fails is cut off and written again in its place; one that
+    /// keeps failing is reported failed (its change in memory only), and the frames after it
+    /// follow the last good one — not a hole where the failed one was, which the next start
+    /// would take for damage.
+    @Test func aFailedFrameIsWrittenAgainInItsPlaceAndLaterFramesFollowIt() async throws {
+        let keys = StateKeys(current: .generate())
+        let path = directory()
+        let faults = StateFileFaults()
+        let state = try EmbeddedStateStore(settings: StateSettings(directory: path), keys: keys, lifetimes: lifetimes, acceptDamage: false,
+                                           clock: { Date().timeIntervalSince1970 }, logger: logger, faults: faults)
+        try await state.save(session(1))
+        faults.failSyncs(1)
+        try await state.save(session(2))
+        #expect(faults.syncsToFail == 0, "written again after its failure")
+        faults.failSyncs(Journal.retryPatience.count + 1)
+        await #expect(throws: StateWriteError.self, "a frame that keeps failing is reported") { try await state.save(session(3)) }
+        try await state.save(session(4))
+        let reopened = try open(path, keys)
+        #expect([1, 2, 4].allSatisfy { reopened.session(session($0).id, now: now) != nil }, "every acknowledged change, and no damage")
+        #expect(reopened.session(session(3).id, now: now) == nil, "the failed one was never acknowledged")
+    }
+
     @Test func tornLastJournalRecordIsDroppedAndReported() async throws {
         let keys = StateKeys(current: .generate())
         let (_, journal) = try await journalWithThreeFrames(keys)

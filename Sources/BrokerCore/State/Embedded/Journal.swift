@@ -207,7 +207,10 @@ final class Journal: ChangeLog, @unchecked Sendable {
             bytesWritten.store(file.size, ordering: .relaxed)
             return .success(())
         } catch {
+            // The file is not opened for appending: the next frame is written where this one
+            // began, not after the part of it that was cut off.
             _ = ftruncate(file.descriptor, off_t(file.size))
+            _ = lseek(file.descriptor, off_t(file.size), SEEK_SET)
             return .failure(StateWriteError(description: "the journal \(file.path) could not be written: \(error)"))
         }
     }
