@@ -127,7 +127,7 @@ struct LogoutTokenTests {
     @Test func anIDTokenIsNeverALogoutToken() async throws {
         let signing = await Signing()
         let idToken = try await signing.signer.sign(DevelopmentIDToken(
-            iss: Self.issuer, sub: "alice", aud: Self.clientID, exp: Self.now + 600, iat: Self.now, nonce: "n-1",
+            iss: Self.issuer, sub: "alice", aud: Self.clientID, exp: Self.now + 600, iat: Self.now, auth_time: Self.now, nonce: "n-1",
             name: "Alice", email: "alice@example.test", email_verified: true
         ))
         #expect(await signing.verify(idToken).failure == .missingTokenID)

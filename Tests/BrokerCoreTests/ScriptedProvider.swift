@@ -25,6 +25,8 @@ final class ScriptedProvider: UpstreamTransport, Sendable {
 
     private struct Code {
         let subject: String
+        /// When the user signed in (``signIn(_:subject:)``).
+        let signedInAt: Double
         let challenge: String
         let nonce: String?
         let scopes: [String]
@@ -43,6 +45,7 @@ final class ScriptedProvider: UpstreamTransport, Sendable {
         var nextIDTokenNonce: String?
         var accessTokenLifetime = 3600
         var promisesIssuer = false
+        var failingRevocations = 0
     }
 
     private let signer: DevelopmentSigner
@@ -79,7 +82,8 @@ final class ScriptedProvider: UpstreamTransport, Sendable {
         let code = "code-" + UUID().uuidString
         let scopes = (query["scope"] ?? "").split(separator: " ").map(String.init)
         self.state.withLock {
-            $0.codes[code] = Code(subject: subject, challenge: challenge, nonce: query["nonce"], scopes: scopes, redirectURI: redirectURI)
+            $0.codes[code] = Code(subject: subject, signedInAt: clock.seconds, challenge: challenge, nonce: query["nonce"], scopes: scopes,
+                                  redirectURI: redirectURI)
         }
         return (code, state)
     }
@@ -99,6 +103,8 @@ final class ScriptedProvider: UpstreamTransport, Sendable {
     /// Its discovery document says `authorization_response_iss_parameter_supported` (RFC 9207
     /// §3); call before the broker first reads it.
     func promiseIssuerInResponses() { state.withLock { $0.promisesIssuer = true } }
+    /// The next `count` calls to the revocation endpoint answer 503 (the provider is down).
+    func failRevocations(_ count: Int) { state.withLock { $0.failingRevocations = count } }
     /// The provider stops taking `token` (as when it expires early or is revoked on its side).
     func forget(_ token: String) { state.withLock { $0.accessTokens[token] = nil } }
     /// Whether `token` works at the userinfo endpoint now.
@@ -130,12 +136,17 @@ final class ScriptedProvider: UpstreamTransport, Sendable {
             return userinfo(request)
         case ("POST", "/revoke"):
             guard authenticated(request), let token = form["token"] else { return json(401, #"{"error":"invalid_client"}"#) }
-            state.withLock { state in
+            let revoked = state.withLock { state in
+                guard state.failingRevocations == 0 else {
+                    state.failingRevocations -= 1
+                    return false
+                }
                 state.revoked.append(token)
                 state.accessTokens[token] = nil
                 state.refreshTokens[token] = nil
+                return true
             }
-            return json(200, "{}")
+            return revoked ? json(200, "{}") : json(503, #"{"error":"temporarily_unavailable"}"#)
         default:
             return json(404, "{}")
         }
@@ -159,7 +170,7 @@ final class ScriptedProvider: UpstreamTransport, Sendable {
             if code.scopes.contains("openid") {
                 let now = Int(clock.seconds)
                 idToken = try? await signer.sign(DevelopmentIDToken(
-                    iss: Self.issuer, sub: code.subject, aud: Self.clientID, exp: now + 600, iat: now,
+                    iss: Self.issuer, sub: code.subject, aud: Self.clientID, exp: now + 600, iat: now, auth_time: Int(code.signedInAt),
                     nonce: forged ?? code.nonce, name: code.subject, email: "\(code.subject)@example.test", email_verified: true
                 ))
             }

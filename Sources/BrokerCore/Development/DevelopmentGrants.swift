@@ -9,6 +9,8 @@ final class DevelopmentGrants: Sendable {
         let scopes: [String]
         let challenge: String
         let nonce: String?
+        /// When the user signed in.
+        let signedInAt: Double
         let expiresAt: Double
     }
 

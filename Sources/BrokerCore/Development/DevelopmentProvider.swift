@@ -79,7 +79,7 @@ struct DevelopmentProvider: Sendable {
             let code = "dev_code_" + Base64URL.encode(SecureRandom.bytes(count: 24))
             grants.addCode(code, .init(
                 user: user.lowercased(), scopes: (query["scope"] ?? "").split(separator: " ").map(String.init),
-                challenge: challenge, nonce: query["nonce"], expiresAt: now() + 60
+                challenge: challenge, nonce: query["nonce"], signedInAt: now(), expiresAt: now() + 60
             ))
             parameters.append(("code", code))
         }
@@ -110,7 +110,7 @@ struct DevelopmentProvider: Sendable {
             if authorization.scopes.contains("openid") {
                 let claims = DevelopmentIDToken(
                     iss: issuer, sub: Self.subject(authorization.user), aud: DevelopmentMode.clientID,
-                    exp: Int(now) + 600, iat: Int(now), nonce: authorization.nonce,
+                    exp: Int(now) + 600, iat: Int(now), auth_time: Int(authorization.signedInAt), nonce: authorization.nonce,
                     name: authorization.user, email: "\(authorization.user)@example.test", email_verified: true
                 )
                 guard let idToken = try? await signer.sign(claims) else {

@@ -41,6 +41,8 @@ struct DevelopmentIDToken: JWTPayload {
     let aud: String
     let exp: Int
     let iat: Int
+    /// When the user signed in (the form was posted): a sign-out compares its time with this.
+    let auth_time: Int
     let nonce: String?
     let name: String
     let email: String
