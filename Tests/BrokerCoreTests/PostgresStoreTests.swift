@@ -136,6 +136,24 @@ struct PostgresStoreTests {
             try await behind.endSession(session.id, .revoked, now: 0)
         }
         #expect(try await rotated.loadSession(session.id, now: clock.seconds)?.accessToken == session.accessToken, "the row is unchanged")
+
+        // The same rule on every table: a login begun, and a device code issued, on the instance
+        // with the new key.
+        let state = OpaqueToken.hash("tbst_rolled")
+        try await rotated.beginLogin(state, PendingAuthorization(
+            provider: "dev", app: "demo", purpose: .app(AppReturn(redirectURI: "http://127.0.0.1/cb", state: nil, challenge: "c")),
+            verifier: "v", nonce: "n", requestedScopes: ["openid"], expiresAt: clock.seconds + 600
+        ))
+        await #expect(throws: StateWriteError.self, "a login is not taken for a stale link") { try await behind.takeLogin(state, now: clock.seconds) }
+        #expect(try await rotated.takeLogin(state, now: clock.seconds) != nil, "and is still there for an instance with the key")
+        let device = OpaqueToken.hash("tbd_rolled")
+        #expect(try await rotated.issueDeviceCode(device, DeviceAuthorization(
+            app: "demo", provider: "dev", scopes: [], userCode: UserCode.hash("BCDFGHJK"), expiresAt: clock.seconds + 600, interval: 5,
+            lastPolledAt: nil, status: .pending)))
+        await #expect(throws: StateReadError.self) { try await behind.pendingDeviceCode(userCode: UserCode.hash("BCDFGHJK"), now: clock.seconds) }
+        await #expect(throws: StateWriteError.self) {
+            try await behind.pollDeviceCode(device, app: "demo", session: OpaqueToken.hash("tbs_x"), now: clock.seconds)
+        }
         await behind.close()
 
         let secondKeyAdded = try await open(url, keys: StateKeys(current: old, older: [new]), clock: clock)
