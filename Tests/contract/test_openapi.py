@@ -748,7 +748,7 @@ def test_revoke_response(doc):
     assert schema["properties"]["revoked"]["enum"] == [True]
     assert set(schema["properties"]["provider_revocation"]["enum"]) == {
         "succeeded",
-        "failed",
+        "queued",
         "not_supported",
         "not_attempted",
     }

@@ -236,5 +236,5 @@ def test_golang_oauth2_pkce_and_device_helpers_say_their_version(page: Path):
     """golang.org/x/oauth2's PKCE and device helpers arrived in v0.13: a paragraph that uses them says so."""
     helpers = ("GenerateVerifier", "S256ChallengeOption", "VerifierOption", "DeviceAuth", "DeviceAccessToken")
     paragraphs = re.split(r"\n\s*\n|\n(?=- )", page.read_text(encoding="utf-8"))
-    silent = [p.strip()[:60] for p in paragraphs if any(h in p for h in helpers) and "v0.13" not in p]
+    silent = [p.strip()[:60] for p in paragraphs if any(re.search(rf"\b{h}\b", p) for h in helpers) and "v0.13" not in p]
     assert not silent, f"{rel(page)}: golang.org/x/oauth2 helpers without 'v0.13 or later': {silent}"

@@ -106,6 +106,30 @@ def three_instances(postgres, idpy_op):
         broker.stop()
 
 
+def test_the_op_ends_a_sign_in_whose_code_was_not_yet_redeemed(three_instances, idpy_op):
+    """The user signs out at the OP between the broker's callback and the app's redemption: the
+    logout token (by `sid`) ends the grant behind the code on every instance, and the app's
+    redemption, on another instance, is refused."""
+    brokers = three_instances
+    name = new_user(idpy_op, "carol")
+    browser = Browser(allowed_hosts=[idpy_op.host, brokers[1].host])
+    try:
+        params, verifier = App(brokers[0], browser, provider="op").sign_in(name)
+        late = App(brokers[2], browser, provider="op")
+        [delivery] = idpy_op.end_sessions(name)["deliveries"]
+        assert delivery["status"] == 200, delivery
+        refused = late.redeem(params["code"], verifier)
+    finally:
+        browser.close()
+    assert refused.status_code == 400 and refused.json()["error"] == "invalid_grant", refused.text
+    assert "signed out" in refused.json()["error_description"]
+    [line] = [line for broker in brokers for line in broker.json_lines() if line.get("audit") == "backchannel_logout"]
+    assert line["ended"] == "0" and line["pending_sign_ins_ended"] == "1"
+    [ended] = [line for broker in brokers for line in broker.json_lines()
+               if line.get("audit") == "session.ended" and line.get("held_by") == "handoff_code"]
+    assert ended["reason"] == "backchannel_logout"
+
+
 def test_the_op_ends_a_users_session_on_all_three_instances_and_a_replay_ends_nothing(three_instances, idpy_op):
     brokers = three_instances
     alice_name, bob_name = new_user(idpy_op, "alice"), new_user(idpy_op, "bob")

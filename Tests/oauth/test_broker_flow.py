@@ -6,6 +6,7 @@ import time
 import requests
 
 from support.browser import Browser, query_params
+from support.pkce import make_pkce
 
 
 def test_full_flow_from_authorize_to_revoke(broker_factory, auth_server):
@@ -144,11 +145,16 @@ def test_wrong_code_verifier_or_binding_is_invalid_grant(broker_factory):
     params, verifier = app.sign_in("alice")
     wrong = app.redeem(params["code"], verifier[:-1] + ("A" if verifier[-1] != "A" else "B"))
     assert wrong.status_code == 400 and wrong.json()["error"] == "invalid_grant"
-    # The code is spent by the failed attempt: the right verifier no longer helps.
-    assert app.redeem(params["code"], verifier).status_code == 400
-    params, verifier = app.sign_in("alice")
     other_uri = app.redeem(params["code"], verifier, redirect_uri="http://127.0.0.1:9/other")
     assert other_uri.status_code == 400 and other_uri.json()["error"] == "invalid_grant"
+    # Refused twice, the code is still its app's: whoever sent the wrong ones cannot spend it.
+    assert app.redeem(params["code"], verifier).status_code == 200
+    # The third refusal spends it: then not even the app's own verifier helps.
+    params, verifier = app.sign_in("alice")
+    for _ in range(3):
+        assert app.redeem(params["code"], make_pkce()[0]).json()["error"] == "invalid_grant"
+    spent = app.redeem(params["code"], verifier)
+    assert spent.status_code == 400 and "refused too often" in spent.json()["error_description"], spent.text
     bad_grant = app.redeem("x", verifier, grant_type="password")
     assert bad_grant.status_code == 400 and bad_grant.json()["error"] == "unsupported_grant_type"
     # A verifier that is not one (RFC 7636 §4.1) is said to be malformed, and spends nothing.
@@ -264,7 +270,6 @@ def test_incremental_authorization_merges_scopes(broker_factory, auth_server):
     broker, app, _, _ = broker_factory()
     first = app.login("alice", scope="read")
     assert "write" not in first["scope"].split()
-    from support.pkce import make_pkce
     verifier, challenge = make_pkce()
     started = app.call("POST", "/authorize", data={
         "scope": "write", "redirect_uri": app.redirect_uri, "code_challenge": challenge,

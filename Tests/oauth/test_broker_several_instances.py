@@ -581,7 +581,7 @@ def test_state_import_moves_an_embedded_deployment_to_postgres(postgres, auth_se
     inspected = run_broker("state", "inspect", env=postgres_env(postgres, url))
     assert inspected.returncode == 0, inspected.stdout + inspected.stderr
     assert "sessions: 1 live" in inspected.stdout and "provider dot, app web: 1" in inspected.stdout, inspected.stdout
-    assert "(current)" in inspected.stdout and "schema version 4" in inspected.stdout, inspected.stdout
+    assert "(current)" in inspected.stdout and "schema version 5" in inspected.stdout, inspected.stdout
     assert "device codes: 0 waiting for their user (0 rows)" in inspected.stdout, inspected.stdout
     assert access not in inspected.stdout and app.session_token not in inspected.stdout
     other_key = subprocess.run([broker_binary(), "gen-key"], capture_output=True, text=True, check=True).stdout.strip()

@@ -8,7 +8,8 @@ extension LoginFlow {
     /// A new session is durable before its token is returned. A refusal spends nothing until the
     /// ``Handoff/refusalLimit``th, and is an audit event (someone other than the app has the
     /// code). Redeemed again by a request that could have redeemed it, the code has leaked with
-    /// its verifier: the session it released ends, here and at the provider (RFC 6749 §4.1.2).
+    /// its verifier: the session it released ends, here and at the provider, before the answer
+    /// (RFC 6749 §4.1.2).
     func redeem(_ request: HandoffRedemptionRequest) async throws(HandoffRefusal) -> RedeemedSession {
         // Before the code is touched: a malformed verifier is the client's mistake, not a guess.
         guard PKCE.isWellFormed(request.verifier) else { throw .malformedVerifier }
@@ -21,7 +22,9 @@ extension LoginFlow {
         } catch {
             throw .unsaved
         }
-        endings.announce(transition.ended)
+        // What the step ended (a replayed code's session, a spent code's grant) is revoked at the
+        // provider before the answer: whoever holds the code may hold its tokens.
+        await endings.announceAndRevoke(transition.ended)
         switch transition.answer {
         case .unknown, .spent(.expired):
             metrics.rejected(route: "/token", reason: "unknown_handoff_code")

@@ -123,6 +123,13 @@ final class GrantEndings: Sendable {
         return covering
     }
 
+    /// Announces grants the store ended, each once, and delivers their revocations before the
+    /// caller answers (a replayed code's session: its first redeemer holds its access token).
+    func announceAndRevoke(_ ended: [EndedGrant]) async {
+        announce(ended, deliveredHere: true)
+        for grant in ended { _ = await revocations.deliverNow(grant.revocation) }
+    }
+
     /// Announces grants the store ended, each once, and wakes the revocation queue for them —
     /// unless the caller delivers their revocations itself (`deliveredHere`).
     func announce(_ ended: [EndedGrant], deliveredHere: Bool = false) {

@@ -152,12 +152,13 @@ final class PostgresStateStore: StateStore {
     /// does. When the acknowledgement of its commit is lost, the transaction is looked up on
     /// another connection before anything is answered: committed, it returns what `body`
     /// returned; rolled back, `body` runs again (a fresh transaction, on what the store holds
-    /// now); unknown after a while, it throws — what is returned is what happened.
+    /// now; three times at most); unknown after a while, it throws — what is returned is what
+    /// happened.
     func write<T: Sendable>(
         patience: Duration = .zero, _ body: @escaping @Sendable (PostgresConnection) throws(PostgresError) -> T
     ) async throws(StateWriteError) -> T {
         let deadline = ContinuousClock.now + patience
-        while true {
+        for _ in 0..<3 {
             let outcome = AttemptOutcome<T>()
             do {
                 return try await run("write", patience: max(.zero, deadline - ContinuousClock.now)) { connection throws(PostgresError) in
@@ -180,6 +181,7 @@ final class PostgresStateStore: StateStore {
                 }
             }
         }
+        throw StateWriteError(description: "PostgreSQL did not acknowledge a commit, three times")
     }
 
     /// How long a commit whose acknowledgement was lost is looked up before the change is given
