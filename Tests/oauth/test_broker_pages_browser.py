@@ -18,7 +18,7 @@ from support.broker import BrokerProcess
 from support.dev_login import dev_login
 
 selenium = pytest.importorskip("selenium")
-from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
+from selenium.common.exceptions import StaleElementReferenceException, TimeoutException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.wait import WebDriverWait  # noqa: E402
 from support.chrome import chrome_at_each_width  # noqa: E402
@@ -103,3 +103,86 @@ def test_signing_out_everywhere_at_the_development_provider(chrome):
         assert line["subject"] == "dev-alice" and line["ended"] == "2"
     finally:
         broker.stop()
+
+
+class AppListener:
+    """The app's end of a sign-in: an HTTP listener on loopback (an RFC 8252 redirect URI) that
+    records the query each redirect brings, and answers a small page."""
+
+    def __init__(self):
+        import http.server
+        import threading
+        received = self.received = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                received.append(self.path)
+                body = b"<!doctype html><title>the app</title><p>Back in the app.</p>"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.redirect_uri = f"http://127.0.0.1:{self.server.server_address[1]}/callback"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def dev_broker():
+    broker = BrokerProcess("", args=("--dev",))
+    yield broker
+    broker.stop()
+
+
+@pytest.mark.parametrize("endpoint", ["broker", "standard"])
+@pytest.mark.parametrize("decision", ["allow", "deny"])
+def test_a_first_sign_in_in_a_browser_reaches_the_app(chrome, dev_broker, endpoint, decision):
+    """The whole app flow in Chromium, from /authorize (or the standard authorization endpoint) to
+    the app's loopback redirect URI: the development provider's form, its redirect to /callback and
+    the broker's redirect to the app — a chain the page's Content-Security-Policy must let through.
+    Allowed, the app gets a code that redeems to a session; denied, `access_denied`."""
+    from support.pkce import make_pkce
+    app = AppListener()
+    try:
+        verifier, challenge = make_pkce()
+        if endpoint == "broker":
+            url = dev_broker.url("/authorize?" + urlencode({
+                "app": "demo", "provider": "dev", "redirect_uri": app.redirect_uri, "state": "app-state",
+                "code_challenge": challenge, "code_challenge_method": "S256"}))
+        else:
+            url = dev_broker.url("/providers/dev/authorize?" + urlencode({
+                "client_id": "demo", "response_type": "code", "redirect_uri": app.redirect_uri, "state": "app-state",
+                "code_challenge": challenge, "code_challenge_method": "S256", "scope": "openid"}))
+        look(chrome, url, f"first-sign-in-{endpoint}")
+        chrome.find_element(By.CSS_SELECTOR, f'button[value="{decision}"]').click()
+        try:
+            WebDriverWait(chrome, 15).until(lambda driver: app.received)
+        except TimeoutException:
+            pytest.fail(f"the browser never reached the app; its console: {[e['message'] for e in chrome.get_log('browser')]}")
+        assert "Back in the app" in chrome.find_element(By.TAG_NAME, "body").text
+        chrome.save_screenshot(str(SCREENSHOTS / f"first-sign-in-{endpoint}-{decision}-app-{chrome.width}.png"))
+        [path] = [path for path in app.received if path.startswith("/callback")]  # not the browser's /favicon.ico
+        from urllib.parse import parse_qs, urlsplit
+        query = {name: values[0] for name, values in parse_qs(urlsplit(path).query).items()}
+        assert query["state"] == "app-state" and query["iss"] == dev_broker.url(f"/providers/dev")
+        if decision == "deny":
+            assert query["error"] == "access_denied" and "code" not in query
+            return
+        form = {"grant_type": "authorization_code", "code": query["code"], "code_verifier": verifier, "redirect_uri": app.redirect_uri}
+        token_url = dev_broker.url("/token") if endpoint == "broker" else dev_broker.url("/providers/dev/token")
+        form.update({"app": "demo"} if endpoint == "broker" else {"client_id": "demo"})
+        redeemed = requests.post(token_url, data=form, timeout=10)
+        assert redeemed.status_code == 200, redeemed.text
+        problems = [e["message"] for e in chrome.get_log("browser") if e["level"] in ("SEVERE", "WARNING")]
+        assert not problems, problems
+    finally:
+        app.close()

@@ -28,9 +28,19 @@ enum BrokerPage {
         """
     private static let styleSource = "'sha256-\(Data(SHA256.hash(style).bytes).base64EncodedString())'"
 
-    /// A page: `body` is HTML (escape what it quotes); `formTargets` are origins besides the
-    /// broker's own that its forms may post or be redirected to.
-    static func render(title: String, status: Int = 200, formTargets: [String] = [], headers: [HTTPHeader] = [], body: String) -> Response {
+    /// Where a page's forms may go: the browser applies the Content-Security-Policy's
+    /// `form-action` to every redirect that follows a submission, not only to the form's action.
+    enum FormTargets: Sendable {
+        /// The broker, and these other origins (a provider's sign-in that a form's answer
+        /// redirects to).
+        case broker(andOrigins: [String] = [])
+        /// Anywhere: the submission's redirects end at an app's redirect URI — a private-use
+        /// scheme, a loopback port, a claimed `https` link — which no source list can name.
+        case anyApp
+    }
+
+    /// A page: `body` is HTML (escape what it quotes); `forms` says where its forms may go.
+    static func render(title: String, status: Int = 200, forms: FormTargets = .broker(), headers: [HTTPHeader] = [], body: String) -> Response {
         let html = """
             <!doctype html><html lang="en"><head><meta charset="utf-8">
             <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -39,12 +49,15 @@ enum BrokerPage {
             \(body)
             </main></body></html>
             """
-        // form-action also governs where a submitted form may be redirected (the provider).
-        let formAction = (["'self'"] + formTargets).joined(separator: " ")
+        // Without form-action a submission may go anywhere (it does not fall back to default-src).
+        let formAction = switch forms {
+        case .broker(let origins): " form-action \((["'self'"] + origins).joined(separator: " "));"
+        case .anyApp: ""
+        }
         return Response(status: status, headers: [
             HTTPHeader("Content-Type", "text/html; charset=utf-8"),
             HTTPHeader("Content-Security-Policy",
-                       "default-src 'none'; style-src \(styleSource); form-action \(formAction); frame-ancestors 'none'; base-uri 'none'"),
+                       "default-src 'none'; style-src \(styleSource);\(formAction) frame-ancestors 'none'; base-uri 'none'"),
         ] + headers, body: Array(html.utf8))
     }
 

@@ -26,7 +26,7 @@ enum DevicePages {
     /// What the user is about to allow, with the warning against codes from someone else.
     static func confirm(_ waiting: DeviceFlow.Waiting, appName: String, providerName: String, providerOrigin: String?, csrf: String) -> Response {
         let scopes = waiting.device.scopes.map { "<li>\(escape($0))</li>" }.joined()
-        return page(title: "Sign in a device?", formTargets: providerOrigin.map { [$0] } ?? [], body: """
+        return page(title: "Sign in a device?", forms: .broker(andOrigins: providerOrigin.map { [$0] } ?? []), body: """
             <h1>Sign in a device?</h1>
             <p>Code <span class="code">\(escape(UserCode.display(waiting.userCode)))</span></p>
             <dl><dt>App</dt><dd>\(escape(appName))</dd>
@@ -103,10 +103,10 @@ enum DevicePages {
     }
 
     private static func page(
-        title: String, status: Int = 200, formTargets: [String] = [], cookie: HTTPHeader? = nil, extraHeaders: [HTTPHeader] = [],
+        title: String, status: Int = 200, forms: BrokerPage.FormTargets = .broker(), cookie: HTTPHeader? = nil, extraHeaders: [HTTPHeader] = [],
         body: String
     ) -> Response {
-        BrokerPage.render(title: title, status: status, formTargets: formTargets, headers: extraHeaders + (cookie.map { [$0] } ?? []), body: body)
+        BrokerPage.render(title: title, status: status, forms: forms, headers: extraHeaders + (cookie.map { [$0] } ?? []), body: body)
     }
 
     private static func escape(_ text: String) -> String {
