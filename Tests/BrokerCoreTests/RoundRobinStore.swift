@@ -82,6 +82,10 @@ final class RoundRobinStore: StateStore {
         try await next.pendingDeviceCode(userCode: userCode, now: now)
     }
 
+    func deviceCode(_ code: SHA256Digest, now: Double) async throws(StateReadError) -> DeviceAuthorization? {
+        try await next.deviceCode(code, now: now)
+    }
+
     func decideDeviceCode(_ code: SHA256Digest, _ decision: DeviceDecision, now: Double) async throws(StateWriteError) -> Transition<DeviceAuthorization.Status?> {
         try await next.decideDeviceCode(code, decision, now: now)
     }

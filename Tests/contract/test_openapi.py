@@ -65,6 +65,7 @@ DEVICE_ENDPOINTS = [
     ("get", "/device"),
     ("post", "/device"),
     ("post", "/device/decision"),
+    ("get", "/device/confirm"),
     ("post", "/device/confirm"),
 ]
 
@@ -79,6 +80,9 @@ ADMIN_ENDPOINTS = [("get", "/admin/sessions"), ("post", "/admin/sessions/end"), 
 # Pages for a person at a browser: their own errors are HTML (with a JSON alternative where the
 # server answers before the page's code runs).
 HTML_PAGES = {("post", "/device"), ("post", "/device/decision"), ("post", "/device/confirm")}
+# The question of the account that signed in, which a reload asks again (not rate-limited: it
+# changes nothing).
+HTML_READ_PAGES = {("get", "/device/confirm")}
 
 # Operations that take the session token as a bearer credential.
 BEARER_ENDPOINTS = {
@@ -174,7 +178,8 @@ OWN_ERROR_RESPONSES = {("get", "/callback", "400"), ("get", "/callback", "403"),
                        ("post", "/providers/{provider}/token", "401"), ("post", "/providers/{provider}/revoke", "401"),
                        ("post", "/providers/{provider}/device_authorization", "401")} | {
     (method, path, "401") for method, path in ADMIN_ENDPOINTS} | {
-    (method, path, status) for method, path in HTML_PAGES for status in ("400", "403", "429", "503")}
+    (method, path, status) for method, path in HTML_PAGES for status in ("400", "403", "429", "503")} | {
+    (method, path, status) for method, path in HTML_READ_PAGES for status in ("400", "403", "503")}
 
 ERROR_REF = "#/components/schemas/Error"
 READINESS_REF = "#/components/schemas/Readiness"
@@ -695,6 +700,11 @@ def test_device_pages_answer_html(doc):
         assert set(content) == {"text/html"}
     for method, path in HTML_PAGES:
         for status in ("400", "403", "429", "503"):
+            content = resolve(doc, op_of(doc, method, path)["responses"][status])["content"]
+            assert set(content) == {"application/json", "text/html"}, (method, path, status)
+    for method, path in HTML_READ_PAGES:
+        assert set(resolve(doc, op_of(doc, method, path)["responses"]["200"])["content"]) == {"text/html"}
+        for status in ("400", "403", "503"):
             content = resolve(doc, op_of(doc, method, path)["responses"][status])["content"]
             assert set(content) == {"application/json", "text/html"}, (method, path, status)
     decision = op_of(doc, "post", "/device/decision")["responses"]["303"]["headers"]

@@ -94,12 +94,15 @@ def test_a_person_signs_a_device_in_with_a_browser(chrome, broker_factory, auth_
     press(chrome, "#login-form input[type=submit]")
     press(chrome, "input[name=allow]")
 
-    # Back at the broker: the account that signed in, to confirm before the device gets it.
-    assert chrome.current_url.startswith(broker.url("/callback"))
-    assert chrome.find_element(By.TAG_NAME, "h1").text == "Is this the right account?"
-    assert "alice@example.test" in chrome.find_element(By.CSS_SELECTOR, ".account").text
-    assert "Living-room TV" in chrome.find_element(By.TAG_NAME, "main").text
-    assert_styled_and_clean(chrome)
+    # Back at the broker: the account that signed in, to confirm before the device gets it, at
+    # an address of its own — a reload (or a restored tab) asks the same question again.
+    assert chrome.current_url.startswith(broker.url("/device/confirm?")), chrome.current_url
+    for _ in range(2):
+        assert chrome.find_element(By.TAG_NAME, "h1").text == "Is this the right account?"
+        assert "alice@example.test" in chrome.find_element(By.CSS_SELECTOR, ".account").text
+        assert "Living-room TV" in chrome.find_element(By.TAG_NAME, "main").text
+        assert_styled_and_clean(chrome)
+        chrome.refresh()
     shot(chrome, "3-confirm-account")
     assert cli.poll().json()["error"] == "authorization_pending"
     press(chrome, "button[value=approve]")
@@ -107,6 +110,9 @@ def test_a_person_signs_a_device_in_with_a_browser(chrome, broker_factory, auth_
     assert chrome.find_element(By.TAG_NAME, "h1").text == "Device signed in"
     assert_styled_and_clean(chrome)
     shot(chrome, "4-signed-in")
+    chrome.back()  # the question again, answered: it says so
+    chrome.refresh()
+    assert chrome.find_element(By.TAG_NAME, "h1").text == "Device signed in"
 
     answer = cli.poll_until_done()
     assert answer.status_code == 200, answer.text

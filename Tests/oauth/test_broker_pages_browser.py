@@ -54,7 +54,7 @@ def inspect(driver, name: str, status_logged: bool = False) -> str:
 def test_the_sign_in_error_pages(chrome, broker_factory):
     broker, app, _, _ = broker_factory()
     text = look(chrome, broker.url("/callback?state=tbst_unknown&code=x"), "callback-error", status_logged=True)
-    assert "Sign-in failed" in text and "sign in again" in text
+    assert "Sign-in failed" in text and "Start again where you began" in text
     text = look(chrome, broker.url("/authorize?" + urlencode({"app": "nobody", "provider": "dot"})), "authorize-error", status_logged=True)
     assert "does not work" in text and "Go back to the app" in text
     text = look(chrome, broker.url("/providers/dot/authorize?" + urlencode({"client_id": "nobody", "response_type": "code"})),

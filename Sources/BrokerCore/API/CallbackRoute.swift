@@ -6,8 +6,9 @@ import WireValues
 /// login in progress (else a 400 page, never a redirect); from then on every outcome goes back to
 /// the app's redirect URI (``LoginFlow/complete(_:state:with:)``): a handoff code on success,
 /// `error=…` otherwise; a device login, only in the browser that began it
-/// (``DeviceLoginCookie``), ends on a page that asks its person to confirm the account
-/// (``DevicePages``).
+/// (``DeviceLoginCookie``), is sent on to the page that asks its person to confirm the account
+/// (`/device/confirm`, an address of its own: a reload asks again, where replaying the callback
+/// would find its login used).
 struct CallbackRoute: Sendable {
     let services: BrokerServices
 
@@ -35,7 +36,7 @@ struct CallbackRoute: Sendable {
                         throw error.httpError
                     }
                     guard let found else {
-                        throw .badRequest("This sign-in link is unknown, expired or already used; start again from the app.")
+                        throw .badRequest("This sign-in link is unknown, expired or already used.")
                     }
                     pending = found
                 } catch {
@@ -53,18 +54,21 @@ struct CallbackRoute: Sendable {
                     // RFC 9207: the issuer the app's answer comes from (its standard metadata names it).
                     let issuer = ("iss", services.issuer(of: pending.provider))
                     return .redirect(to: FormFields.url(back.redirectURI, adding: back.parameters(outcome) + [issuer]))
-                case .device(let device, let outcome):
-                    return DevicePages.signedIn(outcome, app: services.config.app(id: pending.app)?.shownName ?? pending.app,
-                                                provider: services.providers.config(pending.provider)?.shownName ?? pending.provider,
-                                                device: device, state: state)
+                case .device(let device, .signedIn):
+                    let confirmation = services.config.server.publicURL.absoluteString + DevicePages.confirmationPath(device: device, state: state)
+                    return Response(status: 303, headers: [HTTPHeader("Location", confirmation)])
+                case .device(_, .refused(let refusal)):
+                    return DevicePages.refused(refusal)
                 }
             }
         }
     }
 
-    /// The error as a page, for a person looking at a browser.
+    /// The error as a page, for a person looking at a browser: the sign-in may have been an
+    /// app's or a device's (its login, gone, no longer says which).
     private static func page(_ error: HTTPError) -> Response {
         BrokerPage.failure(title: "Sign-in failed", message: error.description,
-                           next: "Go back to the app you came from and sign in again.", status: error.status, headers: error.headers)
+                           next: "Start again where you began: in the app you came from, or on the device you are signing in.",
+                           status: error.status, headers: error.headers)
     }
 }

@@ -22,11 +22,6 @@ struct DeviceLoginCookie: Sendable {
         HTTPHeader("Set-Cookie", "\(name)=\(binding.tag(Self.purpose, state)); \(attributes); Max-Age=\(Int(lifetimeSeconds))")
     }
 
-    /// The header that removes the cookie once the login is over.
-    func clear() -> HTTPHeader {
-        HTTPHeader("Set-Cookie", "\(name)=; \(attributes); Max-Age=0")
-    }
-
     /// The cookie `request` carries, if any (read while the request is valid; checked later,
     /// once the login is known to be a device's).
     func value(in request: Request) -> String? {

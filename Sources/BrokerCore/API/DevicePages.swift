@@ -1,6 +1,7 @@
 import BrokerCrypto
 import Foundation
 import HTTPServer
+import WireValues
 
 /// The pages a person sees at `/device` (RFC 8628 §3.3), in the broker's page shell
 /// (``BrokerPage``): forms only to the broker (and, on the page whose form leads there, the
@@ -51,35 +52,40 @@ enum DevicePages {
             """)
     }
 
-    /// The end of a device login at `/callback`: the account that signed in, to confirm or
-    /// refuse (the device gets nothing before), or what went wrong.
-    static func signedIn(_ outcome: DeviceLoginOutcome, app: String, provider: String, device: SHA256Digest, state: String) -> Response {
-        switch outcome {
-        case .signedIn(let account):
-            return page(title: "Is this the right account?", body: """
-                <h1>Is this the right account?</h1>
-                <p>You signed in as</p>
-                <p class="account">\(escape(account))</p>
-                <dl><dt>App</dt><dd>\(escape(app))</dd><dt>Signed in with</dt><dd>\(escape(provider))</dd></dl>
-                <p>Allow the device to use this account? It gets no access until you do.</p>
-                <form method="post" action="/device/confirm">
-                <input type="hidden" name="device" value="\(Base64URL.encode(device.bytes))">
-                <input type="hidden" name="state" value="\(escape(state))">
-                <button class="go" type="submit" name="decision" value="approve">Allow the device</button>
-                <button class="no" type="submit" name="decision" value="deny">Refuse</button>
-                </form>
-                """)
-        case .refused(let refusal):
-            let text = refusal.error == "access_denied"
-                ? "The sign-in was refused: the device gets no access."
-                : (refusal.description ?? "The sign-in did not complete.") + " Enter the code again, or start again on the device."
-            return failure(text, status: 200)
-        }
+    /// The account that signed in, for its person to confirm or refuse (the device gets nothing
+    /// before): at `/device/confirm`, an address of its own that a reload shows again.
+    static func confirmAccount(_ account: String, app: String, provider: String, device: SHA256Digest, state: String) -> Response {
+        page(title: "Is this the right account?", body: """
+            <h1>Is this the right account?</h1>
+            <p>You signed in as</p>
+            <p class="account">\(escape(account))</p>
+            <dl><dt>App</dt><dd>\(escape(app))</dd><dt>Signed in with</dt><dd>\(escape(provider))</dd></dl>
+            <p>Allow the device to use this account? It gets no access until you do.</p>
+            <form method="post" action="/device/confirm">
+            <input type="hidden" name="device" value="\(Base64URL.encode(device.bytes))">
+            <input type="hidden" name="state" value="\(escape(state))">
+            <button class="go" type="submit" name="decision" value="approve">Allow the device</button>
+            <button class="no" type="submit" name="decision" value="deny">Refuse</button>
+            </form>
+            """)
+    }
+
+    /// A device login that failed at `/callback`.
+    static func refused(_ refusal: LoginRefusal) -> Response {
+        let text = refusal.error == "access_denied"
+            ? (refusal.description.map { $0 + " The device gets no access." } ?? "The sign-in was refused: the device gets no access.")
+            : (refusal.description ?? "The sign-in did not complete.") + " Enter the code again, or start again on the device."
+        return failure(text, status: 200)
+    }
+
+    /// The address of the account's confirmation for the login of `state` on `device`.
+    static func confirmationPath(device: SHA256Digest, state: String) -> String {
+        FormFields.url("/device/confirm", adding: [("device", Base64URL.encode(device.bytes)), ("state", state)])
     }
 
     /// The device is signed in: its person confirmed the account.
-    static func finished(headers: [HTTPHeader]) -> Response {
-        page(title: "Device signed in", extraHeaders: headers, body: """
+    static func finished() -> Response {
+        page(title: "Device signed in", body: """
             <h1>Device signed in</h1>
             <p>Your device is signed in and will continue on its own. You can close this window.</p>
             """)

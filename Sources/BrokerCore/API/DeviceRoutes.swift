@@ -39,6 +39,23 @@ struct DeviceRoutes: Sendable {
                 return .deferred { [self] in await decide(form, client: client) }
             }
         }
+        router.add("GET", "/device/confirm") { [self] request throws(HTTPError) in
+            let query: FormFields
+            do throws(HTTPError) {
+                query = try request.query()
+            } catch {
+                return .now(Self.page(error))
+            }
+            let cookie = services.deviceLoginCookie
+            guard let state = query["state"], cookie.accepts(cookie.value(in: request), state: state) else {
+                services.metrics.rejected(route: "/device/confirm", reason: "device_login_other_browser")
+                return .now(DevicePages.otherBrowser())
+            }
+            guard let raw = query["device"].flatMap(Base64URL.decode), let device = SHA256Digest(bytes: raw) else {
+                return .now(Self.page(.badRequest("This address is incomplete; enter the code again.")))
+            }
+            return .deferred { [self] in await askToConfirm(device, state: state) }
+        }
         router.add("POST", "/device/confirm") { [self] request throws(HTTPError) in
             try services.admit(request, to: services.deviceEntryLimiter)
             let form: FormFields
@@ -171,6 +188,28 @@ struct DeviceRoutes: Sendable {
         }
     }
 
+    /// The question of the account that signed in, for the browser that signed in: again on a
+    /// reload, until it is answered; then what the answer did.
+    private func askToConfirm(_ device: SHA256Digest, state: String) async -> Response {
+        let confirmation: DeviceFlow.Confirmation
+        do throws(StateReadError) {
+            confirmation = try await services.devices.confirmation(device, state: state)
+        } catch {
+            return Self.page(error.httpError)
+        }
+        switch confirmation {
+        case .ask(let account, let app, let provider):
+            return DevicePages.confirmAccount(account, app: services.config.app(id: app)?.shownName ?? app,
+                                              provider: services.providers.config(provider)?.shownName ?? provider, device: device, state: state)
+        case .confirmed:
+            return DevicePages.finished()
+        case .refused:
+            return DevicePages.denied()
+        case .over:
+            return Self.page(.badRequest(Self.gone))
+        }
+    }
+
     /// The account that signed in, allowed or refused by the browser that signed in.
     private func confirm(_ form: FormFields, state: String) async -> Response {
         guard let decision = form["decision"], ["approve", "deny"].contains(decision) else {
@@ -186,8 +225,10 @@ struct DeviceRoutes: Sendable {
             return Self.page(error.httpError)
         }
         guard done else { return Self.page(.badRequest(Self.gone)) }
-        let clear = [services.deviceLoginCookie.clear()]
-        return decision == "approve" ? DevicePages.finished(headers: clear) : DevicePages.denied(headers: clear)
+        // Answered by the confirmation's own address, which now says what became of the device:
+        // a reload shows that again, rather than sending the answer twice.
+        let location = services.config.server.publicURL.absoluteString + DevicePages.confirmationPath(device: device, state: state)
+        return Response(status: 303, headers: [HTTPHeader("Location", location)])
     }
 
     /// The app a device request names: `app`, or the standard `client_id`; both must then agree.

@@ -81,6 +81,34 @@ struct DeviceFlow: Sendable {
         return (try await login.begin(request, at: provider, state: state), state)
     }
 
+    /// Where the confirmation of the login of `state` on the device code `code` stands: the
+    /// account to ask about while the code waits for it, else what became of the device.
+    enum Confirmation: Sendable {
+        /// Signed in as `account`, not confirmed yet.
+        case ask(account: String, app: String, provider: String)
+        /// Confirmed: the device has, or will collect, its session.
+        case confirmed
+        /// Refused: the device gets nothing.
+        case refused
+        /// Expired, signed out, or another login's: nothing to confirm.
+        case over
+    }
+
+    /// Where the confirmation of the login of `state` on `code` stands (a page a person may reload).
+    func confirmation(_ code: SHA256Digest, state: String) async throws(StateReadError) -> Confirmation {
+        guard let device = try await store.deviceCode(code, now: now()) else { return .over }
+        switch device.status {
+        case .signedIn(let grant, let login) where login == OpaqueToken.hash(state):
+            return .ask(account: grant.accountName, app: device.app, provider: device.provider)
+        case .approved, .collected:
+            return .confirmed
+        case .denied:
+            return .refused
+        case .pending, .signedIn, .signedOut, .expired:
+            return .over
+        }
+    }
+
     /// The person who signed in with the login of `state` confirmed (`approve`) the account the
     /// device is to get, or refused it (its grant is then revoked at the provider, in the same
     /// change). False when the code holds no grant of that login (expired, already decided,

@@ -112,6 +112,9 @@ protocol StateStore: Sendable {
     /// The device authorization waiting for its user under this user code at `now` (pending and
     /// not expired) and its device code's hash; nil otherwise. Reads the store itself.
     func pendingDeviceCode(userCode: SHA256Digest, now: Double) async throws(StateReadError) -> (code: SHA256Digest, device: DeviceAuthorization)?
+    /// The device authorization under `code` at `now` (not expired), whatever its status; nil
+    /// otherwise. Reads the store itself.
+    func deviceCode(_ code: SHA256Digest, now: Double) async throws(StateReadError) -> DeviceAuthorization?
     /// Records the user's decision (``DeviceAuthorization/decide(_:at:)``) with its effects,
     /// durably: the user is about to be told what became of the device. The status the code had
     /// before; nil when the decision did not fit it (expired, already decided, another login's).

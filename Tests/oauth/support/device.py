@@ -88,11 +88,11 @@ class DevicePerson:
         return self.session.get(callback, timeout=30)
 
     def confirm_account(self, account_page: requests.Response, decision: str = "approve") -> requests.Response:
-        """Allows (or refuses) the account the page shows: the broker's closing page."""
+        """Allows (or refuses) the account the page shows: the broker's closing page (the
+        confirmation's own address, which the answer redirects to)."""
         assert account_page.status_code == 200 and "Is this the right account?" in account_page.text, account_page.text
         form = next(f for f in parse_forms(account_page.text) if f.action == "/device/confirm")
-        return self.session.post(urljoin(account_page.url, form.action), data={**form.values(), "decision": decision},
-                                 allow_redirects=False, timeout=10)
+        return self.session.post(urljoin(account_page.url, form.action), data={**form.values(), "decision": decision}, timeout=10)
 
     def approve(self, typed: str, username: str = "alice") -> requests.Response:
         """The whole sign-in of a device: the broker's closing page."""

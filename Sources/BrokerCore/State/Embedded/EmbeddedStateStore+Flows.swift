@@ -58,6 +58,10 @@ extension EmbeddedStateStore {
         }
     }
 
+    func deviceCode(_ code: SHA256Digest, now: Double) async throws(StateReadError) -> DeviceAuthorization? {
+        flows.change { entries in entries.devices[code].flatMap { $0.expiresAt > now ? $0 : nil } }
+    }
+
     func decideDeviceCode(_ code: SHA256Digest, _ decision: DeviceDecision, now: Double) async throws(StateWriteError) -> Transition<DeviceAuthorization.Status?> {
         try await changeDevice(code, now: now, absent: nil) { device in device.decide(decision, at: now) }
     }

@@ -41,6 +41,20 @@ extension PostgresStateStore {
         }
     }
 
+    func deviceCode(_ code: SHA256Digest, now: Double) async throws(StateReadError) -> DeviceAuthorization? {
+        do {
+            return try await run { connection throws(PostgresError) -> DeviceAuthorization? in
+                let rows = try connection.execute(
+                    "SELECT key_id, sealed, poll_interval, polled_at FROM broker_device_codes WHERE code = $1 AND expires_at > $2",
+                    [.bytes(code.bytes), .double(now)])
+                guard rows.count == 1 else { return nil }
+                return try self.device(in: rows, 0, code: code, columns: (0, 1, 2, 3))
+            }
+        } catch {
+            throw StateReadError(description: error.description)
+        }
+    }
+
     func decideDeviceCode(_ code: SHA256Digest, _ decision: DeviceDecision, now: Double) async throws(StateWriteError) -> Transition<DeviceAuthorization.Status?> {
         try await change(code, now: now, absent: nil) { device in device.decide(decision, at: now) }
     }
