@@ -131,16 +131,17 @@ public final class PostgresConnection {
     }
 
     /// Runs `body` in a transaction: committed when it returns, rolled back when it throws. When
-    /// the connection breaks while the COMMIT is on its way, whether it committed is unknown
-    /// here: that throws ``PostgresError/commitUnacknowledged(transaction:_:)`` with the
-    /// transaction's id, which ``commitStatus(of:)`` looks up on another connection.
+    /// the connection breaks while the COMMIT of a transaction that wrote is on its way, whether
+    /// it committed is unknown here: that throws ``PostgresError/commitUnacknowledged(transaction:_:)``
+    /// with the transaction's id (one that wrote nothing has none, and its loss is an ordinary
+    /// connection failure), which ``commitStatus(of:)`` looks up on another connection.
     public func transaction<T>(_ body: (PostgresConnection) throws(PostgresError) -> T) throws(PostgresError) -> T {
         try execute("BEGIN")
         let value: T
-        let transaction: Int64
+        let transaction: Int64?
         do {
-            transaction = try execute("SELECT txid_current()").int(0, 0) ?? 0
             value = try body(self)
+            transaction = try execute("SELECT txid_current_if_assigned()").int(0, 0)
         } catch {
             if isHealthy { _ = try? execute("ROLLBACK") }
             throw error
@@ -152,13 +153,13 @@ public final class PostgresConnection {
         do {
             try execute("COMMIT")
         } catch {
-            guard case .connection(let message) = error else { throw error }
+            guard case .connection(let message) = error, let transaction else { throw error }
             throw .commitUnacknowledged(transaction: transaction, message)
         }
         return value
     }
 
-    /// What became of the transaction `transaction` (a recent one's `txid_current()`).
+    /// What became of the transaction `transaction` (a recent one's id).
     public func commitStatus(of transaction: Int64) throws(PostgresError) -> CommitStatus {
         switch try execute("SELECT txid_status($1)", [.int(transaction)]).string(0, 0) {
         case "committed": .committed

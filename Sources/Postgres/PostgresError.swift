@@ -10,7 +10,7 @@ public enum PostgresError: Error, Sendable, CustomStringConvertible {
     case timeout
     /// The pool was closed.
     case closed
-    /// The connection broke while a COMMIT was on its way: the transaction (`txid_current()`)
+    /// The connection broke while a COMMIT was on its way: the transaction (its id, when it wrote)
     /// may or may not have committed. ``PostgresConnection/commitStatus(of:)`` on another
     /// connection tells.
     case commitUnacknowledged(transaction: Int64, String)

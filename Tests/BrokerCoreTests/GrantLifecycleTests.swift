@@ -116,6 +116,28 @@ struct GrantLifecycleTests {
         await bed.close()
     }
 
+    /// An admin ends a user; the user signs in again at once, and the provider, which still has
+    /// its own session for them, answers with that session's old `auth_time`: a sign-in begun
+    /// after the admin's end, which stands.
+    @Test(arguments: StoreKind.allCases)
+    func aSignInBegunAfterAnAdminsEndStandsThoughTheProviderReusesItsSession(_ kind: StoreKind) async throws {
+        let bed = try await FlowTestBed(kind)
+        let firstSignIn = bed.clock.seconds
+        let first = try await bed.newSession(subject: "alice")
+        bed.clock.advance(by: 600)
+        #expect(try await endSubject(bed, "alice").signedOut.sessions.count == 1)
+        bed.clock.advance(by: 1)
+        let provider = try await bed.login.providers.resolve("idp")
+        let verifier = PKCE.makeVerifier()
+        let url = try await bed.login.begin(bed.request(challenge: PKCE.challenge(for: verifier)), at: provider)
+        let (code, state) = try bed.provider.signIn(url, subject: "alice", authenticatedAt: firstSignIn)
+        let pending = try #require(try await bed.login.takeLogin(state: state))
+        let completion = await bed.login.complete(pending, state: state, with: CallbackAnswer(code: code, error: nil, errorDescription: nil, issuer: nil))
+        let handoff = try #require(completion.handoffCode, "refused: \(String(describing: completion.refusal))")
+        #expect(try await bed.login.redeem(redemption(handoff, verifier)).session.id != first.session.id)
+        await bed.close()
+    }
+
     @Test(arguments: StoreKind.allCases)
     func everyEndingIsAnnouncedOnce(_ kind: StoreKind) async throws {
         let bed = try await FlowTestBed(kind)

@@ -70,7 +70,7 @@ struct LogoutTokenTests {
         let signing = await Signing()
         let both = try await signing.verify(Self.claims()).get()
         #expect(both == LogoutTokenVerifier.Logout(issuer: Self.issuer, tokenID: "jti-1", subject: "alice", providerSessionID: "sid-1",
-                                                   signedInBy: Double(Self.now),
+                                                   signedInBefore: Double(Self.now) + 1,
                                                    rememberUntil: Double(Self.now) + LogoutTokenVerifier.maximumAge + 120))
         #expect(try await signing.verify(Self.claims(["sid": nil])).get().providerSessionID == nil)
         #expect(try await signing.verify(Self.claims(["sub": nil])).get().subject == nil)

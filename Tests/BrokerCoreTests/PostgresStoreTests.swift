@@ -142,7 +142,7 @@ struct PostgresStoreTests {
         let state = OpaqueToken.hash("tbst_rolled")
         try await rotated.beginLogin(state, PendingAuthorization(
             provider: "dev", app: "demo", purpose: .app(AppReturn(redirectURI: "http://127.0.0.1/cb", state: nil, challenge: "c")),
-            verifier: "v", nonce: "n", requestedScopes: ["openid"], expiresAt: clock.seconds + 600
+            verifier: "v", nonce: "n", requestedScopes: ["openid"], expiresAt: clock.seconds + 600, beganAt: clock.seconds
         ))
         await #expect(throws: StateWriteError.self, "a login is not taken for a stale link") { try await behind.takeLogin(state, now: clock.seconds) }
         #expect(try await rotated.takeLogin(state, now: clock.seconds) != nil, "and is still there for an instance with the key")

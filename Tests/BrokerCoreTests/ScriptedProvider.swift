@@ -72,8 +72,10 @@ final class ScriptedProvider: UpstreamTransport, Sendable {
     // MARK: What the test scripts and reads
 
     /// The user signs in at the authorization URL the broker built, and consents: the code the
-    /// provider sends the browser back with, and the broker's `state` from that URL.
-    func signIn(_ authorizationURL: String, subject: String) throws -> (code: String, state: String) {
+    /// provider sends the browser back with, and the broker's `state` from that URL. With
+    /// `authenticatedAt`, the provider reuses a session of its own that began then (its ID
+    /// token's `auth_time`), as single sign-on does.
+    func signIn(_ authorizationURL: String, subject: String, authenticatedAt: Double? = nil) throws -> (code: String, state: String) {
         let query = try FormFields(parsing: authorizationURL.split(separator: "?", maxSplits: 1).last ?? "")
         guard query["client_id"] == Self.clientID, query["code_challenge_method"] == "S256",
               let challenge = query["code_challenge"], let state = query["state"], let redirectURI = query["redirect_uri"] else {
@@ -82,7 +84,7 @@ final class ScriptedProvider: UpstreamTransport, Sendable {
         let code = "code-" + UUID().uuidString
         let scopes = (query["scope"] ?? "").split(separator: " ").map(String.init)
         self.state.withLock {
-            $0.codes[code] = Code(subject: subject, signedInAt: clock.seconds, challenge: challenge, nonce: query["nonce"], scopes: scopes,
+            $0.codes[code] = Code(subject: subject, signedInAt: authenticatedAt ?? clock.seconds, challenge: challenge, nonce: query["nonce"], scopes: scopes,
                                   redirectURI: redirectURI)
         }
         return (code, state)

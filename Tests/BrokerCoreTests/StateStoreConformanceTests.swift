@@ -155,7 +155,7 @@ struct StoreConformanceTests {
         let state = OpaqueToken.hash("state-1")
         try await store.beginLogin(state, PendingAuthorization(
             provider: "dev", app: "demo", purpose: .app(AppReturn(redirectURI: "http://127.0.0.1/cb", state: nil, challenge: "c")),
-            verifier: "v", nonce: "n", requestedScopes: ["openid"], expiresAt: clock.seconds + 600
+            verifier: "v", nonce: "n", requestedScopes: ["openid"], expiresAt: clock.seconds + 600, beganAt: clock.seconds
         ))
         clock.advance(by: Self.lifetimes.idle + 1)
         let fresh = session("fresh", clock: clock)
@@ -203,7 +203,7 @@ struct StoreConformanceTests {
         let state = OpaqueToken.hash("state-shared")
         try await first.beginLogin(state, PendingAuthorization(
             provider: "dev", app: "demo", purpose: .app(AppReturn(redirectURI: "http://127.0.0.1/cb", state: "s", challenge: "c")),
-            verifier: "v", nonce: "n", requestedScopes: ["openid"], expiresAt: clock.seconds + 600
+            verifier: "v", nonce: "n", requestedScopes: ["openid"], expiresAt: clock.seconds + 600, beganAt: clock.seconds
         ))
         async let fromFirst = first.takeLogin(state, now: clock.seconds)
         async let fromSecond = second.takeLogin(state, now: clock.seconds)

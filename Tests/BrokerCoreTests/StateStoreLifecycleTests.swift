@@ -150,11 +150,11 @@ struct StateStoreLifecycleTests {
             lastPolledAt: nil, status: .pending)))
         #expect(try await store.decideDeviceCode(device, .signedIn(grant("alice", signedInAt: at - 5), login: OpaqueToken.hash("tbst_l")), now: at).answer != nil)
 
-        let bySession = try await other.endSignIns(SignOut(provider: "dev", subject: nil, providerSessionID: "phone", signedInBy: at, reason: .backChannelLogout), now: at)
+        let bySession = try await other.endSignIns(SignOut(provider: "dev", subject: nil, providerSessionID: "phone", signedInBefore: at, reason: .backChannelLogout), now: at)
         #expect(bySession.count == 1 && bySession.first?.holder == .handoffCode && bySession.first?.reason == .backChannelLogout)
-        let ended = try await other.endSignIns(SignOut(provider: "dev", subject: "alice", providerSessionID: nil, signedInBy: at, reason: .admin), now: at)
+        let ended = try await other.endSignIns(SignOut(provider: "dev", subject: "alice", providerSessionID: nil, signedInBefore: at, reason: .admin), now: at)
         #expect(ended.map(\.holder.name).sorted() == ["device_code", "handoff_code"] && ended.allSatisfy { $0.reason == .admin && $0.subject == "alice" })
-        #expect(try await other.endSignIns(SignOut(provider: "dev", subject: "alice", providerSessionID: nil, signedInBy: at, reason: .admin), now: at).isEmpty,
+        #expect(try await other.endSignIns(SignOut(provider: "dev", subject: "alice", providerSessionID: nil, signedInBefore: at, reason: .admin), now: at).isEmpty,
                 "ended once")
         for name in ["before", "phone"] {
             guard case .spent(.signedOut) = try await store.redeemHandoff(OpaqueToken.hash("tbh_\(name)"), .demo(verifier: verifier, at: at)).answer else {
@@ -186,19 +186,25 @@ struct StateStoreLifecycleTests {
         let store = try await harness.open(clock: clock)
         let other = try await peer(of: store, harness, kind)
         let at = clock.seconds
-        try await store.rememberSignOut(SignOut(provider: "dev", subject: "alice", providerSessionID: nil, signedInBy: at, reason: .admin), until: at + 600)
-        try await store.rememberSignOut(SignOut(provider: "dev", subject: nil, providerSessionID: "sid-carol", signedInBy: at, reason: .backChannelLogout),
+        try await store.rememberSignOut(SignOut(provider: "dev", subject: "alice", providerSessionID: nil, signedInBefore: at, reason: .admin), until: at + 600)
+        try await store.rememberSignOut(SignOut(provider: "dev", subject: nil, providerSessionID: "sid-carol", signedInBefore: at, reason: .backChannelLogout),
                                         until: at + 600)
         let covering = try await other.signOut(covering: grant("alice", signedInAt: at - 1), now: at)
-        #expect(covering?.subject == "alice" && covering?.reason == .admin && covering?.signedInBy == at)
+        #expect(covering?.subject == "alice" && covering?.reason == .admin && covering?.signedInBefore == at)
         #expect(try await other.signOut(covering: grant("alice", signedInAt: at + 1), now: at) == nil, "signed in after it")
         #expect(try await other.signOut(covering: grant("bob", signedInAt: at - 1), now: at) == nil, "another user")
         let carol = try await other.signOut(covering: grant("carol", sid: "sid-carol", signedInAt: at - 1), now: at)
         #expect(carol?.providerSessionID == "sid-carol" && carol?.subject == nil && carol?.reason == .backChannelLogout)
         #expect(try await other.signOut(covering: grant("carol", sid: "sid-other", signedInAt: at - 1), now: at) == nil, "another provider session")
-        try await store.rememberSignOut(SignOut(provider: "dev", subject: "alice", providerSessionID: nil, signedInBy: at + 30, reason: .backChannelLogout),
+        // A logout naming both the user and one provider session covers that session's sign-ins,
+        // not the user's others.
+        try await store.rememberSignOut(SignOut(provider: "dev", subject: "dave", providerSessionID: "sid-laptop", signedInBefore: at,
+                                                reason: .backChannelLogout), until: at + 600)
+        #expect(try await other.signOut(covering: grant("dave", sid: "sid-laptop", signedInAt: at - 1), now: at)?.providerSessionID == "sid-laptop")
+        #expect(try await other.signOut(covering: grant("dave", sid: "sid-phone", signedInAt: at - 1), now: at) == nil, "the phone's session stands")
+        try await store.rememberSignOut(SignOut(provider: "dev", subject: "alice", providerSessionID: nil, signedInBefore: at + 30, reason: .backChannelLogout),
                                         until: at + 60)
-        #expect(try await other.signOut(covering: grant("alice", signedInAt: at + 1), now: at)?.signedInBy == at + 30, "the later of the two")
+        #expect(try await other.signOut(covering: grant("alice", signedInAt: at + 1), now: at)?.signedInBefore == at + 30, "the later of the two")
         #expect(try await other.signOut(covering: grant("alice", signedInAt: at - 1), now: at + 601) == nil, "forgotten after its time")
         await other.close()
         await store.close()

@@ -48,7 +48,7 @@ struct LoginFlow: Sendable {
         do {
             try await store.beginLogin(OpaqueToken.hash(state), PendingAuthorization(
                 provider: provider.id, app: login.app, purpose: login.purpose, verifier: verifier, nonce: nonce,
-                requestedScopes: scopes, expiresAt: now() + settings.loginLifetimeSeconds
+                requestedScopes: scopes, expiresAt: now() + settings.loginLifetimeSeconds, beganAt: now()
             ))
         } catch {
             throw .unsaved(error)
@@ -201,8 +201,11 @@ struct LoginFlow: Sendable {
             throw Failure(code: "server_error", description: "The provider sent no ID token.", log: "openid requested, no id_token")
         }
         let subject = try await subject(claims, response, provider)
-        // When the user signed in at the provider, which a sign-out's time is compared with.
-        let signedInAt = (claims?.authTime ?? claims?.issuedAt)?.timeIntervalSince1970
+        // When this sign-in happened, which a sign-out's time is compared with: the user's
+        // authentication at the provider, but not before this login began (a provider that reuses
+        // its own session sends the time of that session's first sign-in).
+        let authenticated = (claims?.authTime ?? claims?.issuedAt)?.timeIntervalSince1970 ?? now()
+        let signedInAt = max(authenticated, pending.beganAt)
         return Grant(response, provider: provider.id, subject: subject, requestedScopes: pending.requestedScopes,
                      idTokenClaims: claims?.raw.serialized(), signedInAt: signedInAt, at: now())
     }

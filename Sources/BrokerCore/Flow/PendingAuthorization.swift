@@ -10,4 +10,7 @@ struct PendingAuthorization: Sendable {
     let nonce: String
     let requestedScopes: [String]
     let expiresAt: Double
+    /// When it began (`/authorize`), by the broker's clock: a sign-in under way when its user was
+    /// signed out began before the sign-out (``Grant/signedInAt``).
+    let beganAt: Double
 }

@@ -32,10 +32,10 @@ struct LogoutTokenVerifier: Sendable {
         let tokenID: String
         let subject: String?
         let providerSessionID: String?
-        /// The latest a grant it ends can have been signed in (Unix seconds, ``Grant/signedInAt``,
-        /// which the provider's ID token dates by the provider's clock, as it dates this): its
-        /// `iat`. One signed in later is a sign-in after the logout.
-        let signedInBy: Double
+        /// What a grant it ends was signed in before (Unix seconds, ``Grant/signedInAt``, which
+        /// the provider's ID token dates by the provider's clock, as it dates this): the end of
+        /// its `iat`'s second. One signed in later is a sign-in after the logout.
+        let signedInBefore: Double
         /// Until when its `jti` must be remembered (Unix seconds).
         let rememberUntil: Double
     }
@@ -85,7 +85,7 @@ struct LogoutTokenVerifier: Sendable {
         // §2.4: "A nonce Claim MUST NOT be present" — not even as null.
         if claims["nonce"] != nil { throw .nonceForbidden }
         return Logout(issuer: issuer, tokenID: tokenID, subject: subject, providerSessionID: session,
-                      signedInBy: issuedAt, rememberUntil: issuedAt + Self.maximumAge + 2 * clockSkew)
+                      signedInBefore: issuedAt + 1, rememberUntil: issuedAt + Self.maximumAge + 2 * clockSkew)
     }
 }
 

@@ -12,8 +12,8 @@ struct Grant: Sendable {
     let idTokenClaims: [UInt8]?
     /// When its user signed in (Unix seconds): the ID token's `auth_time`, else its `iat` — by the
     /// provider's clock, as its logout tokens are dated — else the broker's time of the code
-    /// exchange. A sign-out (a back-channel logout, an admin's end of the user) ends the grants
-    /// signed in by its time, wherever they are held.
+    /// exchange; never before its login began at the broker. A sign-out (a back-channel logout,
+    /// an admin's end of the user) ends the grants signed in before its time, wherever they are held.
     let signedInAt: Double
 }
 

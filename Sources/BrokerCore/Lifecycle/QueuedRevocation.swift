@@ -3,8 +3,8 @@ import BrokerCrypto
 /// A grant's tokens waiting in the store to be revoked at their provider (RFC 7009), queued in the
 /// same change that ended the grant, until the provider confirms each (docs/lifecycle.md).
 struct QueuedRevocation: Sendable {
-    /// Its key in the store, made of its provider and access token: the same tokens queued twice
-    /// (a change applied again after a lost acknowledgement) are one entry.
+    /// Its key in the store, made of its provider and tokens: the same tokens queued twice (a
+    /// change applied again after a lost acknowledgement) are one entry.
     let id: SHA256Digest
     let provider: String
     /// Still to revoke; revoked first, since that ends the grant at most providers.
@@ -36,7 +36,7 @@ struct QueuedRevocation: Sendable {
 
     /// The tokens of a grant its holder let go of at `now`, due at once.
     init(provider: String, accessToken: String, refreshToken: String?, app: String, subject: String, reason: EndReason, at now: Double) {
-        self.init(id: SHA256.hash(Array("revocation\u{0}\(provider)\u{0}\(accessToken)".utf8)), provider: provider,
+        self.init(id: SHA256.hash(Array("revocation\u{0}\(provider)\u{0}\(accessToken)\u{0}\(refreshToken ?? "")".utf8)), provider: provider,
                   refreshToken: refreshToken, accessToken: accessToken, app: app, subject: subject, reason: reason,
                   queuedAt: now, attempts: 0, dueAt: now)
     }

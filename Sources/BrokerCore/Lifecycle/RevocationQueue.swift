@@ -76,9 +76,11 @@ final class RevocationQueue: Sendable {
         wakeups.continuation.finish()
     }
 
-    /// One round: what is due, a batch at a time.
+    /// One round: what is due, a batch at a time, until the calling task is cancelled (a
+    /// shutdown: what it did not deliver stays claimed until its claim lapses, then any instance
+    /// takes it).
     func deliverDue() async {
-        while true {
+        while !Task.isCancelled {
             let due: [QueuedRevocation]
             do {
                 due = try await store.dueRevocations(now: now(), limit: Self.batch, claim: Self.claimSeconds, id: nil)
@@ -86,7 +88,7 @@ final class RevocationQueue: Sendable {
                 logger.warning("queued revocations could not be read; they wait for the next round", metadata: ["reason": "\(error.description)"])
                 return
             }
-            for revocation in due { _ = await deliver(revocation) }
+            for revocation in due where !Task.isCancelled { _ = await deliver(revocation) }
             guard due.count == Self.batch else { return }
         }
     }
@@ -123,6 +125,9 @@ final class RevocationQueue: Sendable {
             outcome = .queued
             next = revocation.retried(refreshToken: revocation.refreshToken, accessToken: revocation.accessToken, at: now())
         }
+        // Cut short by a shutdown: not a failure of the provider's. Its claim lapses, and the
+        // next instance to take it asks again.
+        if Task.isCancelled, outcome == .queued { return outcome }
         metrics.revocationDelivered(provider: revocation.provider, outcome: outcome.rawValue)
         if let retry = next, now() - revocation.queuedAt >= giveUpAfter {
             next = nil

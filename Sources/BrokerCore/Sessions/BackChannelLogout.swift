@@ -61,8 +61,11 @@ struct BackChannelLogout: Sendable {
             audit.refused("backchannel_logout.refused", [("provider", .string(id)), ("reason", .string(LogoutTokenError.replayed.description))])
             throw .refused(.replayed)
         }
+        // A provider session that ended covers every sign-in made with it, whenever: a sign-in
+        // after the logout is made with another. A user's logout covers what was signed in before it.
         let signOut = SignOut(provider: id, subject: logout.subject, providerSessionID: logout.providerSessionID,
-                              signedInBy: logout.signedInBy, reason: .backChannelLogout)
+                              signedInBefore: logout.providerSessionID == nil ? logout.signedInBefore : .greatestFiniteMagnitude,
+                              reason: .backChannelLogout)
         let ended: GrantEndings.SignedOut
         do {
             ended = try await endings.signOut(signOut)

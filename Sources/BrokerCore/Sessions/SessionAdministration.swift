@@ -31,9 +31,11 @@ struct SessionAdministration: Sendable {
 
     /// Ends every session and sign-in under way of `subject` at `provider`, here, then at the
     /// provider, waiting for it.
+    /// Everything signed in up to and including this instant ends.
     func endSubject(_ subject: String, at provider: String) async throws(AdministrationError) -> Ended {
         let signedOut = try await sessions.endings.signOut(
-            SignOut(provider: provider, subject: subject, providerSessionID: nil, signedInBy: sessions.now(), reason: .admin), deliveredHere: true
+            SignOut(provider: provider, subject: subject, providerSessionID: nil, signedInBefore: sessions.now().nextUp, reason: .admin),
+            deliveredHere: true
         )
         var revocations: [ProviderRevocation: Int] = [:]
         for ended in signedOut.sessions + signedOut.signIns {

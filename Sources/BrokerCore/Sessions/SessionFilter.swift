@@ -10,9 +10,9 @@ struct SessionFilter: Sendable {
     var subject: String?
     /// The provider's session at sign-in (``Session/providerSessionID``).
     var providerSessionID: String?
-    /// Sessions and grants signed in at or before this (Unix seconds, ``Grant/signedInAt``): a
+    /// Sessions and grants signed in before this (Unix seconds, ``Grant/signedInAt``): a
     /// sign-out's, so that a sign-in after it survives its late delivery or retry.
-    var signedInBy: Double?
+    var signedInBefore: Double?
 
     /// Whether the filter is one a store can answer: a subject or a provider session only
     /// with its provider.
@@ -35,7 +35,7 @@ struct SessionFilter: Sendable {
             && (self.app == nil || self.app == app)
             && (self.subject == nil || self.subject == subject)
             && (self.providerSessionID == nil || self.providerSessionID == providerSessionID)
-            && (signedInBy.map { signedInAt <= $0 } ?? true)
+            && (signedInBefore.map { signedInAt < $0 } ?? true)
     }
 }
 

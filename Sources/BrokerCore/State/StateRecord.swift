@@ -73,7 +73,7 @@ enum StateRecord: Sendable {
         case .signOut(let id, let signOut):
             kind = .signOut
             fields.digest(1, id)
-            fields.double(2, signOut.signedInBy)
+            fields.double(2, signOut.signedInBefore)
             fields.string(3, signOut.reason.rawValue)
             fields.double(4, signOut.until)
         }
@@ -110,7 +110,7 @@ enum StateRecord: Sendable {
             case .revocationRemoved: body(.revocationRemoved(try fields.requiredDigest(1)))
             case .signOut:
                 body(.signOut(try fields.requiredDigest(1), RememberedSignOut(
-                    signedInBy: try fields.requiredDouble(2), reason: try EndReason(fields.requiredString(3)), until: try fields.requiredDouble(4)
+                    signedInBefore: try fields.requiredDouble(2), reason: try EndReason(fields.requiredString(3)), until: try fields.requiredDouble(4)
                 )))
             }
         }
@@ -190,6 +190,7 @@ extension PendingAuthorization {
         fields.string(8, nonce)
         fields.string(9, requestedScopes.joined(separator: " "))
         fields.double(11, expiresAt)
+        fields.double(13, beganAt)
     }
 
     private static func encode(_ back: AppReturn, into fields: inout FieldWriter) {
@@ -206,6 +207,7 @@ extension PendingAuthorization {
             let back = AppReturn(redirectURI: try fields.requiredString(4), state: try fields.string(5), challenge: try fields.requiredString(6))
             purpose = if let session = try fields.digest(10) { .incremental(back, session: session) } else { .app(back) }
         }
+        let expiresAt = try fields.requiredDouble(11)
         self.init(
             provider: try fields.requiredString(2),
             app: try fields.requiredString(3),
@@ -213,7 +215,9 @@ extension PendingAuthorization {
             verifier: try fields.requiredString(7),
             nonce: try fields.requiredString(8),
             requestedScopes: try fields.requiredString(9).split(separator: " ").map(String.init),
-            expiresAt: try fields.requiredDouble(11)
+            expiresAt: expiresAt,
+            // Written before field 13 existed: as early as its lifetime allows.
+            beganAt: try fields.double(13) ?? expiresAt - SessionSettings.loginLifetimeSecondsRange.upperBound
         )
     }
 }

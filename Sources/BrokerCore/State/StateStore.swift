@@ -134,7 +134,7 @@ protocol StateStore: Sendable {
     /// (at the provider's page, or exchanging its code) ends when it lands (``signOut(covering:now:)``).
     func rememberSignOut(_ signOut: SignOut, until: Double) async throws(StateWriteError)
     /// The remembered sign-out that covers `grant` (its user's, by subject or provider session,
-    /// signed in by then), the latest if several; nil when none does.
+    /// signed in before then), the latest if several; nil when none does.
     func signOut(covering grant: Grant, now: Double) async throws(StateReadError) -> SignOut?
 
     // MARK: Revocations owed to providers

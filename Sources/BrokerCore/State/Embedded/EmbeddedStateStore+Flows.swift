@@ -112,34 +112,32 @@ extension EmbeddedStateStore {
     }
 
     func rememberSignOut(_ signOut: SignOut, until: Double) async throws(StateWriteError) {
+        guard let scope = signOut.scope else { return }
         try await flows.change { entries in
-            let records = Self.signOutKeys(provider: signOut.provider, subject: signOut.subject, providerSessionID: signOut.providerSessionID)
-                .map { key -> StateRecord in
-                    let remembered = RememberedSignOut(signedInBy: signOut.signedInBy, reason: signOut.reason, until: until)
-                    let kept = entries.signOuts[key].map { $0.merged(remembered) } ?? remembered
-                    entries.signOuts[key] = kept
-                    return .signOut(key, kept)
-                }
-            return log.enqueue(records)
+            let key = Self.signOutKey(provider: signOut.provider, scope)
+            let remembered = RememberedSignOut(signedInBefore: signOut.signedInBefore, reason: signOut.reason, until: until)
+            let kept = entries.signOuts[key].map { $0.merged(remembered) } ?? remembered
+            entries.signOuts[key] = kept
+            return log.enqueue([.signOut(key, kept)])
         }.wait()
     }
 
     func signOut(covering grant: Grant, now: Double) async throws(StateReadError) -> SignOut? {
         flows.change { entries in
-            let bySubject = Self.signOutKeys(provider: grant.provider, subject: grant.subject, providerSessionID: nil)
-                .compactMap { entries.signOuts[$0] }.map { ($0, true) }
-            let bySession = Self.signOutKeys(provider: grant.provider, subject: nil, providerSessionID: grant.providerSessionID)
-                .compactMap { entries.signOuts[$0] }.map { ($0, false) }
-            return SignOut.covering(grant, among: bySubject + bySession, now: now)
+            let remembered = SignOut.scopes(covering: grant).compactMap { scope in
+                entries.signOuts[Self.signOutKey(provider: grant.provider, scope)].map { ($0, scope) }
+            }
+            return SignOut.covering(grant, among: remembered, now: now)
         }
     }
 
-    /// The keys a sign-out is remembered under: its provider with its subject, and with its
-    /// provider session.
-    private static func signOutKeys(provider: String, subject: String?, providerSessionID: String?) -> [SHA256Digest] {
-        [("sub", subject), ("sid", providerSessionID)].compactMap { kind, value in
-            value.map { SHA256.hash(Array("sign-out\u{0}\(provider)\u{0}\(kind)\u{0}\($0)".utf8)) }
+    /// The key a sign-out of `scope` at `provider` is remembered under.
+    private static func signOutKey(provider: String, _ scope: SignOut.Scope) -> SHA256Digest {
+        let (kind, value) = switch scope {
+        case .subject(let subject): ("sub", subject)
+        case .providerSession(let session): ("sid", session)
         }
+        return SHA256.hash(Array("sign-out\u{0}\(provider)\u{0}\(kind)\u{0}\(value)".utf8))
     }
 
     func queueRevocation(_ grant: Grant, app: String, _ reason: EndReason, now: Double) async throws(StateWriteError) -> EndedGrant {
@@ -191,21 +189,25 @@ extension EmbeddedStateStore {
     }
 
     /// Carries a step's `effects` out, under the flow table's lock (`entries`), logging them with
-    /// the step's own `records` in one change: a session made or ended takes its shard's lock
-    /// inside this one, and the change is logged there; revocations join the tables.
+    /// the step's own `records` in one change: revocations join the tables first, then a session
+    /// made or ended takes its shard's lock inside this one, and the whole change is logged
+    /// there (a step makes or ends one session at most).
     func apply<T: Sendable>(
         _ effects: [GrantEffect], to entries: inout FlowTable.Entries, answer: T, logging records: [StateRecord], now: Double
     ) -> (Transition<T>, [DurabilityTicket]) {
         var transition = Transition(answer: answer)
         var records = records
         var tickets: [DurabilityTicket] = []
+        for case .revoke(let grant, let holder, let app, let reason) in effects {
+            let (ended, queued) = EndedGrant.of(grant, held: holder, app: app, reason: reason, at: now)
+            entries.revocations[queued.id] = queued
+            records.append(.revocation(queued))
+            transition.ended.append(ended)
+        }
         for effect in effects {
             switch effect {
-            case .revoke(let grant, let holder, let app, let reason):
-                let (ended, queued) = EndedGrant.of(grant, held: holder, app: app, reason: reason, at: now)
-                entries.revocations[queued.id] = queued
-                records.append(.revocation(queued))
-                transition.ended.append(ended)
+            case .revoke:
+                continue
             case .makeSession(let session):
                 tickets.append(sessions.insert(session, logging: records))
                 records = []

@@ -9,10 +9,28 @@ extension EmbeddedStateStore {
     /// removal, and forgets expired logins, codes, tokens and sign-outs.
     @discardableResult func sweep() async -> [EndedGrant] {
         let now = clock()
-        let (ended, tickets) = flows.change { entries -> ([EndedGrant], [DurabilityTicket]) in
+        var ended: [EndedGrant] = []
+        var tickets: [DurabilityTicket] = []
+        // Found outside the flow table's lock (reads of sessions go on meanwhile), ended a batch at
+        // a time under it, each with its revocation in one change.
+        let expired = sessions.expired(now: now)
+        for start in stride(from: 0, to: expired.count, by: 500) {
+            flows.change { entries in
+                for id in expired[start..<min(start + 500, expired.count)] {
+                    let (_, ticket) = sessions.remove(id, if: { !sessions.isLive($0, now: now) }) { removed in
+                        guard let removed else { return [] }
+                        let (end, queued) = EndedGrant.of(removed, reason: .expired, at: now)
+                        entries.revocations[queued.id] = queued
+                        ended.append(end)
+                        return [.revocation(queued)]
+                    }
+                    tickets.append(ticket)
+                }
+            }
+        }
+        let (codesEnded, codeTickets) = flows.change { entries -> ([EndedGrant], [DurabilityTicket]) in
             var effects: [GrantEffect] = []
             var records: [StateRecord] = []
-            for id in sessions.expired(now: now) { effects.append(.endSession(id, .expired)) }
             for (code, var handoff) in entries.handoffs {
                 let expiring = handoff.expire(at: now)
                 guard !expiring.isEmpty else { continue }
@@ -31,7 +49,8 @@ extension EmbeddedStateStore {
             entries.forgetExpired(now: now, replayMemory: Self.replayMemory)
             return (transition.ended, tickets)
         }
-        for ticket in tickets {
+        ended += codesEnded
+        for ticket in tickets + codeTickets {
             do {
                 try await ticket.wait()
             } catch {

@@ -122,7 +122,7 @@ enum PostgresSchema {
         """
         CREATE TABLE broker_sign_outs (
             id bytea PRIMARY KEY,
-            signed_in_by double precision NOT NULL,
+            signed_in_before double precision NOT NULL,
             reason text NOT NULL,
             expires_at double precision NOT NULL
         )

@@ -91,7 +91,7 @@ extension PostgresStateStore {
 
     /// The columns of `device`'s row that follow its status (the interval and the poll time are
     /// columns of their own).
-    private func deviceColumns(_ code: SHA256Digest, _ device: DeviceAuthorization) throws(PostgresError) -> [(String, PostgresValue)] {
+    func deviceColumns(_ code: SHA256Digest, _ device: DeviceAuthorization) throws(PostgresError) -> [(String, PostgresValue)] {
         let pending = if case .pending = device.status { true } else { false }
         return try [
             ("pending", .text(pending ? "true" : "false")), ("key_id", .int(sealer.currentKeyID)),

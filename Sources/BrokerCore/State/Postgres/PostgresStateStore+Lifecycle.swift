@@ -62,29 +62,29 @@ extension PostgresStateStore {
 
     // MARK: Sign-outs
 
+    /// Both tables in one transaction: what it ended is all committed, or nothing is.
     func endSignIns(_ signOut: SignOut, now: Double) async throws(StateWriteError) -> [EndedGrant] {
-        let handoffs = try await step(now: now) { connection throws(PostgresError) in
-            ((), try self.endHeld(signOut, table: "handoffs", on: connection) { record in
-                guard case .handoff(let code, var handoff) = record else { return nil }
+        try await step(now: now) { connection throws(PostgresError) -> ((), [GrantEffect]) in
+            let handoffs = try self.endHeld(signOut, table: "handoffs", on: connection) { code, record throws(PostgresError) in
+                guard case .handoff(_, var handoff) = record else { return nil }
                 let effects = handoff.end(signOut)
-                return (.handoff(code, handoff), effects)
-            })
-        }
-        let devices = try await step(now: now) { connection throws(PostgresError) in
-            ((), try self.endHeld(signOut, table: "device_codes", on: connection) { record in
-                guard case .device(let code, var device) = record else { return nil }
+                return (try self.handoffColumns(code, handoff), effects)
+            }
+            let devices = try self.endHeld(signOut, table: "device_codes", on: connection) { code, record throws(PostgresError) in
+                guard case .device(_, var device) = record else { return nil }
                 let effects = device.end(signOut)
-                return (.device(code, device), effects)
-            })
-        }
-        return handoffs.ended + devices.ended
+                return (try self.deviceColumns(code, device), effects)
+            }
+            return ((), handoffs + devices)
+        }.ended
     }
 
     /// The rows of `table` (handoff or device codes) holding a grant of the user `signOut` names
     /// (by its blind index, or not indexed yet), locked and opened; `end` says what each becomes
-    /// and what that does. Those it changes are sealed again with what they hold no more.
+    /// (its columns) and what that does. A row that does not open holds nothing any more.
     private func endHeld(
-        _ signOut: SignOut, table: String, on connection: PostgresConnection, _ end: (StateRecord) -> (StateRecord, [GrantEffect])?
+        _ signOut: SignOut, table: String, on connection: PostgresConnection,
+        _ end: (SHA256Digest, StateRecord) throws(PostgresError) -> ([(String, PostgresValue)], [GrantEffect])?
     ) throws(PostgresError) -> [GrantEffect] {
         var parameters = SQLParameters()
         var indexed: [String] = []
@@ -100,54 +100,70 @@ extension PostgresStateStore {
             """, parameters.values)
         var effects: [GrantEffect] = []
         for row in 0..<rows.count {
-            guard let code = rows.bytes(row, 0).flatMap(SHA256Digest.init(bytes:)),
-                  let record = try opened(rows, row, table: table, key: code, keyColumn: 1, sealedColumn: 2),
-                  let (changed, ending) = end(record), !ending.isEmpty else { continue }
-            try connection.execute("UPDATE broker_\(table) SET holds_grant = false, key_id = $2, sealed = $3 WHERE code = $1",
-                                   [.bytes(code.bytes), .int(sealer.currentKeyID), .bytes(try sealed(changed, table: table, key: code))])
+            guard let code = rows.bytes(row, 0).flatMap(SHA256Digest.init(bytes:)) else { continue }
+            guard let record = try opened(rows, row, table: table, key: code, keyColumn: 1, sealedColumn: 2) else {
+                try connection.execute("UPDATE broker_\(table) SET holds_grant = false WHERE code = $1", [.bytes(code.bytes)])
+                continue
+            }
+            guard let (columns, ending) = try end(code, record), !ending.isEmpty else { continue }
+            var update = SQLParameters()
+            let set = columns.map { "\($0.0) = \(update($0.1))" }.joined(separator: ", ")
+            try connection.execute("UPDATE broker_\(table) SET \(set) WHERE code = \(update(.bytes(code.bytes)))", update.values)
             effects += ending
         }
         return effects
     }
 
     func rememberSignOut(_ signOut: SignOut, until: Double) async throws(StateWriteError) {
-        let keys = [(BlindIndex.Kind.subject, signOut.subject), (.providerSession, signOut.providerSessionID)].compactMap { kind, value in
-            value.map { index.value(kind, provider: signOut.provider, $0) }
-        }
-        try await write { connection throws(PostgresError) in
-            for key in keys {
-                try connection.execute("""
-                    INSERT INTO broker_sign_outs (id, signed_in_by, reason, expires_at) VALUES ($1, $2, $3, $4)
-                    ON CONFLICT (id) DO UPDATE SET
-                        reason = CASE WHEN excluded.signed_in_by > broker_sign_outs.signed_in_by THEN excluded.reason ELSE broker_sign_outs.reason END,
-                        signed_in_by = greatest(broker_sign_outs.signed_in_by, excluded.signed_in_by),
-                        expires_at = greatest(broker_sign_outs.expires_at, excluded.expires_at)
-                    """, [.bytes(key), .double(signOut.signedInBy), .text(signOut.reason.rawValue), .double(until)])
-            }
+        guard let scope = signOut.scope else { return }
+        let key = index.value(Self.indexKind(scope), provider: signOut.provider, Self.indexed(scope))
+        _ = try await write { connection throws(PostgresError) in
+            try connection.execute("""
+                INSERT INTO broker_sign_outs (id, signed_in_before, reason, expires_at) VALUES ($1, $2, $3, $4)
+                ON CONFLICT (id) DO UPDATE SET
+                    reason = CASE WHEN excluded.signed_in_before > broker_sign_outs.signed_in_before THEN excluded.reason ELSE broker_sign_outs.reason END,
+                    signed_in_before = greatest(broker_sign_outs.signed_in_before, excluded.signed_in_before),
+                    expires_at = greatest(broker_sign_outs.expires_at, excluded.expires_at)
+                """, [.bytes(key), .double(signOut.signedInBefore), .text(signOut.reason.rawValue), .double(until)])
         }
     }
 
     func signOut(covering grant: Grant, now: Double) async throws(StateReadError) -> SignOut? {
-        let bySubject = index.candidates(.subject, provider: grant.provider, grant.subject)
-        let bySession = grant.providerSessionID.map { index.candidates(.providerSession, provider: grant.provider, $0) } ?? []
         var parameters = SQLParameters()
-        let ids = (bySubject + bySession).map { parameters(.bytes($0)) }
+        var scopes: [([UInt8], SignOut.Scope)] = []
+        for scope in SignOut.scopes(covering: grant) {
+            scopes += index.candidates(Self.indexKind(scope), provider: grant.provider, Self.indexed(scope)).map { ($0, scope) }
+        }
+        let ids = scopes.map { parameters(.bytes($0.0)) }
         let rows: PostgresRows
         do {
             rows = try await run { [parameters] connection throws(PostgresError) in
                 try connection.execute("""
-                    SELECT id, signed_in_by, reason, expires_at FROM broker_sign_outs WHERE id IN (\(ids.joined(separator: ", ")))
+                    SELECT id, signed_in_before, reason, expires_at FROM broker_sign_outs WHERE id IN (\(ids.joined(separator: ", ")))
                     """, parameters.values)
             }
         } catch {
             throw StateReadError(description: error.description)
         }
-        let remembered = (0..<rows.count).compactMap { row -> (RememberedSignOut, bySubject: Bool)? in
-            guard let id = rows.bytes(row, 0), let signedInBy = rows.double(row, 1), let until = rows.double(row, 3),
-                  let reason = rows.string(row, 2).flatMap(EndReason.init(rawValue:)) else { return nil }
-            return (RememberedSignOut(signedInBy: signedInBy, reason: reason, until: until), bySubject.contains(id))
+        let remembered = (0..<rows.count).compactMap { row -> (RememberedSignOut, SignOut.Scope)? in
+            guard let id = rows.bytes(row, 0), let scope = scopes.first(where: { $0.0 == id })?.1, let signedInBefore = rows.double(row, 1),
+                  let until = rows.double(row, 3), let reason = rows.string(row, 2).flatMap(EndReason.init(rawValue:)) else { return nil }
+            return (RememberedSignOut(signedInBefore: signedInBefore, reason: reason, until: until), scope)
         }
         return SignOut.covering(grant, among: remembered, now: now)
+    }
+
+    private static func indexKind(_ scope: SignOut.Scope) -> BlindIndex.Kind {
+        switch scope {
+        case .subject: .subject
+        case .providerSession: .providerSession
+        }
+    }
+
+    private static func indexed(_ scope: SignOut.Scope) -> String {
+        switch scope {
+        case .subject(let value), .providerSession(let value): value
+        }
     }
 
     // MARK: Revocations
@@ -174,9 +190,12 @@ extension PostgresStateStore {
             let rows = try connection.execute(statement, values)
             var taken: [QueuedRevocation] = []
             for row in 0..<rows.count {
-                guard let id = rows.bytes(row, 0).flatMap(SHA256Digest.init(bytes:)),
-                      case .revocation(let revocation)? = try self.opened(rows, row, table: "revocations", key: id, keyColumn: 1, sealedColumn: 2)
-                else { continue }
+                guard let id = rows.bytes(row, 0).flatMap(SHA256Digest.init(bytes:)) else { continue }
+                guard case .revocation(let revocation)? = try self.opened(rows, row, table: "revocations", key: id, keyColumn: 1, sealedColumn: 2) else {
+                    // It does not open: nothing can be delivered of it, now or later.
+                    try connection.execute("DELETE FROM broker_revocations WHERE id = $1", [.bytes(id.bytes)])
+                    continue
+                }
                 taken.append(revocation)
             }
             return taken

@@ -32,8 +32,11 @@ extension PostgresStateStore {
                 let nowParameter = parameters(.double(now))
                 let keys = self.sealer.keyIDs.map { parameters(.int($0)) }.joined(separator: ", ")
                 let values = parameters.values
+                // Locked as they are chosen: a session whose use another instance is writing back
+                // (its expiry pushed out) is skipped, and read again by the next sweep.
                 let expired = try connection.execute("""
-                    SELECT id FROM broker_sessions WHERE expires_at <= \(nowParameter) AND key_id IN (\(keys)) ORDER BY expires_at LIMIT \(Self.sweepBatch)
+                    SELECT id FROM broker_sessions WHERE expires_at <= \(nowParameter) AND key_id IN (\(keys))
+                    ORDER BY expires_at LIMIT \(Self.sweepBatch) FOR UPDATE SKIP LOCKED
                     """, values)
                 var effects = (0..<expired.count).compactMap { expired.bytes($0, 0).flatMap(SHA256Digest.init(bytes:)) }
                     .map { GrantEffect.endSession($0, .expired) }
@@ -42,9 +45,12 @@ extension PostgresStateStore {
                     FOR UPDATE SKIP LOCKED
                     """, values)
                 for row in 0..<handoffs.count {
-                    guard let code = handoffs.bytes(row, 0).flatMap(SHA256Digest.init(bytes:)),
-                          case .handoff(_, var handoff)? = try self.opened(handoffs, row, table: "handoffs", key: code, keyColumn: 1, sealedColumn: 2)
-                    else { continue }
+                    guard let code = handoffs.bytes(row, 0).flatMap(SHA256Digest.init(bytes:)) else { continue }
+                    guard case .handoff(_, var handoff)? = try self.opened(handoffs, row, table: "handoffs", key: code, keyColumn: 1, sealedColumn: 2)
+                    else {
+                        try connection.execute("UPDATE broker_handoffs SET holds_grant = false WHERE code = $1", [.bytes(code.bytes)])
+                        continue
+                    }
                     effects += handoff.expire(at: now)
                     var update = SQLParameters()
                     let set = try self.handoffColumns(code, handoff).map { "\($0.0) = \(update($0.1))" }.joined(separator: ", ")
