@@ -214,9 +214,9 @@ public final class Broker: Sendable {
         logger.notice("listening", metadata: [
             "address": "\(config.server.listen.host):\(server.port)",
             "public_url": "\(config.server.publicURL.absoluteString)",
-            "threads": "\(config.server.threads)",
-            "providers": "\(config.providers.map(\.id).joined(separator: ","))",
-            "apps": "\(config.apps.map(\.id).joined(separator: ","))",
+            "threads": .stringConvertible(config.server.threads),
+            "providers": .array(config.providers.map { .string($0.id) }),
+            "apps": .array(config.apps.map { .string($0.id) }),
         ])
         // What expires ends as every ending does, and the revocations it leaves are delivered.
         let upkeep = Task { [store, endings] in
@@ -233,7 +233,7 @@ public final class Broker: Sendable {
         shuttingDown.set()
         server.closeConnectionsAfterAnswers()
         logger.notice("shutting down: /readyz answers 503 while requests are still served", metadata: [
-            "delay_seconds": "\(config.server.shutdownDelaySeconds)",
+            "delay_seconds": .stringConvertible(config.server.shutdownDelaySeconds),
         ])
     }
 
@@ -241,7 +241,7 @@ public final class Broker: Sendable {
     /// closes everything.
     public func shutdown() async {
         shuttingDown.set()
-        logger.notice("shutting down", metadata: ["grace_seconds": "\(config.server.shutdownGraceSeconds)"])
+        logger.notice("shutting down", metadata: ["grace_seconds": .stringConvertible(config.server.shutdownGraceSeconds)])
         async let adminCutShort = admin?.server.shutdown(grace: .seconds(config.server.shutdownGraceSeconds)) ?? 0
         let cutShort = await server.shutdown(grace: .seconds(config.server.shutdownGraceSeconds)) + (await adminCutShort)
         // Refreshes still under way (their clients were answered 503) bring rotated tokens:
@@ -254,7 +254,7 @@ public final class Broker: Sendable {
             await task.value
         }
         await store.close()
-        logger.notice("stopped", metadata: ["requests_cut_short": "\(cutShort)"])
+        logger.notice("stopped", metadata: ["requests_cut_short": .stringConvertible(cutShort)])
         logOutput.flush()
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Synchronization
 import Testing
+import WireValues
 
 @testable import BrokerCore
 @testable import HTTPServer
@@ -47,9 +48,44 @@ struct LoggingTests {
                 let proxied = try #require(try JSONSerialization.jsonObject(with: Data(lines[1].utf8)) as? [String: Any])
                 #expect(proxied["proxy"] as? String == "10.0.0.5" && proxied["client"] as? String == "198.51.100.9")
             } else {
-                #expect(lines[1].contains(" client=198.51.100.9 ") && lines[1].contains(" path=/token proxy=10.0.0.5 request_id=r-1 "))
+                #expect(lines[1].contains(" INFO request method=GET path=/token status=200 duration_ms=1.500 bytes=42 "),
+                        "what was asked and how it went first")
+                #expect(lines[1].hasSuffix(" client=198.51.100.9 proxy=10.0.0.5 request_id=r-1"))
             }
         }
+    }
+
+    /// A value with a newline or a terminal escape cannot forge a line or move the cursor in the
+    /// text format: in events and in access lines alike.
+    @Test func theTextFormatEscapesControlCharacters() throws {
+        let output = LogOutput.memory()
+        let logger = Logger(label: "test") { LogLineHandler(label: $0, level: .info, style: .text, output: output) }
+        logger.notice("audit", metadata: ["subject": "bob\n2026-11-27T00:00:00.000Z NOTICE audit forged=1\u{1B}[2J\\"])
+        AccessLog(output: output, style: .text, label: "token-broker").write(RequestRecord(
+            method: "GET", route: "unmatched", path: "/a\r\nb\u{7F}", status: 404, seconds: 0.001, requestID: "r\t1",
+            clientIP: "198.51.100.9", proxyIP: nil, responseBytes: 0))
+        let lines = output.lines
+        try #require(lines.count == 2)
+        #expect(lines[0].hasSuffix(#" subject=bob\n2026-11-27T00:00:00.000Z NOTICE audit forged=1\x1b[2J\\"#))
+        #expect(lines[1].contains(#" path=/a\r\nb\x7f status=404 "#) && lines[1].hasSuffix(#" request_id=r\t1"#))
+        #expect(lines.allSatisfy { line in !line.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F } })
+    }
+
+    /// Numbers are JSON numbers and lists JSON arrays in event lines, as in access lines; the
+    /// audit trail's fields keep their JSON types.
+    @Test func eventFieldsKeepTheirTypes() throws {
+        let output = LogOutput.memory()
+        let logger = Logger(label: "test") { LogLineHandler(label: $0, level: .info, style: .json, output: output) }
+        logger.notice("stopped", metadata: ["requests_cut_short": .stringConvertible(0), "grace_seconds": .stringConvertible(10.0),
+                                            "providers": .array(["a", "b"]), "detail": "2"])
+        AuditTrail(logger: logger, webhooks: nil, metrics: BrokerMetrics()).record("session.ended", [
+            ("ended", .int(2)), ("sessions", .array([.string("s1"), .string("s2")])), ("held", .bool(true)),
+        ])
+        let lines = try output.lines.map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+        try #require(lines.count == 2)
+        #expect(lines[0]["requests_cut_short"] as? Int == 0 && lines[0]["grace_seconds"] as? Double == 10)
+        #expect(lines[0]["providers"] as? [String] == ["a", "b"] && lines[0]["detail"] as? String == "2", "a string stays a string")
+        #expect(lines[1]["ended"] as? Int == 2 && lines[1]["sessions"] as? [String] == ["s1", "s2"] && lines[1]["held"] as? Bool == true)
     }
 
     @Test func nowHasMilliseconds() throws {
@@ -83,7 +119,7 @@ struct LoggingTests {
 
             log.write(Self.record(id: "later"))
             let deadline = Date().addingTimeInterval(5)
-            while try !String(contentsOfFile: path, encoding: .utf8).hasSuffix(" status=200\n"), Date() < deadline {
+            while try !String(contentsOfFile: path, encoding: .utf8).hasSuffix(" request_id=later\n"), Date() < deadline {
                 usleep(1_000)
             }
             let last = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").suffix(2)

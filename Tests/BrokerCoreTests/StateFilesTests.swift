@@ -107,8 +107,8 @@ struct StateFilesTests {
             #expect(state.sessions.count == 2, "cut \(cut)")
             let report = try #require(output.lines.first { $0.contains("dropped a torn journal record") }, "cut \(cut)")
             #expect(report.contains(copied))
-            #expect(report.contains(#""offset":"\#(tornAt)""#))
-            #expect(report.contains(#""size":"\#(size - cut - tornAt)""#))
+            #expect(report.contains(#""offset":\#(tornAt),"#), "numbers as numbers")
+            #expect(report.contains(#""size":\#(size - cut - tornAt)}"#))
         }
     }
 

@@ -5,7 +5,8 @@ import WireValues
 /// only packs the request's facts into the output's buffer (`LogOutput.writeSoon`,
 /// `AccessEntry`); the output's writer thread writes the lines, in batches. The line has the
 /// same shape as every other log line (`ts`, `level`, `logger`, `msg`, then the fields in key
-/// order); numbers are JSON numbers, so that log tools can compare and sum them.
+/// order); numbers are JSON numbers, so that log tools can compare and sum them. The text format
+/// puts the method, path and status first.
 struct AccessLog: Sendable {
     let output: LogOutput
     let style: LogLineHandler.Style
@@ -50,25 +51,27 @@ struct AccessLog: Sendable {
             line.append(decimal: entry.status)
             line.append(literal: "}\n")
         case .text:
+            // For a person at a terminal: what was asked and how it went first; what a request
+            // sent (its path, its id) escaped like every text line's values.
             Timestamp.append(entry.time, to: &line)
-            line.append(literal: " INFO request bytes=")
-            line.append(decimal: entry.responseBytes)
-            line.append(literal: " client=")
-            line.append(contentsOf: entry.clientIP)
-            line.append(literal: " duration_ms=")
-            appendMilliseconds(entry.seconds, to: &line)
-            line.append(literal: " method=")
-            line.append(contentsOf: entry.method)
+            line.append(literal: " INFO request method=")
+            TextLine.append(entry.method, to: &line)
             line.append(literal: " path=")
-            line.append(contentsOf: entry.path)
-            if let proxyIP = entry.proxyIP {
-                line.append(literal: " proxy=")
-                line.append(contentsOf: proxyIP)
-            }
-            line.append(literal: " request_id=")
-            line.append(contentsOf: entry.requestID)
+            TextLine.append(entry.path, to: &line)
             line.append(literal: " status=")
             line.append(decimal: entry.status)
+            line.append(literal: " duration_ms=")
+            appendMilliseconds(entry.seconds, to: &line)
+            line.append(literal: " bytes=")
+            line.append(decimal: entry.responseBytes)
+            line.append(literal: " client=")
+            TextLine.append(entry.clientIP, to: &line)
+            if let proxyIP = entry.proxyIP {
+                line.append(literal: " proxy=")
+                TextLine.append(proxyIP, to: &line)
+            }
+            line.append(literal: " request_id=")
+            TextLine.append(entry.requestID, to: &line)
             line.append(UInt8(ascii: "\n"))
         }
     }

@@ -2,7 +2,11 @@ public import Logging
 import WireValues
 
 /// A swift-log handler that writes one line per event to standard output: a JSON object (for
-/// log collectors) or, on a terminal, a line a person reads.
+/// log collectors) or, on a terminal, a line a person reads. Numbers (metadata given as
+/// `.stringConvertible(someInt)`) are JSON numbers and lists JSON arrays, so that log tools can
+/// compare and sum them; in the text format, control characters are escaped (``TextLine``), so
+/// that no value — a subject, a path — can start a line of its own or move the terminal's
+/// cursor.
 ///
 /// Nothing here filters secrets: the rule is that no secret, token or code is ever passed to a
 /// logger. Tests search the logs for every secret of a full run.
@@ -48,9 +52,14 @@ public struct LogLineHandler: LogHandler {
             members += keys.map { ($0, Self.json(merged[$0]!)) }
             line = JSONValue.object(members).serialized()
         case .text:
-            var text = "\(Timestamp.now()) \(event.level.rawValue.uppercased()) \(event.message)"
-            for key in keys { text += " \(key)=\(merged[key]!)" }
-            line = Array(text.utf8)
+            line = Array("\(Timestamp.now()) \(event.level.rawValue.uppercased()) ".utf8)
+            TextLine.append(event.message.description.utf8, to: &line)
+            for key in keys {
+                line.append(UInt8(ascii: " "))
+                TextLine.append(key.utf8, to: &line)
+                line.append(UInt8(ascii: "="))
+                TextLine.append(merged[key]!.description.utf8, to: &line)
+            }
         }
         line.append(UInt8(ascii: "\n"))
         output.write(line)
@@ -59,9 +68,38 @@ public struct LogLineHandler: LogHandler {
     private static func json(_ value: Logger.Metadata.Value) -> JSONValue {
         switch value {
         case .string(let text): .string(text)
-        case .stringConvertible(let convertible): .string(convertible.description)
+        case .stringConvertible(let convertible): number(convertible) ?? .string(convertible.description)
         case .array(let values): .array(values.map(json))
         case .dictionary(let values): .object(values.keys.sorted().map { ($0, json(values[$0]!)) })
+        }
+    }
+
+    /// A number or a truth value as itself.
+    private static func number(_ value: any CustomStringConvertible & Sendable) -> JSONValue? {
+        switch value {
+        case let value as Int: .int(value)
+        case let value as Double: value.isFinite ? .double(value) : nil
+        case let value as Bool: .bool(value)
+        default: nil
+        }
+    }
+}
+
+/// Text as a line of the text format writes it: control characters (a newline, an escape
+/// sequence) and the backslash escaped, `\n`, `\t`, `\r`, `\\` or `\xNN`.
+enum TextLine {
+    static func append(_ text: some Sequence<UInt8>, to line: inout [UInt8]) {
+        for byte in text {
+            switch byte {
+            case UInt8(ascii: "\n"): line.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+            case UInt8(ascii: "\t"): line.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+            case UInt8(ascii: "\r"): line.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+            case UInt8(ascii: "\\"): line.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+            case 0..<0x20, 0x7F:
+                let digits = Array("0123456789abcdef".utf8)
+                line.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "x"), digits[Int(byte >> 4)], digits[Int(byte & 0xF)]])
+            default: line.append(byte)
+            }
         }
     }
 }

@@ -27,14 +27,20 @@ struct AuditTrail: Sendable {
     private func log(_ action: StaticString, _ fields: [(String, JSONValue)]) {
         metrics.auditEvent(action: action.description)
         var metadata: Logger.Metadata = ["audit": "\(action)"]
-        for (name, value) in fields { metadata[name] = "\(Self.text(value))" }
+        for (name, value) in fields { metadata[name] = Self.metadata(value) }
         logger.notice("audit", metadata: metadata)
     }
 
-    private static func text(_ value: JSONValue) -> String {
+    /// The field as the log writes it: numbers as numbers, lists as lists.
+    private static func metadata(_ value: JSONValue) -> Logger.Metadata.Value {
         switch value {
-        case .string(let text): text
-        default: String(decoding: value.serialized(), as: UTF8.self)
+        case .null: "null"
+        case .bool(let value): .stringConvertible(value)
+        case .int(let value): .stringConvertible(value)
+        case .double(let value): .stringConvertible(value)
+        case .string(let text): .string(text)
+        case .array(let values): .array(values.map(metadata))
+        case .object(let members): .dictionary(Dictionary(members.map { ($0, metadata($1)) }) { $1 })
         }
     }
 }

@@ -59,7 +59,7 @@ extension EmbeddedStateStore {
             }
         }
         let sessionsEnded = ended.filter { if case .session = $0.holder { true } else { false } }.count
-        if sessionsEnded > 0 { logger.info("expired sessions ended", metadata: ["count": "\(sessionsEnded)"]) }
+        if sessionsEnded > 0 { logger.info("expired sessions ended", metadata: ["count": .stringConvertible(sessionsEnded)]) }
         return ended
     }
 
@@ -134,8 +134,8 @@ extension EmbeddedStateStore {
         Self.retireJournals(before: generation, in: disk.directory)
         metrics?.snapshotWritten(seconds: (ContinuousClock.now - started).seconds, bytes: bytes)
         logger.info("snapshot written", metadata: [
-            "records": "\(records)", "bytes": "\(bytes)", "generation": "\(generation)",
-            "seconds": "\((ContinuousClock.now - started).seconds)",
+            "records": .stringConvertible(records), "bytes": .stringConvertible(bytes), "generation": .stringConvertible(generation),
+            "seconds": .stringConvertible((ContinuousClock.now - started).seconds),
         ])
     }
 

@@ -92,16 +92,16 @@ final class EmbeddedStateStore: StateStore {
         startedPastDamage = !report.damaged.isEmpty
         for torn in report.tornTails {
             logger.warning("dropped a torn journal record (a crash during its write, never acknowledged)", metadata: [
-                "file": "\(torn.path)", "offset": "\(torn.offset)", "size": "\(torn.size)",
+                "file": "\(torn.path)", "offset": .stringConvertible(torn.offset), "size": .stringConvertible(torn.size),
             ])
         }
         for damage in report.damaged {
             logger.error("damaged state file set aside; started with what could be read", metadata: ["problem": "\(damage.description)"])
         }
         logger.notice("state loaded", metadata: [
-            "sessions": "\(self.sessions.count)", "snapshot_records": "\(report.snapshotRecords)",
-            "journal_records": "\(report.journalRecords)", "journals": "\(report.journals)",
-            "seconds": "\((ContinuousClock.now - started).seconds)",
+            "sessions": .stringConvertible(self.sessions.count), "snapshot_records": .stringConvertible(report.snapshotRecords),
+            "journal_records": .stringConvertible(report.journalRecords), "journals": .stringConvertible(report.journals),
+            "seconds": .stringConvertible((ContinuousClock.now - started).seconds),
         ])
     }
 

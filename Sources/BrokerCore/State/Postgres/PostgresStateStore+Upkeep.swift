@@ -77,7 +77,7 @@ extension PostgresStateStore {
             return []
         }
         let sessionsEnded = swept.ended.filter { if case .session = $0.holder { true } else { false } }.count
-        if sessionsEnded > 0 { logger.info("expired sessions ended", metadata: ["count": "\(sessionsEnded)"]) }
+        if sessionsEnded > 0 { logger.info("expired sessions ended", metadata: ["count": .stringConvertible(sessionsEnded)]) }
         await countSessions()
         return swept.ended
     }

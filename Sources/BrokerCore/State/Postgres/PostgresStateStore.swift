@@ -57,7 +57,11 @@ final class PostgresStateStore: StateStore {
         let pool = PostgresPool(options: options, size: settings.poolSize, acquireTimeout: .seconds(settings.statementTimeoutSeconds))
         do {
             let applied = try await PostgresSchema.migrate(pool)
-            if !applied.isEmpty { logger.notice("database schema migrated", metadata: ["versions": "\(applied)", "now": "\(PostgresSchema.latest)"]) }
+            if !applied.isEmpty {
+                logger.notice("database schema migrated", metadata: [
+                    "versions": .array(applied.map { .stringConvertible($0) }), "now": .stringConvertible(PostgresSchema.latest),
+                ])
+            }
         } catch {
             pool.close()
             throw StateOpenError(description: "cannot use the PostgreSQL store: \(error.description)")
