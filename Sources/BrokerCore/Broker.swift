@@ -58,8 +58,10 @@ public final class Broker: Sendable {
                 var configuration = serverConfiguration
                 configuration.host = listen.host == "localhost" ? "127.0.0.1" : listen.host
                 configuration.port = listen.port
-                // No web page is an admin client: no CORS answers on the admin listener.
+                // No web page is an admin client: no CORS answers on the admin listener. Its
+                // proxies are its own: a local process must not write the audit trail's client.
                 configuration.corsOrigins = []
+                configuration.trustedProxies = config.admin?.trustedProxies ?? []
                 return try HTTPServer(configuration: configuration, observer: reporter)
             }
         } catch {

@@ -32,6 +32,9 @@ public struct ServerConfiguration: Sendable {
     public var requestBodyMinBytesPerSecond: Int
     /// Browser origins (`https://app.example.com`, lowercased) allowed to read answers (CORS).
     public var corsOrigins: Set<String>
+    /// Paths under these prefixes never answer CORS, whatever the origin (routes no web page
+    /// may call, such as an admin API sharing the listener).
+    public var corsClosedPrefixes: [String] = []
     /// Reverse proxies whose `X-Forwarded-For` names the client (`Request.clientIP`); empty: the
     /// client is the connection's address. Connection limits always count the connection's.
     public var trustedProxies: [IPNetwork]

@@ -155,10 +155,12 @@ final class ServerCore: Sendable {
         tb_request_problem(pointer).map { String(cString: $0) } ?? "The request is malformed."
     }
 
-    /// The request's `Origin` when it is one of the configured CORS origins.
+    /// The request's `Origin` when it is one of the configured CORS origins, on a path open to
+    /// them.
     private func corsOrigin(_ request: Request) -> String? {
         guard !configuration.corsOrigins.isEmpty, let origin = request.header("Origin")?.lowercased(),
-              configuration.corsOrigins.contains(origin) else { return nil }
+              configuration.corsOrigins.contains(origin),
+              !configuration.corsClosedPrefixes.contains(where: { request.path.hasPrefix($0) }) else { return nil }
         return origin
     }
 

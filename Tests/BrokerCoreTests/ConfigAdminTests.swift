@@ -1,6 +1,7 @@
 import BrokerCore
 import Foundation
 import Testing
+import WireValues
 
 /// `admin`: off by default; its own listener, or the public one only behind a token from a file.
 struct ConfigAdminTests {
@@ -40,6 +41,25 @@ struct ConfigAdminTests {
             "\(error)".contains("broker.yaml:2: admin.listen") && "\(error)".contains("needs admin.token_file")
         }
         #expect(try load("admin:\n  listen: 0.0.0.0:9091\n  token_file: \(try tokenFile(token))\n").admin?.token != nil)
+    }
+
+    /// Such a listener answers only a `Host` of 127.0.0.1, ::1 or localhost: bound elsewhere on
+    /// loopback, it would refuse everything, so it is refused at start.
+    @Test func aTokenlessListenerOnAnotherLoopbackAddressIsRefused() throws {
+        #expect { try load("admin:\n  listen: 127.0.0.2:9091\n") } throws: { error in
+            "\(error)".contains("admin.listen") && "\(error)".contains("must be 127.0.0.1, ::1 or localhost")
+        }
+        #expect(try load("admin:\n  listen: localhost:9091\n").admin?.listen?.host == "localhost")
+        #expect(try load("admin:\n  listen: 127.0.0.2:9091\n  token_file: \(try tokenFile(token))\n").admin?.token != nil)
+    }
+
+    /// The admin listener's proxies are its own: none by default, whatever the public
+    /// listener's are.
+    @Test func theAdminListenerTrustsOnlyItsOwnProxies() throws {
+        let admin = try #require(try load("server:\n  trusted_proxies: 127.0.0.1\nadmin:\n  listen: 127.0.0.1:9091\n").admin)
+        #expect(admin.trustedProxies.isEmpty)
+        let proxied = try #require(try load("admin:\n  listen: 127.0.0.1:9091\n", ["BROKER_ADMIN_TRUSTED_PROXIES": "10.0.0.5"]).admin)
+        #expect(proxied.trustedProxies.map(\.description) == ["10.0.0.5/32"])
     }
 
     @Test func thePublicListenerAsAdminListenerIsRefused() throws {

@@ -39,6 +39,7 @@ struct ConfigDefaultsTests {
             "server.limits.proxy_max_transfers_per_ip": "\(limits.proxyMaxTransfersPerIP)",
             "server.cors_origins": list(server.corsOrigins),
             "server.trusted_proxies": list(server.trustedProxies.map(\.description)),
+            "admin.trusted_proxies": list(config.admin?.trustedProxies.map(\.description) ?? []),
             "log.level": config.log.level.rawValue,
             "log.access": "\(config.log.access)",
             "sessions.idle_lifetime_seconds": seconds(sessions.idleLifetimeSeconds),
@@ -138,6 +139,7 @@ struct ConfigDefaultsTests {
         #expect(transport.requestBodyMinBytesPerSecond == 1_024)
         #expect(transport.corsOrigins.isEmpty)
         #expect(transport.trustedProxies.isEmpty)
+        #expect(transport.corsClosedPrefixes == ["/admin/"], "the admin API never answers CORS")
         #expect(transport.tls == nil)
     }
 

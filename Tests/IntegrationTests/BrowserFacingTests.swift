@@ -97,6 +97,23 @@ struct BrowserFacingTests {
         #expect(refused.headers["access-control-allow-methods"] == nil)
     }
 
+    /// The admin API on the public listener never answers CORS, whatever origins the API allows:
+    /// no web page is its client.
+    @Test func adminRoutesNeverAnswerCORS() throws {
+        let tokenFile = FileManager.default.temporaryDirectory.appendingPathComponent("admin-\(UUID().uuidString)").path
+        try String(repeating: "a", count: 40).write(toFile: tokenFile, atomically: true, encoding: .utf8)
+        let broker = try BrokerProcess(config: "server:\n  cors_origins: https://app.example.com\nadmin:\n  token_file: \(tokenFile)\n")
+        let origin = ["Origin": "https://app.example.com"]
+        #expect(try broker.get("/healthz", headers: origin).headers["access-control-allow-origin"] == "https://app.example.com")
+        let listed = try broker.get("/admin/sessions", headers: origin.merging(["Authorization": "Bearer " + String(repeating: "a", count: 40)]) { $1 })
+        #expect(listed.status == 200 && listed.headers["access-control-allow-origin"] == nil)
+        let preflight = try RawHTTP.request(port: broker.port, method: "OPTIONS", target: "/admin/sessions", headers: [
+            "Origin": "https://app.example.com", "Access-Control-Request-Method": "GET", "Access-Control-Request-Headers": "authorization",
+        ])
+        #expect(preflight.status == 204 && preflight.headers["access-control-allow-origin"] == nil
+                && preflight.headers["access-control-allow-headers"] == nil)
+    }
+
     @Test func everyAnswerForbidsFramingAndSniffing() throws {
         let broker = try BrokerProcess()
         for response in [try broker.get("/healthz"), try broker.get("/nope"), try broker.get("/callback?state=unknown", headers: ["Accept": "text/html"])] {

@@ -23,6 +23,9 @@ struct AdminRoutes: Sendable {
         tokenHash = token.map { SHA256.hash(Array($0.reveal().utf8)).bytes }
     }
 
+    /// Where its routes are: no route of another kind is under it.
+    static let pathPrefix = "/admin/"
+
     func register(in router: inout Router) {
         router.add("GET", "/admin/sessions") { [self] request throws(HTTPError) in try list(request) }
         router.add("POST", "/admin/sessions/end") { [self] request throws(HTTPError) in try end(request) }

@@ -22,6 +22,9 @@ extension ConfigDraft {
                     + "leave admin.listen unset and set admin.token_file")
             } else if !listen.isLoopback && adminTokenFile == nil {
                 problem("admin.listen", "an admin listener off loopback needs admin.token_file (a bearer token every admin call must carry)")
+            } else if adminTokenFile == nil && !AdminSettings.tokenlessHosts.contains(listen.host) {
+                problem("admin.listen", "without admin.token_file the admin listener must be 127.0.0.1, ::1 or localhost: "
+                    + "it answers only requests whose Host is one of those (set admin.token_file to bind \(listen.host))")
             }
         }
         return problems
@@ -30,6 +33,6 @@ extension ConfigDraft {
     /// The admin API's settings; nil when it is off.
     var admin: AdminSettings? {
         guard adminListen != nil || adminToken != nil else { return nil }
-        return AdminSettings(listen: adminListen, token: adminToken)
+        return AdminSettings(listen: adminListen, token: adminToken, trustedProxies: adminTrustedProxies)
     }
 }

@@ -21,6 +21,7 @@ struct ConfigDraft: Sendable {
     var webhookFailuresBeforeEvent = WebhookSettings.defaultFailuresBeforeEvent
     var webhookSecret: Secret?
     var adminListen: ListenAddress?
+    var adminTrustedProxies: [IPNetwork] = []
     /// `admin.token_file` as written; ``resolveAdminToken(environment:baseDirectory:file:)``
     /// reads it into ``adminToken``.
     var adminTokenFile: String?

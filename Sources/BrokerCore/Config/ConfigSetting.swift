@@ -129,6 +129,11 @@ struct ConfigSetting: Sendable {
             draft.adminTokenFile = text.isEmpty ? nil : text
             return .success(())
         },
+        ConfigSetting(key: "admin.trusted_proxies", variable: "BROKER_ADMIN_TRUSTED_PROXIES",
+                      description: "reverse proxies whose X-Forwarded-For names the client on the admin listener (its audit trail's client): addresses or CIDR ranges, comma-separated; default none (server.trusted_proxies never applies there)",
+                      expected: "addresses or CIDR ranges separated by commas") { draft, text in
+            TrustedProxies.parse(text).map { draft.adminTrustedProxies = $0 }
+        },
         ConfigSetting(key: "server.cors_origins", variable: "BROKER_CORS_ORIGINS",
                       description: "browser origins allowed to call the API (CORS), comma-separated, e.g. https://app.example.com; empty = none",
                       expected: "origins separated by commas") { draft, text in

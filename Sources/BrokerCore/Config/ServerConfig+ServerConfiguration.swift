@@ -4,7 +4,8 @@ import HTTPServer
 extension ServerConfig {
     /// What the HTTP server is given: the one place the server's settings become the transport's
     /// ``ServerConfiguration``, which has no defaults of its own. `localhost` listens on
-    /// 127.0.0.1, and the TLS files are read here.
+    /// 127.0.0.1, and the TLS files are read here. The admin API, when it shares this listener,
+    /// never answers CORS: no web page is its client.
     func serverConfiguration() throws(BrokerStartError) -> ServerConfiguration {
         var pem: (certificate: String, key: String)?
         if let files = tls {
@@ -14,7 +15,7 @@ extension ServerConfig {
             }
             pem = (certificate, key)
         }
-        return ServerConfiguration(
+        var configuration = ServerConfiguration(
             host: listen.host == "localhost" ? "127.0.0.1" : listen.host,
             port: listen.port,
             threads: threads,
@@ -30,5 +31,7 @@ extension ServerConfig {
             trustedProxies: trustedProxies,
             tls: pem
         )
+        configuration.corsClosedPrefixes = [AdminRoutes.pathPrefix]
+        return configuration
     }
 }
