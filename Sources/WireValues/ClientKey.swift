@@ -16,6 +16,18 @@ public enum ClientKey {
         return IPNetwork.text(of: Array(unmapped[0..<8]) + [UInt8](repeating: 0, count: 8)) + "/64"
     }
 
+    /// What limits on creating state count a client by (sign-ins started, device codes issued):
+    /// an IPv4 address as it is, an IPv6 address by its /56 — the prefix one home or small site
+    /// is commonly delegated (RFC 6177), every /64 of which is as cheap to it as one address.
+    public static func site(of address: String) -> String {
+        guard address.utf8.contains(UInt8(ascii: ":")), let bytes = IPNetwork.addressBytes(Substring(address)) else {
+            return address
+        }
+        let unmapped = IPNetwork.unmapped(bytes)
+        guard unmapped.count == 16 else { return IPNetwork.text(of: unmapped) }
+        return IPNetwork.text(of: Array(unmapped[0..<7]) + [UInt8](repeating: 0, count: 9)) + "/56"
+    }
+
     /// The network of `address` a group of clients commonly shares (one subscriber, one
     /// organisation): an IPv4 address's /24, an IPv6 address's /48 (RFC 6177's usual site
     /// prefix). For limits that one small group of clients must not spend for everyone.

@@ -35,11 +35,38 @@ struct AbuseTests {
         // (sent together), then counted.
         let guarded = UserCodeGuard(missesPerMinute: 60)
         let addresses = (1...12).map { "198.51.100.\($0)" }
-        for address in addresses { #expect(guarded.wait(address, now: 100) == nil) }
+        for address in addresses { #expect(guarded.admit(address, now: 100) == .now) }
         for address in addresses { for _ in 0..<10 { guarded.miss(address, now: 100) } }
-        #expect(guarded.wait("203.0.113.7", now: 102) == nil, "a person elsewhere enters a code two seconds later")
-        #expect(guarded.wait("198.51.100.200", now: 130) != nil, "the network's share owes: its other addresses wait too")
-        #expect(guarded.wait("198.51.100.1", now: 130) != nil, "each sending address owes its own share")
+        #expect(guarded.admit("203.0.113.7", now: 102) == .now, "a person elsewhere enters a code two seconds later")
+        #expect(guarded.admit("198.51.100.200", now: 130).isRefused, "the network's share owes: its other addresses wait too")
+        #expect(guarded.admit("198.51.100.1", now: 130).isRefused, "each sending address owes its own share")
+    }
+
+    /// About twenty addresses in ten networks spend the budget for everyone: those networks
+    /// wait for it, while a person on a network that sent no wrong code still gets in, slowly —
+    /// and once their network sends a wrong code, it waits like the others.
+    @Test func aSpentBudgetForEveryoneSlowsUntouchedNetworksRatherThanRefusingThem() {
+        let guarded = UserCodeGuard(missesPerMinute: 60)
+        let guessers = (1...10).flatMap { network in ["10.\(network).0.1", "10.\(network).0.2"] }
+        for guesser in guessers { for _ in 0..<3 { guarded.miss(guesser, now: 100) } }
+        #expect(guarded.admit("10.1.0.3", now: 100).isRefused, "a network that spent the budget waits for it")
+        #expect(guarded.admit("203.0.113.7", now: 100) == .slowed(UserCodeGuard.slowdownSeconds), "an untouched network gets in, slowly")
+        #expect(guarded.admit("2001:db8:aa::1", now: 100) == .slowed(UserCodeGuard.slowdownSeconds))
+        guarded.miss("203.0.113.7", now: 100)
+        #expect(guarded.admit("203.0.113.99", now: 100).isRefused, "after its wrong code, that network waits like the others")
+        #expect(guarded.admit("10.1.0.3", now: 200) == .now, "the budget refills")
+    }
+
+    @Test func anIPv6ClientStartsSignInsByItsSites56() throws {
+        let limiter = RateLimiter(perMinute: 2, key: ClientKey.site)
+        try limiter.admit("2001:db8:1:200::1", now: 100)
+        try limiter.admit("2001:db8:1:2ff:ffff::2", now: 100)
+        #expect(throws: HTTPError.self, "another /64 of the same /56") { try limiter.admit("2001:db8:1:2aa::4", now: 100) }
+        try limiter.admit("2001:db8:1:300::1", now: 100) // the next /56
+        try limiter.admit("10.0.0.2", now: 100)
+        try limiter.admit("10.0.0.3", now: 100) // IPv4 addresses count one by one
+        #expect(ClientKey.site(of: "2001:db8:1:2ab:1::1") == "2001:db8:1:200::/56")
+        #expect(ClientKey.site(of: "::ffff:10.1.2.3") == "10.1.2.3")
     }
 
     @Test func anIPv6ClientIsLimitedByItsSlash64() throws {
@@ -77,5 +104,11 @@ struct AbuseTests {
         for everything in ["0.0.0.0/0", "::/0"] {
             #expect(throws: ConfigValueError.self) { try TrustedProxies.parse("10.0.0.0/8, \(everything)").get() }
         }
+    }
+}
+
+private extension UserCodeGuard.Admission {
+    var isRefused: Bool {
+        if case .refused = self { true } else { false }
     }
 }

@@ -31,6 +31,7 @@ struct ConfigDefaultsTests {
             "server.limits.refresh_requests_per_minute": "\(limits.refreshRequestsPerMinute)",
             "server.limits.device_code_entries_per_minute": "\(limits.deviceCodeEntriesPerMinute)",
             "server.limits.device_code_misses_per_minute": "\(limits.deviceCodeMissesPerMinute)",
+            "server.limits.max_pending_sign_ins": "\(limits.maxPendingSignIns)",
             "server.limits.proxy_requests_per_minute": "\(limits.proxyRequestsPerMinute)",
             "server.limits.proxy_max_response_bytes": "\(limits.proxyMaxResponseBytes)",
             "server.limits.proxy_retry_max_body_bytes": "\(limits.proxyRetryMaxBodyBytes)",

@@ -122,6 +122,10 @@ final class RoundRobinStore: StateStore {
         try await next.countRevocations()
     }
 
+    func countPendingSignIns() async throws(StateReadError) -> Int {
+        try await next.countPendingSignIns()
+    }
+
     func spendOnce(_ id: SHA256Digest, until: Double) async throws(StateWriteError) -> Bool {
         try await next.spendOnce(id, until: until)
     }

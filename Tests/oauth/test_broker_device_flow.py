@@ -213,14 +213,19 @@ def test_wrong_codes_are_bounded_per_client_per_network_and_for_everyone(start):
     assert enter_from(person, "10.0.0.3", "BCDF-GHJP").status_code == 429, "the network's share is spent"
     # Someone elsewhere is not held back by them.
     assert "Sign in a device?" in enter_from(person, "192.0.2.7", codes["user_code"]).text
-    # Spending everyone's budget takes ten networks: then even the right code waits, from anywhere.
+    # Spending everyone's budget takes ten networks: then those networks wait, even with the
+    # right code, while a network that sent no wrong code gets in — answered slowly.
     for network in range(1, 10):
         for host in (1, 2):
             for guess in ("BCDF-GHJQ", "BCDF-GHJR"):
                 assert enter_from(person, f"10.0.{network}.{host}", guess).status_code == 400
-    blocked = enter_from(person, "198.51.100.9", codes["user_code"])
+    blocked = enter_from(person, "10.0.5.9", codes["user_code"])
     assert blocked.status_code == 429 and "Too many wrong codes" in blocked.text
+    started = time.monotonic()
+    slowed = enter_from(person, "198.51.100.9", codes["user_code"])
+    assert "Sign in a device?" in slowed.text and time.monotonic() - started >= 3, "in, after 3 s"
     assert metric(broker, "broker_device_user_code_entries_total", outcome="unknown") == 40
+    assert metric(broker, "broker_device_user_code_entries_total", outcome="slowed") == 1
 
 
 def test_six_addresses_guessing_do_not_lock_everyone_out(start):

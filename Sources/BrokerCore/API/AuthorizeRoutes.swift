@@ -14,7 +14,7 @@ struct AuthorizeRoutes: Sendable {
             try services.admit(request, to: services.loginLimiter)
             let wantsJSON = request.header("Accept")?.contains("application/json") == true
             do throws(HTTPError) {
-                return try start(try request.query(), session: nil, json: wantsJSON)
+                return try start(try request.query(), session: nil, json: wantsJSON, route: request.route)
             } catch {
                 // A person at a browser sees the error as a page; an API client gets JSON.
                 guard !wantsJSON, BrokerPage.wanted(by: request) else { throw error }
@@ -25,8 +25,9 @@ struct AuthorizeRoutes: Sendable {
             try services.admit(request, to: services.loginLimiter)
             // The form is read now (the request is gone later), its error answered after the session's.
             let form = Result { () throws(HTTPError) in try request.form() }
+            let route = request.route
             return try services.withBearerSession(request) { [self] session throws(HTTPError) in
-                try start(try form.get(), session: session, json: true)
+                try start(try form.get(), session: session, json: true, route: route)
             }
         }
     }
@@ -39,9 +40,9 @@ struct AuthorizeRoutes: Sendable {
                            status: error.status, headers: error.headers)
     }
 
-    private func start(_ fields: FormFields, session: Session?, json: Bool) throws(HTTPError) -> Reply {
+    private func start(_ fields: FormFields, session: Session?, json: Bool, route: String) throws(HTTPError) -> Reply {
         let login = try validate(fields, session: session)
-        return services.begin(login) { location in
+        return services.begin(login, route: route) { location in
             json ? .json(.object([("authorization_url", .string(location))])) : .redirect(to: location)
         }
     }

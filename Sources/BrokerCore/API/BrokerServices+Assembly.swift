@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import WireValues
 
 extension BrokerServices {
     /// The broker's services over `store`, assembled from `config` in one place: for `serve`
@@ -42,12 +43,14 @@ extension BrokerServices {
                 retryMaxBodyBytes: limits.proxyRetryMaxBodyBytes
             )),
             store: store,
-            loginLimiter: RateLimiter(perMinute: limits.loginRequestsPerMinute),
+            // What starts a sign-in creates state: an IPv6 client counts by its site's /56.
+            loginLimiter: RateLimiter(perMinute: limits.loginRequestsPerMinute, key: ClientKey.site),
             tokenLimiter: RateLimiter(perMinute: limits.tokenRequestsPerMinute),
             refreshLimiter: RateLimiter(perMinute: limits.refreshRequestsPerMinute),
             deviceEntryLimiter: RateLimiter(perMinute: limits.deviceCodeEntriesPerMinute),
             userCodeGuard: UserCodeGuard(missesPerMinute: limits.deviceCodeMissesPerMinute),
             proxyLimiter: RateLimiter(perMinute: limits.proxyRequestsPerMinute),
+            signInCeiling: SignInCeiling(limit: limits.maxPendingSignIns, store: store, metrics: metrics),
             binding: BrowserBinding(stateKeys: config.state.keys),
             webhooks: webhooks,
             metrics: metrics,

@@ -6,8 +6,9 @@ import WireValues
 extension BrokerServices {
     /// Starts the login `login` (``LoginFlow/begin(_:at:)``) and answers with `answer` of the
     /// provider's authorization URL.
-    func begin(_ login: LoginRequest, _ answer: @escaping @Sendable (String) -> Response) -> Reply {
+    func begin(_ login: LoginRequest, route: String, _ answer: @escaping @Sendable (String) -> Response) -> Reply {
         .deferredCatching { [self] () async throws(HTTPError) -> Response in
+            try await signInCeiling.admit(now: now(), route: route)
             let provider = try await providers.provider(login.provider)
             do throws(LoginStartError) {
                 return answer(try await self.login.begin(login, at: provider))
@@ -61,10 +62,10 @@ extension BrokerServices {
     }
 
     /// Requested scopes: RFC 6749 §3.3 scope tokens, separated by single spaces, at most 64 of
-    /// them in at most 2048 bytes.
+    /// them in at most ``maxScopeBytes``.
     static func scopes(_ fields: FormFields) throws(HTTPError) -> [String] {
         guard let text = try fields.optional("scope") else { return [] }
-        guard text.utf8.count <= 2048 else { throw .badRequest("scope is longer than 2048 bytes.") }
+        guard text.utf8.count <= maxScopeBytes else { throw .badRequest("scope is longer than \(maxScopeBytes) bytes.") }
         let scopes = text.split(separator: " ", omittingEmptySubsequences: false).map(String.init)
         let valid = scopes.allSatisfy { scope in
             !scope.isEmpty && scope.utf8.allSatisfy { $0 == 0x21 || (0x23...0x5B).contains($0) || (0x5D...0x7E).contains($0) }
@@ -72,4 +73,9 @@ extension BrokerServices {
         guard valid, scopes.count <= 64 else { throw .badRequest("scope is not a list of valid scope tokens.") }
         return scopes
     }
+
+    /// The longest `scope` an app may ask for: twenty of the longest scopes providers define
+    /// (Google's and Microsoft's are URLs of about 50 bytes) fit; it is kept with each sign-in
+    /// under way, which anyone can start.
+    static let maxScopeBytes = 1024
 }

@@ -23,6 +23,8 @@ final class BrokerServices: Sendable {
     let userCodeGuard: UserCodeGuard
     /// Proxied API requests, per session.
     let proxyLimiter: RateLimiter
+    /// Sign-ins under way, every client's together.
+    let signInCeiling: SignInCeiling
     /// Tags that bind a browser to the device pages and to a device login.
     let binding: BrowserBinding
     /// Where events go, when a webhook is configured.
@@ -34,7 +36,8 @@ final class BrokerServices: Sendable {
 
     init(config: BrokerConfig, providers: ProviderDirectory, login: LoginFlow, sessions: SessionOperations, devices: DeviceFlow,
          proxy: APIProxy, store: any StateStore, loginLimiter: RateLimiter, tokenLimiter: RateLimiter, refreshLimiter: RateLimiter,
-         deviceEntryLimiter: RateLimiter, userCodeGuard: UserCodeGuard, proxyLimiter: RateLimiter, binding: BrowserBinding,
+         deviceEntryLimiter: RateLimiter, userCodeGuard: UserCodeGuard, proxyLimiter: RateLimiter, signInCeiling: SignInCeiling,
+         binding: BrowserBinding,
          webhooks: WebhookSender?, metrics: BrokerMetrics, logger: Logger, now: @escaping BrokerClock) {
         self.config = config
         self.providers = providers
@@ -49,6 +52,7 @@ final class BrokerServices: Sendable {
         self.deviceEntryLimiter = deviceEntryLimiter
         self.userCodeGuard = userCodeGuard
         self.proxyLimiter = proxyLimiter
+        self.signInCeiling = signInCeiling
         self.binding = binding
         self.webhooks = webhooks
         self.metrics = metrics

@@ -16,7 +16,7 @@ struct DeviceRoutes: Sendable {
     func register(in router: inout Router) {
         router.add("POST", "/device/authorize") { [self] request throws(HTTPError) in
             try services.admit(request, to: services.loginLimiter)
-            return try authorize(try request.form())
+            return try authorize(try request.form(), route: request.route)
         }
         router.add("GET", "/device") { [self] request throws(HTTPError) in
             let typed = (try? request.query())?["user_code"]
@@ -74,15 +74,15 @@ struct DeviceRoutes: Sendable {
     }
 
     /// RFC 8628 §3.1–3.2, the broker's own spelling: the provider named in the form.
-    private func authorize(_ form: FormFields) throws(HTTPError) -> Reply {
+    private func authorize(_ form: FormFields, route: String) throws(HTTPError) -> Reply {
         guard let appID = try DeviceRoutes.app(form) else { throw .badRequest("Missing parameter: app (or client_id).") }
-        return try authorize(app: appID, provider: try form.required("provider"), scopes: try BrokerServices.scopes(form))
+        return try authorize(app: appID, provider: try form.required("provider"), scopes: try BrokerServices.scopes(form), route: route)
     }
 
     /// RFC 8628 §3.1–3.2 for `app` at `providerID`, asking for the provider's configured scopes
     /// and `scopes`: here and at the standard endpoint (``StandardTokenRoutes``), where the
     /// provider is the issuer's.
-    func authorize(app appID: String, provider providerID: String, scopes: [String]) throws(HTTPError) -> Reply {
+    func authorize(app appID: String, provider providerID: String, scopes: [String], route: String) throws(HTTPError) -> Reply {
         guard let app = services.config.app(id: appID) else { throw .badRequest("Unknown app.") }
         guard app.deviceFlow else {
             throw .badRequest("This app is not registered for the device flow (device_flow: true).", code: "unauthorized_client")
@@ -93,6 +93,7 @@ struct DeviceRoutes: Sendable {
         }
         let verification = services.config.server.publicURL.appendingPathComponent("device").absoluteString
         return .deferredCatching { [services] () async throws(HTTPError) -> Response in
+            try await services.signInCeiling.admit(now: services.now(), route: route)
             let codes: DeviceFlow.Codes
             do throws(StateWriteError) {
                 codes = try await services.devices.start(app: app.id, provider: provider, scopes: scopes)
@@ -243,10 +244,17 @@ struct DeviceRoutes: Sendable {
 
     /// The waiting device code the form's `user_code` names, or the page to answer instead. A
     /// wrong code from `client` counts against its own, its network's and every client's budget
-    /// (``UserCodeGuard``); none is tried while one of them is spent.
+    /// (``UserCodeGuard``); none is tried while its own or its network's is spent, and while
+    /// everyone's is, only one from a network that sent no wrong code lately, slowly.
     private func find(_ form: FormFields, client: String) async -> Result<DeviceFlow.Waiting, Page> {
         let csrfToken = form["csrf"] ?? ""
-        if let wait = services.userCodeGuard.wait(client, now: services.now()) {
+        switch services.userCodeGuard.admit(client, now: services.now()) {
+        case .now:
+            break
+        case .slowed(let seconds):
+            services.metrics.userCodeEntry(outcome: "slowed")
+            try? await Task.sleep(for: .seconds(seconds))
+        case .refused(let wait):
             services.metrics.userCodeEntry(outcome: "rate_limited")
             let seconds = Int(wait.rounded(.up))
             return .failure(Page(DevicePages.failure(

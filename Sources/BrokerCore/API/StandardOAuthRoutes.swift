@@ -61,7 +61,7 @@ struct StandardOAuthRoutes: Sendable {
         }
         do throws(HTTPError) {
             let login = try services.loginRequest(query, app: clientID, provider: provider, session: nil)
-            return services.begin(login) { .redirect(to: $0) }
+            return services.begin(login, route: "/providers/\(provider)/authorize") { .redirect(to: $0) }
         } catch {
             return refuse(error.code, error.description)
         }

@@ -35,7 +35,7 @@ struct StandardTokenRoutes: Sendable {
                 try services.admit(request, to: services.loginLimiter)
                 let form = try request.form()
                 let client = try TokenClient(id: try clientID(request, form), parameter: "client_id").required()
-                return try DeviceRoutes(services: services).authorize(app: client, provider: provider, scopes: try BrokerServices.scopes(form))
+                return try DeviceRoutes(services: services).authorize(app: client, provider: provider, scopes: try BrokerServices.scopes(form), route: request.route)
             }
         }
     }

@@ -1,9 +1,10 @@
 import Synchronization
 import WireValues
 
-/// Requests per client per minute (an IPv4 address, or an IPv6 /64: `ClientKey`), as token
-/// buckets: a client may burst up to the limit and regains one request every `60 / limit`
-/// seconds. Beyond it, the client is told when to come back (`admit`: 429 with `Retry-After`).
+/// Requests per client per minute (an IPv4 address, or an IPv6 /64: `ClientKey`; or another
+/// key, such as ``ClientKey/site(of:)``), as token buckets: a client may burst up to the limit
+/// and regains one request every `60 / limit` seconds. Beyond it, the client is told when to
+/// come back (`admit`: 429 with `Retry-After`).
 final class RateLimiter: Sendable {
     private struct Bucket {
         var tokens: Double
@@ -11,11 +12,13 @@ final class RateLimiter: Sendable {
     }
 
     private let perMinute: Int
+    private let key: @Sendable (String) -> String
     private let buckets = Mutex<[String: Bucket]>([:])
 
-    /// `perMinute` 0 means no limit.
-    init(perMinute: Int) {
+    /// `perMinute` 0 means no limit; `key` is what a client is counted by.
+    init(perMinute: Int, key: @escaping @Sendable (String) -> String = ClientKey.of) {
         self.perMinute = perMinute
+        self.key = key
     }
 
     private enum Use {
@@ -34,6 +37,16 @@ final class RateLimiter: Sendable {
         bucket(client, now: now, .look)
     }
 
+    /// Whether `client` has spent nothing lately: its bucket is full (or it has none).
+    func isUntouched(_ client: String, now: Double) -> Bool {
+        guard perMinute > 0 else { return true }
+        let capacity = Double(perMinute)
+        return buckets.withLock { buckets in
+            guard let bucket = buckets[key(client)] else { return true }
+            return bucket.tokens + (now - bucket.updated) * capacity / 60 >= capacity
+        }
+    }
+
     /// Counts a request of `client` let through after ``wait(_:now:)`` (a limit that counts only
     /// some requests, once their outcome is known): taken even from an empty bucket, which then
     /// owes it — down to a minute's worth — so that requests let through together while the
@@ -46,7 +59,7 @@ final class RateLimiter: Sendable {
         guard perMinute > 0 else { return nil }
         let capacity = Double(perMinute)
         let rate = capacity / 60
-        let key = ClientKey.of(client)
+        let key = key(client)
         return buckets.withLock { buckets in
             if buckets.count > 100_000 {
                 // Forget full buckets: a client that stayed away long enough starts afresh anyway.

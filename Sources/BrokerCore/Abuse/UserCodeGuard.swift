@@ -4,12 +4,21 @@ import WireValues
 /// clients together (`device_code_misses_per_minute`), so that no number of addresses gets more
 /// tries; and, so that a small group of clients cannot spend that budget for everyone, a share
 /// of it per network (an IPv4 /24, an IPv6 /48: a tenth) and per client (an IPv4 address, an
-/// IPv6 /64: a twentieth), which a client meets first. Spending the whole budget then takes
-/// clients in ten networks or more (docs/api.md, "Signing in a device").
+/// IPv6 /64: a twentieth), which a client meets first.
+///
+/// Once the budget for everyone is spent, the networks that spent it — every network that sent
+/// a wrong code lately — wait for it to refill; a network that sent none is still let through,
+/// slowly (``Admission/slowed(_:)``): a person with the right code from an untouched network
+/// gets in, while a guesser gets one slow try per network before its network counts as one
+/// that spent the budget (docs/api.md, "Signing in a device").
 struct UserCodeGuard: Sendable {
     private let everyone: RateLimiter
     private let network: RateLimiter
     private let client: RateLimiter
+
+    /// How long an untouched network's code waits for its answer while the budget for everyone
+    /// is spent.
+    static let slowdownSeconds = 3.0
 
     /// `missesPerMinute` 0 means no limit.
     init(missesPerMinute: Int) {
@@ -18,9 +27,22 @@ struct UserCodeGuard: Sendable {
         client = RateLimiter(perMinute: missesPerMinute == 0 ? 0 : max(1, missesPerMinute / 20))
     }
 
-    /// Nil when `address` may try a code now; otherwise the seconds until it may.
-    func wait(_ address: String, now: Double) -> Double? {
-        client.wait(address, now: now) ?? network.wait(ClientKey.network(of: address), now: now) ?? everyone.wait("all", now: now)
+    /// Whether a code from an address may be looked up now.
+    enum Admission: Equatable {
+        case now
+        /// After this many seconds: the budget for everyone is spent, and the address's network
+        /// has sent no wrong code lately.
+        case slowed(Double)
+        /// Not before this many seconds.
+        case refused(Double)
+    }
+
+    func admit(_ address: String, now: Double) -> Admission {
+        let network = ClientKey.network(of: address)
+        if let wait = client.wait(address, now: now) ?? self.network.wait(network, now: now) { return .refused(wait) }
+        guard let wait = everyone.wait("all", now: now) else { return .now }
+        return self.network.isUntouched(network, now: now) && client.isUntouched(address, now: now)
+            ? .slowed(Self.slowdownSeconds) : .refused(wait)
     }
 
     /// Counts a wrong code from `address`. Its client's and network's shares count it even past

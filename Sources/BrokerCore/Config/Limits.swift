@@ -35,6 +35,9 @@ public struct Limits: Sendable, Equatable {
     /// Wrong user codes entered at `/device` per minute, all clients together (0 = no limit):
     /// bounds how many codes a distributed guesser can try; 429 for everyone above.
     public var deviceCodeMissesPerMinute: Int
+    /// Sign-ins under way at once — logins at the provider's page and device codes, every
+    /// instance's — which anyone can start; 503 with `Retry-After` above (``SignInCeiling``).
+    public var maxPendingSignIns: Int
     /// Requests through the API proxy per session per minute (0 = no limit); 429 above.
     public var proxyRequestsPerMinute: Int
     /// Largest API answer the proxy passes on, in bytes; 502 above (never a truncated answer).
@@ -55,7 +58,7 @@ public struct Limits: Sendable, Equatable {
                 maxUpstreamCalls: Int = 256, upstreamTimeoutSeconds: Int = 10,
                 loginRequestsPerMinute: Int = 120, tokenRequestsPerMinute: Int = 120,
                 refreshRequestsPerMinute: Int = 120, deviceCodeEntriesPerMinute: Int = 10,
-                deviceCodeMissesPerMinute: Int = 60, proxyRequestsPerMinute: Int = 600,
+                deviceCodeMissesPerMinute: Int = 60, maxPendingSignIns: Int = 50_000, proxyRequestsPerMinute: Int = 600,
                 proxyMaxResponseBytes: Int = 10_485_760, proxyRetryMaxBodyBytes: Int = 65_536,
                 proxyMaxTransfers: Int = 128, proxyMaxTransfersPerSession: Int = 32, proxyMaxTransfersPerIP: Int = 64) {
         self.maxBodyBytes = maxBodyBytes
@@ -73,6 +76,7 @@ public struct Limits: Sendable, Equatable {
         self.refreshRequestsPerMinute = refreshRequestsPerMinute
         self.deviceCodeEntriesPerMinute = deviceCodeEntriesPerMinute
         self.deviceCodeMissesPerMinute = deviceCodeMissesPerMinute
+        self.maxPendingSignIns = maxPendingSignIns
         self.proxyRequestsPerMinute = proxyRequestsPerMinute
         self.proxyMaxResponseBytes = proxyMaxResponseBytes
         self.proxyRetryMaxBodyBytes = proxyRetryMaxBodyBytes
@@ -100,6 +104,8 @@ public struct Limits: Sendable, Equatable {
     static let maxUpstreamCallsRange = 1...100_000
     static let upstreamTimeoutSecondsRange = 1...300
     static let requestsPerMinuteRange = 0...1_000_000
+    /// Accepted range of `max_pending_sign_ins`.
+    static let maxPendingSignInsRange = 100...10_000_000
     /// Accepted range of `proxy_max_response_bytes`: 1 KiB to 1 GiB.
     static let proxyMaxResponseBytesRange = 1_024...1_073_741_824
     /// Accepted range of `proxy_retry_max_body_bytes`: none kept, up to 64 MiB.

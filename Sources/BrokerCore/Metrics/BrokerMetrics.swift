@@ -134,9 +134,10 @@ public final class BrokerMetrics: Sendable {
         count("device_codes", "Device code steps: issued, signed_in, approved, denied, expired, polled, collected.", [("outcome", outcome)])
     }
 
-    /// A user code typed at `/device`: `found`, `unknown`, `malformed` or `rate_limited`.
+    /// A user code typed at `/device`: `found`, `unknown`, `malformed` or `rate_limited`; `slowed`
+    /// counts those answered slowly first (``UserCodeGuard``), which are then counted again.
     func userCodeEntry(outcome: String) {
-        count("device_user_code_entries", "User codes entered at /device, by outcome: found, unknown, malformed, rate_limited.",
+        count("device_user_code_entries", "User codes entered at /device, by outcome: found, unknown, malformed, rate_limited; slowed (also counted by their outcome).",
               [("outcome", outcome)])
     }
 
@@ -222,6 +223,13 @@ public final class BrokerMetrics: Sendable {
     /// A revocation still unconfirmed past its time was given up (and audited).
     func revocationAbandoned(provider: String) {
         count("provider_revocations_abandoned", "Queued revocations given up unconfirmed, by provider.", [("provider", provider)])
+    }
+
+    /// Sign-ins under way, every instance's, as this instance last knew them (``SignInCeiling``).
+    func pendingSignIns(_ count: Int) {
+        registry.makeGauge(descriptor: Self.name(
+            "pending_sign_ins", help: "Sign-ins under way (logins at the provider, device codes), every instance's, as of the last one started here."
+        )).set(Double(count))
     }
 
     /// Live sessions now (set when `/metrics` is rendered).

@@ -151,6 +151,9 @@ protocol StateStore: Sendable {
     func settleRevocation(_ id: SHA256Digest, next: QueuedRevocation?) async throws(StateWriteError)
     /// How many revocations wait in the queue (with several instances: all of them).
     func countRevocations() async throws(StateReadError) -> Int
+    /// How many sign-ins are under way (with several instances: all of them): logins in
+    /// progress and device codes, counted until the sweep forgets them.
+    func countPendingSignIns() async throws(StateReadError) -> Int
 
     // MARK: Tokens accepted once
 

@@ -172,6 +172,10 @@ extension EmbeddedStateStore {
         flows.change { $0.revocations.count }
     }
 
+    func countPendingSignIns() async throws(StateReadError) -> Int {
+        flows.change { $0.pending.count + $0.devices.count }
+    }
+
     func spendOnce(_ id: SHA256Digest, until: Double) async throws(StateWriteError) -> Bool {
         let now = clock()
         let ticket = flows.change { entries -> DurabilityTicket? in

@@ -223,4 +223,14 @@ extension PostgresStateStore {
             throw StateReadError(description: error.description)
         }
     }
+
+    func countPendingSignIns() async throws(StateReadError) -> Int {
+        do {
+            return Int(try await run { connection throws(PostgresError) in
+                try connection.execute("SELECT (SELECT count(*) FROM broker_logins) + (SELECT count(*) FROM broker_device_codes)").int(0, 0) ?? 0
+            })
+        } catch {
+            throw StateReadError(description: error.description)
+        }
+    }
 }
