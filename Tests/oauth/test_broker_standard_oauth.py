@@ -166,6 +166,12 @@ def test_token_endpoint_errors_are_rfc_6749_section_5_2(issuer):
         (post(grant_type="authorization_code", code="tbh_unknown", code_verifier="v" * 43, redirect_uri=REDIRECT_URI), 400, "invalid_request"),
         (requests.post(token_endpoint, data={"grant_type": "refresh_token", "refresh_token": "x"}, auth=("web", "a-secret"), timeout=10),
          401, "invalid_client"),
+        # A secret is refused wherever it is sent: the broker's clients are public.
+        (post(grant_type="refresh_token", refresh_token="x", client_id="web", client_secret="a-secret"), 401, "invalid_client"),
+        (requests.post(metadata(issuer)["revocation_endpoint"], data={"token": "x", "client_id": "web", "client_secret": "a-secret"},
+                       timeout=10), 401, "invalid_client"),
+        # An empty one is none (some libraries send it so for a public client).
+        (post(grant_type="refresh_token", refresh_token="tbs_" + "x" * 43, client_id="web", client_secret=""), 400, "invalid_grant"),
     ]
     for answer, status, error in cases:
         assert answer.status_code == status and answer.json()["error"] == error, answer.text
@@ -186,6 +192,17 @@ def test_revoking_another_clients_token_changes_nothing_and_says_nothing(broker_
     assert app.call("GET", "/token").status_code == 200, "another client's token stays"
     own = requests.post(revoke, data={"token": app.session_token, "client_id": "web"}, timeout=10)
     assert own.status_code == 200
+    assert app.call("GET", "/token").status_code == 401
+
+
+def test_revoking_without_client_id_ends_the_session_its_token_names(broker_factory):
+    """As at the refresh grant, the token names its client: RFC 7009 clients that send only the
+    token (requests-oauthlib's revoke has no client authentication of its own) revoke it."""
+    broker, app, _, _ = broker_factory()
+    app.login()
+    revoke = metadata(broker.url("/providers/dot"))["revocation_endpoint"]
+    answer = requests.post(revoke, data={"token": app.session_token, "token_type_hint": "refresh_token"}, timeout=10)
+    assert answer.status_code == 200 and answer.content == b""
     assert app.call("GET", "/token").status_code == 401
 
 

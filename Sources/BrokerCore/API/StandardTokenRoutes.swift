@@ -27,8 +27,7 @@ struct StandardTokenRoutes: Sendable {
             }
             router.add("POST", "/providers/\(provider)/revoke") { [self] request throws(HTTPError) in
                 let form = try request.form()
-                let client = try TokenClient(id: try clientID(request, form), parameter: "client_id").required()
-                return revoke(try form.required("token"), client: client, provider: provider)
+                return revoke(try form.required("token"), client: try clientID(request, form), provider: provider)
             }
             // RFC 8628 §3.1 at this issuer: the provider is the issuer's.
             router.add("POST", "/providers/\(provider)/device_authorization") { [self] request throws(HTTPError) in
@@ -41,10 +40,12 @@ struct StandardTokenRoutes: Sendable {
     }
 
     /// The public client: `client_id` in the body, or HTTP Basic with the client id and an
-    /// empty password (RFC 6749 §2.3.1) — never a secret; the same if both are given. Nil when
-    /// the request names none.
+    /// empty password (RFC 6749 §2.3.1) — never a secret, in the header or as `client_secret` in
+    /// the body (an empty one is none); the same if both are given. Nil when the request names
+    /// none.
     private func clientID(_ request: Request, _ form: FormFields) throws(HTTPError) -> String? {
         let basic = try Self.basicClientID(request)
+        if form["client_secret"]?.isEmpty == false { throw Self.publicClientsHaveNoSecret }
         let named = try form.optional("client_id")
         if let basic, let named, basic != named { throw .badRequest("client_id and the Authorization header name different clients.") }
         guard let client = basic ?? named else { return nil }
@@ -61,26 +62,28 @@ struct StandardTokenRoutes: Sendable {
               let client = try? FormFields.unescape(String(text[..<colon])) else {
             throw invalidClient("The Authorization header is not HTTP Basic client authentication.")
         }
-        guard text[text.index(after: colon)...].isEmpty else {
-            throw invalidClient("Clients of the broker are public: they have no secret to send.")
-        }
+        guard text[text.index(after: colon)...].isEmpty else { throw publicClientsHaveNoSecret }
         return client
     }
+
+    private static let publicClientsHaveNoSecret = invalidClient("Clients of the broker are public: they have no secret to send.")
 
     private static func invalidClient(_ description: String) -> HTTPError {
         HTTPError(status: 401, code: "invalid_client", description: description,
                   headers: [HTTPHeader("WWW-Authenticate", #"Basic realm="token-broker""#)])
     }
 
-    /// RFC 7009: a session token of this client ends its session here and at the provider (the
-    /// broker's `POST /revoke`). A token the broker does not know, or another client's (which
-    /// stays), is answered 200 as well (§2.2): the answer never tells whether a token exists.
-    private func revoke(_ token: String, client: String, provider: String) -> Reply {
+    /// RFC 7009: a session token ends its session here and at the provider (the broker's `POST
+    /// /revoke`). The token names its client, as at the refresh grant: `client_id` may be left
+    /// out, and a token of another client than the one named stays. A token the broker does not
+    /// know, or another client's, is answered 200 as well (§2.2): the answer never tells whether
+    /// a token exists.
+    private func revoke(_ token: String, client: String?, provider: String) -> Reply {
         guard token.hasPrefix(OpaqueToken.sessionPrefix) else { return .now(Response(status: 200)) }
         let id = OpaqueToken.hash(token)
         return .deferredCatching { [services] () async throws(HTTPError) -> Response in
             let found = try await services.load(id)
-            guard let session = found, session.app == client, session.provider == provider else { return Response(status: 200) }
+            guard let session = found, client.map({ session.app == $0 }) ?? true, session.provider == provider else { return Response(status: 200) }
             do throws(StateWriteError) {
                 _ = try await services.sessions.end(id, .revoked)
             } catch {
