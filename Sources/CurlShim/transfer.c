@@ -230,6 +230,10 @@ void tb_transfer_end(tb_transfer *x, CURLcode code) {
         return tb_transfer_end_as(x, TB_PROXY_FAILED, "the API switched protocols");
     } else if (code == CURLE_OPERATION_TIMEDOUT) {
         response->outcome = TB_PROXY_TIMEOUT;
+    } else if (code == CURLE_RECV_ERROR && response->status > 0) {
+        // The API answered (its status line was read) and the rest could not be: headers over
+        // libcurl's bounds, a connection cut mid-answer. A broken answer, not an unreachable API.
+        response->outcome = TB_PROXY_FAILED;
     } else if (code == CURLE_COULDNT_RESOLVE_HOST || code == CURLE_COULDNT_CONNECT || code == CURLE_SSL_CONNECT_ERROR ||
                code == CURLE_PEER_FAILED_VERIFICATION || code == CURLE_SEND_ERROR || code == CURLE_RECV_ERROR ||
                code == CURLE_GOT_NOTHING) {

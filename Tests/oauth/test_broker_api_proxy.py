@@ -358,6 +358,16 @@ def test_a_switching_protocols_answer_is_a_502_at_once(broker_factory, misbehavi
     assert app.call("GET", "/proxy/dot/own").json()["path"] == "/own"
 
 
+def test_an_answer_with_headers_too_large_to_read_is_a_502(broker_factory, misbehaving):
+    """The API was reached and answered, with more headers than libcurl reads: its answer could not
+    be read (502), not "could not be reached" (503), which would send clients to retry."""
+    broker, app, _, _ = broker_factory(provider_extra=api(misbehaving.base_url))
+    app.login()
+    answer = app.call("GET", "/proxy/dot/huge-headers")
+    assert answer.status_code == 502 and answer.json()["error"] == "upstream_error", answer.text
+    assert app.call("GET", "/proxy/dot/own").json()["path"] == "/own"
+
+
 def test_the_address_policy_holds_on_a_reused_connection(broker_factory, browser, auth_server, upstream):
     """Two providers with one API host, one allowing private addresses and one not: a connection
     the first opened never carries the second's call past the address check."""

@@ -139,6 +139,7 @@ class MisbehavingUpstream:
       /extra           200 with Content-Length: 2, then, likewise, a second answer
       any HEAD         200 with Content-Length, then the announced body (the second answer)
       /switch          101 Switching Protocols, then silence (the connection stays open)
+      /huge-headers    200 with 400 KB of headers, more than any client reads
       anything else    200 {"path": …, "auth": <the Authorization header>}
 
     The second answer carries the path and Authorization of the request that provoked it: read
@@ -204,6 +205,9 @@ class MisbehavingUpstream:
                     connection.sendall(smuggled)
                 elif target == "/switch":
                     connection.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: other\r\nConnection: Upgrade\r\n\r\n")
+                elif target == "/huge-headers":
+                    filler = "".join(f"X-Filler-{n}: {'v' * 100}\r\n" for n in range(4000))
+                    connection.sendall(f"HTTP/1.1 200 OK\r\n{filler}Content-Length: 2\r\n\r\nok".encode())
                 else:
                     connection.sendall(self.answer("200 OK", own))
         except OSError:
