@@ -122,6 +122,7 @@ public final class Broker: Sendable {
         }
         ProxyRoutes(services: services, transfers: transfers).register(in: &router)
         ClientKeysRoute(providers: config.providers).register(in: &router)
+        LandingPages(providers: config.providers.map { ($0.id, $0.shownName) }).register(in: &router)
         let audit = services.endings.audit
         let administration = SessionAdministration(store: store, sessions: services.sessions)
         BackChannelLogoutRoute(services: services, logout: BackChannelLogout(

@@ -53,12 +53,16 @@ public struct Answer: Sendable {
 public typealias Handler = @Sendable (Request) throws(HTTPError) -> Reply
 
 /// Routes by exact method and path, then by path prefix (`addPrefix`: a route that takes every
-/// path below it). Unknown paths get 404; known paths with another method get 405 with `Allow`.
-/// `HEAD` is served by the `GET` handler (the server sends no body).
+/// path below it). Unknown paths go to ``unmatched`` (a JSON 404 unless set); known paths with
+/// another method get 405 with `Allow`. `HEAD` is served by the `GET` handler (the server sends
+/// no body).
 public struct Router: Sendable {
     private var table: [Substring: Route] = [:]
     /// Prefix routes, tried in order after the exact ones.
     private var prefixes: [(prefix: String, route: Route)] = []
+    /// What answers a path no route takes, whatever its method: a 404 of its own choosing, or a
+    /// page at a path that is not part of the API (the route label stays `unmatched`).
+    public var unmatched: Handler = { _ throws(HTTPError) in throw .notFound }
 
     /// One path and its handlers (a route has a handful of methods: a list beats a dictionary).
     private struct Route: Sendable {
@@ -145,7 +149,7 @@ public struct Router: Sendable {
         case .methodNotAllowed(let allowed):
             reply = .now(HTTPError.methodNotAllowed(allowed: allowed).response)
         case .notFound:
-            reply = .now(HTTPError.notFound.response)
+            do { reply = try unmatched(request) } catch { reply = .now(error.response) }
         }
         return (reply, request.route)
     }

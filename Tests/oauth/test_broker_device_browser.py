@@ -86,6 +86,14 @@ def test_a_person_signs_a_device_in_with_a_browser(chrome, broker_factory, auth_
         assert shown in page
     assert_styled_and_clean(chrome)
     shot(chrome, "2-confirm")
+    if chrome.width == 1280:
+        # On a laptop's screen both choices show without scrolling.
+        chrome.set_window_size(1280, 800)
+        refuse = chrome.find_element(By.CSS_SELECTOR, "button[value=deny]")
+        fold = chrome.execute_script("return window.innerHeight")
+        assert refuse.rect["y"] + refuse.rect["height"] <= fold, f"Refuse ends at {refuse.rect['y'] + refuse.rect['height']} of {fold}"
+        shot(chrome, "2-confirm-800")
+        chrome.set_window_size(1280, 915)
     press(chrome, "button[value=approve]")
 
     # The authorization server's own pages: sign in, then consent.
@@ -135,6 +143,7 @@ def test_a_person_signs_a_device_in_with_a_browser(chrome, broker_factory, auth_
     chrome.find_element(By.NAME, "user_code").send_keys("BCDF-GHJK")
     press(chrome, "button.go")
     assert "unknown, expired or already used" in chrome.find_element(By.CSS_SELECTOR, ".error").text
+    assert chrome.find_element(By.NAME, "user_code").get_attribute("value") == "BCDF-GHJK", "kept, to correct one letter"
     # The 400 itself is logged by the browser as a failed load; anything else would be a problem.
     problems = [e["message"] for e in chrome.get_log("browser")
                 if e["level"] == "SEVERE" and "400" not in e["message"] and "/favicon.ico" not in e["message"]]
@@ -162,6 +171,7 @@ def test_a_provider_link_opened_in_another_browser_signs_nothing_in(chrome, othe
     assert other_chrome.current_url.startswith(broker.url("/callback"))
     assert "started in another browser" in other_chrome.find_element(By.CSS_SELECTOR, ".error").text
     assert not other_chrome.find_elements(By.CSS_SELECTOR, "form")
+    assert other_chrome.find_element(By.CSS_SELECTOR, "a.button").text == "Enter a code", "a button, as on the other pages"
     shot(other_chrome, "7-other-browser")
     time.sleep(codes["interval"])
     assert cli.poll().json()["error"] == "authorization_pending", "the device got nothing"

@@ -52,14 +52,19 @@ def inspect(driver, name: str, status_logged: bool = False) -> str:
 
 
 def test_the_sign_in_error_pages(chrome, broker_factory):
+    """A person reads what went wrong in plain words; the API's sentence, which names parameters,
+    is folded away for the app's makers."""
     broker, app, _, _ = broker_factory()
     text = look(chrome, broker.url("/callback?state=tbst_unknown&code=x"), "callback-error", status_logged=True)
     assert "Sign-in failed" in text and "Start again where you began" in text
-    text = look(chrome, broker.url("/authorize?" + urlencode({"app": "nobody", "provider": "dot"})), "authorize-error", status_logged=True)
+    text = look(chrome, broker.url("/authorize?" + urlencode({"app": "web", "provider": "dot"})), "authorize-error", status_logged=True)
     assert "does not work" in text and "Go back to the app" in text
+    assert "redirect_uri" not in text and "parameter" not in text, "no parameter names for the person"
+    chrome.find_element(By.TAG_NAME, "summary").click()
+    assert "Missing required parameter redirect_uri." in chrome.find_element(By.TAG_NAME, "details").text, "the detail, for the makers"
     text = look(chrome, broker.url("/providers/dot/authorize?" + urlencode({"client_id": "nobody", "response_type": "code"})),
                 "standard-authorize-error", status_logged=True)
-    assert "Unknown client_id" in text
+    assert "does not work" in text and "client_id" not in text
     # An API client still gets JSON for the same requests.
     for path in ("/authorize?app=nobody&provider=dot", "/providers/dot/authorize?client_id=nobody"):
         answer = requests.get(broker.url(path), timeout=10)
@@ -103,6 +108,28 @@ def test_signing_out_everywhere_at_the_development_provider(chrome):
         assert line["subject"] == "dev-alice" and line["ended"] == 2
     finally:
         broker.stop()
+
+
+def test_addresses_that_are_not_endpoints_answer_a_browser_with_a_page(chrome, broker_factory):
+    """The broker's address itself says what it is; an unknown path, or a provider it does not
+    have, is a 404 page — for a browser. Every other client keeps the API's JSON."""
+    broker, _, _, _ = broker_factory()
+    text = look(chrome, broker.url("/"), "home")
+    assert "Token broker" in text and "nothing to do here in a browser" in text
+    for name, href in (("/healthz", "/healthz"), ("/readyz", "/readyz"), ("its OAuth metadata", "/.well-known/oauth-authorization-server/providers/dot")):
+        assert chrome.find_element(By.LINK_TEXT, name).get_attribute("href") == broker.url(href)
+    chrome.find_element(By.LINK_TEXT, "/healthz").click()
+    WebDriverWait(chrome, 10).until(lambda driver: driver.current_url == broker.url("/healthz"))
+    for path, name in (("/no/such/page", "not-found"), ("/providers/nobody/authorize?client_id=web", "unknown-provider")):
+        text = look(chrome, broker.url(path), name, status_logged=True)
+        assert "Page not found" in text and "go back to the app" in text
+        chrome.find_element(By.LINK_TEXT, "What this service is").click()
+        WebDriverWait(chrome, 10).until(lambda driver: driver.current_url == broker.url("/"))
+    for path in ("/", "/no/such/page", "/providers/nobody/authorize?client_id=web"):
+        for accept in (None, "application/json", "*/*"):
+            answer = requests.get(broker.url(path), headers={"Accept": accept} if accept else {}, timeout=10)
+            assert answer.status_code == 404 and answer.json()["error"] == "not_found", (path, accept)
+    assert requests.get(broker.url("/"), headers={"Accept": "text/html"}, timeout=10).headers["Content-Type"].startswith("text/html")
 
 
 class AppListener:

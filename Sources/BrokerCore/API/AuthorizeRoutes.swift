@@ -35,7 +35,8 @@ struct AuthorizeRoutes: Sendable {
     /// An invalid sign-in request as a page: it goes back to no app, which could be an open
     /// redirector.
     static func page(_ error: HTTPError) -> Response {
-        BrokerPage.failure(title: "This sign-in link does not work", message: error.description,
+        BrokerPage.failure(title: "This sign-in link does not work", message: BrokerPage.plainWords(forStatus: error.status),
+                           detail: error.description,
                            next: "Go back to the app you came from and start the sign-in again; if this keeps happening, tell the app's makers.",
                            status: error.status, headers: error.headers)
     }

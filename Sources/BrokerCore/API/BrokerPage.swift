@@ -17,7 +17,8 @@ enum BrokerPage {
         input{width:100%;font:inherit;font-size:1.6rem;letter-spacing:.15em;text-transform:uppercase;\
         text-align:center;padding:.6rem;border:2px solid #aab;border-radius:.5rem}\
         input.name{font-size:1.1rem;letter-spacing:normal;text-transform:none;text-align:left}\
-        button{font:inherit;font-weight:600;padding:.7rem 1.2rem;border-radius:.5rem;border:0;margin:.75rem .5rem 0 0;cursor:pointer}\
+        button,a.button{font:inherit;font-weight:600;padding:.7rem 1.2rem;border-radius:.5rem;border:0;margin:.75rem .5rem 0 0;cursor:pointer}\
+        a.button{display:inline-block;text-decoration:none}details{margin-top:1rem;color:#4a5263;font-size:.9rem}\
         .go{background:#1f5fd1;color:#fff}.no{background:#e4e6eb;color:#1d2330}\
         .code{font-family:ui-monospace,monospace;font-size:1.5rem;letter-spacing:.15em}\
         .account{font-size:1.3rem;font-weight:600;word-break:break-all}\
@@ -61,13 +62,33 @@ enum BrokerPage {
         ] + headers, body: Array(html.utf8))
     }
 
-    /// What went wrong, and what the person can do next (HTML, escaped here).
-    static func failure(title: String, message: String, next: String, status: Int, headers: [HTTPHeader] = []) -> Response {
-        render(title: title, status: status, headers: headers, body: """
+    /// What went wrong in words for the person (escaped here), and what they can do next
+    /// (HTML); `detail`, the API's own sentence, which may name parameters, folded away under
+    /// "Details" for whoever makes the app.
+    static func failure(title: String, message: String, detail: String? = nil, next: String, status: Int,
+                        headers: [HTTPHeader] = []) -> Response {
+        let details = detail.map { "<details><summary>Details for the app's makers</summary><p>\(escape($0))</p></details>" } ?? ""
+        return render(title: title, status: status, headers: headers, body: """
             <h1>\(escape(title))</h1>
             <p class="error" role="alert">\(escape(message))</p>
-            <p>\(next)</p>
+            <p>\(next)</p>\(details)
             """)
+    }
+
+    /// A link that looks like the pages' buttons: `main` for the one most people want.
+    static func button(_ label: String, to target: String, main: Bool = true) -> String {
+        "<a class=\"button \(main ? "go" : "no")\" href=\"\(escape(target))\">\(escape(label))</a>"
+    }
+
+    /// What a failed request means to a person who followed a link, by its status: the API's
+    /// sentence names parameters, which mean nothing to them (it goes under ``failure``'s
+    /// details).
+    static func plainWords(forStatus status: Int) -> String {
+        switch status {
+        case 429: "Too many sign-ins came from your network just now. Wait a minute, then try again."
+        case 500...: "The sign-in service cannot finish this right now. Try again in a moment."
+        default: "This sign-in link is incomplete, out of date or already used, so it cannot go on."
+        }
     }
 
     /// Whether the request comes from a browser (it asks for HTML): its errors are then pages.

@@ -67,7 +67,7 @@ struct CallbackRoute: Sendable {
     /// The error as a page, for a person looking at a browser: the sign-in may have been an
     /// app's or a device's (its login, gone, no longer says which).
     private static func page(_ error: HTTPError) -> Response {
-        BrokerPage.failure(title: "Sign-in failed", message: error.description,
+        BrokerPage.failure(title: "Sign-in failed", message: BrokerPage.plainWords(forStatus: error.status), detail: error.description,
                            next: "Start again where you began: in the app you came from, or on the device you are signing in.",
                            status: error.status, headers: error.headers)
     }

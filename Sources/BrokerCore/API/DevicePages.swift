@@ -105,7 +105,7 @@ enum DevicePages {
 
     /// A page saying what went wrong.
     static func failure(_ message: String, status: Int, headers: [HTTPHeader] = []) -> Response {
-        BrokerPage.failure(title: "Device sign-in", message: message, next: #"<a href="/device">Enter a code</a>"#, status: status, headers: headers)
+        BrokerPage.failure(title: "Device sign-in", message: message, next: BrokerPage.button("Enter a code", to: "/device"), status: status, headers: headers)
     }
 
     private static func page(

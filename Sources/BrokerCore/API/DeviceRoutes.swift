@@ -46,13 +46,14 @@ struct DeviceRoutes: Sendable {
             } catch {
                 return .now(Self.page(error))
             }
+            guard let state = query["state"], (1...512).contains(state.unicodeScalars.count), let raw = query["device"].flatMap(Base64URL.decode),
+                  let device = SHA256Digest(bytes: raw) else {
+                return .now(Self.page(.badRequest("This address is incomplete; enter the code again.")))
+            }
             let cookie = services.deviceLoginCookie
-            guard let state = query["state"], cookie.accepts(cookie.value(in: request), state: state) else {
+            guard cookie.accepts(cookie.value(in: request), state: state) else {
                 services.metrics.rejected(route: "/device/confirm", reason: "device_login_other_browser")
                 return .now(DevicePages.otherBrowser())
-            }
-            guard let raw = query["device"].flatMap(Base64URL.decode), let device = SHA256Digest(bytes: raw) else {
-                return .now(Self.page(.badRequest("This address is incomplete; enter the code again.")))
             }
             return .deferred { [self] in await askToConfirm(device, state: state) }
         }
@@ -264,7 +265,7 @@ struct DeviceRoutes: Sendable {
         let typed = form["user_code"] ?? ""
         guard UserCode.normalise(typed) != nil else {
             services.metrics.userCodeEntry(outcome: "malformed")
-            return .failure(Page(DevicePages.entry(userCode: nil, csrf: csrfToken,
+            return .failure(Page(DevicePages.entry(userCode: Self.retyped(typed), csrf: csrfToken,
                                                    message: "A code has 8 letters, like BCDF-GHJK. Check the code your device shows.", status: 400)))
         }
         let found: DeviceFlow.Waiting?
@@ -276,10 +277,16 @@ struct DeviceRoutes: Sendable {
         guard let found else {
             services.userCodeGuard.miss(client, now: services.now())
             services.metrics.userCodeEntry(outcome: "unknown")
-            return .failure(Page(DevicePages.entry(userCode: nil, csrf: csrfToken, message: Self.gone, status: 400)))
+            return .failure(Page(DevicePages.entry(userCode: Self.retyped(typed), csrf: csrfToken, message: Self.gone, status: 400)))
         }
         services.metrics.userCodeEntry(outcome: "found")
         return .success(found)
+    }
+
+    /// A code that was not found, back in the input for its person to correct one letter rather
+    /// than type it all again (no longer than the input takes).
+    private static func retyped(_ typed: String) -> String {
+        String(typed.prefix(16))
     }
 
     /// `scheme://host[:port]` of `url`, for the Content-Security-Policy's form-action.
