@@ -84,6 +84,6 @@ def test_signing_out_everywhere_ends_the_users_sessions_through_a_real_logout_to
         assert signed_out.status_code == 200 and "Signed out everywhere" in signed_out.text
         assert (status(alice), status(bob)) == (200, 401), "the name is matched as the sign-in page keeps it (lowercase)"
         accepted = [line for line in broker.json_lines() if line.get("audit") == "backchannel_logout"]
-        assert [(line["provider"], line["subject"], line["ended"]) for line in accepted] == [("dev", "dev-bob", "1")]
+        assert [(line["provider"], line["subject"], line["ended"]) for line in accepted] == [("dev", "dev-bob", 1)]
     finally:
         broker.stop()
