@@ -16,7 +16,7 @@ import pytest
 import requests
 
 from conftest import add_idpy_users
-from support.broker import STATE_KEY, App, BrokerProcess, broker_binary, broker_config, free_port
+from support.broker import STATE_KEY, App, BrokerProcess, broker_binary, broker_config, free_port, wait_for
 from support.browser import Browser, BrowserError, query_params
 from support.client_keys import public_jwks, thumbprint, write_key
 from support.idpy_op import IdpyOP
@@ -339,7 +339,9 @@ def test_a_provider_that_cannot_serve_the_configuration_is_reported_and_starts_n
             refused = requests.get(App(broker, browser, provider="strict").authorize_url()[0], timeout=10,
                                    headers={"Accept": "application/json"}, allow_redirects=False)
             assert refused.status_code == 502 and refused.json()["error"] == "upstream_error"
-            assert any('"msg":"the provider cannot start a login"' in line and "par is off" in line for line in broker.lines)
+            # The log line is read from the broker's output as it comes: wait for it.
+            assert wait_for(lambda: any('"msg":"the provider cannot start a login"' in line and "par is off" in line
+                                        for line in broker.lines), timeout=10)
             # Negative control: the provider that offers what it needs signs in on the same broker.
             fine = requests.get(App(broker, browser, provider="fine").authorize_url()[0], timeout=10,
                                 headers={"Accept": "application/json"}, allow_redirects=False)
