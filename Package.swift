@@ -4,10 +4,11 @@ import PackageDescription
 // Layers, bottom to top:
 //   CMicroHTTPD, CLibCrypto, CLibPQ  system libraries (Debian libmicrohttpd-dev, libssl-dev, libpq-dev)
 //   MHDShim                  the only code that includes microhttpd.h
-//   CryptoShim               the only code that includes OpenSSL headers
+//   CryptoShim               OpenSSL's libcrypto for the broker's own cryptography
 //   BrokerCrypto             Swift wrapper over CryptoShim
 //   Postgres                 the only code that includes libpq: connections on threads of their own, a pool, LISTEN
-//   CurlShim, APIClient      the API proxy's HTTP client: libcurl (the only code that includes it), address policy, caps
+//   CurlShim, APIClient      the HTTP client of every outbound call: libcurl (the only code that includes it), address
+//                            policy, caps, the CA stores handed to libssl
 //   WireValues               values both sides of the HTTP edge use: JSON, form fields, IP networks, byte writers
 //   HTTPServer               transport: request, response, router, limits, server; alone knows MHDShim
 //   BrokerCore               the broker (its API/ layer alone speaks HTTP); imports no C
@@ -56,7 +57,8 @@ let package = Package(
         .target(name: "CryptoShim", dependencies: ["CLibCrypto"]),
         .target(name: "BrokerCrypto", dependencies: ["CryptoShim"]),
         .target(name: "Postgres", dependencies: ["CLibPQ"]),
-        .target(name: "CurlShim", dependencies: ["CLibCurl"]),
+        // libssl for one thing: handing each new TLS connection's SSL_CTX the CA store parsed once.
+        .target(name: "CurlShim", dependencies: ["CLibCurl"], linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
         .target(name: "APIClient", dependencies: ["CurlShim"]),
         .target(name: "WireValues"),
         .target(

@@ -17,15 +17,20 @@ public struct APIRequest: Sendable {
     /// nil: no body.
     public var body: [UInt8]?
     public var timeoutSeconds: Double
+    /// Fail sooner when nothing arrives for this long (nil: no such bound).
+    public var silenceSeconds: Double?
     public var maxResponseBytes: Int
     public var allowPrivateAddresses: Bool
     public var allowHTTP: Bool
-    /// Who may share connections with this request (the API proxy: the session): a connection
-    /// serves only requests with the same key.
+    /// Who may share connections with this request (an API's pool, or one session): a connection
+    /// serves only requests with the same key, address policy, schemes and authorities.
     public var connectionKey: String
+    /// What its TLS connections are verified against; nil: libcurl's own configuration.
+    public var authorities: CertificateAuthorities?
 
     public init(method: String, url: String, headers: [(String, String)], body: [UInt8]?, timeoutSeconds: Double,
-                maxResponseBytes: Int, allowPrivateAddresses: Bool, allowHTTP: Bool, connectionKey: String) {
+                maxResponseBytes: Int, allowPrivateAddresses: Bool, allowHTTP: Bool, connectionKey: String,
+                authorities: CertificateAuthorities?, silenceSeconds: Double? = nil) {
         self.method = method
         self.url = url
         self.headers = headers
@@ -35,6 +40,8 @@ public struct APIRequest: Sendable {
         self.allowPrivateAddresses = allowPrivateAddresses
         self.allowHTTP = allowHTTP
         self.connectionKey = connectionKey
+        self.authorities = authorities
+        self.silenceSeconds = silenceSeconds
     }
 }
 
@@ -53,8 +60,10 @@ public enum APIExchangeError: Error, Sendable, Equatable {
     /// The answer's body is over the cap.
     case tooLarge
     case timedOut
-    /// Resolution, connection or TLS failed.
+    /// Resolution or connection failed.
     case unreachable(String)
+    /// The TLS handshake failed, or the certificate did not verify.
+    case tls(String)
     case failed(String)
     /// The loop runs as many transfers as it takes and the line in front of them is full, or the
     /// request waited in it past its timeout: not sent.
@@ -110,6 +119,12 @@ public final class APITransfers: @unchecked Sendable {
 
     deinit {
         tb_proxy_loop_release(loop)
+    }
+
+    /// What the loop's transfers did with connections so far: opened, reused, and open now.
+    public var connections: (opened: Int, reused: Int, open: Int) {
+        let counts = tb_proxy_loop_connections(loop)
+        return (Int(counts.opened), Int(counts.reused), Int(counts.open))
     }
 
     /// Performs `request`. With `stream`, once the head has come (status, and the body's length
@@ -209,9 +224,11 @@ private final class Transfer: @unchecked Sendable {
                                     method: method, url: url, headers: lines.starts.isEmpty ? nil : UnsafePointer(headerArray.baseAddress),
                                     header_count: lines.starts.count,
                                     body: bodyBytes.baseAddress, body_length: bodyBytes.count, has_body: request.body == nil ? 0 : 1,
-                                    timeout_ms: timeout, connect_timeout_ms: timeout / 2, max_response_bytes: request.maxResponseBytes,
+                                    timeout_ms: timeout, connect_timeout_ms: timeout / 2,
+                                    silence_timeout_ms: Int(((request.silenceSeconds ?? 0) * 1000).rounded()),
+                                    max_response_bytes: request.maxResponseBytes,
                                     allow_private_addresses: request.allowPrivateAddresses ? 1 : 0, allow_http: request.allowHTTP ? 1 : 0,
-                                    connection_key: connectionKey,
+                                    connection_key: connectionKey, ca_store: request.authorities?.store,
                                     on_head: choose == nil ? nil : { context, status, headers, length, contentLength in
                                         let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
                                         return transfer.head(Int(status), headers, length, contentLength) ? 1 : 0
@@ -294,6 +311,7 @@ private final class Transfer: @unchecked Sendable {
         case Int(TB_PROXY_TOO_LARGE.rawValue): return .tooLarge
         case Int(TB_PROXY_TIMEOUT.rawValue): return .timedOut
         case Int(TB_PROXY_UNREACHABLE.rawValue): return .unreachable(error)
+        case Int(TB_PROXY_TLS.rawValue): return .tls(error)
         case Int(TB_PROXY_BUSY.rawValue): return .busy
         default: return .failed(error)
         }

@@ -73,6 +73,17 @@ public final class Broker: Sendable {
             config.server.publicURL = ListenAddress(host: config.server.listen.host, port: server.port)
                 .derivedPublicURL(secure: config.server.tls != nil)
         }
+        // Every outbound call trusts the system's authorities, parsed once, and a provider's own
+        // (ca_file) at its hosts.
+        let trust: ProviderTrust
+        do throws(CertificateAuthoritiesError) {
+            trust = try ProviderTrust(config.providers)
+        } catch {
+            throw BrokerStartError(error.description)
+        }
+        guard let upstream = UpstreamClient(limits: config.server.limits.upstream, origins: trust.origins) else {
+            throw BrokerStartError("libcurl could not set up the providers' HTTP client")
+        }
         var router = Router()
         if development {
             let secret = Base64URL.encode(SecureRandom.bytes(count: 32))
@@ -89,13 +100,12 @@ public final class Broker: Sendable {
             ).register(in: &router)
             if let logoutURL = config.backChannelLogoutURLs.first(where: { $0.provider == DevelopmentMode.providerID })?.url {
                 DevelopmentLogout(issuer: issuer, backChannelLogoutURL: logoutURL, signer: signer,
-                                  client: UpstreamClient(limits: config.server.limits.upstream), now: systemClock).register(in: &router)
+                                  client: upstream, now: systemClock).register(in: &router)
             }
         }
         for warning in ClientKeyPermissions.check(config.providers) {
             logger.warning("\(warning)")
         }
-        let upstream = UpstreamClient(limits: config.server.limits.upstream)
         let discovery = DiscoveryCache(client: upstream)
         // A provider whose discovery document lacks what its private_key_jwt or par: required
         // rests on would start no login: the broker refuses to start instead.
@@ -108,8 +118,8 @@ public final class Broker: Sendable {
                 + atStart.problems.joined(separator: "\n"))
         }
         let providers = ProviderDirectory(providers: config.providers, discovery: discovery)
-        let services = BrokerServices.assemble(config, store: store, providers: providers, upstream: upstream, logger: logger,
-                                               metrics: metrics, now: systemClock)
+        let services = try BrokerServices.assemble(config, store: store, providers: providers, upstream: upstream, trust: trust,
+                                                   logger: logger, metrics: metrics, now: systemClock)
         AuthorizeRoutes(services: services).register(in: &router)
         CallbackRoute(services: services).register(in: &router)
         TokenRoutes(services: services).register(in: &router)
@@ -141,7 +151,11 @@ public final class Broker: Sendable {
         OperationsRoutes(
             readiness: Readiness(providers: config.providers.filter { $0.endpoints.issuer != nil }, discovery: discovery, stateFailure: { [store] in store.writeFailure },
                                  shuttingDown: shuttingDown), metrics: metrics,
-            liveSessions: { [store] in store.sessionCount }, requestsInFlight: { [server] in server.activeRequests }
+            liveSessions: { [store] in store.sessionCount }, requestsInFlight: { [server] in server.activeRequests },
+            connections: { [transfers, upstream] in
+                let proxy = transfers.connections, providers = upstream.connections
+                return [("api_proxy", proxy.opened, proxy.reused, proxy.open), ("providers", providers.opened, providers.reused, providers.open)]
+            }
         ).register(in: &router)
         self.config = config
         self.logger = logger

@@ -18,8 +18,9 @@ typedef struct tb_share tb_share;
 enum {
     TB_KEY_BUCKETS = 1024,
     // Connections a key keeps once its transfers end (libcurl's CURLMOPT_MAXCONNECTS, which
-    // applies per share and counts connections in use too).
-    TB_CONNECTIONS_PER_KEY = 4,
+    // applies per share and counts connections in use too): enough for a key that many
+    // sessions share (an API's pool) to keep what a burst of calls opened.
+    TB_CONNECTIONS_PER_KEY = 32,
 };
 
 // A loop's connection keys, each with its libcurl share (keys.c); the loop's thread's own.
@@ -33,7 +34,7 @@ typedef struct {
 void tb_keys_init(tb_key_table *table);
 // The share of `request`'s key (its connection key, address policy and schemes), made when
 // missing, held for one transfer until tb_keys_give_back(); NULL when libcurl or memory refused,
-// or when the connection key is longer than 92 bytes (a session id's hex is 64).
+// or when the connection key is longer than 90 bytes (a session id's hex is 64).
 tb_share *tb_keys_take(tb_key_table *table, const tb_proxy_request *request);
 CURLSH *tb_share_handle(const tb_share *share);
 void tb_keys_give_back(tb_share *share);
@@ -62,11 +63,18 @@ typedef struct tb_transfer {
     int switched;  // a 101: the connection would speak something else
     int paused;    // its sink had no room: waiting for tb_proxy_resume (or its deadline)
     int head_done;
+    int stale;     // the kept connection it was given had bytes waiting or was closed: retried on a new one
+    int retried;
+    curl_socket_t opened[4]; // the sockets it opened, the last four (happy eyeballs opens two)
+    int opened_count;
     struct tb_transfer *next; // in the loop's lists
     struct tb_transfer *previous;
 } tb_transfer;
 
 long long tb_now_ms(void);
+
+// Has `easy` verify its TLS connections against `store` (castore.c); 0 when libcurl refused.
+int tb_ca_store_use(const tb_ca_store *store, CURL *easy);
 
 // Whether the address policy refuses the address (policy.c).
 int tb_refused_sockaddr(const struct sockaddr *address);
@@ -75,12 +83,25 @@ int tb_refused_sockaddr(const struct sockaddr *address);
 // tb_proxy_resume(), which drops it. The last one dropped frees the loop.
 void tb_loop_hold(tb_proxy_loop *loop);
 void tb_loop_drop(tb_proxy_loop *loop);
+// Counts an ended transfer's connections: those it opened, or its reuse of a kept one.
+void tb_loop_count(tb_proxy_loop *loop, long new_connections, int answered);
+// A socket of the loop's opened (1) or closed (0).
+void tb_loop_socket(tb_proxy_loop *loop, int opened);
+// The sockets of connections kept for reuse, by local port (what libcurl tells a transfer about
+// the connection it is given): noted when the connection is made, forgotten when its socket
+// closes. The loop's thread only.
+void tb_loop_note_kept(tb_proxy_loop *loop, long local_port, curl_socket_t socket);
+curl_socket_t tb_loop_kept(tb_proxy_loop *loop, long local_port);
+void tb_loop_forget_kept(tb_proxy_loop *loop, curl_socket_t socket);
 
 // A copy of `request` to run on `loop` later, with its deadline from now; NULL when memory ran
 // out.
 tb_transfer *tb_transfer_copy(const tb_proxy_request *request, tb_proxy_loop *loop, uint64_t tag);
 // Sets the transfer's options on `easy` (fresh or reset); 0 when libcurl refused one.
 int tb_transfer_prepare(tb_transfer *transfer, CURL *easy);
+// Whether a transfer libcurl ended with `code` gave up a stale kept connection and is to run again
+// on a new one (once).
+int tb_transfer_retries_fresh(tb_transfer *transfer, CURLcode code);
 // The outcome of a transfer libcurl ended with `code` (or that the loop ended: its own outcome
 // and error text, `code` then unused), handed to on_done; then the transfer is freed.
 void tb_transfer_end(tb_transfer *transfer, CURLcode code);

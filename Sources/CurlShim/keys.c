@@ -1,21 +1,25 @@
-// The proxy loop's connection keys (curl_internal.h's tb_key_table): connections are kept per key
-// (the session's, with the address policy and schemes). Each key has a libcurl share object
-// holding its own connection cache (CURL_LOCK_DATA_CONNECT), so that bytes an API sent after one
-// session's answer are never read as another session's, and a connection opened where private
-// addresses were allowed never serves a call where they are not. A key's connections close when
-// it has been idle for a while or when the table is full and it is the least recently used idle
-// one. Only the loop's thread uses a table (every libcurl call is made there), so the shares need
-// no lock functions.
+// The loop's connection keys (curl_internal.h's tb_key_table): connections are kept per key (the
+// caller's — an API's pool, or one session's —, with the address policy, the schemes and the CA
+// store). Each key has a libcurl share object holding its own connection cache
+// (CURL_LOCK_DATA_CONNECT), so that a connection opened where private addresses were allowed never
+// serves a call where they are not, nor one verified against one provider's CA another's; with
+// it the key's TLS sessions (resumed by its new connections) and DNS answers. A key's connections
+// close when it has been idle for a while or when the table is full and it is the least recently
+// used idle one. Only the loop's thread uses a table (every libcurl call is made there), so the
+// shares need no lock functions.
 
 #include "curl_internal.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 
 enum {
-    KEY_SIZE = 96,
+    // The policy and schemes (2), the CA store's address (16 hex digits), a space, a connection
+    // key of at most 90 bytes and the NUL.
+    KEY_SIZE = 2 + 16 + 1 + 90 + 1,
     // A key idle this long gives its connections up (libcurl reuses none older than 118 s).
     KEY_IDLE_MS = 120000,
 };
@@ -73,7 +77,8 @@ tb_share *tb_keys_take(tb_key_table *table, const tb_proxy_request *request) {
     char key[KEY_SIZE];
     // A key that does not fit is refused, never cut short: two keys cut to the same text would
     // share connections.
-    int length = snprintf(key, sizeof key, "%d%d %s", request->allow_private_addresses, request->allow_http, request->connection_key);
+    int length = snprintf(key, sizeof key, "%d%d%016" PRIxPTR " %s", request->allow_private_addresses, request->allow_http,
+                          (uintptr_t)request->ca_store, request->connection_key);
     if (length < 0 || (size_t)length >= sizeof key) return NULL;
     unsigned bucket = bucket_of(key);
     tb_share *share = table->buckets[bucket];
@@ -90,7 +95,9 @@ tb_share *tb_keys_take(tb_key_table *table, const tb_proxy_request *request) {
         share = calloc(1, sizeof *share);
         if (share == NULL) return NULL;
         share->handle = curl_share_init();
-        if (share->handle == NULL || curl_share_setopt(share->handle, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT) != CURLSHE_OK) {
+        if (share->handle == NULL || curl_share_setopt(share->handle, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT) != CURLSHE_OK
+            || curl_share_setopt(share->handle, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION) != CURLSHE_OK
+            || curl_share_setopt(share->handle, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS) != CURLSHE_OK) {
             if (share->handle) curl_share_cleanup(share->handle);
             free(share);
             return NULL;

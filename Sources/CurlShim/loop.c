@@ -9,6 +9,8 @@
 
 #include "curl_internal.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -28,6 +30,10 @@ struct tb_proxy_loop {
     atomic_int references;
     CURLM *multi;
     int max_in_flight;
+    // Connections: opened and reused by transfers, and open now (kept or in use).
+    atomic_llong opened, reused, open;
+    // The thread's: the socket of each kept connection by its local port, -1 for none.
+    int *kept;
 
     pthread_mutex_t lock; // guards the fields up to the next comment
     transfer_list incoming; // started, not yet taken by the thread
@@ -59,6 +65,7 @@ void tb_loop_drop(tb_proxy_loop *loop) {
     if (atomic_fetch_sub(&loop->references, 1) != 1) return;
     pthread_mutex_destroy(&loop->lock);
     free(loop->resumes);
+    free(loop->kept);
     free(loop);
 }
 
@@ -135,7 +142,7 @@ static void admit(tb_proxy_loop *loop) {
         tb_share *share = easy ? tb_keys_take(&loop->keys, &transfer->request) : NULL;
         if (share == NULL) {
             if (easy) give_back_easy(loop, easy);
-            finish(loop, transfer, CURLE_OK, TB_PROXY_FAILED, "no connection key for the call (no memory, or a key over 92 bytes)");
+            finish(loop, transfer, CURLE_OK, TB_PROXY_FAILED, "no connection key for the call (no memory, or a key over 90 bytes)");
             continue;
         }
         transfer->easy = easy;
@@ -189,6 +196,13 @@ static void collect(tb_proxy_loop *loop) {
         tb_transfer *transfer = NULL;
         curl_easy_getinfo(message->easy_handle, CURLINFO_PRIVATE, (char **)&transfer);
         CURLcode code = message->data.result; // the message is gone once the handle is removed
+        if (tb_transfer_retries_fresh(transfer, code)) {
+            curl_multi_remove_handle(loop->multi, transfer->easy);
+            if (curl_multi_add_handle(loop->multi, transfer->easy) == CURLM_OK) continue;
+            list_remove(&loop->running, transfer);
+            finish(loop, transfer, CURLE_OK, TB_PROXY_FAILED, "libcurl refused the call");
+            continue;
+        }
         take_out(loop, transfer, code, -1, NULL);
     }
 }
@@ -280,9 +294,16 @@ tb_proxy_loop *tb_proxy_loop_create(int max_in_flight) {
     pthread_once(&init_once, init);
     tb_proxy_loop *loop = calloc(1, sizeof *loop);
     if (loop == NULL) return NULL;
+    loop->kept = malloc(65536 * sizeof *loop->kept);
+    if (loop->kept == NULL) {
+        free(loop);
+        return NULL;
+    }
+    for (int port = 0; port < 65536; port++) loop->kept[port] = CURL_SOCKET_BAD;
     loop->multi = curl_multi_init();
     if (loop->multi == NULL || curl_multi_setopt(loop->multi, CURLMOPT_MAXCONNECTS, (long)TB_CONNECTIONS_PER_KEY) != CURLM_OK) {
         if (loop->multi) curl_multi_cleanup(loop->multi);
+        free(loop->kept);
         free(loop);
         return NULL;
     }
@@ -301,6 +322,34 @@ void tb_proxy_loop_release(tb_proxy_loop *loop) {
     pthread_mutex_unlock(&loop->lock);
     if (!started) curl_multi_cleanup(loop->multi); // no thread, and none will start
     tb_loop_drop(loop);
+}
+
+void tb_loop_count(tb_proxy_loop *loop, long new_connections, int answered) {
+    if (new_connections > 0) atomic_fetch_add(&loop->opened, new_connections);
+    else if (answered) atomic_fetch_add(&loop->reused, 1);
+}
+
+void tb_loop_socket(tb_proxy_loop *loop, int opened) { atomic_fetch_add(&loop->open, opened ? 1 : -1); }
+
+void tb_loop_note_kept(tb_proxy_loop *loop, long local_port, curl_socket_t socket) {
+    if (local_port > 0 && local_port < 65536) loop->kept[local_port] = socket;
+}
+
+curl_socket_t tb_loop_kept(tb_proxy_loop *loop, long local_port) {
+    return local_port > 0 && local_port < 65536 ? loop->kept[local_port] : CURL_SOCKET_BAD;
+}
+
+void tb_loop_forget_kept(tb_proxy_loop *loop, curl_socket_t socket) {
+    struct sockaddr_storage address;
+    socklen_t length = sizeof address;
+    if (getsockname(socket, (struct sockaddr *)&address, &length) != 0) return;
+    int port = address.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&address)->sin6_port)
+                                              : ntohs(((struct sockaddr_in *)&address)->sin_port);
+    if (port > 0 && loop->kept[port] == socket) loop->kept[port] = CURL_SOCKET_BAD;
+}
+
+tb_proxy_connections tb_proxy_loop_connections(tb_proxy_loop *loop) {
+    return (tb_proxy_connections){atomic_load(&loop->opened), atomic_load(&loop->reused), atomic_load(&loop->open)};
 }
 
 int tb_proxy_start(tb_proxy_loop *loop, const tb_proxy_request *request) {

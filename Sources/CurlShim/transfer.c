@@ -7,6 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <errno.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 long long tb_now_ms(void) {
     struct timespec now;
@@ -145,7 +150,62 @@ static curl_socket_t on_open_socket(void *context, curlsocktype purpose, struct 
         x->refused = 1;
         return CURL_SOCKET_BAD;
     }
-    return socket(address->family, address->socktype, address->protocol);
+    curl_socket_t opened = socket(address->family, address->socktype, address->protocol);
+    if (opened != CURL_SOCKET_BAD) {
+        tb_loop_socket(x->loop, 1);
+        if (x->opened_count == 4) memmove(x->opened, x->opened + 1, 3 * sizeof *x->opened), x->opened_count = 3;
+        x->opened[x->opened_count++] = opened;
+    }
+    return opened;
+}
+
+// Before a request goes out on a connection: one kept from an earlier transfer must be clean — no
+// bytes waiting on it (an API that sent more after its last answer, a TLS close), the other end
+// not gone. libcurl 7.88 reuses a connection with bytes waiting, and the request would read them
+// as its answer: another session's, in a shared pool. Such a connection is given up (the
+// transfer aborts before sending, and libcurl closes it) and the transfer runs again on a new one.
+static int on_prerequest(void *context, char *remote, char *local, int remote_port, int local_port) {
+    (void)remote, (void)local, (void)remote_port;
+    tb_transfer *x = context;
+    long opened = 0;
+    if (curl_easy_getinfo(x->easy, CURLINFO_NUM_CONNECTS, &opened) != CURLE_OK) return CURL_PREREQFUNC_OK;
+    if (opened > 0) {
+        // A new connection: which of the sockets this transfer opened it is (libcurl 7.88 tells a
+        // transfer its socket only once it has ended), noted for the transfers that reuse it.
+        for (int i = 0; i < x->opened_count; i++) {
+            struct sockaddr_storage address;
+            socklen_t length = sizeof address;
+            if (getsockname(x->opened[i], (struct sockaddr *)&address, &length) != 0) continue;
+            int port = address.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&address)->sin6_port)
+                                                      : ntohs(((struct sockaddr_in *)&address)->sin_port);
+            if (port == local_port) tb_loop_note_kept(x->loop, local_port, x->opened[i]);
+        }
+        return CURL_PREREQFUNC_OK;
+    }
+    curl_socket_t socket = tb_loop_kept(x->loop, local_port);
+    if (socket == CURL_SOCKET_BAD) return CURL_PREREQFUNC_OK;
+    char byte;
+    ssize_t peeked = recv(socket, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (peeked < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return CURL_PREREQFUNC_OK;
+    x->stale = 1;
+    return CURL_PREREQFUNC_ABORT;
+}
+
+int tb_transfer_retries_fresh(tb_transfer *x, CURLcode code) {
+    if (code != CURLE_ABORTED_BY_CALLBACK || !x->stale || x->retried) return 0;
+    x->stale = 0;
+    x->retried = 1;
+    long left = (long)(x->deadline_ms - tb_now_ms());
+    return left > 0 && curl_easy_setopt(x->easy, CURLOPT_FRESH_CONNECT, 1L) == CURLE_OK
+        && curl_easy_setopt(x->easy, CURLOPT_TIMEOUT_MS, left) == CURLE_OK;
+}
+
+// A connection's socket closes, maybe long after the transfer that opened it: the context is the
+// loop, which outlives its connections (its key table closes them before it goes).
+static int on_close_socket(void *context, curl_socket_t socket) {
+    tb_loop_forget_kept(context, socket);
+    tb_loop_socket(context, 0);
+    return close(socket);
 }
 
 // MARK: the options
@@ -178,14 +238,26 @@ int tb_transfer_prepare(tb_transfer *x, CURL *easy) {
     SET(CURLOPT_TIMEOUT_MS, left);
     SET(CURLOPT_CONNECTTIMEOUT_MS, connect);
     SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)request->max_response_bytes);
+    if (request->silence_timeout_ms > 0) {
+        SET(CURLOPT_LOW_SPEED_LIMIT, 1L);
+        SET(CURLOPT_LOW_SPEED_TIME, request->silence_timeout_ms < 1000 ? 1L : request->silence_timeout_ms / 1000);
+    }
     SET(CURLOPT_USERAGENT, "token-broker");
     SET(CURLOPT_HTTPHEADER, x->header_list);
     SET(CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
     SET(CURLOPT_OPENSOCKETDATA, x);
+    SET(CURLOPT_CLOSESOCKETFUNCTION, on_close_socket);
+    SET(CURLOPT_PREREQFUNCTION, on_prerequest);
+    SET(CURLOPT_PREREQDATA, x);
+    SET(CURLOPT_CLOSESOCKETDATA, x->loop);
     SET(CURLOPT_WRITEFUNCTION, on_body);
     SET(CURLOPT_WRITEDATA, x);
     SET(CURLOPT_HEADERFUNCTION, on_header);
     SET(CURLOPT_HEADERDATA, x);
+    // Below the idle timeout of common APIs and balancers (60 s): a kept connection is not
+    // reused once the other end may have closed it.
+    SET(CURLOPT_MAXAGE_CONN, 55L);
+    if (request->ca_store && !tb_ca_store_use(request->ca_store, easy)) return 0;
     if (strcmp(request->method, "HEAD") == 0) {
         SET(CURLOPT_NOBODY, 1L);
         SET(CURLOPT_FORBID_REUSE, 1L); // an API may send a body after it all the same
@@ -220,6 +292,8 @@ void tb_transfer_end_as(tb_transfer *x, int outcome, const char *error) {
 void tb_transfer_end(tb_transfer *x, CURLcode code) {
     tb_proxy_response *response = &x->response;
     curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &response->status);
+    curl_easy_getinfo(x->easy, CURLINFO_NUM_CONNECTS, &response->new_connections);
+    tb_loop_count(x->loop, response->new_connections, response->status > 0);
     if (code == CURLE_OK) {
         response->outcome = TB_PROXY_OK;
     } else if (x->too_large || code == CURLE_FILESIZE_EXCEEDED) {
@@ -234,9 +308,10 @@ void tb_transfer_end(tb_transfer *x, CURLcode code) {
         // The API answered (its status line was read) and the rest could not be: headers over
         // libcurl's bounds, a connection cut mid-answer. A broken answer, not an unreachable API.
         response->outcome = TB_PROXY_FAILED;
-    } else if (code == CURLE_COULDNT_RESOLVE_HOST || code == CURLE_COULDNT_CONNECT || code == CURLE_SSL_CONNECT_ERROR ||
-               code == CURLE_PEER_FAILED_VERIFICATION || code == CURLE_SEND_ERROR || code == CURLE_RECV_ERROR ||
-               code == CURLE_GOT_NOTHING) {
+    } else if (code == CURLE_SSL_CONNECT_ERROR || code == CURLE_PEER_FAILED_VERIFICATION || code == CURLE_SSL_CACERT_BADFILE) {
+        response->outcome = TB_PROXY_TLS;
+    } else if (code == CURLE_COULDNT_RESOLVE_HOST || code == CURLE_COULDNT_CONNECT || code == CURLE_SEND_ERROR ||
+               code == CURLE_RECV_ERROR || code == CURLE_GOT_NOTHING) {
         response->outcome = TB_PROXY_UNREACHABLE;
     } else {
         response->outcome = TB_PROXY_FAILED;

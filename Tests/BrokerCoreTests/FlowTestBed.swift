@@ -45,9 +45,9 @@ struct FlowTestBed {
             store = RoundRobinStore(instances)
         }
         let config = try Self.config(settings)
-        services = BrokerServices.assemble(
+        services = try BrokerServices.assemble(
             config, store: store, providers: ProviderDirectory(providers: config.providers, discovery: DiscoveryCache(client: provider)),
-            upstream: provider, logger: logger, metrics: BrokerMetrics(), now: clock.closure
+            upstream: provider, trust: try ProviderTrust(config.providers), logger: logger, metrics: BrokerMetrics(), now: clock.closure
         )
     }
 

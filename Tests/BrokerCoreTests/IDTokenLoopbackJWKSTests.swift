@@ -14,7 +14,7 @@ struct IDTokenLoopbackJWKSTests {
         let server = try LoopbackJWKSServer(status: 200, body: try IDTokenVectors.text("jwks.json"))
         defer { server.stop() }
         let clock = TestClock(Date(timeIntervalSince1970: 2_000_000_000))
-        let cache = JWKSCache(client: UpstreamClient(limits: Limits().upstream), clock: clock.closure)
+        let cache = JWKSCache(client: try #require(UpstreamClient(limits: Limits().upstream)), clock: clock.closure)
         let verifier = IDTokenVerifier(jwks: cache, clock: clock.closure)
         let uri = try #require(URL(string: "http://127.0.0.1:\(server.port)/jwks"))
 
@@ -35,7 +35,7 @@ struct IDTokenLoopbackJWKSTests {
     @Test func errorStatusIsUnavailableAndNamesOnlyTheHost() async throws {
         let server = try LoopbackJWKSServer(status: 500, body: #"{"secret": "do-not-echo"}"#)
         defer { server.stop() }
-        let verifier = IDTokenVerifier(jwks: JWKSCache(client: UpstreamClient(limits: Limits().upstream)))
+        let verifier = IDTokenVerifier(jwks: JWKSCache(client: try #require(UpstreamClient(limits: Limits().upstream))))
         let uri = try #require(URL(string: "http://127.0.0.1:\(server.port)/jwks?x=1"))
         let error = await verificationError(verifier, try IDTokenVectors.token("valid-rs256"), jwksURI: uri)
         #expect(error == .jwksUnavailable("127.0.0.1 answered HTTP 500"))

@@ -107,7 +107,7 @@ struct ProxyRulesTests {
         // without it, as it would without any other refused option.
         let request = APIRequest(method: "GET", url: "http://127.0.0.1:9/" + String(repeating: "a", count: 9_000_000), headers: [],
                                  body: nil, timeoutSeconds: 2, maxResponseBytes: 1_024, allowPrivateAddresses: false, allowHTTP: true,
-                                 connectionKey: "test")
+                                 connectionKey: "test", authorities: .system)
         let transfers = try #require(APITransfers(maxInFlight: 1))
         guard case .failure(.failed(let reason)) = await transfers.perform(request) else {
             Issue.record("the call did not fail")
@@ -120,13 +120,13 @@ struct ProxyRulesTests {
         // Cut short, it could match another key and share its connections.
         let request = APIRequest(method: "GET", url: "http://127.0.0.1:9/", headers: [], body: nil, timeoutSeconds: 2,
                                  maxResponseBytes: 1_024, allowPrivateAddresses: false, allowHTTP: true,
-                                 connectionKey: String(repeating: "k", count: 93))
+                                 connectionKey: String(repeating: "k", count: 91), authorities: .system)
         let transfers = try #require(APITransfers(maxInFlight: 1))
         guard case .failure(.failed(let reason)) = await transfers.perform(request) else {
             Issue.record("the call did not fail")
             return
         }
-        #expect(reason.contains("a key over 92 bytes"))
+        #expect(reason.contains("a key over 90 bytes"))
     }
 }
 

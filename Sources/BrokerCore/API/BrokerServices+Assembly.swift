@@ -7,12 +7,17 @@ extension BrokerServices {
     /// (``Broker``) and for the tests, which pass their own transport (`upstream`: a scripted
     /// provider) and clock, so that what they test is what the broker runs.
     static func assemble(
-        _ config: BrokerConfig, store: any StateStore, providers: ProviderDirectory, upstream: any UpstreamTransport,
+        _ config: BrokerConfig, store: any StateStore, providers: ProviderDirectory, upstream: any UpstreamTransport, trust: ProviderTrust,
         logger: Logger, metrics: BrokerMetrics, now: @escaping BrokerClock
-    ) -> BrokerServices {
+    ) throws(BrokerStartError) -> BrokerServices {
         let calls = ProviderCalls(client: upstream, metrics: metrics, now: now)
         let profiles = ProfileCache(lifetime: config.sessions.profileCacheSeconds)
-        let webhooks = config.webhooks.map { WebhookSender(settings: $0, logger: logger, metrics: metrics) }
+        let webhooks = try config.webhooks.map { settings throws(BrokerStartError) in
+            guard let sender = WebhookSender(settings: settings, logger: logger, metrics: metrics) else {
+                throw BrokerStartError("libcurl could not set up the webhook's HTTP client")
+            }
+            return sender
+        }
         let audit = AuditTrail(logger: logger, webhooks: webhooks, metrics: metrics)
         let revocations = RevocationQueue(store: store, providers: providers, calls: calls, audit: audit, metrics: metrics, logger: logger,
                                           giveUpAfter: config.sessions.revocationRetrySeconds, now: now)
@@ -40,7 +45,7 @@ extension BrokerServices {
             devices: DeviceFlow(settings: config.sessions, login: login, store: store, metrics: metrics, now: now),
             proxy: APIProxy(sessions: sessions, settings: ProxySettings(
                 timeoutSeconds: Double(limits.upstreamTimeoutSeconds), maxResponseBytes: limits.proxyMaxResponseBytes,
-                retryMaxBodyBytes: limits.proxyRetryMaxBodyBytes
+                retryMaxBodyBytes: limits.proxyRetryMaxBodyBytes, trust: trust
             )),
             store: store,
             // What starts a sign-in creates state: an IPv6 client counts by its site's /56.

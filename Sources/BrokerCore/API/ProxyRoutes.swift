@@ -7,9 +7,9 @@ import WireValues
 
 /// `/proxy/{provider}/{path}` (GET, HEAD, POST, PUT, PATCH, DELETE): the API proxy
 /// (``APIProxy``). The path and query are checked before anything else; the bearer session must
-/// be the provider's; each session has its own rate limit and bound on transfers in flight (so
-/// has each client address); the API's answer comes back with its status and the headers
-/// ``ProxyHeaders`` lets through.
+/// be the provider's; each session has its own rate limit and bound on transfers in flight, and
+/// each client address a bound on the answers streaming to it (``ProxyTransferSlots``); the API's
+/// answer comes back with its status and the headers ``ProxyHeaders`` lets through.
 struct ProxyRoutes: Sendable {
     static let methods = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
 
@@ -60,7 +60,7 @@ struct ProxyRoutes: Sendable {
             guard let slot = slots.take(session: sessionKey, client: client) else {
                 services.metrics.rejected(route: route, reason: "proxy_in_flight")
                 throw HTTPError(status: 429, code: "rate_limited",
-                                description: "Too many API calls of this session or this address are under way; retry when one has ended.",
+                                description: "Too many API calls of this session, or answers streaming to this address, are under way; retry when one has ended.",
                                 headers: [HTTPHeader("Retry-After", "1")])
             }
             let started = ContinuousClock.now
@@ -143,6 +143,7 @@ struct ProxyRoutes: Sendable {
             if let length, length <= Int64(Self.capacity) || length > Int64(cap) { return nil }
             guard method != "HEAD", let made = ResponseStream(capacity: Self.capacity) else { return nil }
             stream = made
+            slot.stream()
             return StreamSink(stream: made, slot: slot)
         }
     }
@@ -186,6 +187,8 @@ struct ProxyRoutes: Sendable {
             return .upstreamUnavailable("The API did not answer in time.")
         case .exchange(.unreachable):
             return .upstreamUnavailable("The API could not be reached.")
+        case .exchange(.tls):
+            return HTTPError(status: 502, code: "upstream_error", description: "The API's TLS certificate could not be verified.")
         case .exchange(.failed):
             return HTTPError(status: 502, code: "upstream_error", description: "The API's answer could not be read.")
         case .exchange(.busy):

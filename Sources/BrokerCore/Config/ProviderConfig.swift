@@ -43,6 +43,12 @@ public struct ProviderConfig: Sendable {
     /// Whether the proxy may connect to loopback, private and link-local addresses for this
     /// provider (`api_allow_private_addresses`): a test upstream, an API inside your network.
     public let apiAllowPrivateAddresses: Bool
+    /// Whose calls share the proxy's connections to the API (`api_connections`).
+    public let apiConnections: APIConnections
+    /// A PEM file of certificate authorities trusted besides the system's for this provider's
+    /// hosts (`ca_file`, an absolute path): its issuer, endpoints, discovery, keys, revocation and
+    /// API, as an enterprise's private CA needs.
+    public let caFile: String?
     /// What a person is shown for the provider (`display_name`, such as `Google Workspace`), or nil
     /// for its id.
     public let displayName: String?
@@ -74,7 +80,8 @@ public struct ProviderConfig: Sendable {
                 allowInsecureHTTP: Bool = false, preset: String? = nil, userinfoEndpointOverride: URL? = nil,
                 profileMapping: ProfileMapping = .openIDConnect, userinfoMethod: String = "GET",
                 scopeSeparator: String = " ", apiBaseURL: URL? = nil, apiHeaders: [String] = [],
-                apiAllowPrivateAddresses: Bool = false, displayName: String? = nil) {
+                apiAllowPrivateAddresses: Bool = false, apiConnections: APIConnections = .shared, caFile: String? = nil,
+                displayName: String? = nil) {
         self.id = id
         self.displayName = displayName
         self.preset = preset
@@ -92,6 +99,8 @@ public struct ProviderConfig: Sendable {
         self.apiBaseURL = apiBaseURL
         self.apiHeaders = apiHeaders
         self.apiAllowPrivateAddresses = apiAllowPrivateAddresses
+        self.apiConnections = apiConnections
+        self.caFile = caFile
     }
 
     /// The userinfo endpoint to call: the configured override, else the explicit one, else

@@ -1,3 +1,4 @@
+import APIClient
 import Foundation
 import Yams
 
@@ -17,7 +18,7 @@ struct ProviderDecoder {
     static let knownKeys = ["preset", "issuer"] + endpointKeys + ProviderPreset.placeholderKeys + [
         "client_id", "client_secret_env", "client_secret_file", "scopes",
         "token_endpoint_auth_method", "authorization_params", "allow_insecure_http",
-        "api_base_url", "api_headers", "api_allow_private_addresses", "display_name", "par",
+        "api_base_url", "api_headers", "api_allow_private_addresses", "api_connections", "ca_file", "display_name", "par",
     ] + privateKeyJWTKeys
 
     /// The provider, or `nil` when anything about it is wrong (every problem is recorded).
@@ -47,6 +48,7 @@ struct ProviderDecoder {
         let parameters = (preset?.authorizationParameters ?? [:])
             .merging(decodeParameters(reader, problems: &problems)) { _, configured in configured }
         let api = decodeAPI(reader, preset: preset, allowInsecureHTTP: insecure, problems: &problems)
+        let caFile = decodeCAFile(reader, problems: &problems)
         let displayName = reader.displayName(problems: &problems)
         guard problems.problems.count == before, let resolved, let clientID, let authentication else { return nil }
         return ProviderConfig(id: id, endpoints: resolved.endpoints, clientID: clientID, clientAuthentication: authentication,
@@ -57,14 +59,14 @@ struct ProviderDecoder {
                               userinfoMethod: preset?.userinfoMethod ?? "GET",
                               scopeSeparator: preset?.scopeSeparator ?? " ", apiBaseURL: api.baseURL,
                               apiHeaders: api.headers, apiAllowPrivateAddresses: api.allowPrivateAddresses,
-                              displayName: displayName)
+                              apiConnections: api.connections, caFile: caFile, displayName: displayName)
     }
 
     /// The API proxy's settings: `api_base_url` (else the preset's; no query or fragment),
     /// `api_headers` (else the preset's; header names the proxy would drop anyway are refused),
-    /// `api_allow_private_addresses`.
-    private func decodeAPI(_ reader: YAMLMappingReader, preset: ProviderPreset?, allowInsecureHTTP: Bool,
-                           problems: inout ConfigProblemList) -> (baseURL: URL?, headers: [String], allowPrivateAddresses: Bool) {
+    /// `api_allow_private_addresses`, `api_connections`.
+    private func decodeAPI(_ reader: YAMLMappingReader, preset: ProviderPreset?, allowInsecureHTTP: Bool, problems: inout ConfigProblemList)
+        -> (baseURL: URL?, headers: [String], allowPrivateAddresses: Bool, connections: APIConnections) {
         var baseURL: URL?
         if reader.has("api_base_url") {
             baseURL = url(reader, "api_base_url", allowInsecureHTTP: allowInsecureHTTP, allowQuery: false, problems: &problems)
@@ -84,7 +86,24 @@ struct ProviderDecoder {
         }
         let allowPrivate = reader.parsed("api_allow_private_addresses", expected: "true or false", problems: &problems,
                                          ConfigValueParsing.boolean) ?? false
-        return (baseURL, headers, allowPrivate)
+        let connections = reader.parsed("api_connections", expected: "shared or per_session", problems: &problems) {
+            ConfigValueParsing.choice($0, as: APIConnections.self)
+        } ?? .shared
+        return (baseURL, headers, allowPrivate, connections)
+    }
+
+    /// `ca_file`: a PEM file of certificate authorities, relative to the configuration's
+    /// directory, read now so that a missing or unreadable one is a problem naming its path.
+    private func decodeCAFile(_ reader: YAMLMappingReader, problems: inout ConfigProblemList) -> String? {
+        guard let written = reader.string("ca_file", problems: &problems) else { return nil }
+        let path = SecretReference.absolutePath(written, baseDirectory: baseDirectory)
+        do throws(CertificateAuthoritiesError) {
+            _ = try CertificateAuthorities(adding: path)
+        } catch {
+            problems.add(self.path.child("ca_file"), error.description, line: reader.line(of: "ca_file"))
+            return nil
+        }
+        return path
     }
 
     func decodeSecret(_ reader: YAMLMappingReader, problems: inout ConfigProblemList) -> Secret? {

@@ -13,6 +13,9 @@ public final class BrokerMetrics: Sendable {
     private let requestMetrics = Mutex<[RequestKey: (Counter, DurationHistogram)]>([:])
     /// The same for the API proxy's requests, by provider and status class.
     private let proxyMetrics = Mutex<[ProxyKey: (Counter, DurationHistogram)]>([:])
+    /// The outbound connection counts already added to the counters, by client: the HTTP clients
+    /// count for themselves, and `/metrics` adds what they counted since.
+    private let connectionTotals = Mutex<[String: (opened: Int, reused: Int)]>([:])
 
     private struct RequestKey: Hashable {
         let route: String
@@ -235,6 +238,25 @@ public final class BrokerMetrics: Sendable {
     /// Live sessions now (set when `/metrics` is rendered).
     func sessions(_ count: Int) {
         registry.makeGauge(descriptor: Self.name("sessions", help: "Live sessions.")).set(Double(count))
+    }
+
+    /// What an outbound HTTP client's calls (`client`: `api_proxy`, `providers`) did with
+    /// connections so far, and how many it holds open now (set when `/metrics` is rendered).
+    func upstreamConnections(client: String, opened: Int, reused: Int, open: Int) {
+        let (newlyOpened, newlyReused) = connectionTotals.withLock { totals in
+            let before = totals[client] ?? (0, 0)
+            totals[client] = (opened, reused)
+            return (opened - before.opened, reused - before.reused)
+        }
+        let labels = [("client", client)]
+        registry.makeCounter(descriptor: Self.name("upstream_connections_opened", unit: "total", help:
+            "Connections opened to providers and APIs (each a TCP and, for https, a TLS handshake), by client."), labels: labels)
+            .increment(by: Int64(newlyOpened))
+        registry.makeCounter(descriptor: Self.name("upstream_connections_reused", unit: "total", help:
+            "Calls to providers and APIs answered on a connection kept from an earlier one, by client."), labels: labels)
+            .increment(by: Int64(newlyReused))
+        registry.makeGauge(descriptor: Self.name("upstream_connections_open", help:
+            "Connections to providers and APIs open now, kept for reuse or in use, by client."), labels: labels).set(Double(open))
     }
 
     /// Requests in flight now, as the server counts them (set when `/metrics` is rendered, so

@@ -7,6 +7,8 @@ struct OperationsRoutes: Sendable {
     let metrics: BrokerMetrics
     let liveSessions: @Sendable () -> Int
     let requestsInFlight: @Sendable () -> Int
+    /// The outbound HTTP clients' connection counts, by client name.
+    let connections: @Sendable () -> [(client: String, opened: Int, reused: Int, open: Int)]
 
     func register(in router: inout Router) {
         router.add("GET", "/healthz") { _ in
@@ -15,9 +17,12 @@ struct OperationsRoutes: Sendable {
         router.add("GET", "/readyz") { [readiness] _ in
             readiness.reply()
         }
-        router.add("GET", "/metrics") { [metrics, liveSessions, requestsInFlight] _ in
+        router.add("GET", "/metrics") { [metrics, liveSessions, requestsInFlight, connections] _ in
             metrics.sessions(liveSessions())
             metrics.requestsInFlight(requestsInFlight())
+            for counts in connections() {
+                metrics.upstreamConnections(client: counts.client, opened: counts.opened, reused: counts.reused, open: counts.open)
+            }
             return .now(Response(
                 status: 200,
                 headers: [HTTPHeader("Content-Type", "text/plain; version=0.0.4")],

@@ -1,3 +1,5 @@
+import APIClient
+
 /// Providers against their discovery documents: all of them for `check-config --discovery`; at
 /// `serve`, those whose configuration rests on the document.
 public enum DiscoveryCheck {
@@ -5,7 +7,16 @@ public enum DiscoveryCheck {
     /// that lacks what the provider's configuration relies on (``ProviderRequirements``). Empty
     /// when every document was fetched and offers it all.
     public static func problems(_ config: BrokerConfig) async -> [String] {
-        let discovery = DiscoveryCache(client: UpstreamClient(limits: config.server.limits.upstream))
+        let trust: ProviderTrust
+        do throws(CertificateAuthoritiesError) {
+            trust = try ProviderTrust(config.providers)
+        } catch {
+            return ["providers: \(error.description)"]
+        }
+        guard let client = UpstreamClient(limits: config.server.limits.upstream, origins: trust.origins) else {
+            return ["libcurl could not set up the HTTP client"]
+        }
+        let discovery = DiscoveryCache(client: client)
         var lines: [String] = []
         for provider in config.providers {
             guard let issuer = provider.endpoints.issuer else { continue }

@@ -112,8 +112,9 @@ struct APIProxy: Sendable {
         }
     }
 
-    /// The exchange with the API: the request with the token, on connections only this session's
-    /// requests share.
+    /// The exchange with the API: the request with the token, on the API's pool of connections,
+    /// or on this session's own (`api_connections: per_session`), verified against the provider's
+    /// authorities.
     private func exchange(_ request: Forward, token: String, session: Session, provider: ProviderConfig) throws(ProxyFailure) -> APIRequest {
         // A token is a header value here: one with a line break would add headers of its own.
         guard ProxyHeaders.isPlainValue(token) else { throw .exchange(.failed("the provider's access token is not a plain header value")) }
@@ -130,7 +131,8 @@ struct APIProxy: Sendable {
             timeoutSeconds: settings.timeoutSeconds, maxResponseBytes: settings.maxResponseBytes,
             allowPrivateAddresses: provider.apiAllowPrivateAddresses,
             allowHTTP: provider.apiBaseURL?.scheme == "http", // the configuration allowed it (loopback, allow_insecure_http)
-            connectionKey: session.id.hex
+            connectionKey: provider.apiConnections == .shared ? "api:" + provider.id : session.id.hex,
+            authorities: settings.trust.authorities(of: provider.id)
         )
     }
 }
@@ -142,6 +144,8 @@ struct ProxySettings: Sendable {
     /// A body at most this long is kept to be sent again after a refresh; a longer one is not
     /// replayed.
     let retryMaxBodyBytes: Int
+    /// What each provider's API connections are verified against.
+    let trust: ProviderTrust
 }
 
 /// Why a proxied request got no answer from the API.

@@ -1,13 +1,16 @@
 import Synchronization
 
-/// API proxy transfers in flight, counted per session and per client address. A client that
-/// does not read its answers holds each of its transfers until the upstream timeout ends it;
-/// these bounds keep one session, or one address, from holding every place among the running
-/// transfers meanwhile.
+/// API proxy transfers in flight per session, and those whose answer streams to each client
+/// address. A client that does not read a streaming answer holds its transfer until the upstream
+/// timeout ends it; these bounds keep one session, or one address's unread streams, from holding
+/// every place among the running transfers meanwhile. An address's calls answered whole do not
+/// count against it: a backend calling for many users from one address, each session within its
+/// own bound, is never refused for its address.
 final class ProxyTransferSlots: Sendable {
     private struct Counts {
         var sessions: [String: Int] = [:]
-        var clients: [String: Int] = [:]
+        /// Transfers streaming an answer to each client address.
+        var streams: [String: Int] = [:]
     }
 
     private let counts = Mutex(Counts())
@@ -19,22 +22,25 @@ final class ProxyTransferSlots: Sendable {
         self.perClient = perClient
     }
 
-    /// A slot for one more transfer of `session` from `client`, or nil when either has its bound
-    /// in flight already.
+    /// A slot for one more transfer of `session` from `client`, or nil when the session has its
+    /// bound in flight already, or the address its bound of answers streaming to it.
     func take(session: String, client: String) -> Slot? {
         let taken = counts.withLock { counts -> Bool in
-            guard counts.sessions[session, default: 0] < perSession, counts.clients[client, default: 0] < perClient else { return false }
+            guard counts.sessions[session, default: 0] < perSession, counts.streams[client, default: 0] < perClient else { return false }
             counts.sessions[session, default: 0] += 1
-            counts.clients[client, default: 0] += 1
             return true
         }
         return taken ? Slot(slots: self, session: session, client: client) : nil
     }
 
-    private func give(session: String, client: String) {
+    private func startStreaming(_ client: String) {
+        counts.withLock { $0.streams[client, default: 0] += 1 }
+    }
+
+    private func give(session: String, client: String, streaming: Bool) {
         counts.withLock { counts in
             counts.sessions[session] = counts.sessions[session].flatMap { $0 > 1 ? $0 - 1 : nil }
-            counts.clients[client] = counts.clients[client].flatMap { $0 > 1 ? $0 - 1 : nil }
+            if streaming { counts.streams[client] = counts.streams[client].flatMap { $0 > 1 ? $0 - 1 : nil } }
         }
     }
 
@@ -43,6 +49,7 @@ final class ProxyTransferSlots: Sendable {
         private let slots: ProxyTransferSlots
         private let session: String
         private let client: String
+        private let streaming = Atomic(false)
         private let released = Atomic(false)
 
         fileprivate init(slots: ProxyTransferSlots, session: String, client: String) {
@@ -51,9 +58,15 @@ final class ProxyTransferSlots: Sendable {
             self.client = client
         }
 
+        /// The answer streams to the client from now on: it counts against the client's address.
+        func stream() {
+            guard !streaming.exchange(true, ordering: .acquiringAndReleasing) else { return }
+            slots.startStreaming(client)
+        }
+
         func release() {
             guard !released.exchange(true, ordering: .acquiringAndReleasing) else { return }
-            slots.give(session: session, client: client)
+            slots.give(session: session, client: client, streaming: streaming.load(ordering: .acquiring))
         }
     }
 }

@@ -22,6 +22,11 @@ public struct DiscoveryDocument: Sendable, Equatable {
     /// RFC 8414 §2 / OpenID Connect Discovery §3: the client authentication methods the token
     /// endpoint takes; absent means `client_secret_basic` alone.
     public let tokenEndpointAuthMethods: [String]
+
+    /// Every endpoint it names, for the broker to call or to send browsers to.
+    var endpoints: [URL] {
+        [authorizationEndpoint, tokenEndpoint] + [userinfoEndpoint, jwksURI, revocationEndpoint, pushedAuthorizationRequestEndpoint].compactMap { $0 }
+    }
 }
 
 /// Why discovery failed; safe to show to operators.
@@ -59,6 +64,7 @@ public final class DiscoveryCache: Sendable {
             throw DiscoveryError(description: "discovery at \(issuer.host ?? "?") answered HTTP \(response.status)")
         }
         let document = try Self.parse(response.body, expectedIssuer: issuer)
+        client.trust(document.endpoints, as: issuer)
         documents.withLock { $0[issuer] = document }
         return document
     }

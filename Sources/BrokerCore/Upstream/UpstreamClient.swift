@@ -1,16 +1,23 @@
-import Foundation
+public import APIClient
+public import Foundation
 #if canImport(FoundationNetworking)
 public import FoundationNetworking
 #endif
 import Synchronization
 
-/// The one HTTP client for every call the broker makes to a provider.
+/// The one HTTP client for every call the broker makes to a provider (and to its webhook).
 ///
-/// It is Foundation's URLSession, which on Linux is libcurl with OpenSSL underneath: TLS
-/// verification on with the system's CA store, and a build that takes seconds (AsyncHTTPClient
-/// would add minutes to every clean build and a second TLS stack). Every call has an idle/connect
-/// timeout and a total deadline, redirects are never followed (a token endpoint that redirects is
-/// misconfigured or hostile), and a response larger than the cap is abandoned.
+/// It runs on a libcurl event loop of its own (``APITransfers``, as the API proxy does): TLS
+/// verified against the system's authorities and, at a provider with `ca_file`, its own besides
+/// — each set parsed once (``CertificateAuthorities``), not for every new connection — with
+/// connections and TLS sessions kept per set. Which set a call trusts goes by the origin it calls:
+/// a provider's own set for the origins of its issuer, its configured endpoints and its API, and
+/// of the endpoints its discovery document names (``trust(_:as:)``). Every call has a total deadline and
+/// fails sooner when the provider is silent for half of it (connecting or answering); redirects
+/// are never followed (a token endpoint that redirects is misconfigured or hostile), no proxy
+/// from the environment is used, and a response larger than the cap is abandoned. Providers'
+/// endpoints are the operator's own configuration: private and loopback addresses are allowed,
+/// as are the http URLs the configuration admits.
 public final class UpstreamClient: Sendable {
     /// What calls may take. The broker's come from the configuration (`Limits.upstream`), which
     /// writes their defaults; this type writes none but the response cap, which is not configured.
@@ -30,87 +37,67 @@ public final class UpstreamClient: Sendable {
         }
     }
 
-    private let session: URLSession
-    private let guardian: SessionGuardian
-    private let maxInFlight: Int
+    private let transfers: APITransfers
+    private let limits: Limits
     private let inFlight = Atomic<Int>(0)
+    /// The authorities of the origins (`scheme://host:port`) of providers with a CA of their own;
+    /// every other origin: `system`.
+    private let origins: Mutex<[String: CertificateAuthorities]>
 
-    public init(limits: Limits) {
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = limits.silenceTimeout.seconds
-        configuration.timeoutIntervalForResource = limits.totalTimeout.seconds
-        configuration.httpCookieAcceptPolicy = .never
-        configuration.httpShouldSetCookies = false
-        configuration.urlCache = nil
-        guardian = SessionGuardian(maxResponseBytes: limits.maxResponseBytes)
-        maxInFlight = limits.maxInFlight
-        session = URLSession(configuration: configuration, delegate: guardian, delegateQueue: nil)
+    /// A client whose calls to an origin in `origins` trust its authorities, and to the others
+    /// the system's (``CertificateAuthorities/system``, parsed once for the process). Nil when
+    /// libcurl cannot make its event loop.
+    public init?(limits: Limits, origins: [String: CertificateAuthorities] = [:]) {
+        // Its line holds as many again: calls over maxInFlight are refused here first.
+        guard let transfers = APITransfers(maxInFlight: limits.maxInFlight) else { return nil }
+        self.transfers = transfers
+        self.limits = limits
+        self.origins = Mutex(origins)
     }
 
-    deinit {
-        session.invalidateAndCancel()
+    /// The key of `url`'s origin in ``origins``.
+    public static func origin(of url: URL) -> String? {
+        guard let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased() else { return nil }
+        return "\(scheme)://\(host):\(url.port ?? (scheme == "https" ? 443 : 80))"
     }
+
+    public func trust(_ urls: [URL], as issuer: URL) {
+        origins.withLock { origins in
+            guard let authorities = Self.origin(of: issuer).flatMap({ origins[$0] }) else { return }
+            for origin in urls.compactMap(Self.origin) where origins[origin] == nil { origins[origin] = authorities }
+        }
+    }
+
+    /// What the client's calls did with connections (for the metrics).
+    public var connections: (opened: Int, reused: Int, open: Int) { transfers.connections }
 
     /// Sends `request` and returns the answer, whatever its status.
     public func send(_ request: URLRequest) async throws(UpstreamError) -> UpstreamResponse {
-        guard inFlight.wrappingAdd(1, ordering: .relaxed).newValue <= maxInFlight else {
+        let host = request.url?.host ?? "?"
+        guard inFlight.wrappingAdd(1, ordering: .relaxed).newValue <= limits.maxInFlight else {
             inFlight.wrappingSubtract(1, ordering: .relaxed)
-            throw UpstreamError.busy(host: request.url?.host ?? "?")
+            throw UpstreamError.busy(host: host)
         }
         defer { inFlight.wrappingSubtract(1, ordering: .relaxed) }
-        let data: Data
-        let response: URLResponse
-        do {
-            (data, response) = try await session.data(for: request)
-        } catch let error as URLError {
-            throw UpstreamError(error, host: request.url?.host ?? "?")
-        } catch {
-            throw UpstreamError.unreachable(host: request.url?.host ?? "?")
-        }
-        guard let http = response as? HTTPURLResponse else {
-            throw UpstreamError.unreachable(host: request.url?.host ?? "?")
-        }
-        guard data.count <= guardian.maxResponseBytes else {
-            throw UpstreamError.tooLarge(host: request.url?.host ?? "?")
-        }
-        return UpstreamResponse(
-            status: http.statusCode,
-            contentType: http.value(forHTTPHeaderField: "Content-Type"),
-            body: [UInt8](data)
+        guard let url = request.url?.absoluteString else { throw UpstreamError.unreachable(host: host) }
+        let call = APIRequest(
+            method: request.httpMethod ?? "GET", url: url,
+            headers: (request.allHTTPHeaderFields ?? [:]).sorted { $0.key < $1.key }.map { ($0.key, $0.value) },
+            body: request.httpBody.map { [UInt8]($0) }, timeoutSeconds: limits.totalTimeout.seconds,
+            maxResponseBytes: limits.maxResponseBytes, allowPrivateAddresses: true, allowHTTP: true,
+            connectionKey: "providers",
+            authorities: request.url.flatMap(Self.origin).flatMap { origin in origins.withLock { $0[origin] } } ?? .system,
+            silenceSeconds: limits.silenceTimeout.seconds
         )
-    }
-}
-
-/// Refuses redirects and cancels downloads past the size cap.
-private final class SessionGuardian: NSObject, URLSessionDataDelegate, Sendable {
-    let maxResponseBytes: Int
-
-    init(maxResponseBytes: Int) {
-        self.maxResponseBytes = maxResponseBytes
-    }
-
-    func urlSession(
-        _ session: URLSession,
-        task: URLSessionTask,
-        willPerformHTTPRedirection response: HTTPURLResponse,
-        newRequest request: URLRequest,
-        completionHandler: @escaping @Sendable (URLRequest?) -> Void
-    ) {
-        completionHandler(nil)
-    }
-
-    func urlSession(
-        _ session: URLSession,
-        dataTask: URLSessionDataTask,
-        didReceive response: URLResponse,
-        completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
-    ) {
-        let declared = response.expectedContentLength
-        completionHandler(declared > Int64(maxResponseBytes) ? .cancel : .allow)
-    }
-
-    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        if dataTask.countOfBytesReceived > Int64(maxResponseBytes) { dataTask.cancel() }
+        switch await transfers.perform(call) {
+        case .success(.whole(let response)):
+            let contentType = response.headers.last { $0.name.lowercased() == "content-type" }?.value
+            return UpstreamResponse(status: response.status, contentType: contentType, body: response.body)
+        case .success(.streaming):
+            throw UpstreamError.unreachable(host: host) // never: no stream was offered
+        case .failure(let error):
+            throw UpstreamError(error, host: host)
+        }
     }
 }
 

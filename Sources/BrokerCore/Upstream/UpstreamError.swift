@@ -1,7 +1,4 @@
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
-import Foundation
+import APIClient
 
 /// Why a call to a provider failed. Descriptions name the host, never a URL (whose query might
 /// carry a token) and never a body.
@@ -22,21 +19,19 @@ public struct UpstreamError: Error, Sendable, CustomStringConvertible {
         self.host = host
     }
 
-    init(_ error: URLError, host: String) {
-        switch error.code {
-        case .timedOut: self.init(.timedOut, host: host)
-        case .cancelled, .dataLengthExceedsMaximum: self.init(.tooLarge, host: host)
-        case .secureConnectionFailed, .serverCertificateUntrusted, .serverCertificateHasBadDate,
-             .serverCertificateNotYetValid, .serverCertificateHasUnknownRoot, .clientCertificateRejected:
-            self.init(.tls, host: host)
-        default: self.init(.unreachable, host: host)
+    init(_ error: APIExchangeError, host: String) {
+        switch error {
+        case .timedOut: self.init(Kind.timedOut, host: host)
+        case .tooLarge: self.init(Kind.tooLarge, host: host)
+        case .tls: self.init(Kind.tls, host: host)
+        case .busy: self.init(Kind.busy, host: host)
+        case .unreachable, .failed, .addressRefused: self.init(Kind.unreachable, host: host)
         }
     }
 
-    public static func unreachable(host: String) -> UpstreamError { UpstreamError(.unreachable, host: host) }
-    public static func tooLarge(host: String) -> UpstreamError { UpstreamError(.tooLarge, host: host) }
-    public static func busy(host: String) -> UpstreamError { UpstreamError(.busy, host: host) }
-
+    public static func unreachable(host: String) -> UpstreamError { UpstreamError(Kind.unreachable, host: host) }
+    public static func tooLarge(host: String) -> UpstreamError { UpstreamError(Kind.tooLarge, host: host) }
+    public static func busy(host: String) -> UpstreamError { UpstreamError(Kind.busy, host: host) }
 
     public var description: String {
         switch kind {

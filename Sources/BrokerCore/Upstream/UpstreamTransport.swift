@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 #if canImport(FoundationNetworking)
 public import FoundationNetworking
 #endif
@@ -8,6 +8,14 @@ public import FoundationNetworking
 /// ``UpstreamClient``; the flow services' unit tests answer in the process, without sockets.
 public protocol UpstreamTransport: Sendable {
     func send(_ request: URLRequest) async throws(UpstreamError) -> UpstreamResponse
+    /// The endpoints a provider's discovery document names (`urls`) are trusted as its issuer is:
+    /// with the provider's own CA, when it has one (``UpstreamClient``).
+    func trust(_ urls: [URL], as issuer: URL)
+}
+
+extension UpstreamTransport {
+    /// A transport without CAs of its own trusts every URL the same.
+    public func trust(_ urls: [URL], as issuer: URL) {}
 }
 
 /// A provider's answer.

@@ -24,9 +24,11 @@ final class WebhookSender: Sendable {
     static let backoff: [Double] = [1, 2, 4, 8, 16]
     static let maxPending = 1000
 
-    init(settings: WebhookSettings, logger: Logger, metrics: BrokerMetrics) {
+    /// Nil when libcurl cannot make its client's event loop.
+    init?(settings: WebhookSettings, logger: Logger, metrics: BrokerMetrics) {
+        guard let client = UpstreamClient(limits: UpstreamClient.Limits(maxInFlight: 32, totalTimeoutSeconds: 10)) else { return nil }
         self.settings = settings
-        client = UpstreamClient(limits: UpstreamClient.Limits(maxInFlight: 32, totalTimeoutSeconds: 10))
+        self.client = client
         self.logger = logger
         self.metrics = metrics
     }

@@ -11,6 +11,17 @@
 /// metadata, multicast and reserved ranges refused unless allowed), the answer held up to a cap.
 typedef struct tb_proxy_loop tb_proxy_loop;
 
+/// The certificate authorities TLS connections are verified against: the system's, and those of
+/// one more PEM file (a provider's own CA). Parsed once; every new connection that names it gets
+/// it by reference (castore.c).
+typedef struct tb_ca_store tb_ca_store;
+
+/// The system's authorities, with those of `extra_file` when it is not NULL. NULL when a file
+/// cannot be read or holds no certificate, with `error` saying which and why.
+tb_ca_store *tb_ca_store_create(const char *extra_file, char *error, size_t error_size);
+/// Gives the store up: connections still open keep what they verify against.
+void tb_ca_store_release(tb_ca_store *store);
+
 enum tb_proxy_outcome {
     TB_PROXY_OK = 0,
     /// Every address the host resolved to was refused by the address policy.
@@ -25,6 +36,8 @@ enum tb_proxy_outcome {
     /// The loop had as many transfers running and waiting as it takes, or the transfer waited in
     /// its line past its timeout: not sent.
     TB_PROXY_BUSY = 6,
+    /// The TLS handshake failed, or the server's certificate did not verify.
+    TB_PROXY_TLS = 7,
 };
 
 /// What a body sink did with the bytes offered to it.
@@ -51,6 +64,8 @@ typedef struct {
     char error[256];
     /// The body went to `on_body`, not into `body`.
     int streamed;
+    /// Connections the transfer opened: 0 when it reused one kept from an earlier transfer.
+    long new_connections;
 } tb_proxy_response;
 
 typedef struct {
@@ -66,6 +81,9 @@ typedef struct {
     /// For the whole transfer, its wait in the loop's line included.
     long timeout_ms;
     long connect_timeout_ms;
+    /// The transfer fails when nothing arrives for this long, rounded to seconds (0: no such
+    /// bound; a paused transfer waits for its reader, not for the server).
+    long silence_timeout_ms;
     size_t max_response_bytes;
     /// Connect to loopback and private addresses too (a provider that says so: tests, development).
     int allow_private_addresses;
@@ -73,8 +91,11 @@ typedef struct {
     int allow_http;
     /// Who may share connections: a transfer reuses only connections opened for transfers with
     /// the same key (and the same address policy and schemes). The API proxy gives the session's.
-    /// At most 92 bytes: a longer key fails the transfer rather than being cut to match another.
+    /// At most 90 bytes: a longer key fails the transfer rather than being cut to match another.
     const char *connection_key;
+    /// What its TLS connections are verified against; part of the connection key. NULL:
+    /// libcurl's own configuration (its CA bundle, read for each new connection).
+    const tb_ca_store *ca_store;
     /// Optional: called on the loop's thread once the answer's head is complete (a final status;
     /// `content_length` -1 when unknown). Returning 1 passes the body to `on_body` as it arrives,
     /// still counted against `max_response_bytes` (past it the transfer stops); 0 holds it in the
@@ -109,6 +130,19 @@ int tb_proxy_start(tb_proxy_loop *loop, const tb_proxy_request *request);
 /// body sink's waker, and called exactly once for each TB_BODY_FULL: each call gives back the hold
 /// on the loop that TB_BODY_FULL took.
 void tb_proxy_resume(void *loop, uint64_t tag);
+
+/// What a loop's transfers did with connections, since it was made.
+typedef struct {
+    /// Connections opened (each a TCP handshake, and for https a TLS one).
+    long long opened;
+    /// Transfers answered on a connection kept from an earlier one.
+    long long reused;
+    /// Connections open now, kept for reuse or in use.
+    long long open;
+} tb_proxy_connections;
+
+/// Any thread.
+tb_proxy_connections tb_proxy_loop_connections(tb_proxy_loop *loop);
 
 /// Whether the address policy refuses `address` (an IPv4 or IPv6 literal); -1 when it is not one.
 int tb_proxy_address_refused(const char *address);

@@ -14,18 +14,24 @@ from __future__ import annotations
 
 import json
 import socket
+import ssl
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class RecordingUpstream:
-    def __init__(self, host: str = "127.0.0.1"):
+    """With `tls` (a server SSLContext), it speaks HTTPS as `localhost`. `connections` counts the
+    connections it accepted, `resumed` those whose TLS session was resumed (no full handshake)."""
+
+    def __init__(self, host: str = "127.0.0.1", tls: ssl.SSLContext | None = None):
         upstream = self
         self.requests: list[dict] = []
         self.refused_tokens: set[str] = set()
         self.slow_pause = 1.5
         self.bytes_ended: list[float] = []
+        self.connections = 0
+        self.resumed = 0
         self._lock = threading.Lock()
 
         class Handler(BaseHTTPRequestHandler):
@@ -34,7 +40,17 @@ class RecordingUpstream:
             def log_message(self, *args):
                 pass
 
+            def setup(self):
+                super().setup()
+                self.first = True
+                with upstream._lock:
+                    upstream.connections += 1
+
             def _record(self):
+                if self.first:  # its TLS handshake, if any, is done now
+                    self.first = False
+                    with upstream._lock:
+                        upstream.resumed += 1 if getattr(self.connection, "session_reused", False) else 0
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 entry = {"method": self.command, "path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
@@ -113,7 +129,10 @@ class RecordingUpstream:
         self._server = ThreadingHTTPServer((host, 0), Handler)
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]
-        self.base_url = f"http://{host}:{self.port}"
+        if tls is not None:
+            # The handshake happens in the handler's thread, not in accept(): a slow client holds up no one.
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True, do_handshake_on_connect=False)
+        self.base_url = f"https://localhost:{self.port}" if tls is not None else f"http://{host}:{self.port}"
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
 
     def count(self) -> int:
@@ -137,6 +156,7 @@ class MisbehavingUpstream:
                        whole second answer as if it were a body
       /not-modified    304, likewise
       /extra           200 with Content-Length: 2, then, likewise, a second answer
+      /extra-now       the same, the second answer in the same segment as the first
       any HEAD         200 with Content-Length, then the announced body (the second answer)
       /switch          101 Switching Protocols, then silence (the connection stays open)
       /huge-headers    200 with 400 KB of headers, more than any client reads
@@ -149,6 +169,8 @@ class MisbehavingUpstream:
     def __init__(self, host: str = "127.0.0.1", delay: float = 0.3):
         self.delay = delay
         self.requests: list[tuple[str, str]] = []
+        # Second answers sent after a first (the smuggled bytes are on their way).
+        self.smuggled = 0
         self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._listener.bind((host, 0))
@@ -203,6 +225,10 @@ class MisbehavingUpstream:
                     connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
                     time.sleep(self.delay)
                     connection.sendall(smuggled)
+                    self.smuggled += 1
+                elif target == "/extra-now":
+                    connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok" + smuggled)
+                    self.smuggled += 1
                 elif target == "/switch":
                     connection.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: other\r\nConnection: Upgrade\r\n\r\n")
                 elif target == "/huge-headers":
