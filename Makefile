@@ -28,8 +28,9 @@ crash-loop: deps venv
 	$(SWIFT) build
 	CRASH_ROUNDS=$${CRASH_ROUNDS:-30} $(VENV)/bin/python -m pytest -q -s Tests/oauth/test_broker_crash.py
 
-## The packaging checks (Dockerfile, deploy/) without a Docker engine: Kubernetes schemas, the
-## Compose CLI's own `config`, systemd-analyze, and every deploy configuration through check-config.
+## The packaging checks (Dockerfile, deploy/) without a Docker engine: the Kubernetes overlays
+## rendered by `kubectl kustomize` (where kubectl is installed) against the schemas, the Compose
+## CLI's own `config`, systemd-analyze, and every deploy configuration through check-config.
 deploy-check: deps venv
 	$(SWIFT) build --product token-broker
 	$(VENV)/bin/python -m pytest -q Tests/deploy

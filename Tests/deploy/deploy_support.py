@@ -1,5 +1,6 @@
 """Helpers of the packaging checks: the repository's paths, the broker binary, the Dockerfile
-as BuildKit parses it, broker configurations and their secrets, and Debian's package data."""
+as BuildKit parses it, broker configurations and their secrets, the Kubernetes manifests as
+`kubectl kustomize` renders them, and Debian's package data."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
-KUBERNETES = DEPLOY / "kubernetes"
+KUBERNETES = DEPLOY / "kubernetes"            # the single-instance overlay
+KUBERNETES_BASE = KUBERNETES / "base"
+KUBERNETES_SEVERAL = KUBERNETES / "several-instances"
 SYSTEMD = DEPLOY / "systemd"
 DOCKERFILE = REPO / "Dockerfile"
 VENV_BIN = Path(sys.executable).parent
@@ -100,6 +103,70 @@ def placeholder_secret_env(config: dict, state_key: str) -> dict[str, str]:
     if secrets.key_env:
         env[secrets.key_env] = state_key
     return env
+
+
+# --- Kubernetes ---------------------------------------------------------------------------------
+
+def kubectl() -> Path:
+    """kubectl, whose `kustomize` renders deploy/kubernetes as `kubectl apply -k` applies it. Where
+    it is not installed (Debian packages none: https://kubernetes.io/docs/tasks/tools/), the
+    checks that render are skipped, saying so: no re-implementation of kustomize stands in."""
+    found = shutil.which("kubectl")
+    if found is None:
+        import pytest
+        pytest.skip("kubectl is not on PATH: the Kubernetes checks render deploy/kubernetes with `kubectl kustomize` "
+                    "(no cluster needed); install it to run them: https://kubernetes.io/docs/tasks/tools/")
+    return Path(found)
+
+
+def kustomize(directory: Path) -> list[dict]:
+    """The resources `kubectl kustomize directory` renders: what `kubectl apply -k` would apply."""
+    result = run([kubectl(), "kustomize", directory], timeout=60)
+    assert result.returncode == 0, f"kubectl kustomize {directory} failed:\n{result.stderr}"
+    docs = [doc for doc in yaml.safe_load_all(result.stdout) if doc is not None]
+    assert docs, f"kubectl kustomize {directory} rendered nothing"
+    return docs
+
+
+@dataclass
+class Rendered:
+    """One overlay's resources, as kubectl kustomize renders them."""
+    directory: Path
+    docs: list[dict]
+
+    def all(self, kind: str) -> list[dict]:
+        return [doc for doc in self.docs if doc["kind"] == kind]
+
+    def one(self, kind: str) -> dict:
+        found = self.all(kind)
+        assert len(found) == 1, f"{self.directory}: {len(found)} {kind}s"
+        return found[0]
+
+    @property
+    def deployment(self) -> dict:
+        return self.one("Deployment")
+
+    @property
+    def pod(self) -> dict:
+        return self.deployment["spec"]["template"]["spec"]
+
+    @property
+    def container(self) -> dict:
+        containers = self.pod["containers"]
+        assert len(containers) == 1
+        return containers[0]
+
+    def env(self) -> dict[str, str | None]:
+        names = [e["name"] for e in self.container["env"]]
+        assert len(names) == len(set(names)), f"a variable set twice: {names}"
+        return {e["name"]: e.get("value") for e in self.container["env"]}
+
+    def broker_config(self) -> dict:
+        return yaml.safe_load(self.one("ConfigMap")["data"]["broker.yaml"])
+
+
+def render(directory: Path) -> Rendered:
+    return Rendered(directory, kustomize(directory))
 
 
 # --- the Dockerfile ----------------------------------------------------------------------------

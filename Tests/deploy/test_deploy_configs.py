@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from deploy_support import (
-    DEPLOY, KUBERNETES, SYSTEMD, broker_binary, clean_env, config_secrets, gen_key, load_yaml,
+    DEPLOY, KUBERNETES_BASE, SYSTEMD, broker_binary, clean_env, config_secrets, gen_key, load_yaml,
     load_yaml_documents, placeholder_secret_env, run,
 )
 import yaml
@@ -23,14 +23,15 @@ def binary() -> Path:
 
 
 def configmap_config() -> dict:
-    configmap = next(doc for doc in load_yaml_documents(KUBERNETES / "configmap.yaml") if doc["kind"] == "ConfigMap")
-    return yaml.safe_load(configmap["data"]["broker.yaml"])
+    """The file kustomize's configMapGenerator makes the ConfigMap of (test_deploy_kubernetes.py
+    checks that the rendered ConfigMap holds it unchanged)."""
+    return load_yaml(KUBERNETES_BASE / "broker.yaml")
 
 
 def all_configs() -> dict[str, dict]:
     return {
         "deploy/broker.yaml": load_yaml(DEPLOY / "broker.yaml"),
-        "deploy/kubernetes/configmap.yaml": configmap_config(),
+        "deploy/kubernetes/base/broker.yaml": configmap_config(),
         "deploy/systemd/broker.yaml": load_yaml(SYSTEMD / "broker.yaml"),
     }
 
@@ -63,11 +64,8 @@ def test_container_config_passes_check_config(binary, tmp_path):
 
 
 def test_configmap_config_passes_check_config(binary, tmp_path):
-    path = tmp_path / "broker.yaml"
-    configmap = next(doc for doc in load_yaml_documents(KUBERNETES / "configmap.yaml") if doc["kind"] == "ConfigMap")
-    path.write_text(configmap["data"]["broker.yaml"])
     env = clean_env(placeholder_secret_env(configmap_config(), gen_key(binary)))
-    result = run([binary, "check-config", path], env=env, cwd=tmp_path)
+    result = run([binary, "check-config", KUBERNETES_BASE / "broker.yaml"], env=env, cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -98,7 +96,7 @@ def test_placeholder_state_key_is_refused(binary, tmp_path):
     result = run([binary, "check-config", DEPLOY / "broker.yaml"], env=clean_env(env_file), cwd=tmp_path)
     assert result.returncode != 0
     assert "BROKER_STATE_KEY" in result.stdout + result.stderr
-    secret = next(doc for doc in load_yaml_documents(KUBERNETES / "secret.yaml") if doc["kind"] == "Secret")
+    secret = next(doc for doc in load_yaml_documents(KUBERNETES_BASE / "secret.yaml") if doc["kind"] == "Secret")
     result = run([binary, "check-config", DEPLOY / "broker.yaml"], env=clean_env(secret["stringData"]), cwd=tmp_path)
     assert result.returncode != 0
     assert "BROKER_STATE_KEY" in result.stdout + result.stderr

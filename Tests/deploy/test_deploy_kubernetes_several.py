@@ -1,105 +1,94 @@
-"""deploy/kubernetes/several-instances: the base with its patches applied as kustomize applies
-them (a `$patch: delete` and JSON 6902 operations; no kustomize binary needed), then validated
-against the Kubernetes schemas, and checked for what several brokers on PostgreSQL need: three
-replicas, rolling updates that keep three ready, a PodDisruptionBudget, no volume, the postgres
-backend, and a configuration that passes check-config for it."""
+"""deploy/kubernetes/several-instances, as the real `kubectl kustomize` renders it, checked for
+what several brokers on PostgreSQL need: three replicas spread over nodes and zones, rolling
+updates that keep three ready, a PodDisruptionBudget, no volume, the postgres backend, the
+single-instance pod otherwise, and a configuration that passes check-config for it. Schema
+validation and the checks both overlays share: test_deploy_kubernetes.py."""
 
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
 import pytest
 import yaml
-from kubernetes_validate import utils as kv
 
-from deploy_support import KUBERNETES, broker_binary, clean_env, gen_key, load_yaml, load_yaml_documents, placeholder_secret_env, run
-
-OVERLAY = KUBERNETES / "several-instances"
-VERSIONS = ["1.37.0", "1.30.0"]
-
-
-def documents(directory: Path) -> list[dict]:
-    """What `kubectl kustomize directory` would produce, for the features these files use."""
-    kustomization = load_yaml(directory / "kustomization.yaml")
-    docs: list[dict] = []
-    for resource in kustomization.get("resources", []):
-        path = directory / resource
-        docs += documents(path) if path.is_dir() else load_yaml_documents(path)
-    for patch in kustomization.get("patches", []):
-        target = patch["target"]
-        matches = [d for d in docs if d["kind"] == target["kind"] and d["metadata"]["name"] == target["name"]]
-        assert len(matches) == 1, f"the patch target {target} matches {len(matches)} resources"
-        body = yaml.safe_load(patch["patch"])
-        if isinstance(body, dict):
-            assert body.get("$patch") == "delete", "only deleting strategic-merge patches are used"
-            docs.remove(matches[0])
-        else:
-            apply_json6902(matches[0], body)
-    return docs
-
-
-def apply_json6902(doc: dict, operations: list[dict]) -> None:
-    for operation in operations:
-        *parents, last = operation["path"].strip("/").split("/")
-        node = doc
-        for part in parents:
-            node = node[int(part)] if isinstance(node, list) else node[part]
-        if operation["op"] == "remove":
-            assert (int(last) < len(node)) if isinstance(node, list) else last in node, operation["path"]
-            del node[int(last) if isinstance(node, list) else last]
-        elif operation["op"] == "replace":
-            assert (int(last) < len(node)) if isinstance(node, list) else last in node, operation["path"]
-            node[int(last) if isinstance(node, list) else last] = copy.deepcopy(operation["value"])
-        elif operation["op"] == "add":
-            if isinstance(node, list):
-                node.append(copy.deepcopy(operation["value"])) if last == "-" else node.insert(int(last), copy.deepcopy(operation["value"]))
-            else:
-                node[last] = copy.deepcopy(operation["value"])
-        else:
-            raise AssertionError(f"unsupported operation {operation['op']}")
+from deploy_support import (
+    KUBERNETES, KUBERNETES_SEVERAL, Rendered, broker_binary, clean_env, gen_key, placeholder_secret_env,
+    render, run,
+)
 
 
 @pytest.fixture(scope="module")
-def rendered() -> list[dict]:
-    return documents(OVERLAY)
+def rendered() -> Rendered:
+    return render(KUBERNETES_SEVERAL)
 
 
-def one(docs: list[dict], kind: str) -> dict:
-    found = [d for d in docs if d["kind"] == kind]
-    assert len(found) == 1, f"{len(found)} {kind}s"
-    return found[0]
+@pytest.fixture(scope="module")
+def single() -> Rendered:
+    return render(KUBERNETES)
 
 
-@pytest.mark.parametrize("version", VERSIONS)
-def test_every_rendered_resource_validates(rendered, version):
-    for doc in rendered:
-        kv.validate(doc, version, strict=True)
+def pod_labels(rendered: Rendered) -> dict:
+    return rendered.deployment["spec"]["template"]["metadata"]["labels"]
 
 
 def test_three_replicas_roll_without_losing_one_and_no_volume_remains(rendered):
-    assert not [d for d in rendered if d["kind"] == "PersistentVolumeClaim"]
-    deployment = one(rendered, "Deployment")["spec"]
+    assert not rendered.all("PersistentVolumeClaim")
+    deployment = rendered.deployment["spec"]
     assert deployment["replicas"] == 3
     assert deployment["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}}
-    pod = deployment["template"]["spec"]
+    pod = rendered.pod
     assert not [v for v in pod["volumes"] if "persistentVolumeClaim" in v]
-    names = {v["name"] for v in pod["volumes"]}
-    container = pod["containers"][0]
-    assert {m["name"] for m in container["volumeMounts"]} <= names, "every mount has its volume"
-    assert {"name": "BROKER_STATE_BACKEND", "value": "postgres"} in container["env"]
+    state_dir = rendered.broker_config()["state"]["directory"]
+    assert state_dir not in {m["mountPath"] for m in rendered.container["volumeMounts"]}
+    assert {m["name"] for m in rendered.container["volumeMounts"]} <= {v["name"] for v in pod["volumes"]}, \
+        "every mount has its volume"
+    assert rendered.env()["BROKER_STATE_BACKEND"] == "postgres"
 
 
 def test_the_disruption_budget_covers_the_broker_pods(rendered):
-    budget = one(rendered, "PodDisruptionBudget")["spec"]
-    labels = one(rendered, "Deployment")["spec"]["template"]["metadata"]["labels"]
-    assert budget["maxUnavailable"] == 1
-    assert budget["selector"]["matchLabels"].items() <= labels.items()
+    budget = rendered.one("PodDisruptionBudget")["spec"]
+    assert budget["maxUnavailable"] == 1 < rendered.deployment["spec"]["replicas"]
+    assert budget["selector"]["matchLabels"] and budget["selector"]["matchLabels"].items() <= pod_labels(rendered).items()
+
+
+def test_the_replicas_spread_over_nodes_and_zones(rendered):
+    constraints = rendered.pod["topologySpreadConstraints"]
+    assert sorted(c["topologyKey"] for c in constraints) == ["kubernetes.io/hostname", "topology.kubernetes.io/zone"]
+    for constraint in constraints:
+        assert constraint["whenUnsatisfiable"] == "ScheduleAnyway", "a preference: never a Pending pod"
+        assert constraint["maxSkew"] == 1
+        # It counts the broker's pods: those the Deployment selects, not some other label.
+        selector = constraint["labelSelector"]["matchLabels"]
+        assert selector == rendered.deployment["spec"]["selector"]["matchLabels"]
+        assert selector.items() <= pod_labels(rendered).items()
+
+
+def test_the_pod_is_the_single_instance_one_but_for_the_state(rendered, single):
+    """Both overlays take one base: with replicas, strategy, spread, the state volume and the
+    backend set aside, the Deployments are the same (security, probes, resources, annotations,
+    image, configuration)."""
+    def without_state(r: Rendered) -> dict:
+        deployment = copy.deepcopy(r.deployment)
+        spec = deployment["spec"]
+        for key in ("replicas", "strategy"):
+            spec.pop(key)
+        pod = spec["template"]["spec"]
+        pod.pop("topologySpreadConstraints", None)
+        pod["volumes"] = [v for v in pod["volumes"] if "persistentVolumeClaim" not in v]
+        container = pod["containers"][0]
+        state_dir = r.broker_config()["state"]["directory"]
+        container["volumeMounts"] = [m for m in container["volumeMounts"] if m["mountPath"] != state_dir]
+        container["env"] = sorted((e for e in container["env"] if e["name"] != "BROKER_STATE_BACKEND"),
+                                  key=lambda e: e["name"])
+        return deployment
+
+    assert without_state(rendered) == without_state(single)
+    assert {d["kind"] for d in rendered.docs} - {"PodDisruptionBudget"} == {d["kind"] for d in single.docs} - {"PersistentVolumeClaim"}
 
 
 def test_the_configuration_passes_check_config_with_the_postgres_backend(rendered, tmp_path):
     binary = broker_binary()
-    text = one(rendered, "ConfigMap")["data"]["broker.yaml"]
+    text = rendered.one("ConfigMap")["data"]["broker.yaml"]
     path = tmp_path / "broker.yaml"
     path.write_text(text)
     env = placeholder_secret_env(yaml.safe_load(text), gen_key(binary))
