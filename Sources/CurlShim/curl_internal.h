@@ -17,10 +17,6 @@ typedef struct tb_share tb_share;
 
 enum {
     TB_KEY_BUCKETS = 1024,
-    // Connections a key keeps once its transfers end (libcurl's CURLMOPT_MAXCONNECTS, which
-    // applies per share and counts connections in use too): enough for a key that many
-    // sessions share (an API's pool) to keep what a burst of calls opened.
-    TB_CONNECTIONS_PER_KEY = 32,
 };
 
 // A loop's connection keys, each with its libcurl share (keys.c); the loop's thread's own.
@@ -31,7 +27,9 @@ typedef struct {
     long long upkeep_ms;
 } tb_key_table;
 
-void tb_keys_init(tb_key_table *table);
+// `per_key`: the connections a key keeps once its transfers end (libcurl's CURLMOPT_MAXCONNECTS,
+// which applies per share and counts connections in use too).
+void tb_keys_init(tb_key_table *table, int per_key);
 // The share of `request`'s key (its connection key, address policy and schemes), made when
 // missing, held for one transfer until tb_keys_give_back(); NULL when libcurl or memory refused,
 // or when the connection key is longer than 90 bytes (a session id's hex is 64).

@@ -33,13 +33,13 @@ struct tb_share {
     tb_share *newer, *older; // in the table's use order
 };
 
-void tb_keys_init(tb_key_table *table) {
+void tb_keys_init(tb_key_table *table, int per_key) {
     memset(table, 0, sizeof *table);
-    // The keys' connections stay within half the open-file limit (a key keeps up to
-    // TB_CONNECTIONS_PER_KEY), and within 4,096 keys.
+    // The keys' connections stay within half the open-file limit (a key keeps up to `per_key`),
+    // and within 4,096 keys.
     struct rlimit files;
     long budget = getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY ? (long)files.rlim_cur / 2 : 65536;
-    long keys = budget / TB_CONNECTIONS_PER_KEY;
+    long keys = budget / per_key;
     table->max = keys < 16 ? 16 : keys > 4096 ? 4096 : (int)keys;
 }
 

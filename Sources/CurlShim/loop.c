@@ -301,7 +301,10 @@ tb_proxy_loop *tb_proxy_loop_create(int max_in_flight) {
     }
     for (int port = 0; port < 65536; port++) loop->kept[port] = CURL_SOCKET_BAD;
     loop->multi = curl_multi_init();
-    if (loop->multi == NULL || curl_multi_setopt(loop->multi, CURLMOPT_MAXCONNECTS, (long)TB_CONNECTIONS_PER_KEY) != CURLM_OK) {
+    // A key keeps as many connections as the loop runs transfers: a pool every session shares
+    // keeps what a burst opened, rather than closing and opening connections under load.
+    int per_key = max_in_flight > 0 ? max_in_flight : 1;
+    if (loop->multi == NULL || curl_multi_setopt(loop->multi, CURLMOPT_MAXCONNECTS, (long)per_key) != CURLM_OK) {
         if (loop->multi) curl_multi_cleanup(loop->multi);
         free(loop->kept);
         free(loop);
@@ -310,7 +313,7 @@ tb_proxy_loop *tb_proxy_loop_create(int max_in_flight) {
     atomic_init(&loop->references, 1);
     loop->max_in_flight = max_in_flight > 0 ? max_in_flight : 1;
     pthread_mutex_init(&loop->lock, NULL);
-    tb_keys_init(&loop->keys);
+    tb_keys_init(&loop->keys, per_key);
     return loop;
 }
 
