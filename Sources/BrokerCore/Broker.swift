@@ -42,6 +42,7 @@ public final class Broker: Sendable {
             LogLineHandler(label: label, level: level, style: style, output: logOutput)
         }
         let metrics = BrokerMetrics()
+        metrics.build(version: BuildInfo.version)
         var config = config
         if development, let refusal = DevelopmentMode.refusal(config) { throw BrokerStartError(refusal) }
         // The cheap checks that can fail (TLS files, the port) come before loading the state.
@@ -106,7 +107,7 @@ public final class Broker: Sendable {
         for warning in ClientKeyPermissions.check(config.providers) {
             logger.warning("\(warning)")
         }
-        let discovery = DiscoveryCache(client: upstream)
+        let discovery = DiscoveryCache(client: upstream, logger: logger)
         // A provider whose discovery document lacks what its private_key_jwt or par: required
         // rests on would start no login: the broker refuses to start instead.
         let atStart = await DiscoveryCheck.atStart(config.providers, discovery: discovery)
@@ -118,6 +119,7 @@ public final class Broker: Sendable {
                 + atStart.problems.joined(separator: "\n"))
         }
         let providers = ProviderDirectory(providers: config.providers, discovery: discovery)
+        metrics.start(providers: config.providers.map(\.id))
         let services = try BrokerServices.assemble(config, store: store, providers: providers, upstream: upstream, trust: trust,
                                                    logger: logger, metrics: metrics, now: systemClock)
         AuthorizeRoutes(services: services).register(in: &router)
@@ -149,7 +151,8 @@ public final class Broker: Sendable {
             if adminServer != nil { routes.register(in: &adminRouter) } else { routes.register(in: &router) }
         }
         OperationsRoutes(
-            readiness: Readiness(providers: config.providers.filter { $0.endpoints.issuer != nil }, discovery: discovery, stateFailure: { [store] in store.writeFailure },
+            readiness: Readiness(providers: config.providers.filter { $0.endpoints.issuer != nil }, discovery: discovery,
+                                 stateFailure: { [store] in store.writeFailure }, stateShared: config.state.backend == .postgres,
                                  shuttingDown: shuttingDown), metrics: metrics,
             liveSessions: { [store] in store.sessionCount }, requestsInFlight: { [server] in server.activeRequests },
             connections: { [transfers, upstream] in
@@ -229,6 +232,9 @@ public final class Broker: Sendable {
             logger.notice("admin API on the public listener, behind its token", metadata: ["paths": "/admin/…"])
         }
         logger.notice("listening", metadata: [
+            "version": "\(BuildInfo.version)",
+            "store": "\(config.state.backend.rawValue)",
+            "state_key_ids": .array(config.state.keys.map { $0.ids.map { .string(StateKeys.hex(id: $0)) } } ?? []),
             "address": "\(config.server.listen.host):\(server.port)",
             "public_url": "\(config.server.publicURL.absoluteString)",
             "threads": .stringConvertible(config.server.threads),

@@ -9,16 +9,18 @@ internal import Glibc
 /// its own, and hands every payload to `onNotification`. Each time it starts listening — the
 /// first time, and after a dropped connection (reconnecting, backing off up to 5 s) — it calls
 /// `onListening`: notifications sent before were missed, and whatever they would have
-/// invalidated must be dropped (`resumed`: after a drop).
+/// invalidated must be dropped (`resumed`: after a drop). When a listening connection drops, it
+/// calls `onDropped` with why.
 public final class PostgresListener: Sendable {
     private let stopped = Atomic<Bool>(false)
     private let connected = Atomic<Bool>(false)
 
     public init(
         options: PostgresConnection.Options, channel: String,
-        onNotification: @escaping @Sendable (String) -> Void, onListening: @escaping @Sendable (_ resumed: Bool) -> Void
+        onNotification: @escaping @Sendable (String) -> Void, onListening: @escaping @Sendable (_ resumed: Bool) -> Void,
+        onDropped: @escaping @Sendable (String) -> Void = { _ in }
     ) {
-        let thread = Thread { [self] in listen(options, channel, onNotification, onListening) }
+        let thread = Thread { [self] in listen(options, channel, onNotification, onListening, onDropped) }
         thread.name = "postgres-listen"
         thread.start()
     }
@@ -33,7 +35,8 @@ public final class PostgresListener: Sendable {
 
     private func listen(
         _ options: PostgresConnection.Options, _ channel: String,
-        _ onNotification: @Sendable (String) -> Void, _ onListening: @Sendable (_ resumed: Bool) -> Void
+        _ onNotification: @Sendable (String) -> Void, _ onListening: @Sendable (_ resumed: Bool) -> Void,
+        _ onDropped: @Sendable (String) -> Void
     ) {
         var backoff = 0.1
         var first = true
@@ -59,6 +62,7 @@ public final class PostgresListener: Sendable {
                 }
             }
             connected.store(false, ordering: .relaxed)
+            if !stopped.load(ordering: .relaxed) { onDropped("PostgreSQL is unreachable: the notification connection dropped") }
         }
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BrokerCore
 
 /// `token-broker`: the command line. `serve` is the default subcommand.
 @main

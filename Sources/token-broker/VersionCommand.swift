@@ -1,4 +1,5 @@
 import ArgumentParser
+import BrokerCore
 
 struct VersionCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "version", abstract: "Print the broker's version.")

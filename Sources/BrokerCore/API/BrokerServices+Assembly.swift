@@ -34,7 +34,7 @@ extension BrokerServices {
         )
         let login = LoginFlow(
             settings: config.sessions, callbackURL: config.server.callbackURL.absoluteString, providers: providers, calls: calls,
-            store: store, idTokens: IDTokenVerifier(jwks: JWKSCache(client: upstream, clock: now), clock: now),
+            store: store, idTokens: IDTokenVerifier(jwks: JWKSCache(client: upstream, clock: now, logger: logger), clock: now),
             profiles: profiles, endings: endings, metrics: metrics, logger: logger, now: now
         )
         return BrokerServices(

@@ -2,6 +2,7 @@ public import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+public import Logging
 import Synchronization
 
 /// Providers' signing keys (JWKS documents), fetched on first use and kept per `jwks_uri`.
@@ -30,14 +31,17 @@ public final class JWKSCache: Sendable {
     private let minimumRefetchInterval: TimeInterval?
     private let clock: BrokerClock
     private let entries = Mutex<[URL: Entry]>([:])
+    /// With a logger: a key set that cannot be fetched is logged once as that begins and ends.
+    private let outages: OutageWatches?
 
     /// A cache that fetches key sets with `client`.
     public convenience init(
         client: any UpstreamTransport,
         minimumRefetchInterval: Duration = .seconds(60),
-        clock: @escaping BrokerClock = systemClock
+        clock: @escaping BrokerClock = systemClock,
+        logger: Logger? = nil
     ) {
-        self.init(minimumRefetchInterval: minimumRefetchInterval, clock: clock) { uri throws(IDTokenError) in
+        self.init(minimumRefetchInterval: minimumRefetchInterval, clock: clock, logger: logger) { uri throws(IDTokenError) in
             try await Self.download(uri, with: client)
         }
     }
@@ -47,11 +51,13 @@ public final class JWKSCache: Sendable {
     public init(
         minimumRefetchInterval: Duration = .seconds(60),
         clock: @escaping BrokerClock = systemClock,
+        logger: Logger? = nil,
         fetch: @escaping Fetch
     ) {
         self.fetch = fetch
         self.minimumRefetchInterval = minimumRefetchInterval.seconds
         self.clock = clock
+        outages = logger.map { OutageWatches(logger: $0) { "the key set at \($0)" } }
     }
 
     /// A cache that answers `staticJWKS` (a JWKS document) for every URI and never refetches.
@@ -61,6 +67,7 @@ public final class JWKSCache: Sendable {
         fetch = { _ throws(IDTokenError) in body }
         minimumRefetchInterval = nil
         clock = systemClock
+        outages = nil
     }
 
     /// The key at `uri` for a token's `kid` and algorithm, refetching once on a miss when the
@@ -114,8 +121,10 @@ public final class JWKSCache: Sendable {
         do throws(IDTokenError) {
             let body = try await fetch(uri)
             result = .success(try await SigningKeySet.parse(body, host: uri.host ?? "?"))
+            outages?(uri.absoluteString).succeeded()
         } catch {
             result = .failure(error)
+            outages?(uri.absoluteString).failed(error.description)
         }
         entries.withLock { entries in
             entries[uri]?.inFlight = nil

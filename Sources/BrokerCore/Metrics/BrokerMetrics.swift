@@ -119,6 +119,33 @@ public final class BrokerMetrics: Sendable {
              [("provider", provider), ("endpoint", endpoint)], Self.upstreamBuckets, seconds)
     }
 
+    /// A call to a provider's endpoint ended: `outcome` is the answer's status class (`2xx`,
+    /// `4xx`, `5xx`, …) or why there was none (``UpstreamError/outcome``).
+    func upstreamRequest(provider: String, endpoint: String, outcome: String) {
+        count("upstream_requests", "Calls to providers, by provider, endpoint and outcome: the status class, or timed_out, unreachable, too_large, tls, busy.",
+              [("provider", provider), ("endpoint", endpoint), ("outcome", outcome)])
+    }
+
+    /// The counters an operator alerts on, at zero for each configured provider from the start,
+    /// so that a rate over them exists before the first event.
+    func start(providers: [String]) {
+        for provider in providers {
+            for outcome in ["started", "completed", "denied", "failed"] {
+                _ = registry.makeCounter(descriptor: Self.name("logins", unit: "total", help: "Logins by provider and outcome: started, completed, denied, failed."),
+                                     labels: [("provider", provider), ("outcome", outcome)])
+            }
+            for outcome in ["refreshed", "login_required", "failed"] {
+                _ = registry.makeCounter(descriptor: Self.name("refreshes", unit: "total", help: "Upstream token refreshes, by provider and outcome."),
+                                     labels: [("provider", provider), ("outcome", outcome)])
+            }
+        }
+    }
+
+    /// The build: `broker_build_info{version} 1`.
+    func build(version: String) {
+        registry.makeGauge(descriptor: Self.name("build_info", help: "The broker's build, in its labels; always 1."), labels: [("version", version)]).set(Double(1))
+    }
+
     /// A step of a login: `started` (/authorize), `completed` (handoff code issued), `denied`
     /// (the user or provider said no), `failed` (anything else).
     func login(provider: String, outcome: String) {

@@ -88,10 +88,18 @@ struct ProviderCalls: Sendable {
         }
     }
 
-    private func timed<T>(_ provider: String, _ endpoint: String, _ call: () async throws(UpstreamError) -> T) async throws(UpstreamError) -> T {
+    private func timed(_ provider: String, _ endpoint: String, _ call: () async throws(UpstreamError) -> UpstreamResponse)
+        async throws(UpstreamError) -> UpstreamResponse {
         let started = ContinuousClock.now
         defer { metrics.upstreamCall(provider: provider, endpoint: endpoint, seconds: (ContinuousClock.now - started).seconds) }
-        return try await call()
+        do throws(UpstreamError) {
+            let response = try await call()
+            metrics.upstreamRequest(provider: provider, endpoint: endpoint, outcome: "\(response.status / 100)xx")
+            return response
+        } catch {
+            metrics.upstreamRequest(provider: provider, endpoint: endpoint, outcome: error.outcome)
+            throw error
+        }
     }
 
     /// A form POST to `url` with client authentication: HTTP Basic with the form-encoded id and

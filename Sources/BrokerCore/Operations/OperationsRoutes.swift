@@ -23,6 +23,7 @@ struct OperationsRoutes: Sendable {
             for counts in connections() {
                 metrics.upstreamConnections(client: counts.client, opened: counts.opened, reused: counts.reused, open: counts.open)
             }
+            ProcessMetrics(registry: metrics.registry).update()
             return .now(Response(
                 status: 200,
                 headers: [HTTPHeader("Content-Type", "text/plain; version=0.0.4")],

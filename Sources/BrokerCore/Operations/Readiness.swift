@@ -3,12 +3,16 @@ import HTTPServer
 import Synchronization
 import WireValues
 
-/// `/readyz`: the broker is ready when its state can be written (it is loaded before the broker
-/// listens; a failed journal write or snapshot fails the check until a write succeeds again),
-/// every provider configured by `issuer` has had its discovery document fetched and offers what
-/// its configuration relies on (``ProviderRequirements``), and it is not shutting down (from
-/// SIGTERM on, while it still serves for `shutdown_delay_seconds`, so that balancers move off it
-/// first).
+/// `/readyz`: whether this instance can serve — not shutting down (from SIGTERM on, while it
+/// still serves for `shutdown_delay_seconds`, so that balancers move off it first), its state
+/// loaded (before it listens) and, with the embedded store, its own disk taking writes (a failed
+/// journal write or snapshot fails the check until a write, or the next journal at a snapshot,
+/// succeeds).
+///
+/// What every instance shares — the PostgreSQL database, the providers' discovery documents —
+/// does not make it unready: every instance would be at once, and a Service would lose all its
+/// endpoints while cached tokens still answer. Those checks say `warn` with their detail (and the
+/// logs and metrics say the same), and the answer stays 200.
 ///
 /// Once every document is cached the answer comes straight from memory; otherwise the missing
 /// ones are fetched (concurrently, each bounded by the upstream timeouts) while the request waits.
@@ -18,8 +22,14 @@ struct Readiness: Sendable {
     let discovery: DiscoveryCache
     /// Why the state cannot be written, or nil.
     let stateFailure: @Sendable () -> String?
+    /// Whether the state is every instance's (PostgreSQL), not this one's own disk.
+    let stateShared: Bool
     /// Set once the broker is shutting down.
     let shuttingDown: ShutdownFlag
+
+    private enum Status: String {
+        case pass, warn, fail
+    }
 
     func reply() -> Reply {
         guard !shuttingDown.isSet else {
@@ -27,7 +37,7 @@ struct Readiness: Sendable {
                 ("shutdown", .object([("status", .string("fail")), ("detail", .string("shutting down"))])),
             ]))]), status: 503))
         }
-        let state = stateFailure()
+        let state = stateFailure().map { (stateShared ? Status.warn : .fail, $0) }
         let missing = providers.filter { provider in provider.endpoints.issuer.map { discovery.cached($0) == nil } ?? false }
         guard !missing.isEmpty else { return .now(Self.response(state: state, checks: checks([:]))) }
         return .deferred { [self] in
@@ -61,16 +71,17 @@ struct Readiness: Sendable {
         }
     }
 
-    /// `{"status": "ready"|"not_ready", "checks": {"state": {"status": "pass"|"fail", "detail": reason},
-    /// "provider:<id>": {"status": "pass"|"fail", "detail": reason}}}`
-    private static func response(state: String?, checks: [(provider: String, failure: String?)]) -> Response {
-        func check(_ failure: String?) -> JSONValue {
-            var result: [(String, JSONValue)] = [("status", .string(failure == nil ? "pass" : "fail"))]
-            if let failure { result.append(("detail", .string(failure))) }
+    /// `{"status": "ready"|"not_ready", "checks": {"state": {"status": "pass"|"warn"|"fail",
+    /// "detail": reason}, "provider:<id>": {"status": "pass"|"warn", "detail": reason}}}`
+    private static func response(state: (Status, String)?, checks: [(provider: String, failure: String?)]) -> Response {
+        func check(_ status: Status, _ detail: String?) -> JSONValue {
+            var result: [(String, JSONValue)] = [("status", .string(status.rawValue))]
+            if let detail { result.append(("detail", .string(detail))) }
             return .object(result)
         }
-        let members = [("state", check(state))] + checks.map { ("provider:\($0.provider)", check($0.failure)) }
-        let ready = state == nil && checks.allSatisfy { $0.failure == nil }
+        let members = [("state", check(state?.0 ?? .pass, state?.1))]
+            + checks.map { ("provider:\($0.provider)", check($0.failure == nil ? .pass : .warn, $0.failure)) }
+        let ready = state?.0 != .fail
         return .json(
             .object([("status", .string(ready ? "ready" : "not_ready")), ("checks", .object(members))]),
             status: ready ? 200 : 503

@@ -2,6 +2,7 @@ public import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+public import Logging
 import Synchronization
 
 /// A provider's OpenID Connect discovery document (OpenID Connect Discovery 1.0 §3), reduced to
@@ -34,13 +35,16 @@ public struct DiscoveryError: Error, Sendable, CustomStringConvertible {
     public let description: String
 }
 
-/// Fetches discovery documents and keeps each one after the first success.
+/// Fetches discovery documents and keeps each one after the first success. With a logger, an
+/// issuer whose document cannot be fetched is logged once as that begins and once as it ends.
 public final class DiscoveryCache: Sendable {
     private let client: any UpstreamTransport
     private let documents = Mutex<[URL: DiscoveryDocument]>([:])
+    private let outages: OutageWatches?
 
-    public init(client: any UpstreamTransport) {
+    public init(client: any UpstreamTransport, logger: Logger? = nil) {
         self.client = client
+        outages = logger.map { OutageWatches(logger: $0) { "the discovery document of \($0)" } }
     }
 
     /// The cached document for `issuer`, without a network call.
@@ -51,6 +55,17 @@ public final class DiscoveryCache: Sendable {
     /// The document for `issuer`, fetched on first use.
     public func document(for issuer: URL) async throws(DiscoveryError) -> DiscoveryDocument {
         if let known = cached(issuer) { return known }
+        do throws(DiscoveryError) {
+            let document = try await fetch(issuer)
+            outages?(issuer.absoluteString).succeeded()
+            return document
+        } catch {
+            outages?(issuer.absoluteString).failed(error.description)
+            throw error
+        }
+    }
+
+    private func fetch(_ issuer: URL) async throws(DiscoveryError) -> DiscoveryDocument {
         let location = Self.discoveryURL(for: issuer)
         var request = URLRequest(url: location)
         request.setValue("application/json", forHTTPHeaderField: "Accept")

@@ -33,6 +33,17 @@ public struct UpstreamError: Error, Sendable, CustomStringConvertible {
     public static func tooLarge(host: String) -> UpstreamError { UpstreamError(Kind.tooLarge, host: host) }
     public static func busy(host: String) -> UpstreamError { UpstreamError(Kind.busy, host: host) }
 
+    /// What a metric calls it.
+    public var outcome: String {
+        switch kind {
+        case .timedOut: "timed_out"
+        case .unreachable: "unreachable"
+        case .tooLarge: "too_large"
+        case .tls: "tls"
+        case .busy: "busy"
+        }
+    }
+
     public var description: String {
         switch kind {
         case .timedOut: "\(host) did not answer in time"

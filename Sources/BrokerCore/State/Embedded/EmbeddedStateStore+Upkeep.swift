@@ -80,11 +80,9 @@ extension EmbeddedStateStore {
             }
             guard let disk else { continue }
             if now - lastSnapshot >= interval || disk.journal.size > disk.settings.journalMaxBytes {
-                do {
-                    try await snapshot()
-                } catch {
-                    logger.error("snapshot failed; the journal keeps every change", metadata: ["reason": "\(error.description)"])
-                }
+                // A failure is logged as it begins and ends (``snapshotOutage``); the journal keeps
+                // every change meanwhile.
+                try? await snapshot()
                 lastSnapshot = ContinuousClock.now
             }
         }
@@ -108,9 +106,9 @@ extension EmbeddedStateStore {
         defer { snapshotting.store(false, ordering: .releasing) }
         do throws(StateWriteError) {
             try await writeSnapshot(disk)
-            snapshotFailure.withLock { $0 = nil }
+            snapshotOutage.succeeded()
         } catch {
-            snapshotFailure.withLock { $0 = error.description }
+            snapshotOutage.failed(error.description + "; the journal keeps every change")
             throw error
         }
     }

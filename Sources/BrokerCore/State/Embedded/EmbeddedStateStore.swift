@@ -16,7 +16,8 @@ final class EmbeddedStateStore: StateStore {
     let logger: Logger
     let metrics: BrokerMetrics?
     let snapshotting = Atomic<Bool>(false)
-    let snapshotFailure = Mutex<String?>(nil)
+    /// The snapshots' failures, logged once as they begin and end.
+    let snapshotOutage: OutageWatch
     /// The start set damage aside (`--accept-damaged-state`): what was read is not yet a base.
     let startedPastDamage: Bool
 
@@ -38,6 +39,7 @@ final class EmbeddedStateStore: StateStore {
         self.logger = logger
         metrics = nil
         startedPastDamage = false
+        snapshotOutage = OutageWatch("the state directory's snapshot", logger: logger)
     }
 
     /// Locks `settings.directory` for this process, loads the state from it (snapshot, then
@@ -75,7 +77,8 @@ final class EmbeddedStateStore: StateStore {
         }
         let journal: Journal
         do {
-            journal = try Journal(directory: directory, generation: report.nextGeneration, keys: keys, faults: faults) { seconds in
+            journal = try Journal(directory: directory, generation: report.nextGeneration, keys: keys,
+                                  outage: OutageWatch("the state directory's journal", logger: logger), faults: faults) { seconds in
                 metrics?.journalCommitted(seconds: seconds)
             }
         } catch {
@@ -88,6 +91,7 @@ final class EmbeddedStateStore: StateStore {
         disk = Disk(settings: settings, keys: keys, journal: journal)
         self.clock = clock
         self.logger = logger
+        snapshotOutage = OutageWatch("the state directory's snapshot", logger: logger)
         self.metrics = metrics
         startedPastDamage = !report.damaged.isEmpty
         for torn in report.tornTails {
@@ -173,7 +177,7 @@ final class EmbeddedStateStore: StateStore {
     /// Why the state cannot be written, for `/readyz`: the last journal write or snapshot failed
     /// (a full disk, a read-only or vanished directory), until one succeeds again. Nil in memory.
     var writeFailure: String? {
-        disk?.journal.failure ?? snapshotFailure.withLock { $0 }
+        disk?.journal.failure ?? snapshotOutage.reason
     }
 }
 

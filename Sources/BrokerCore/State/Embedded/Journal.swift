@@ -34,7 +34,8 @@ final class Journal: ChangeLog, @unchecked Sendable {
     private static let stoppedError = StateWriteError(description: "the journal is closed (the broker is stopping)")
     private let wakeup = DispatchSemaphore(value: 0)
     private let bytesWritten = Atomic<Int>(0)
-    private let lastFailure = Mutex<String?>(nil)
+    /// Its writes' failures, from the first to the next success (logged once each way).
+    private let outage: OutageWatch
     private let onCommit: @Sendable (Double) -> Void
     private let faults: StateFileFaults?
     private var file: OpenJournal
@@ -64,10 +65,11 @@ final class Journal: ChangeLog, @unchecked Sendable {
     /// Starts a new journal file of `generation` and the writer thread.
     /// `onCommit` hears each group commit's duration in seconds (for metrics); `faults` are a
     /// test's.
-    init(directory: String, generation: UInt64, keys: StateKeys, faults: StateFileFaults? = nil,
+    init(directory: String, generation: UInt64, keys: StateKeys, outage: OutageWatch, faults: StateFileFaults? = nil,
          onCommit: @escaping @Sendable (Double) -> Void = { _ in }) throws(StateWriteError) {
         self.directory = directory
         self.keys = keys
+        self.outage = outage
         self.onCommit = onCommit
         self.faults = faults
         file = try Self.create(directory, generation, keys)
@@ -79,8 +81,10 @@ final class Journal: ChangeLog, @unchecked Sendable {
     /// Bytes in the current journal file.
     var size: Int { bytesWritten.load(ordering: .relaxed) }
 
-    /// Why the last write failed, until a write succeeds again.
-    var failure: String? { lastFailure.withLock { $0 } }
+    /// Why the last write failed, until a write succeeds again — a frame, or the next journal's
+    /// creation at a snapshot (the disk took a whole new file: a full disk that was freed needs no
+    /// client's write to be seen as mended).
+    var failure: String? { outage.reason }
 
     func enqueue(_ records: [StateRecord]) -> DurabilityTicket {
         var plaintext: [UInt8] = []
@@ -187,8 +191,9 @@ final class Journal: ChangeLog, @unchecked Sendable {
             Thread.sleep(forTimeInterval: Double(pause.components.attoseconds) / 1e18)
             result = write(batch)
         }
-        lastFailure.withLock { failure in
-            if case .failure(let error) = result { failure = error.description } else { failure = nil }
+        switch result {
+        case .success: outage.succeeded()
+        case .failure(let error): outage.failed(error.description)
         }
         for ticket in tickets { ticket.resolve(result) }
     }
@@ -220,6 +225,7 @@ final class Journal: ChangeLog, @unchecked Sendable {
         close(file.descriptor)
         file = next
         bytesWritten.store(next.size, ordering: .relaxed)
+        outage.succeeded()
         return next.generation
     }
 

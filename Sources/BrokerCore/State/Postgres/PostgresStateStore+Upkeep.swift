@@ -10,7 +10,7 @@ extension PostgresStateStore {
     var sessionCount: Int { liveSessions.load(ordering: .relaxed) }
 
     var writeFailure: String? {
-        if let failure = lastFailure.withLock({ $0 }) { return failure }
+        if let failure = outage.reason { return failure }
         return listener.isListening ? nil : "the session notification connection to PostgreSQL is down"
     }
 
@@ -91,6 +91,12 @@ extension PostgresStateStore {
         var lastSweep = ContinuousClock.now
         while !Task.isCancelled {
             try? await Task.sleep(for: .seconds(1))
+            // While the database is out of reach (a call failed, or the notification connection
+            // dropped), a probe each second tells when it is back without waiting for a client's
+            // call — and logs the outage's start, if no call has yet.
+            if outage.reason != nil || !listener.isListening {
+                _ = try? await run { connection throws(PostgresError) in try connection.execute("SELECT 1") }
+            }
             await flushUse()
             metrics?.stateStoreInUse(cachedSessions: cache.count, callsInFlight: pool.callsInFlight + lockPool.callsInFlight)
             if ContinuousClock.now - lastSweep >= .seconds(30) {

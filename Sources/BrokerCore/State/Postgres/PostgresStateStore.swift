@@ -40,7 +40,8 @@ final class PostgresStateStore: StateStore {
     let liveSessions = Atomic<Int>(0)
     /// Serialises this instance's updates of one session.
     let updating = KeyedLock()
-    let lastFailure = Mutex<String?>(nil)
+    /// The database's outages, logged once as each begins and ends.
+    let outage: OutageWatch
 
     /// Connects, brings the schema up to date, and starts listening (waiting for it, up to the
     /// statement timeout: a session cached before would miss its notifications).
@@ -95,6 +96,8 @@ final class PostgresStateStore: StateStore {
         self.logger = logger
         self.metrics = metrics
         self.refreshLockWaitSeconds = refreshLockWaitSeconds
+        let outage = OutageWatch("the PostgreSQL state store", logger: logger)
+        self.outage = outage
         listener = PostgresListener(
             options: options, channel: Self.channel,
             onNotification: { payload in
@@ -106,7 +109,8 @@ final class PostgresStateStore: StateStore {
                 // Whatever was cached before listening may have missed its notification.
                 cache.clear()
                 if resumed { logger.warning("session notifications resumed after a gap; the session cache was emptied") }
-            }
+            },
+            onDropped: { reason in outage.failed(reason) }
         )
     }
 
@@ -140,11 +144,11 @@ final class PostgresStateStore: StateStore {
             do {
                 let value = try await pool.withConnection(body)
                 metrics?.stateStoreCall(operation, seconds: (ContinuousClock.now - started).seconds, reachable: true)
-                lastFailure.withLock { $0 = nil }
+                outage.succeeded()
                 return value
             } catch {
                 metrics?.stateStoreCall(operation, seconds: (ContinuousClock.now - started).seconds, reachable: !error.isConnectionFailure)
-                if error.isConnectionFailure { lastFailure.withLock { $0 = error.description } }
+                if error.isConnectionFailure { outage.failed(error.description) }
                 if case .commitUnacknowledged = error { throw error }
                 guard error.isConnectionFailure, ContinuousClock.now < deadline else { throw error }
                 try? await Task.sleep(for: .milliseconds(250))
