@@ -36,7 +36,7 @@ deploy-check: deps venv
 	$(VENV)/bin/python -m pytest -q Tests/deploy
 
 ## The benchmark (docs/benchmark.md): a release build, then one run of bench/run.py (about
-## 6 minutes) that prints one table. BENCH_ARGS passes options (.venv/bin/python bench/run.py --help).
+## 10 minutes) that prints one table. BENCH_ARGS passes options (.venv/bin/python bench/run.py --help).
 bench: bench-deps
 	$(SWIFT) build -c release --product token-broker
 	$(SWIFT) build -c release --product broker-bench-state

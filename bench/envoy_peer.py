@@ -12,6 +12,11 @@ One Envoy process (`--concurrency` = the broker's server threads) with two liste
   the tokens in them decrypted, the access token forwarded as `Authorization: Bearer`;
 - `plain`: the router alone, every path to nginx.
 
+With `tls_api` (the port of nginx's TLS server block and the private CA's PEM, bench/tls_peers.py),
+on both listeners `/tls/…` goes to that server instead, as `/…`: an upstream TLS transport
+socket with SNI `localhost`, the CA as its only trusted one and the certificate's name checked
+(`match_typed_subject_alt_names`), as the broker's proxy checks it.
+
 The cookies wrk sends are the ones Envoy itself set at the end of a real sign-in
 (`sign_in`): Envoy's redirect to the authorization server, the user's login there, Envoy's
 callback exchanging the code (PKCE, its client secret) — nothing computed here.
@@ -44,6 +49,7 @@ except ImportError as missing:
                      ".venv/bin/python after `make venv` (make bench does)") from missing
 
 DIRECT_PATH = "/direct"
+TLS_PREFIX = "/tls/"  # with tls_api: to nginx's TLS server block, the prefix taken off
 SESSION_COOKIES = ("BearerToken", "IdToken", "RefreshToken", "OauthHMAC", "OauthExpires")
 
 
@@ -64,7 +70,8 @@ def set_cookies(response: requests.Response) -> dict[str, str]:
 
 class Envoy:
     def __init__(self, binary: str, workdir: str, threads: int, nginx_port: int, auth: AuthServer,
-                 client_id: str, client_secret: str, direct_headers: dict[str, str], direct_body: bytes):
+                 client_id: str, client_secret: str, direct_headers: dict[str, str], direct_body: bytes,
+                 tls_api: tuple[int, str] | None = None):
         self.binary = binary
         self.root = os.path.join(workdir, "envoy")
         os.makedirs(self.root, exist_ok=True)
@@ -73,6 +80,7 @@ class Envoy:
         self.redirect_uri = f"http://127.0.0.1:{self.filtered_port}/callback"
         self.auth = auth
         self.client_id = client_id
+        self.tls_api = tls_api
         self.config_path = os.path.join(self.root, "envoy.json")
         with open(self.config_path, "w") as f:
             json.dump(self.config(nginx_port, client_secret, secrets.token_urlsafe(32), direct_headers, direct_body), f, indent=1)
@@ -85,6 +93,7 @@ class Envoy:
                         {"endpoint": {"address": {"socket_address": {"address": "127.0.0.1", "port_value": port}}}}]}]}}
 
         to_nginx = {"match": {"prefix": "/"}, "route": {"cluster": "nginx"}}
+        to_tls = [{"match": {"prefix": TLS_PREFIX}, "route": {"cluster": "nginx_tls", "prefix_rewrite": "/"}}] if self.tls_api else []
         router = {"name": "envoy.filters.http.router",
                   "typed_config": {"@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"}}
         oauth2 = {"name": "envoy.filters.http.oauth2", "typed_config": {
@@ -124,11 +133,32 @@ class Envoy:
             "static_resources": {
                 "secrets": [{"name": "client-secret", "generic_secret": {"secret": {"inline_string": client_secret}}},
                             {"name": "hmac-secret", "generic_secret": {"secret": {"inline_string": hmac_secret}}}],
-                "listeners": [listener("filtered", self.filtered_port, [oauth2], [direct, to_nginx]),
-                              listener("plain", self.plain_port, [], [to_nginx])],
-                "clusters": [cluster("nginx", nginx_port), cluster("authserver", self.auth.port)],
+                "listeners": [listener("filtered", self.filtered_port, [oauth2], [direct, *to_tls, to_nginx]),
+                              listener("plain", self.plain_port, [], [*to_tls, to_nginx])],
+                "clusters": [cluster("nginx", nginx_port), cluster("authserver", self.auth.port)] + self.tls_clusters(cluster),
             },
         }
+
+    def tls_clusters(self, cluster) -> list[dict]:
+        """nginx's TLS server block, verified against the private CA alone, as the broker's `ca_file`."""
+        if not self.tls_api:
+            return []
+        port, ca_file = self.tls_api
+        tls = cluster("nginx_tls", port)
+        tls["transport_socket"] = {"name": "envoy.transport_sockets.tls", "typed_config": {
+            "@type": "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext",
+            "sni": "localhost",
+            "common_tls_context": {
+                # Envoy's clients stop at TLS 1.2 by default; nginx, the broker's libcurl and wrk
+                # speak 1.3: the same version on every path.
+                "tls_params": {"tls_maximum_protocol_version": "TLSv1_3"},
+                "validation_context": {
+                    "trusted_ca": {"filename": ca_file},
+                    "match_typed_subject_alt_names": [{"san_type": "DNS", "matcher": {"exact": "localhost"}}],
+                },
+            },
+        }}
+        return [tls]
 
     def start(self) -> "Envoy":
         self.log_path = os.path.join(self.root, "envoy.log")
@@ -204,7 +234,8 @@ class Envoy:
 
 
 def signed_in_envoy(binary: str, workdir: str, threads: int, nginx_port: int, direct_headers: dict[str, str],
-                    direct_body: bytes, sessions: int, python: str) -> tuple[Envoy, AuthServer, list[str]]:
+                    direct_body: bytes, sessions: int, python: str,
+                    tls_api: tuple[int, str] | None = None) -> tuple[Envoy, AuthServer, list[str]]:
     """The authorization server started (with `python`, the tests' virtual environment), Envoy
     registered at it as a confidential client and started, and `sessions` users signed in
     through it: (envoy, auth server, one Cookie header per session). The caller stops both."""
@@ -212,7 +243,7 @@ def signed_in_envoy(binary: str, workdir: str, threads: int, nginx_port: int, di
     envoy = None
     try:
         client_id, client_secret = f"envoy-{secrets.token_hex(4)}", secrets.token_urlsafe(32)
-        envoy = Envoy(binary, workdir, threads, nginx_port, auth, client_id, client_secret, direct_headers, direct_body)
+        envoy = Envoy(binary, workdir, threads, nginx_port, auth, client_id, client_secret, direct_headers, direct_body, tls_api)
         auth.register_client([envoy.redirect_uri], skip_authorization=True, client_id=client_id, client_secret=client_secret)
         envoy.start()
         cookies = []

@@ -13,10 +13,13 @@
  *        a request is carried end to end by the thread that read it.
  *
  * With SESSIONS (split only), each transfer's handle is first reset and given the options the broker
- * sets (transfer.c), and with SESSIONS above 0 also the connection cache (a share) of one of SESSIONS
- * sessions taken at random, as the broker keeps each session's connections apart (keys.c). `make bench`
- * runs it so with as many sessions as the broker's proxy has: the floor of the broker's proxy as it is
- * configured, not only of its design; SESSIONS 0 by hand separates the options' cost from the shares'.
+ * sets (transfer.c), and with SESSIONS above 0 also a connection cache (a libcurl share holding
+ * connections, TLS sessions and DNS answers, as keys.c's) of one of SESSIONS keys taken at random, each
+ * keeping up to 128 connections (the broker's: proxy_max_transfers). `make bench` runs it with SESSIONS 1: one pool
+ * every request shares, as the broker keeps one pool per API (`api_connections: shared`, its default) —
+ * the floor of the broker's proxy as it is configured, not only of its design. SESSIONS = the proxy's
+ * sessions by hand gives the floor of `api_connections: per_session` (each session's connections
+ * apart); SESSIONS 0 separates the options' cost from the share's.
  *
  * Every request is answered with UPSTREAM_URL's body (200, Content-Type: application/json), or
  * 502 when the transfer fails. Upstream connections are kept by each multi handle. Runs until
@@ -112,6 +115,7 @@ static int as_the_broker(CURL *easy) {
            curl_easy_setopt(easy, CURLOPT_HTTPHEADER, broker_headers) == CURLE_OK &&
            curl_easy_setopt(easy, CURLOPT_OPENSOCKETFUNCTION, on_open_socket) == CURLE_OK &&
            curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, on_header) == CURLE_OK &&
+           curl_easy_setopt(easy, CURLOPT_MAXAGE_CONN, 55L) == CURLE_OK &&
            (session_count == 0 || curl_easy_setopt(easy, CURLOPT_SHARE, sessions[rand() % session_count]) == CURLE_OK);
 }
 
@@ -275,7 +279,9 @@ int main(int argc, char **argv) {
         if (session_count < 0 || (session_count > 0 && sessions == NULL)) return 2;
         for (int i = 0; i < session_count; i++) {
             sessions[i] = curl_share_init();
-            if (!sessions[i] || curl_share_setopt(sessions[i], CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT) != CURLSHE_OK) return 1;
+            if (!sessions[i] || curl_share_setopt(sessions[i], CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT) != CURLSHE_OK ||
+                curl_share_setopt(sessions[i], CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION) != CURLSHE_OK ||
+                curl_share_setopt(sessions[i], CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS) != CURLSHE_OK) return 1;
         }
     }
 
@@ -307,8 +313,8 @@ int main(int argc, char **argv) {
     } else {
         shared_loop.multi = curl_multi_init();
         /* With SESSIONS, the broker's bound (loop.c): libcurl applies it to each share's cache, so
-         * that each session keeps at most 4 idle connections (TB_CONNECTIONS_PER_KEY). */
-        curl_multi_setopt(shared_loop.multi, CURLMOPT_MAXCONNECTS, broker_options && session_count > 0 ? 4L : 256L);
+         * that each key keeps at most as many connections as the loop runs transfers (128). */
+        curl_multi_setopt(shared_loop.multi, CURLMOPT_MAXCONNECTS, broker_options && session_count > 0 ? 128L : 256L);
         pthread_mutex_init(&shared_loop.lock, NULL);
         struct MHD_Daemon *daemon = MHD_start_daemon(
             MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL,

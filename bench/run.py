@@ -8,14 +8,19 @@ request) and nginx answering the same bytes; the API proxy's
 GET to nginx side by side with Envoy's OAuth2 filter and Envoy without it in front of the same
 nginx, and nginx directly (bench/envoy_peer.py); resident memory per session; snapshot write and
 restart-to-ready at 1M sessions; single-flight refresh; logins and refreshes per second against
-the development provider. With `--baseline-bin`, another build's `GET /token` in the same rounds.
+the development provider. Over TLS (bench/tls_peers.py): the same nginx API behind a TLS server
+block with a private CA's certificate, reached by the broker's proxy (spread over 1,000 sessions
+with pauses, and one busy session) and by Envoy with and without its filter, new connections and
+full TLS handshakes counted from nginx's log; and logins and refreshes against the tests'
+authorization server over plain HTTP and over TLS. With `--baseline-bin`, another build's
+`GET /token` in the same rounds.
 
 Everything listens on 127.0.0.1 only, every load is bounded in time and count, and every
 process this script starts is stopped (by its own pid) before it exits. Runs with the tests'
 Python (.venv: Envoy signs in at their authorization server) and Envoy from .venv-bench.
 
     .venv/bin/python bench/run.py [--bin .build/release] [--rounds 5] [--seconds 5] [--sessions 1000000] [--pin]
-        [--baseline-bin DIR] [--envoy .venv-bench/bin/envoy] [--postgres]
+        [--baseline-bin DIR] [--envoy .venv-bench/bin/envoy] [--postgres] [--load-seconds 8] [--auth-rounds 2] [--auth-clients 8]
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from typing import Callable
 
 import envoy_peer
 import several
+import tls_peers
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -67,13 +73,22 @@ NGINX = "nginx directly: return 200, same bytes"
 FLOOR_SPLIT = "floor: libmicrohttpd + libcurl, server threads → one libcurl thread (the broker's design) → nginx"
 FLOOR_ONE = "floor: libmicrohttpd + libcurl, one thread per request end to end → nginx"
 PROXY_SESSIONS = 1000  # the proxy's sessions; wrk picks one at random for each request
-FLOOR_KEPT_APART = ("floor, the broker's design with libcurl set as the broker sets it: its options, "
-                    f"each of {PROXY_SESSIONS:,} sessions its own connections → nginx")
+FLOOR_SHARED = ("floor, the broker's design with libcurl set as the broker sets it: its options, "
+                "one pool of connections every request shares (api_connections: shared) → nginx")
+# Over TLS (bench/tls_peers.py): nginx's TLS server block, a private CA's certificate.
+PAUSE = tls_peers.PAUSE
+PROXY_TLS = (f"API proxy over TLS: broker GET /proxy/tlsapi/token → nginx https, one of {PROXY_SESSIONS:,} sessions "
+             f"at random each request, {PAUSE} ms pauses (broker CPU)")
+PROXY_TLS_BUSY = "API proxy over TLS: broker GET /proxy/tlsapi/token → nginx https, one busy session, no pauses (broker CPU)"
+ENVOY_FILTER_TLS = f"Envoy OAuth2 filter, signed-in cookies → nginx https, {PAUSE} ms pauses (Envoy CPU)"
+ENVOY_PLAIN_TLS = f"Envoy, no filter → nginx https, {PAUSE} ms pauses (Envoy CPU)"
 LABELS = {TOKEN: "/token", NOLOG: "/token no access log", HEALTHZ: "/healthz", BASELINE: "baseline /token",
           POSTGRES: "postgres /token", ENVOY_DIRECT: "Envoy filter direct", BARE: "bare MHD", BARE_FRESH: "bare MHD, fresh response", PROXY: "proxy → nginx",
           ENVOY_FILTER: "Envoy filter → nginx", ENVOY_PLAIN: "Envoy → nginx", NGINX: "nginx",
           FLOOR_SPLIT: "floor, split → nginx", FLOOR_ONE: "floor, one thread → nginx",
-          FLOOR_KEPT_APART: "floor, split, sessions apart → nginx"}
+          FLOOR_SHARED: "floor, split, one pool → nginx", PROXY_TLS: "proxy → nginx https, spread",
+          PROXY_TLS_BUSY: "proxy → nginx https, one busy session", ENVOY_FILTER_TLS: "Envoy filter → nginx https, spread",
+          ENVOY_PLAIN_TLS: "Envoy → nginx https, spread"}
 BEARER = "Authorization: Bearer "  # token.lua's header: this prefix, then a line of the tokens file
 
 
@@ -89,6 +104,9 @@ class Target:
     header: str = BEARER
     api: Callable[[], list[int]] | None = None
     api_accepts: Callable[[], int] | None = None  # connections the API has accepted so far
+    pause: str | None = None  # token.lua's PAUSE: "5-20" ms before each request of a connection
+    tls_log: tls_peers.AccessLog | None = None  # the TLS API's log: its new connections and full handshakes
+    upstream: Callable[[], tuple[int, int]] | None = None  # the broker's own count of API connections opened, reused
 
 STARTED: list[subprocess.Popen] = []
 STOPPERS: list[Callable[[], None]] = []  # other things to stop at the end (the authorization server)
@@ -527,14 +545,22 @@ def run_wrk(target: Target, seconds: int, wrk_cpus: set[int] | None = None) -> d
     """One wrk run against `target`; on `wrk_cpus` when given."""
     pids, api = target.pids(), target.api() if target.api else []
     accepts = target.api_accepts or (lambda: 0)
+    upstream = target.upstream or (lambda: (0, 0))
+    if target.tls_log:
+        target.tls_log.read()  # what came before this run
+    upstream_before = upstream()
     before, api_before, accepts_before = cpu_ticks(pids), cpu_ticks(api), accepts()
     output = subprocess.run(
         (["taskset", "-c", cpu_list(wrk_cpus)] if wrk_cpus else [])
         + ["wrk", "-t2", "-c64", f"-d{seconds}s", "--latency", "-s", os.path.join(HERE, "token.lua"),
-           f"http://127.0.0.1:{target.port}", "--", target.tokens, target.path, target.header],
+           f"http://127.0.0.1:{target.port}", "--", target.tokens, target.path, target.header, *([target.pause] if target.pause else [])],
         capture_output=True, text=True, timeout=seconds + 60,
     ).stdout
     after, api_after, accepts_after = cpu_ticks(pids), cpu_ticks(api), accepts()
+    upstream_after = upstream()
+    if target.tls_log:
+        time.sleep(0.1)  # nginx writes a request's line once its answer is sent
+    tls = target.tls_log.read() if target.tls_log else tls_peers.Counts()
     if not re.search(r"^\s+99%", output, re.M):
         raise RuntimeError(f"wrk on port {target.port} printed no latency distribution:\n{output}")
     requests = int(re.search(r"(\d+) requests in ([\d.]+)(\w+)", output).group(1))
@@ -554,6 +580,11 @@ def run_wrk(target: Target, seconds: int, wrk_cpus: set[int] | None = None) -> d
         "bad": int(bad.group(1)) if bad else 0,
         "socket_errors": errors.group(1) if errors else "",
         "requests": requests,
+        "tls_connections": tls.connections,
+        "tls_handshakes": tls.handshakes,
+        "tls_protocols": tls.protocols,
+        "opened": upstream_after[0] - upstream_before[0],
+        "reused": upstream_after[1] - upstream_before[1],
     }
 
 
@@ -618,7 +649,10 @@ def start_proxy_floor(workdir: str, design: str, threads: int, upstream: str, se
     return process, port
 
 
-def start_nginx(workdir: str, workers: int, headers: dict[str, str], body: bytes) -> tuple[subprocess.Popen, int]:
+def start_nginx(workdir: str, workers: int, headers: dict[str, str], body: bytes,
+                tls: tls_peers.TLSAPI | None = None) -> tuple[subprocess.Popen, int]:
+    """nginx answering `body` with `headers` on every path (the API of every proxy); with `tls`, the
+    same locations once more in a TLS server block on tls.port, with its access log."""
     port = free_port()
     root = os.path.join(workdir, "nginx")
     os.makedirs(root, exist_ok=True)
@@ -628,6 +662,18 @@ def start_nginx(workdir: str, workers: int, headers: dict[str, str], body: bytes
 
     add_headers = "\n".join(f"            add_header {name} {nginx_string(value)} always;"
                              for name, value in headers.items() if name.lower() != "content-type")
+    locations = f"""        location / {{
+            default_type {headers.get('Content-Type', 'application/json')};
+{add_headers}
+            return 200 '{quoted}';
+        }}
+        location = /nginx_status {{
+            stub_status;
+        }}
+        location = /authorization {{
+            default_type text/plain;
+            return 200 $http_authorization;
+        }}"""
     conf = f"""
 worker_processes {workers};
 pid {root}/nginx.pid;
@@ -641,21 +687,12 @@ http {{
     uwsgi_temp_path {root}/uwsgi;
     scgi_temp_path {root}/scgi;
     keepalive_requests 1000000;
+{tls.http_directives() if tls else ""}
     server {{
         listen 127.0.0.1:{port};
-        location / {{
-            default_type {headers.get('Content-Type', 'application/json')};
-{add_headers}
-            return 200 '{quoted}';
-        }}
-        location = /nginx_status {{
-            stub_status;
-        }}
-        location = /authorization {{
-            default_type text/plain;
-            return 200 $http_authorization;
-        }}
+{locations}
     }}
+{tls.server_block(locations) if tls else ""}
 }}
 """
     path = os.path.join(root, "nginx.conf")
@@ -674,31 +711,34 @@ http {{
     raise RuntimeError("nginx did not start; see " + os.path.join(root, "error.log"))
 
 
-def start_proxy_broker(broker_bin: str, fixture_bin: str, workdir: str, key: str, nginx_port: int) -> tuple["Broker", str]:
-    """A broker whose provider `api` has nginx as its API (`api_base_url`), with PROXY_SESSIONS sessions of
-    that provider: `GET /proxy/api/token` is the proxied request, nginx's `/token` the direct one."""
-    directory, tokens = os.path.join(workdir, "state-proxy"), os.path.join(workdir, "tokens-proxy.txt")
-    fixture(fixture_bin, directory, tokens, PROXY_SESSIONS, key, "http://127.0.0.1:9/api", "--provider", "api", "--app", "bench")
-    config = os.path.join(workdir, "proxy.yaml")
+def start_proxy_broker(broker_bin: str, fixture_bin: str, workdir: str, key: str, api_lines: str,
+                       provider: str = "api", name: str = "proxy") -> tuple["Broker", str]:
+    """A broker whose provider `provider` has the API of `api_lines` (its `api_base_url` and the
+    rest, YAML), with PROXY_SESSIONS sessions of that provider: `GET /proxy/<provider>/token` is the
+    proxied request, nginx's `/token` the direct one. Returns the broker and its tokens file."""
+    directory, tokens = os.path.join(workdir, f"state-{name}"), os.path.join(workdir, f"tokens-{name}.txt")
+    fixture(fixture_bin, directory, tokens, PROXY_SESSIONS, key, f"http://127.0.0.1:9/{provider}", "--provider", provider, "--app", "bench")
+    config = os.path.join(workdir, f"{name}.yaml")
     with open(config, "w") as f:
         f.write(f"""providers:
-  api:
+  {provider}:
     authorization_endpoint: http://127.0.0.1:9/authorize
     token_endpoint: http://127.0.0.1:9/token
     client_id: bench
     client_secret_env: BENCH_CLIENT_SECRET
-    api_base_url: http://127.0.0.1:{nginx_port}
-    api_allow_private_addresses: true
-apps:
+{api_lines}apps:
   bench:
     redirect_uris: [http://127.0.0.1/cb]
 """)
-    broker = Broker("proxy", broker_bin, workdir, directory, key,
-                    {"BENCH_CLIENT_SECRET": "unused", "BROKER_PROXY_REQUESTS_PER_MINUTE": "0"}, arguments=("--config", config)).start()
+    # The per-session bounds off, as the per-IP ones: wrk's 64 connections on one busy session
+    # would otherwise measure the bound (429s) instead of the proxy.
+    broker = Broker(name, broker_bin, workdir, directory, key,
+                    {"BENCH_CLIENT_SECRET": "unused", "BROKER_PROXY_REQUESTS_PER_MINUTE": "0",
+                     "BROKER_PROXY_MAX_TRANSFERS_PER_SESSION": "64"}, arguments=("--config", config)).start()
     with open(tokens) as f:
         probe = f.readline().strip()
-    status, _, body = http_get(broker.port, "/proxy/api/token", {"Authorization": f"Bearer {probe}"})
-    assert status == 200, f"GET /proxy/api/token: {status} {body[:200]!r}"
+    status, _, body = http_get(broker.port, f"/proxy/{provider}/token", {"Authorization": f"Bearer {probe}"})
+    assert status == 200, f"GET /proxy/{provider}/token: {status} {body[:200]!r}"
     return broker, tokens
 
 
@@ -713,7 +753,10 @@ def main() -> int:
     parser.add_argument("--seconds", type=int, default=5, help="per wrk run")
     parser.add_argument("--sessions", type=int, default=1_000_000, help="the large state (also 100k and 0)")
     parser.add_argument("--callers", type=int, default=1000, help="single-flight callers")
-    parser.add_argument("--load-seconds", type=float, default=8, help="login and refresh loads, each")
+    parser.add_argument("--load-seconds", type=float, default=8, help="login and refresh loads, each (also at the authorization server)")
+    parser.add_argument("--auth-rounds", type=int, default=2,
+                        help="alternating rounds of logins and refreshes at the authorization server over plain HTTP and over TLS")
+    parser.add_argument("--auth-clients", type=int, default=8, help="clients signing in and refreshing at the authorization server")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
     parser.add_argument("--pin", action="store_true",
                         help="run wrk on the last CPU and the servers on the others, instead of all sharing every CPU")
@@ -822,10 +865,11 @@ def run(args, broker_bin: str, fixture_bin: str, workdir: str, run_started: floa
         f.write("".join(f"{k}: {v}\n" for k, v in same_headers.items()).encode() + b"\n" + body)
     bare, bare_port = start_bare(workdir, threads, response_file)
     bare_fresh, bare_fresh_port = start_bare(workdir, threads, response_file, fresh=True)
-    nginx, nginx_port = start_nginx(workdir, threads, same_headers, body)
+    tls_api = tls_peers.TLSAPI(workdir)
+    nginx, nginx_port = start_nginx(workdir, threads, same_headers, body, tls=tls_api)
 
     envoy, auth, cookies = envoy_peer.signed_in_envoy(args.envoy, workdir, threads, nginx_port, same_headers, body, sessions=8,
-                                                      python=sys.executable)
+                                                      python=sys.executable, tls_api=(tls_api.port, tls_api.ca_file))
     STARTED.append(envoy.process)
     STOPPERS.append(auth.stop)
     forwarded = envoy.forwarded_authorization(cookies[0])
@@ -850,7 +894,8 @@ def run(args, broker_bin: str, fixture_bin: str, workdir: str, run_started: floa
         Target(BARE, bare_port, "/token", lambda: [bare.pid], sample),
         Target(BARE_FRESH, bare_fresh_port, "/token", lambda: [bare_fresh.pid], sample),
     ]
-    proxy, proxy_tokens = start_proxy_broker(broker_bin, fixture_bin, workdir, key, nginx_port)
+    proxy, proxy_tokens = start_proxy_broker(broker_bin, fixture_bin, workdir, key,
+                                             f"    api_base_url: http://127.0.0.1:{nginx_port}\n    api_allow_private_addresses: true\n")
     proxied = [
         Target(PROXY, proxy.port, "/proxy/api/token", lambda: [proxy.pid], proxy_tokens, api=api, api_accepts=accepts),
         Target(ENVOY_FILTER, envoy.filtered_port, "/token", lambda: [envoy.pid], cookie_file, header="Cookie: ", api=api, api_accepts=accepts),
@@ -858,10 +903,27 @@ def run(args, broker_bin: str, fixture_bin: str, workdir: str, run_started: floa
         Target(NGINX, nginx_port, "/token", api, sample),
     ]
     floors = []
-    for name, design, sessions in ((FLOOR_SPLIT, "split", None), (FLOOR_ONE, "one", None), (FLOOR_KEPT_APART, "split", PROXY_SESSIONS)):
+    for name, design, sessions in ((FLOOR_SPLIT, "split", None), (FLOOR_ONE, "one", None), (FLOOR_SHARED, "split", 1)):
         floor, floor_port = start_proxy_floor(workdir, design, threads, f"http://127.0.0.1:{nginx_port}/token", sessions)
         floors.append(floor)
         proxied.append(Target(name, floor_port, "/token", lambda floor=floor: [floor.pid], sample, api=api, api_accepts=accepts))
+    tls_proxy, tls_tokens = start_proxy_broker(broker_bin, fixture_bin, workdir, key, tls_api.provider_lines(), provider="tlsapi", name="proxy-tls")
+    busy_token = os.path.join(workdir, "tokens-proxy-tls-one.txt")
+    with open(tls_tokens) as f, open(busy_token, "w") as one:
+        one.write(f.readline())
+    status, _, answer = http_get(envoy.plain_port, envoy_peer.TLS_PREFIX + "token")
+    assert status == 200 and answer == body, f"Envoy → nginx over TLS: {status} {answer[:200]!r}"
+    tls_upstream = lambda: tls_peers.upstream_counts(tls_proxy.port, "api_proxy")  # noqa: E731
+    over_tls = [
+        Target(PROXY_TLS, tls_proxy.port, "/proxy/tlsapi/token", lambda: [tls_proxy.pid], tls_tokens, api=api, pause=PAUSE,
+               tls_log=tls_api.log, upstream=tls_upstream),
+        Target(PROXY_TLS_BUSY, tls_proxy.port, "/proxy/tlsapi/token", lambda: [tls_proxy.pid], busy_token, api=api,
+               tls_log=tls_api.log, upstream=tls_upstream),
+        Target(ENVOY_FILTER_TLS, envoy.filtered_port, envoy_peer.TLS_PREFIX + "token", lambda: [envoy.pid], cookie_file, header="Cookie: ",
+               api=api, pause=PAUSE, tls_log=tls_api.log),
+        Target(ENVOY_PLAIN_TLS, envoy.plain_port, envoy_peer.TLS_PREFIX + "token", lambda: [envoy.pid], sample, api=api, pause=PAUSE,
+               tls_log=tls_api.log),
+    ]
     if args.baseline_bin:
         base = Broker("baseline", os.path.join(args.baseline_bin, "token-broker"), workdir, base_dir, key).start()
         hot.append(Target(BASELINE, base.port, "/token", lambda: [base.pid], base_sample))
@@ -883,7 +945,7 @@ def run(args, broker_bin: str, fixture_bin: str, workdir: str, run_started: floa
         summaries["miss"] = (len(misses), time.monotonic() - warmed, (cpu_ticks([pg.pid]) - ticks) / CLK_TCK, statistics.median(misses))
         log(f"loaded {len(misses)} sessions into the PostgreSQL store's cache: median {summaries['miss'][3] * 1000:.2f} ms each")
         hot.append(Target(POSTGRES, pg.port, "/token", lambda: [pg.pid], sample))
-    targets = hot + peers + proxied
+    targets = hot + peers + proxied + over_tls
     results: dict[str, list[dict]] = {t.name: [] for t in targets}
     filter_before = envoy.stats("oauth_")
     for round_number in range(args.rounds):
@@ -896,12 +958,15 @@ def run(args, broker_bin: str, fixture_bin: str, workdir: str, run_started: floa
             log(f"round {round_number + 1}: {target.name}: {result['rps']:.0f} req/s, p50 {result['p50']:.2f} ms, "
                 f"p99 {result['p99']:.2f} ms, {result['cpu_us']:.1f} µs CPU/req"
                 + (f" (nginx {result['api_cpu_us']:.1f} µs, {result['api_connections']} connections opened to it)" if target.api_accepts else "")
+                + (f" (nginx {result['api_cpu_us']:.1f} µs; {result['tls_connections']} new connections, {result['tls_handshakes']} full "
+                   f"TLS handshakes, {' '.join(sorted(result['tls_protocols'])) or 'no new connection'})" if target.tls_log else "")
+                + (f"; the broker opened {result['opened']}, reused {result['reused']}" if target.upstream else "")
                 + (f", {result['bad']} non-2xx" if result["bad"] else "") + (f", socket errors {result['socket_errors']}" if result["socket_errors"] else ""))
     # wrk counts a 302 (Envoy's redirect to sign in) as an answer: the filter's own counters say
     # whether every request took its signed-in path.
     filter_after = envoy.stats("oauth_")
     summaries["envoy_filter"] = {k.rsplit(".", 1)[1]: filter_after[k] - filter_before.get(k, 0) for k in filter_after}
-    summaries["envoy_filter"]["wrk_requests"] = sum(r["requests"] for name in (ENVOY_DIRECT, ENVOY_FILTER) for r in results[name])
+    summaries["envoy_filter"]["wrk_requests"] = sum(r["requests"] for name in (ENVOY_DIRECT, ENVOY_FILTER, ENVOY_FILTER_TLS) for r in results[name])
     log(f"Envoy's OAuth2 filter during the rounds: {summaries['envoy_filter']}")
     stop(envoy.process)
     STOPPERS.remove(auth.stop)
@@ -912,6 +977,7 @@ def run(args, broker_bin: str, fixture_bin: str, workdir: str, run_started: floa
         stop(floor)
     stop(nginx)
     proxy.stop()
+    tls_proxy.stop()
     b.stop()
     if args.baseline_bin:
         base.stop()
@@ -919,6 +985,8 @@ def run(args, broker_bin: str, fixture_bin: str, workdir: str, run_started: floa
         pg.stop()
         summaries["postgres"] = postgres_extras(args, broker_bin, workdir, key, postgres_env, sample, large)
         cluster.remove()
+    summaries["tls_auth"] = authorization_server_over_tls(args, broker_bin, workdir, key, tls_api)
+    summaries["tls_auth_clients"], summaries["tls_auth_rounds"] = args.auth_clients, args.auth_rounds
     if args.pin:
         pin([a.pid], os.sched_getaffinity(0))  # its snapshot at shutdown is timed on every CPU
 
@@ -974,6 +1042,34 @@ def run(args, broker_bin: str, fixture_bin: str, workdir: str, run_started: floa
     report(args, results, targets, rss, summaries, large, medium, first_ready, first_loaded, snapshot_seconds,
            snapshot_event, second_ready, second_loaded, flow, threads, time.monotonic() - run_started)
     return 0
+
+
+def authorization_server_over_tls(args, broker_bin: str, workdir: str, key: str, tls_api: tls_peers.TLSAPI) -> dict:
+    """Logins and forced refreshes at the tests' authorization server behind nginx, over plain HTTP
+    and over TLS (bench/tls_peers.py), on one broker with a provider on each: the broker's CPU per
+    operation on each, in alternating rounds."""
+    fronts = tls_peers.AuthFronts(workdir, sys.executable, tls_api.ca, which("nginx") or "nginx").start()
+    STOPPERS.append(fronts.stop)
+    state = os.path.join(workdir, "state-auth")
+    os.makedirs(state)
+    broker = Broker("auth", broker_bin, workdir, state, key)
+    clients = fronts.register(f"http://127.0.0.1:{broker.port}/callback")
+    config = os.path.join(workdir, "auth.yaml")
+    with open(config, "w") as f:
+        f.write(fronts.broker_config(clients))
+    broker.arguments = ("--config", config)
+    broker.env.update(fronts.broker_env(clients) | {"BROKER_PUBLIC_URL": f"http://127.0.0.1:{broker.port}"})
+    broker.start()
+    if args.pin:
+        pin([broker.pid] + fronts.pids, args.server_cpus)
+    try:
+        return tls_peers.logins_and_refreshes(broker.port, lambda: tls_peers.process_cpu_seconds(broker.pid),
+                                              lambda: cpu_ticks([broker.pid]) / CLK_TCK, fronts,
+                                              args.auth_rounds, args.load_seconds, args.auth_clients, log)
+    finally:
+        broker.stop()
+        STOPPERS.remove(fronts.stop)
+        fronts.stop()
 
 
 def postgres_extras(args, broker_bin: str, workdir: str, key: str, postgres_env: dict[str, str], sample: str, large: int) -> dict:
@@ -1073,21 +1169,40 @@ def report(args, results, targets, rss, summaries, large, medium, first_ready, f
                  f"{med[FLOOR_SPLIT]['cpu_us'] / med[ENVOY_PLAIN]['cpu_us']:.2f}× (by round {round_ratios(FLOOR_SPLIT, ENVOY_PLAIN)}×); "
                  f"{med[FLOOR_ONE]['cpu_us'] / med[FLOOR_SPLIT]['cpu_us']:.2f}× (by round {round_ratios(FLOOR_ONE, FLOOR_SPLIT)}×), "
                  f"{med[FLOOR_ONE]['cpu_us'] / med[ENVOY_PLAIN]['cpu_us']:.2f}× (by round {round_ratios(FLOOR_ONE, ENVOY_PLAIN)}×)", ""))
-    rows.append(("API proxy: broker ÷ the floor with libcurl set as the broker sets it (sessions' connections apart); "
+    rows.append(("API proxy: broker ÷ the floor with libcurl set as the broker sets it (one shared pool); "
                  "that floor ÷ Envoy without filter", "", "", "", "",
-                 f"{med[PROXY]['cpu_us'] / med[FLOOR_KEPT_APART]['cpu_us']:.2f}× (by round {round_ratios(PROXY, FLOOR_KEPT_APART)}×); "
-                 f"{med[FLOOR_KEPT_APART]['cpu_us'] / med[ENVOY_PLAIN]['cpu_us']:.2f}× (by round {round_ratios(FLOOR_KEPT_APART, ENVOY_PLAIN)}×)", ""))
+                 f"{med[PROXY]['cpu_us'] / med[FLOOR_SHARED]['cpu_us']:.2f}× (by round {round_ratios(PROXY, FLOOR_SHARED)}×); "
+                 f"{med[FLOOR_SHARED]['cpu_us'] / med[ENVOY_PLAIN]['cpu_us']:.2f}× (by round {round_ratios(FLOOR_SHARED, ENVOY_PLAIN)}×)", ""))
     direct = med[NGINX]
     added = "; ".join(f"{label} {med[name]['p50'] - direct['p50']:+.2f} ms, {med[name]['p99'] - direct['p99']:+.2f} ms"
                       for label, name in (("broker", PROXY), ("Envoy filter", ENVOY_FILTER), ("Envoy", ENVOY_PLAIN)))
     rows.append(("API proxy: latency added to a GET sent to nginx directly (p50, p99)", "", "", "", "", added,
                  f"broker p50 < +1 ms {ok(med[PROXY]['p50'] - direct['p50'] < 1)}"))
     opened = {name: sum(r["api_connections"] for r in results[name]) / max(1, sum(r["requests"] for r in results[name])) * 1000
-              for name in (PROXY, ENVOY_FILTER, ENVOY_PLAIN)}
+              for name in (PROXY, ENVOY_FILTER, ENVOY_PLAIN, FLOOR_SHARED)}
     rows.append(("nginx (the API): its workers' own CPU per request; connections opened to it per 1,000 requests", "", "", "", "",
                  "; ".join(f"{label} {med[name]['api_cpu_us']:.1f} µs, {opened[name]:.1f}" for label, name in (
-                     ("behind the broker", PROXY), ("behind Envoy's filter", ENVOY_FILTER), ("behind Envoy", ENVOY_PLAIN)))
+                     ("behind the broker", PROXY), ("behind Envoy's filter", ENVOY_FILTER), ("behind Envoy", ENVOY_PLAIN),
+                     ("behind the floor with one shared pool", FLOOR_SHARED)))
                  + f"; directly {med[NGINX]['cpu_us']:.1f} µs", ""))
+    # Over TLS: the spread rows side by side, and what each target cost the API in connections.
+    def per_thousand(name: str, key: str) -> float:
+        return sum(r[key] for r in results[name]) / max(1, sum(r["requests"] for r in results[name])) * 1000
+
+    rows.append(("API over TLS, spread: broker ÷ Envoy OAuth2 filter, both → nginx https", "", "", "", "", versus(PROXY_TLS, ENVOY_FILTER_TLS), ""))
+    rows.append(("API over TLS, spread: broker ÷ Envoy without filter, both → nginx https", "", "", "", "", versus(PROXY_TLS, ENVOY_PLAIN_TLS), ""))
+    rows.append(("API over TLS: new connections to nginx and full TLS handshakes per 1,000 requests (nginx's log); nginx's own CPU per request",
+                 "", "", "", "", "; ".join(
+                     f"{label} {per_thousand(name, 'tls_connections'):.2f}, {per_thousand(name, 'tls_handshakes'):.2f}, {med[name]['api_cpu_us']:.1f} µs"
+                     for label, name in (("broker, spread", PROXY_TLS), ("broker, one busy session", PROXY_TLS_BUSY),
+                                         ("Envoy's filter, spread", ENVOY_FILTER_TLS), ("Envoy, spread", ENVOY_PLAIN_TLS)))
+                 + "; TLS versions of those connections: " + (" ".join(sorted(set().union(*(r["tls_protocols"] for name in (
+                     PROXY_TLS, PROXY_TLS_BUSY, ENVOY_FILTER_TLS, ENVOY_PLAIN_TLS) for r in results[name])))) or "none"), ""))
+    rows.append(("API over TLS: the broker's own count per 1,000 requests (broker_upstream_connections_opened_total, _reused_total, "
+                 "client=\"api_proxy\")", "", "", "", "", "; ".join(
+                     f"{label}: opened {per_thousand(name, 'opened'):.2f}, reused {per_thousand(name, 'reused'):,.0f}"
+                     for label, name in (("spread", PROXY_TLS), ("one busy session", PROXY_TLS_BUSY))), ""))
+    rows += tls_peers.report_rows(summaries["tls_auth"], summaries["tls_auth_clients"])
     counters = summaries["envoy_filter"]
     signed_in = counters.get("oauth_success", 0) >= counters["wrk_requests"] and not counters.get("oauth_unauthorized_rq") and not counters.get("oauth_failure")
     rows.append(("Envoy OAuth2 filter: every request on its signed-in path (its own counters)", "", "", "", "",
@@ -1174,7 +1289,12 @@ def report(args, results, targets, rss, summaries, large, medium, first_ready, f
           f"a {peer['cookie_bytes']}-byte Cookie header); the proxy's floor (bench/proxy_floor.c: libmicrohttpd and libcurl "
           f"alone, {threads} threads) in the broker's design and with one thread per request end to end, and in the broker's "
           f"design with each transfer set up as the broker's (transfer.c's options, the same header list, and the connections of "
-          f"one of {PROXY_SESSIONS:,} sessions taken at random, each session's kept apart as keys.c keeps them)")
+          f"one pool every request shares, as keys.c keeps an API's)")
+    print(f"Over TLS: nginx's second server block (https://localhost, a certificate of a private CA made for the run, which the broker's "
+          f"provider names in ca_file and Envoy's cluster trusts alone; ssl_session_cache shared:SSL:10m, session tickets on, HTTP/1.1), "
+          f"its access log counting new connections and full handshakes; the spread rows' wrk connections each pause {PAUSE} ms before "
+          f"every request. The authorization server: django-oauth-toolkit behind nginx, plain HTTP and TLS, "
+          f"{summaries['tls_auth_clients']} clients, {summaries['tls_auth_rounds']} alternating rounds of {args.load_seconds:g} s per operation")
     print()
     print("| " + " | ".join(header) + " |")
     print("|" + "|".join(["---"] + ["---:"] * 4 + ["---", "---"]) + "|")
