@@ -44,7 +44,8 @@ public final class Broker: Sendable {
         let metrics = BrokerMetrics()
         metrics.build(version: BuildInfo.version)
         var config = config
-        if development, let refusal = DevelopmentMode.refusal(config) { throw BrokerStartError(refusal) }
+        let refusals = StartChecks.refusals(config, development: development)
+        guard refusals.isEmpty else { throw BrokerStartError(refusals.joined(separator: "\n"), permanent: true) }
         // The cheap checks that can fail (TLS files, the port) come before loading the state.
         let serverConfiguration = try config.server.serverConfiguration()
         let reporter = RequestReporter(
@@ -104,7 +105,7 @@ public final class Broker: Sendable {
                                   client: upstream, now: systemClock).register(in: &router)
             }
         }
-        for warning in ClientKeyPermissions.check(config.providers) {
+        for warning in StartChecks.warnings(config) {
             logger.warning("\(warning)")
         }
         let discovery = DiscoveryCache(client: upstream, logger: logger)
@@ -176,13 +177,8 @@ public final class Broker: Sendable {
         _ config: BrokerConfig, development: Bool, acceptDamage: Bool, logger: Logger, metrics: BrokerMetrics
     ) async throws(BrokerStartError) -> any StateStore {
         let lifetimes = SessionLifetimes(idle: config.sessions.idleLifetimeSeconds, absolute: config.sessions.absoluteLifetimeSeconds)
+        // Without a key outside development mode, StartChecks has refused the start already.
         guard let keys = config.state.keys else {
-            guard development else {
-                throw BrokerStartError("""
-                    no state key: sessions are kept encrypted on disk and the broker will not start without a key.
-                    Set \(config.state.keySource.replacingOccurrences(of: "env ", with: "")) to the output of `token-broker gen-key` (or use state.key_file), or run with --dev for development.
-                    """)
-            }
             logger.notice("development mode without a state key: sessions live in memory only and end with the process")
             return EmbeddedStateStore(lifetimes: lifetimes, clock: systemClock, logger: logger)
         }
@@ -194,7 +190,7 @@ public final class Broker: Sendable {
                     metrics: metrics
                 )
             } catch {
-                throw BrokerStartError(error.description)
+                throw BrokerStartError(error.description, permanent: error.permanent)
             }
         }
         let store: EmbeddedStateStore
@@ -206,7 +202,7 @@ public final class Broker: Sendable {
         } catch {
             throw BrokerStartError(error.description)
         }
-        for warning in StatePermissions.check(directory: config.state.directory, keyFile: config.state.keyFile) {
+        for warning in StatePermissions.check(directory: config.state.directory) {
             logger.warning("\(warning)")
         }
         return store
@@ -285,8 +281,12 @@ public final class Broker: Sendable {
 /// Why the broker could not start.
 public struct BrokerStartError: Error, Sendable, CustomStringConvertible {
     public let description: String
+    /// No retry can succeed (no state key, a database schema newer than this broker): `serve`
+    /// exits 2, which the systemd unit does not restart.
+    public let permanent: Bool
 
-    init(_ description: String) {
+    init(_ description: String, permanent: Bool = false) {
         self.description = description
+        self.permanent = permanent
     }
 }

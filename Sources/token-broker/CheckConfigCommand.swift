@@ -3,7 +3,8 @@ import BrokerCore
 import Foundation
 
 /// `token-broker check-config FILE`: the same verdict the broker reaches at start, without
-/// starting it; with `--discovery`, also each provider's discovery document against what its
+/// starting it (the configuration, then ``StartChecks``: a state key, secret files others can
+/// read); with `--discovery`, also each provider's discovery document against what its
 /// configuration relies on.
 struct CheckConfigCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -23,13 +24,27 @@ struct CheckConfigCommand: AsyncParsableCommand {
     @Flag(help: "Also fetch each issuer's discovery document and check the provider against it (needs the network).")
     var discovery = false
 
+    @Flag(help: "Check it as `serve --dev` would start it (no state key needed; loopback only). Also $BROKER_DEV=true.")
+    var dev = false
+
     func run() async throws {
+        let environment = ProcessInfo.processInfo.environment
         let config: BrokerConfig
+        let development: Bool
         do {
-            config = try ConfigLoader.load(path: file, environment: ProcessInfo.processInfo.environment)
+            development = try dev || ConfigLoader.developmentMode(environment: environment)
+            config = try ConfigLoader.load(path: file, environment: environment)
         } catch {
             FileHandle.standardError.write(Data("\(error)\n".utf8))
             throw ExitCode(1)
+        }
+        let refusals = StartChecks.refusals(config, development: development)
+        guard refusals.isEmpty else {
+            FileHandle.standardError.write(Data(refusals.map { "\(file): serve would not start: \($0)\n" }.joined().utf8))
+            throw ExitCode(1)
+        }
+        for warning in StartChecks.warnings(config) {
+            FileHandle.standardError.write(Data("\(file): warning: \(warning)\n".utf8))
         }
         if discovery {
             let problems = await DiscoveryCheck.problems(config)

@@ -41,8 +41,10 @@ struct ServeCommand: AsyncParsableCommand {
             broker = try await Broker(config: settings, development: development, acceptDamagedState: acceptDamagedState)
             try broker.start()
         } catch {
+            // A start that no retry can mend exits 2, like an invalid configuration: the systemd
+            // unit does not restart it; anything else (a port in use, a database down) exits 1.
             FileHandle.standardError.write(Data("token-broker: cannot start: \(error)\n".utf8))
-            throw ExitCode(1)
+            throw ExitCode(error.permanent ? 2 : 1)
         }
         let signal = await signals.next()
         broker.logger.notice("signal received", metadata: ["signal": "\(signal)"])

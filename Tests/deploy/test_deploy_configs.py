@@ -100,3 +100,33 @@ def test_placeholder_state_key_is_refused(binary, tmp_path):
     result = run([binary, "check-config", DEPLOY / "broker.yaml"], env=clean_env(secret["stringData"]), cwd=tmp_path)
     assert result.returncode != 0
     assert "BROKER_STATE_KEY" in result.stdout + result.stderr
+
+
+def test_check_config_refuses_what_serve_cannot_start_and_serve_exits_2(binary, tmp_path):
+    """check-config reaches serve's verdict: with no state key (unset, or a key file that does
+    not exist) both refuse, and serve exits 2, the status the systemd unit does not restart. A
+    key file others can read is a warning in both, and the start goes on."""
+    missing = tmp_path / "missing.yaml"
+    missing.write_text(f"providers: {{}}\napps: {{}}\nstate:\n  key_file: {tmp_path / 'no-such-key'}\n"
+                       f"  directory: {tmp_path / 'state'}\n")
+    unset = tmp_path / "unset.yaml"
+    unset.write_text(f"providers: {{}}\napps: {{}}\nstate:\n  directory: {tmp_path / 'state'}\n")
+    for config, where in ((missing, f"the state key file {tmp_path / 'no-such-key'} does not exist"),
+                          (unset, "BROKER_STATE_KEY is not set")):
+        checked = run([binary, "check-config", config], cwd=tmp_path)
+        assert checked.returncode == 1 and f"{config}: serve would not start: no state key: {where}" in checked.stderr, checked.stderr
+        served = run([binary, "serve", "--config", config, "--listen", "127.0.0.1:0"], cwd=tmp_path)
+        assert served.returncode == 2 and f"cannot start: no state key: {where}" in served.stderr, served.stderr
+        development = run([binary, "check-config", "--dev", config], cwd=tmp_path)
+        assert development.returncode == 0, development.stderr
+    assert not (tmp_path / "state").exists(), "a refused start creates nothing"
+
+    key = tmp_path / "no-such-key"
+    key.write_text(gen_key(binary) + "\n")
+    key.chmod(0o644)
+    warned = run([binary, "check-config", missing], cwd=tmp_path)
+    assert warned.returncode == 0, warned.stderr
+    assert f"warning: the state key file {key} can be read by other users (mode 0644)" in warned.stderr
+    key.chmod(0o600)
+    quiet = run([binary, "check-config", missing], cwd=tmp_path)
+    assert quiet.returncode == 0 and "warning" not in quiet.stderr, quiet.stderr

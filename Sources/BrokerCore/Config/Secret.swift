@@ -8,11 +8,14 @@ public struct Secret: Sendable, CustomStringConvertible, CustomDebugStringConver
     private let value: String
     /// Where the secret came from, e.g. `env CORP_CLIENT_SECRET` or `file /run/secrets/corp`.
     public let source: String
+    /// The file it was read from, for the start's warning when others can read it.
+    public let file: String?
 
-    /// Wraps `value`, remembering where it came from for messages.
-    public init(_ value: String, source: String) {
+    /// Wraps `value`, remembering where it came from for messages (and its `file`, if any).
+    public init(_ value: String, source: String, file: String? = nil) {
         self.value = value
         self.source = source
+        self.file = file
     }
 
     /// The secret itself. Never log or print the result.

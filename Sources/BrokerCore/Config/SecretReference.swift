@@ -46,7 +46,7 @@ enum SecretReference: Sendable, Equatable {
             guard !value.isEmpty else {
                 return .failure(ConfigValueError("secret file \(fullPath) is empty"))
             }
-            return .success(Secret(value, source: "file \(fullPath)"))
+            return .success(Secret(value, source: "file \(fullPath)", file: fullPath))
         }
     }
 

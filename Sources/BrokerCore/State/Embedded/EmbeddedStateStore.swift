@@ -184,4 +184,6 @@ final class EmbeddedStateStore: StateStore {
 /// Why the state could not be opened at start.
 public struct StateOpenError: Error, Sendable, CustomStringConvertible {
     public let description: String
+    /// No retry can open it (a database schema newer than this broker).
+    public var permanent = false
 }

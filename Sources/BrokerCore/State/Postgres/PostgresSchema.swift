@@ -136,6 +136,8 @@ enum PostgresSchema {
     /// Why migrating failed.
     struct Failure: Error, CustomStringConvertible {
         let description: String
+        /// The database's schema is newer than this broker's: only a newer broker can use it.
+        var newerSchema = false
     }
 
     /// Brings the schema to ``latest``; the versions applied now (none when it was current).
@@ -147,7 +149,7 @@ enum PostgresSchema {
                 try connection.execute("CREATE TABLE IF NOT EXISTS broker_schema (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
                 let current = Int(try connection.execute("SELECT coalesce(max(version), 0) FROM broker_schema").int(0, 0) ?? 0)
                 guard current <= latest else {
-                    return .failure(Failure(description: "the database's schema is version \(current), newer than this broker knows (\(latest)): run a broker at least as new as the one that migrated it"))
+                    return .failure(Failure(description: "the database's schema is version \(current), newer than this broker knows (\(latest)): run a broker at least as new as the one that migrated it", newerSchema: true))
                 }
                 var applied: [Int] = []
                 for version in (current + 1)...max(current + 1, latest) where version <= latest {

@@ -65,7 +65,7 @@ final class PostgresStateStore: StateStore {
             }
         } catch {
             pool.close()
-            throw StateOpenError(description: "cannot use the PostgreSQL store: \(error.description)")
+            throw StateOpenError(description: "cannot use the PostgreSQL store: \(error.description)", permanent: error.newerSchema)
         }
         var lockOptions = options
         lockOptions.statementTimeoutSeconds = 0
