@@ -569,6 +569,11 @@ def test_state_migrate_applies_the_schema_once_and_a_newer_schema_is_refused(pos
     assert postgres.password not in serve.stdout + serve.stderr
 
 
+def directory_bytes(directory):
+    """Every file's name and content under `directory`."""
+    return {path.name: path.read_bytes() for path in sorted(directory.iterdir()) if path.is_file()}
+
+
 def test_state_import_moves_an_embedded_deployment_to_postgres(postgres, auth_server, browser, tmp_path):
     port = free_port()
     client_id, secret = auth_server.register_client([f"http://127.0.0.1:{port}/callback"])
@@ -578,12 +583,23 @@ def test_state_import_moves_an_embedded_deployment_to_postgres(postgres, auth_se
     app = App(embedded, browser)
     app.login("alice")
     access = app.call("GET", "/token").json()["access_token"]
-    assert embedded.stop() == 0
     url = postgres.create_database()
+    busy = run_broker("state", "import", "--from", str(state), env=postgres_env(postgres, url))
+    assert busy.returncode == 1 and f"is using {state}: stop it first" in busy.stderr, busy.stdout + busy.stderr
+    assert embedded.stop() == 0
+    before = directory_bytes(state)
     imported = run_broker("state", "import", "--from", str(state), env=postgres_env(postgres, url))
     assert imported.returncode == 0 and "imported 1 sessions" in imported.stdout, imported.stdout + imported.stderr
     again = run_broker("state", "import", "--from", str(state), env=postgres_env(postgres, url))
     assert again.returncode == 0 and "imported 0 sessions" in again.stdout and "1 were there already" in again.stdout
+    # The source is read, never written: the old broker can still roll back onto it.
+    assert directory_bytes(state) == before
+    for wrong in (tmp_path / "no-such-state", tmp_path / "empty"):
+        if wrong.name == "empty":
+            wrong.mkdir()
+        refused = run_broker("state", "import", "--from", str(wrong), env=postgres_env(postgres, url))
+        assert refused.returncode == 1 and "nothing to import" in refused.stderr, refused.stdout + refused.stderr
+    assert not (tmp_path / "no-such-state").exists() and not any((tmp_path / "empty").iterdir())
     database = url.rsplit("/", 1)[1]
     assert access not in postgres.sql("SELECT encode(sealed, 'escape') FROM broker_sessions", database=database), "sealed rows"
     shared = BrokerProcess(config, env={"DOT_CLIENT_SECRET": secret, **postgres_env(postgres, url)}, port=port)

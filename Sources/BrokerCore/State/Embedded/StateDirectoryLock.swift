@@ -42,6 +42,17 @@ enum StateDirectoryLock {
         if let failure { throw failure }
     }
 
+    /// The process that holds `directory`'s lock, if another one does; looked at without
+    /// creating or changing a file (for `state import`, which reads a directory and writes nothing).
+    static func holder(_ directory: String) -> pid_t? {
+        let descriptor = open("\(directory)/\(fileName)", O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var lock = wholeFile(F_WRLCK)
+        guard fcntl(descriptor, F_GETLK, &lock) == 0, lock.l_type != Int16(F_UNLCK) else { return nil }
+        return lock.l_pid
+    }
+
     private static func wholeFile(_ type: Int32) -> flock {
         var lock = flock()
         lock.l_type = Int16(type)

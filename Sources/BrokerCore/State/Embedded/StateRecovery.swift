@@ -8,6 +8,10 @@ import Foundation
 /// stops the start with a `StateLoadError` naming the file and offset — unless the operator
 /// accepts damage (`--accept-damaged-state`), in which case the damaged file is kept aside as
 /// `<name>.damaged-<time>`, what could be read before the damage is used, and the start goes on.
+///
+/// `state import` reads a directory with ``read(directory:keys:apply:)``: the same order and
+/// checks, and not a byte of the directory changed (a torn tail is read up to the tear, damage
+/// stops it).
 enum StateRecovery {
     struct Report: Sendable {
         var snapshotRecords = 0
@@ -22,9 +26,28 @@ enum StateRecovery {
     }
 
     static func load(directory: String, keys: StateKeys, acceptDamage: Bool, apply: (StateRecord) -> Void) throws(StateLoadError) -> Report {
+        try? FileManager.default.removeItem(atPath: SnapshotWriter.path(directory) + ".tmp")
+        return try scan(directory: directory, keys: keys, acceptDamage: acceptDamage, repair: true, apply: apply)
+    }
+
+    /// Reads the state in `directory` as a start would, changing nothing in it.
+    static func read(directory: String, keys: StateKeys, apply: (StateRecord) -> Void) throws(StateLoadError) {
+        _ = try scan(directory: directory, keys: keys, acceptDamage: false, repair: false, apply: apply)
+    }
+
+    /// Whether `directory` holds a snapshot or a journal.
+    static func holdsState(_ directory: String) -> Bool {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return names.contains { $0 == SnapshotWriter.fileName || Journal.generation(ofFileNamed: $0) != nil }
+    }
+
+    /// With `repair`, what a crash left behind is tidied as it is read: journals a snapshot
+    /// covers are deleted, a torn tail cut off, an empty newest journal removed.
+    private static func scan(
+        directory: String, keys: StateKeys, acceptDamage: Bool, repair: Bool, apply: (StateRecord) -> Void
+    ) throws(StateLoadError) -> Report {
         var report = Report()
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-        try? FileManager.default.removeItem(atPath: SnapshotWriter.path(directory) + ".tmp")
         let journals = names.compactMap { name -> (UInt64, String)? in
             guard let generation = Journal.generation(ofFileNamed: name) else { return nil }
             return (generation, "\(directory)/\(name)")
@@ -52,7 +75,7 @@ enum StateRecovery {
         for (index, (generation, path)) in journals.enumerated() {
             guard generation >= covered else {
                 // Covered by the snapshot; its deletion did not happen before a restart.
-                try? FileManager.default.removeItem(atPath: path)
+                if repair { try? FileManager.default.removeItem(atPath: path) }
                 continue
             }
             if generation > expected {
@@ -68,7 +91,7 @@ enum StateRecovery {
                 // A crash while the newest journal was being created: nothing in it was ever
                 // acknowledged. Its generation is taken again.
                 report.tornTails.append((path, 0, size))
-                try? FileManager.default.removeItem(atPath: path)
+                if repair { try? FileManager.default.removeItem(atPath: path) }
                 continue
             }
             lastKept = generation
@@ -78,7 +101,7 @@ enum StateRecovery {
                 report.journalRecords += scan.records
                 if let torn = scan.tornTail {
                     report.tornTails.append((path, torn.offset, torn.size))
-                    try? StateFileIO.truncate(path, to: torn.offset)
+                    if repair { try? StateFileIO.truncate(path, to: torn.offset) }
                 }
             } catch {
                 guard acceptDamage, error.isDamage else { throw error }

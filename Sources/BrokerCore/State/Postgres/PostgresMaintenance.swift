@@ -1,3 +1,4 @@
+import Foundation
 import BrokerCrypto
 import Logging
 import Postgres
@@ -42,24 +43,16 @@ public enum PostgresMaintenance {
         guard let keys = config.state.keys else { throw Failure(description: "no state key: the directory cannot be read, nor rows sealed") }
         let logger = Logger(label: "token-broker") { _ in SwiftLogNoOpLogHandler() }
         let lifetimes = SessionLifetimes(idle: config.sessions.idleLifetimeSeconds, absolute: config.sessions.absoluteLifetimeSeconds)
-        var settings = config.state
-        settings.directory = directory
-        let source: EmbeddedStateStore
-        do {
-            source = try EmbeddedStateStore(settings: settings, keys: keys, lifetimes: lifetimes, acceptDamage: false, clock: systemClock, logger: logger)
-        } catch {
-            throw Failure(description: error.description)
-        }
+        let sessions = try readSessions(directory, keys: keys)
         let target: PostgresStateStore
         do {
             target = try await PostgresStateStore.open(settings: config.state.postgres, keys: keys, lifetimes: lifetimes,
                                                        refreshLockWaitSeconds: 15, clock: systemClock, logger: logger)
         } catch {
-            await source.close()
             throw Failure(description: error.description)
         }
         let now = systemClock()
-        let live = source.sessions.capture().flatMap { $0.values }.filter { lifetimes.isLive($0, now: now) }
+        let live = sessions.filter { lifetimes.isLive($0, now: now) }
         var copied = 0
         // 500 a transaction: one commit (and its flush) per batch, not per session.
         for start in stride(from: 0, to: live.count, by: 500) {
@@ -67,13 +60,40 @@ public enum PostgresMaintenance {
                 copied += try await target.importSessions(Array(live[start..<min(start + 500, live.count)]))
             } catch {
                 await target.close()
-                await source.close()
                 throw Failure(description: "after \(copied) sessions: \(error.description)")
             }
         }
         let present = live.count - copied
         await target.close()
-        await source.close()
         return "imported \(copied) sessions from \(directory); \(present) were there already"
+    }
+
+    /// The sessions an embedded state directory holds, read the way a start reads them, without
+    /// changing a byte of it: a failed or repeated import leaves the old broker its own state to
+    /// roll back to.
+    private static func readSessions(_ directory: String, keys: StateKeys) throws(Failure) -> [Session] {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw Failure(description: "\(directory) is not a directory: nothing to import (--from names a broker's state.directory)")
+        }
+        guard StateRecovery.holdsState(directory) else {
+            throw Failure(description: "\(directory) holds no broker state (no \(SnapshotWriter.fileName), no journal): nothing to import")
+        }
+        if let holder = StateDirectoryLock.holder(directory) {
+            throw Failure(description: "a broker (process \(holder)) is using \(directory): stop it first, so that the import reads all it wrote")
+        }
+        var sessions: [SHA256Digest: Session] = [:]
+        do {
+            try StateRecovery.read(directory: directory, keys: keys) { record in
+                switch record {
+                case .session(let session): sessions[session.id] = session
+                case .sessionRemoved(let id): sessions[id] = nil
+                default: break
+                }
+            }
+        } catch {
+            throw Failure(description: "\(error.description)\nNothing was imported, and \(directory) is as it was.")
+        }
+        return Array(sessions.values)
     }
 }
