@@ -151,7 +151,7 @@ public final class Broker: Sendable {
             // Its own listener, or the public one (the loader allows that only with a token).
             if adminServer != nil { routes.register(in: &adminRouter) } else { routes.register(in: &router) }
         }
-        OperationsRoutes(
+        let operations = OperationsRoutes(
             readiness: Readiness(providers: config.providers.filter { $0.endpoints.issuer != nil }, discovery: discovery,
                                  stateFailure: { [store] in store.writeFailure }, stateShared: config.state.backend == .postgres,
                                  shuttingDown: shuttingDown), metrics: metrics,
@@ -160,7 +160,9 @@ public final class Broker: Sendable {
                 let proxy = transfers.connections, providers = upstream.connections
                 return [("api_proxy", proxy.opened, proxy.reused, proxy.open), ("providers", providers.opened, providers.reused, providers.open)]
             }
-        ).register(in: &router)
+        )
+        operations.register(in: &router, metrics: !(config.admin?.metricsOnly ?? false))
+        if adminServer != nil { operations.registerMetrics(in: &adminRouter) }
         self.config = config
         self.logger = logger
         self.metrics = metrics

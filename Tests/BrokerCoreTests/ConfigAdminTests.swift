@@ -43,6 +43,15 @@ struct ConfigAdminTests {
         #expect(try load("admin:\n  listen: 0.0.0.0:9091\n  token_file: \(try tokenFile(token))\n").admin?.token != nil)
     }
 
+    /// `/metrics` can be kept off the public listener, never off both.
+    @Test func metricsOnlyOnTheAdminListenerNeedsOne() throws {
+        #expect(try load("admin:\n  listen: 127.0.0.1:9091\n  metrics_only: true\n").admin?.metricsOnly == true)
+        #expect(try load("admin:\n  listen: 127.0.0.1:9091\n").admin?.metricsOnly == false)
+        #expect { try load("admin:\n  token_file: \(try tokenFile(token))\n  metrics_only: true\n") } throws: { error in
+            "\(error)".contains("broker.yaml:3: admin.metrics_only") && "\(error)".contains("needs admin.listen")
+        }
+    }
+
     /// Such a listener answers only a `Host` of 127.0.0.1, ::1 or localhost: bound elsewhere on
     /// loopback, it would refuse everything, so it is refused at start.
     @Test func aTokenlessListenerOnAnotherLoopbackAddressIsRefused() throws {

@@ -51,9 +51,11 @@ def audit_lines(broker, action):
 
 
 def audit_count(broker, action):
-    """`broker_audit_events_total` for `action` (0 when it has not happened)."""
+    """`broker_audit_events_total` for `action` (0 when it has not happened), from the admin
+    listener's /metrics where there is one."""
     wanted = f'broker_audit_events_total{{action="{action}"}} '
-    text = requests.get(broker.url("/metrics"), timeout=10).text
+    admin_url = getattr(broker, "admin_url", None)
+    text = requests.get(admin_url + "/metrics" if admin_url else broker.url("/metrics"), timeout=10).text
     return next((float(line[len(wanted):]) for line in text.splitlines() if line.startswith(wanted)), 0.0)
 
 
@@ -140,7 +142,8 @@ def test_on_the_public_listener_list_and_end_one_session_with_the_embedded_store
 @pytest.fixture
 def three_instances(postgres, auth_server, token_file):
     """Three brokers on one database, each with the admin API on a loopback listener of its own
-    (the first and second also behind the token; the third without: loopback only)."""
+    (the first and second also behind the token; the third without: loopback only, and /metrics
+    there only)."""
     ports = [free_port() for _ in range(3)]
     client_id, secret = auth_server.register_client([f"http://127.0.0.1:{ports[1]}/callback"])
     config = broker_config(provider_config(auth_server, client_id))
@@ -154,6 +157,8 @@ def three_instances(postgres, auth_server, token_file):
         extra = {"BROKER_ADMIN_LISTEN": f"127.0.0.1:{admin_port}"}
         if index < 2:
             extra["BROKER_ADMIN_TOKEN_FILE"] = token_file
+        else:
+            extra["BROKER_ADMIN_METRICS_ONLY"] = "true"
         broker = BrokerProcess(config, env={**env, **extra}, port=port)
         broker.admin_url = f"http://127.0.0.1:{admin_port}"
         brokers.append(broker)
@@ -173,6 +178,12 @@ def test_a_subjects_sessions_end_on_all_three_instances_and_at_the_provider(thre
 
     # The public listener has no admin API when it has a listener of its own.
     assert requests.get(brokers[0].url("/admin/sessions"), headers=admin(), timeout=10).status_code == 404
+    # /metrics is on both listeners, without the admin token (Prometheus is not an operator);
+    # with admin.metrics_only, on the admin listener only.
+    for broker, public in ((brokers[0], 200), (brokers[2], 404)):
+        assert requests.get(broker.url("/metrics"), timeout=10).status_code == public
+        scraped = requests.get(broker.admin_url + "/metrics", timeout=10)
+        assert scraped.status_code == 200 and "broker_http_requests_total" in scraped.text
     refused = requests.post(brokers[0].admin_url + "/admin/subjects/end", data={"provider": "dot", "subject": subject}, timeout=10)
     assert refused.status_code == 401
     assert all(requests.get(b.url("/token"), headers=bearer(alice[0]["session_token"]), timeout=10).status_code == 200 for b in brokers)

@@ -12,6 +12,8 @@ public struct AdminSettings: Sendable {
     /// The reverse proxies whose `X-Forwarded-For` names the client on the admin listener:
     /// its own (none by default), as the public listener's proxies are not the operators'.
     public let trustedProxies: [IPNetwork]
+    /// `/metrics` on the admin listener only, not on the public one.
+    public let metricsOnly: Bool
 
     /// The shortest token accepted, in characters (`token-broker gen-key` makes 44).
     static let minimumTokenLength = 32
@@ -20,9 +22,10 @@ public struct AdminSettings: Sendable {
     /// is all such a listener accepts (a rebound name arrives with its own).
     static let tokenlessHosts: Set<String> = ["127.0.0.1", "::1", "localhost"]
 
-    public init(listen: ListenAddress?, token: Secret?, trustedProxies: [IPNetwork] = []) {
+    public init(listen: ListenAddress?, token: Secret?, trustedProxies: [IPNetwork] = [], metricsOnly: Bool = false) {
         self.listen = listen
         self.token = token
         self.trustedProxies = trustedProxies
+        self.metricsOnly = metricsOnly
     }
 }

@@ -27,12 +27,15 @@ extension ConfigDraft {
                     + "it answers only requests whose Host is one of those (set admin.token_file to bind \(listen.host))")
             }
         }
+        if adminMetricsOnly && adminListen == nil {
+            problem("admin.metrics_only", "needs admin.listen: /metrics would be served nowhere")
+        }
         return problems
     }
 
     /// The admin API's settings; nil when it is off.
     var admin: AdminSettings? {
         guard adminListen != nil || adminToken != nil else { return nil }
-        return AdminSettings(listen: adminListen, token: adminToken, trustedProxies: adminTrustedProxies)
+        return AdminSettings(listen: adminListen, token: adminToken, trustedProxies: adminTrustedProxies, metricsOnly: adminMetricsOnly)
     }
 }

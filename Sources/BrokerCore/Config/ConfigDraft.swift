@@ -22,6 +22,7 @@ struct ConfigDraft: Sendable {
     var webhookSecret: Secret?
     var adminListen: ListenAddress?
     var adminTrustedProxies: [IPNetwork] = []
+    var adminMetricsOnly = false
     /// `admin.token_file` as written; ``resolveAdminToken(environment:baseDirectory:file:)``
     /// reads it into ``adminToken``.
     var adminTokenFile: String?

@@ -132,6 +132,11 @@ struct ConfigSetting: Sendable {
             draft.adminTokenFile = text.isEmpty ? nil : text
             return .success(())
         },
+        ConfigSetting(key: "admin.metrics_only", variable: "BROKER_ADMIN_METRICS_ONLY",
+                      description: "serve /metrics on the admin listener only (needs admin.listen), so that it need not be public; default false: on the public listener, and on the admin listener too when there is one",
+                      expected: "true or false") { draft, text in
+            ConfigValueParsing.boolean(text).map { draft.adminMetricsOnly = $0 }
+        },
         ConfigSetting(key: "admin.trusted_proxies", variable: "BROKER_ADMIN_TRUSTED_PROXIES",
                       description: "reverse proxies whose X-Forwarded-For names the client on the admin listener (its audit trail's client): addresses or CIDR ranges, comma-separated; default none (server.trusted_proxies never applies there)",
                       expected: "addresses or CIDR ranges separated by commas") { draft, text in

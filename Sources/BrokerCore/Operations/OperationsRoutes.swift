@@ -1,7 +1,8 @@
 import HTTPServer
 import WireValues
 
-/// `/healthz`, `/readyz` and `/metrics`: for orchestrators and Prometheus.
+/// `/healthz`, `/readyz` and `/metrics`: for orchestrators and Prometheus. `/metrics` is on the
+/// public listener unless `admin.metrics_only`, and on the admin listener when there is one.
 struct OperationsRoutes: Sendable {
     let readiness: Readiness
     let metrics: BrokerMetrics
@@ -10,13 +11,17 @@ struct OperationsRoutes: Sendable {
     /// The outbound HTTP clients' connection counts, by client name.
     let connections: @Sendable () -> [(client: String, opened: Int, reused: Int, open: Int)]
 
-    func register(in router: inout Router) {
+    func register(in router: inout Router, metrics withMetrics: Bool) {
         router.add("GET", "/healthz") { _ in
             .now(.json(.object([("status", .string("ok"))])))
         }
         router.add("GET", "/readyz") { [readiness] _ in
             readiness.reply()
         }
+        if withMetrics { registerMetrics(in: &router) }
+    }
+
+    func registerMetrics(in router: inout Router) {
         router.add("GET", "/metrics") { [metrics, liveSessions, requestsInFlight, connections] _ in
             metrics.sessions(liveSessions())
             metrics.requestsInFlight(requestsInFlight())
