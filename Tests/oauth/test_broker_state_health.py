@@ -25,6 +25,16 @@ def outcome(broker) -> str:
     return {200: "saved", 503: "unsaved"}.get(answer.status_code, answer.text)
 
 
+def write_failures(broker) -> dict[str, float]:
+    """`broker_state_write_failures_total` by file, from /metrics."""
+    counts = {}
+    for line in requests.get(broker.url("/metrics"), timeout=10).text.splitlines():
+        if line.startswith('broker_state_write_failures_total{file="'):
+            labels, value = line.rsplit(" ", 1)
+            counts[labels.split('"')[1]] = float(value)
+    return counts
+
+
 def test_readyz_fails_while_the_journal_cannot_be_written():
     """This instance's own disk: it is not ready while its journal cannot be written, and ready
     again once a snapshot has started a new journal — no client's write needed."""
@@ -32,6 +42,7 @@ def test_readyz_fails_while_the_journal_cannot_be_written():
     try:
         ready = requests.get(broker.url("/readyz"), timeout=10)
         assert ready.status_code == 200 and ready.json()["checks"]["state"] == {"status": "pass"}
+        assert write_failures(broker) == {"journal": 0, "snapshot": 0}
         outcomes = [outcome(broker) for _ in range(12)]
         assert outcomes[0] == "saved" and "unsaved" in outcomes, outcomes
         assert set(outcomes) == {"saved", "unsaved"}, outcomes
@@ -40,6 +51,8 @@ def test_readyz_fails_while_the_journal_cannot_be_written():
         state = ready.json()["checks"]["state"]
         assert state["status"] == "fail" and "could not be written" in state["detail"], state
         assert ready.json()["status"] == "not_ready"
+        # Counted for the alert on them (deploy/monitoring: BrokerStateWritesFailing).
+        assert wait_for(lambda: all(count > 0 for count in write_failures(broker).values()), 15), write_failures(broker)
         # The disk is freed (the process may write files of any size again): the next snapshot
         # and its new journal are written, and the broker is ready — no client's write needed.
         subprocess.run(["prlimit", f"--pid={broker.process.pid}", "--fsize=unlimited"], check=True)

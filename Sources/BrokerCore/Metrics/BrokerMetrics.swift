@@ -189,6 +189,22 @@ public final class BrokerMetrics: Sendable {
         histogram.recordNanoseconds(Int64(seconds * 1e9))
     }
 
+    /// A write to the state directory failed: `journal` (a group commit, after its retries) or
+    /// `snapshot`. Both start at zero with the embedded store (``stateDirectoryOpened()``).
+    func stateWriteFailed(file: String) {
+        stateWriteFailures(file).increment()
+    }
+
+    func stateDirectoryOpened() {
+        for file in ["journal", "snapshot"] { _ = stateWriteFailures(file) }
+    }
+
+    private func stateWriteFailures(_ file: String) -> Counter {
+        registry.makeCounter(descriptor: Self.name("state_write_failures", unit: "total",
+                                                   help: "Failed writes to the state directory, by file: journal or snapshot."),
+                             labels: [("file", file)])
+    }
+
     /// A snapshot was written.
     func snapshotWritten(seconds: Double, bytes: Int) {
         time("snapshot_duration", "Time to write a snapshot of the whole state.", [], Self.snapshotBuckets, seconds)

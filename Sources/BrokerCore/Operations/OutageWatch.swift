@@ -8,6 +8,7 @@ import Synchronization
 final class OutageWatch: Sendable {
     private let what: String
     private let logger: Logger
+    private let onFailure: @Sendable () -> Void
     private let state = Mutex<Outage?>(nil)
 
     private struct Outage {
@@ -16,10 +17,12 @@ final class OutageWatch: Sendable {
         var failures: Int
     }
 
-    /// `what` names the dependency in the log lines ("the PostgreSQL state store").
-    init(_ what: String, logger: Logger) {
+    /// `what` names the dependency in the log lines ("the PostgreSQL state store"); `onFailure`
+    /// hears every failed call (for a metric), the log only the first of an outage.
+    init(_ what: String, logger: Logger, onFailure: @escaping @Sendable () -> Void = {}) {
         self.what = what
         self.logger = logger
+        self.onFailure = onFailure
     }
 
     /// Why it is down, while it is.
@@ -27,6 +30,7 @@ final class OutageWatch: Sendable {
 
     /// A call to it failed for `reason`.
     func failed(_ reason: String) {
+        onFailure()
         let began = state.withLock { outage -> Bool in
             if outage != nil {
                 outage?.failures += 1

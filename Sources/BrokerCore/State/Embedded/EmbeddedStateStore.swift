@@ -78,7 +78,9 @@ final class EmbeddedStateStore: StateStore {
         let journal: Journal
         do {
             journal = try Journal(directory: directory, generation: report.nextGeneration, keys: keys,
-                                  outage: OutageWatch("the state directory's journal", logger: logger), faults: faults) { seconds in
+                                  outage: OutageWatch("the state directory's journal", logger: logger) {
+                                      metrics?.stateWriteFailed(file: "journal")
+                                  }, faults: faults) { seconds in
                 metrics?.journalCommitted(seconds: seconds)
             }
         } catch {
@@ -91,7 +93,10 @@ final class EmbeddedStateStore: StateStore {
         disk = Disk(settings: settings, keys: keys, journal: journal)
         self.clock = clock
         self.logger = logger
-        snapshotOutage = OutageWatch("the state directory's snapshot", logger: logger)
+        snapshotOutage = OutageWatch("the state directory's snapshot", logger: logger) {
+            metrics?.stateWriteFailed(file: "snapshot")
+        }
+        metrics?.stateDirectoryOpened()
         self.metrics = metrics
         startedPastDamage = !report.damaged.isEmpty
         for torn in report.tornTails {
