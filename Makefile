@@ -70,12 +70,20 @@ fuzz: deps
 build: deps
 	$(SWIFT) build
 
-## Installs the Debian packages that are missing (apt-get update only when something is).
+## Installs the Debian packages that are missing (apt-get update only when something is), and
+## promtool for the alert rules' checks (Tests/deploy/test_monitoring.py): Debian's `prometheus`
+## package has it, without the node exporter it recommends. The package enables a Prometheus
+## server where systemd runs; it was not installed before, so that server is stopped and disabled.
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 		echo "Installing Debian packages:" $$missing; \
 		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+	@if ! command -v promtool >/dev/null; then \
+		echo "Installing Debian packages: prometheus (for promtool)"; \
+		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; \
+		if [ -d /run/systemd/system ]; then $(SUDO) systemctl disable --now prometheus.service >/dev/null 2>&1 || true; fi; \
 	fi
 
 ## The Python tools of the contract tests, in a local virtual environment.
