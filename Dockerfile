@@ -42,6 +42,10 @@ COPY Package.swift ./
 RUN swift package resolve
 
 COPY Sources ./Sources
+# The commit the binary reports (`token-broker version`, broker_build_info): .git is not in the
+# build context, so the build names it: docker build --build-arg BROKER_COMMIT=$(git rev-parse
+# --short=12 HEAD) . (Compose passes $BROKER_COMMIT). Unnamed, the binary says "unknown".
+ARG BROKER_COMMIT=
 # --static-swift-stdlib links the Swift runtime and Foundation into the binary. The static
 # FoundationNetworking does not name libcurl for the linker (Swift 6.3): -lcurl does, against
 # libcurl4-openssl-dev; libcurl itself stays a shared library (libcurl4 at run time).

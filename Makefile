@@ -6,6 +6,12 @@ VENV         ?= .venv
 BENCH_VENV   ?= .venv-bench
 DEB_PACKAGES := libmicrohttpd-dev libssl-dev libpq-dev libcurl4-openssl-dev postgresql pkg-config python3-venv openssl curl gcc chromium chromium-driver nginx
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# The commit every build puts in the binary (token-broker version, broker_build_info): the
+# package manifest reads it from the environment; "-dirty" marks uncommitted changes.
+ifndef BROKER_COMMIT
+BROKER_COMMIT := $(shell git describe --always --dirty --abbrev=12 --exclude='*' 2>/dev/null)
+endif
+export BROKER_COMMIT
 
 .PHONY: run test build deps venv crash-loop deploy-check bench bench-deps fuzz-smoke fuzz clean
 

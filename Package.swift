@@ -11,7 +11,8 @@ import PackageDescription
 //                            policy, caps, the CA stores handed to libssl
 //   WireValues               values both sides of the HTTP edge use: JSON, form fields, IP networks, byte writers
 //   HTTPServer               transport: request, response, router, limits, server; alone knows MHDShim
-//   BrokerCore               the broker (its API/ layer alone speaks HTTP); imports no C
+//   BuildStamp               the commit the binary was built from (a C string constant set by the build)
+//   BrokerCore               the broker (its API/ layer alone speaks HTTP); imports no C but BuildStamp
 //   token-broker             the executable: command line, signals, start and stop
 let package = Package(
     name: "TokenBroker",
@@ -61,6 +62,10 @@ let package = Package(
         .target(name: "CurlShim", dependencies: ["CLibCurl"], linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
         .target(name: "APIClient", dependencies: ["CurlShim"]),
         .target(name: "WireValues"),
+        // The commit in the binary: `BROKER_COMMIT=<id> swift build` (make and the Dockerfile do).
+        .target(name: "BuildStamp", cSettings: Context.environment["BROKER_COMMIT"].map { commit in
+            [.define("BROKER_COMMIT", to: "\"\(commit.filter { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "." })\"")]
+        } ?? []),
         .target(
             name: "HTTPServer",
             dependencies: [
@@ -77,6 +82,7 @@ let package = Package(
                 "BrokerCrypto",
                 "Postgres",
                 "APIClient",
+                "BuildStamp",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Yams", package: "Yams"),

@@ -42,7 +42,7 @@ public final class Broker: Sendable {
             LogLineHandler(label: label, level: level, style: style, output: logOutput)
         }
         let metrics = BrokerMetrics()
-        metrics.build(version: BuildInfo.version)
+        metrics.build(version: BuildInfo.version, commit: BuildInfo.commit)
         var config = config
         let refusals = StartChecks.refusals(config, development: development)
         guard refusals.isEmpty else { throw BrokerStartError(refusals.joined(separator: "\n"), permanent: true) }
@@ -230,7 +230,7 @@ public final class Broker: Sendable {
             logger.notice("admin API on the public listener, behind its token", metadata: ["paths": "/admin/…"])
         }
         logger.notice("listening", metadata: [
-            "version": "\(BuildInfo.version)",
+            "version": "\(BuildInfo.version)", "commit": "\(BuildInfo.commit)",
             "store": "\(config.state.backend.rawValue)",
             "state_key_ids": .array(config.state.keys.map { $0.ids.map { .string(StateKeys.hex(id: $0)) } } ?? []),
             "address": "\(config.server.listen.host):\(server.port)",

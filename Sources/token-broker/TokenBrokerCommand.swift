@@ -13,7 +13,7 @@ struct TokenBrokerCommand: AsyncParsableCommand {
             token itself. Settings come from, in rising precedence: embedded defaults, the \
             configuration file, BROKER_* environment variables, command-line flags.
             """,
-        version: BuildInfo.version,
+        version: "\(BuildInfo.version) (commit \(BuildInfo.commit))",
         subcommands: [ServeCommand.self, CheckConfigCommand.self, GenKeyCommand.self, StateCommand.self, VersionCommand.self],
         defaultSubcommand: ServeCommand.self
     )

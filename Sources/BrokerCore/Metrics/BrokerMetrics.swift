@@ -141,9 +141,10 @@ public final class BrokerMetrics: Sendable {
         }
     }
 
-    /// The build: `broker_build_info{version} 1`.
-    func build(version: String) {
-        registry.makeGauge(descriptor: Self.name("build_info", help: "The broker's build, in its labels; always 1."), labels: [("version", version)]).set(Double(1))
+    /// The build: `broker_build_info{version,commit} 1`.
+    func build(version: String, commit: String) {
+        registry.makeGauge(descriptor: Self.name("build_info", help: "The broker's build, in its labels; always 1."),
+                           labels: [("version", version), ("commit", commit)]).set(Double(1))
     }
 
     /// A step of a login: `started` (/authorize), `completed` (handoff code issued), `denied`
