@@ -558,7 +558,15 @@ def test_state_migrate_applies_the_schema_once_and_a_newer_schema_is_refused(pos
     assert first.returncode == 0 and "applied 1, 2, 3" in first.stdout, first.stdout + first.stderr
     again = run_broker("state", "migrate", env=env)
     assert again.returncode == 0 and "up to date" in again.stdout, again.stdout + again.stderr
-    postgres.sql("INSERT INTO broker_schema (version) VALUES (99)", database=url.rsplit("/", 1)[1])
+    database = url.rsplit("/", 1)[1]
+    latest = int(postgres.sql("SELECT max(version) FROM broker_schema", database=database).strip())
+    # A newer version that declares this broker may run on it (additive: a rolling upgrade's
+    # older instances, a rollback) is used as it is; one that does not is refused.
+    postgres.sql(f"INSERT INTO broker_schema (version, oldest_reader) VALUES ({latest + 1}, {latest})", database=database)
+    beside = run_broker("state", "migrate", env=env)
+    assert beside.returncode == 0 and f"schema version {latest + 1}, newer than this broker's ({latest}), which may run on it" in beside.stdout, \
+        beside.stdout + beside.stderr
+    postgres.sql("INSERT INTO broker_schema (version) VALUES (99)", database=database)
     refused = run_broker("state", "migrate", env=env)
     assert refused.returncode == 1 and "version 99, newer than this broker knows" in refused.stderr, refused.stderr
     config = tmp_path / "broker.yaml"
@@ -611,7 +619,7 @@ def test_state_import_moves_an_embedded_deployment_to_postgres(postgres, auth_se
     inspected = run_broker("state", "inspect", env=postgres_env(postgres, url))
     assert inspected.returncode == 0, inspected.stdout + inspected.stderr
     assert "sessions: 1 live" in inspected.stdout and "provider dot, app web: 1" in inspected.stdout, inspected.stdout
-    assert "(current)" in inspected.stdout and "schema version 5" in inspected.stdout, inspected.stdout
+    assert "(current)" in inspected.stdout and "schema version 6" in inspected.stdout, inspected.stdout
     assert "device codes: 0 waiting for their user (0 rows)" in inspected.stdout, inspected.stdout
     assert access not in inspected.stdout and app.session_token not in inspected.stdout
     other_key = subprocess.run([broker_binary(), "gen-key"], capture_output=True, text=True, check=True).stdout.strip()

@@ -24,10 +24,13 @@ public enum PostgresMaintenance {
         )
         defer { pool.close() }
         do {
-            let applied = try await PostgresSchema.migrate(pool)
-            return applied.isEmpty
+            let schema = try await PostgresSchema.migrate(pool)
+            if schema.newerButReadable {
+                return "schema version \(schema.version), newer than this broker's (\(PostgresSchema.latest)), which may run on it: nothing to apply"
+            }
+            return schema.applied.isEmpty
                 ? "schema version \(PostgresSchema.latest): up to date"
-                : "schema version \(PostgresSchema.latest): applied \(applied.map(String.init).joined(separator: ", "))"
+                : "schema version \(PostgresSchema.latest): applied \(schema.applied.map(String.init).joined(separator: ", "))"
         } catch {
             throw Failure(description: error.description)
         }

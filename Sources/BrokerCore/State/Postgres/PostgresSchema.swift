@@ -128,10 +128,31 @@ enum PostgresSchema {
         )
         """,
         "CREATE INDEX broker_sign_outs_expires_at ON broker_sign_outs (expires_at)",
+    ], [
+        // Which brokers may run on the database at each version (``oldestReaders``).
+        "ALTER TABLE broker_schema ADD COLUMN oldest_reader integer",
     ]]
 
     /// The newest version this build knows.
     static var latest: Int { migrations.count }
+
+    /// From version 6 on, each version records in `broker_schema.oldest_reader` the oldest
+    /// schema version whose brokers may still run on a database at this version: brokers of a
+    /// rolling upgrade run side by side, and a rollback starts the older binary again without
+    /// restoring the database. A version may name an older one when it and every version since
+    /// that one only add (tables, or columns with defaults an older broker ignores) and remove or
+    /// redefine nothing an older broker relies on; otherwise it names itself.
+    static let oldestReaders: [Int: Int] = [6: 5]
+    /// The first version whose row says who may read it.
+    private static let firstDeclaring = 6
+
+    /// What ``migrate(_:)`` did: the versions it applied, and the database's version after.
+    struct Outcome {
+        let applied: [Int]
+        let version: Int
+        /// The database is newer than this broker, and declares that it may run on it.
+        var newerButReadable: Bool { version > latest }
+    }
 
     /// Why migrating failed.
     struct Failure: Error, CustomStringConvertible {
@@ -140,24 +161,35 @@ enum PostgresSchema {
         var newerSchema = false
     }
 
-    /// Brings the schema to ``latest``; the versions applied now (none when it was current).
+    /// Brings the schema to ``latest``, or accepts a newer one that declares this broker may run
+    /// on it.
     @discardableResult
-    static func migrate(_ pool: PostgresPool) async throws(Failure) -> [Int] {
+    static func migrate(_ pool: PostgresPool) async throws(Failure) -> Outcome {
         do {
-            return try await pool.transaction { connection throws(PostgresError) -> Result<[Int], Failure> in
+            return try await pool.transaction { connection throws(PostgresError) -> Result<Outcome, Failure> in
                 try connection.execute("SELECT pg_advisory_xact_lock($1)", [.int(lockKey)])
                 try connection.execute("CREATE TABLE IF NOT EXISTS broker_schema (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
                 let current = Int(try connection.execute("SELECT coalesce(max(version), 0) FROM broker_schema").int(0, 0) ?? 0)
                 guard current <= latest else {
-                    return .failure(Failure(description: "the database's schema is version \(current), newer than this broker knows (\(latest)): run a broker at least as new as the one that migrated it", newerSchema: true))
+                    let oldest = try connection.execute("SELECT oldest_reader FROM broker_schema WHERE version = $1", [.int(Int64(current))]).int(0, 0)
+                    guard let oldest, oldest <= latest else {
+                        return .failure(Failure(description: "the database's schema is version \(current), newer than this broker knows (\(latest)) "
+                            + "and not readable by it: run a broker at least as new as the one that migrated it", newerSchema: true))
+                    }
+                    return .success(Outcome(applied: [], version: current))
                 }
                 var applied: [Int] = []
                 for version in (current + 1)...max(current + 1, latest) where version <= latest {
                     for statement in migrations[version - 1] { try connection.execute(statement) }
-                    try connection.execute("INSERT INTO broker_schema (version) VALUES ($1)", [.int(Int64(version))])
+                    if version >= firstDeclaring {
+                        try connection.execute("INSERT INTO broker_schema (version, oldest_reader) VALUES ($1, $2)",
+                                               [.int(Int64(version)), .int(Int64(oldestReaders[version] ?? version))])
+                    } else {
+                        try connection.execute("INSERT INTO broker_schema (version) VALUES ($1)", [.int(Int64(version))])
+                    }
                     applied.append(version)
                 }
-                return .success(applied)
+                return .success(Outcome(applied: applied, version: max(current, latest)))
             }.get()
         } catch let failure as Failure {
             throw failure

@@ -57,10 +57,14 @@ final class PostgresStateStore: StateStore {
         )
         let pool = PostgresPool(options: options, size: settings.poolSize, acquireTimeout: .seconds(settings.statementTimeoutSeconds))
         do {
-            let applied = try await PostgresSchema.migrate(pool)
-            if !applied.isEmpty {
+            let schema = try await PostgresSchema.migrate(pool)
+            if !schema.applied.isEmpty {
                 logger.notice("database schema migrated", metadata: [
-                    "versions": .array(applied.map { .stringConvertible($0) }), "now": .stringConvertible(PostgresSchema.latest),
+                    "versions": .array(schema.applied.map { .stringConvertible($0) }), "now": .stringConvertible(PostgresSchema.latest),
+                ])
+            } else if schema.newerButReadable {
+                logger.notice("the database's schema is newer than this broker's, and declares that this broker may run on it", metadata: [
+                    "database": .stringConvertible(schema.version), "broker": .stringConvertible(PostgresSchema.latest),
                 ])
             }
         } catch {
