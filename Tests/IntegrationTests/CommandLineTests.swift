@@ -34,7 +34,9 @@ struct CommandLineTests {
             .deletingLastPathComponent().appendingPathComponent("config/example.yaml").path
         let text = try String(contentsOfFile: example, encoding: .utf8)
         let variables = Set(text.matches(of: /client_secret_env: *([A-Z0-9_]+)/).map { String($0.1) })
-        let environment = Dictionary(uniqueKeysWithValues: variables.map { ($0, "example-secret") })
+        var environment = Dictionary(uniqueKeysWithValues: variables.map { ($0, "example-secret") })
+        // check-config checks what serve needs besides the file: a state key.
+        environment["BROKER_STATE_KEY"] = try run(["gen-key"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
         let (status, output) = try run(["check-config", example], environment: environment)
         #expect(status == 0, "\(output)")
         #expect(output.contains("OK"))
