@@ -29,6 +29,12 @@ public struct Request {
         case fixed([String: String])
     }
 
+    /// The request's id and the caller's trace, as the calls made for it pass them on.
+    public var trace: TraceContext {
+        let traceparent = TraceContext.traceparent(header("traceparent"))
+        return TraceContext(requestID: id, traceparent: traceparent, tracestate: traceparent == nil ? nil : header("tracestate"))
+    }
+
     init(method: String, target: String, id: String, clientIP: String, body: [UInt8], headers: HeaderSource) {
         self.method = method
         // By UTF-8 byte: `?` is ASCII, and Character-wise searching costs more than the request.

@@ -24,4 +24,6 @@ public struct RequestRecord: Sendable {
     /// client in `X-Forwarded-For`.
     public var proxyIP: String?
     public var responseBytes: Int
+    /// The trace id of the caller's `traceparent`, when it sent one.
+    public var traceID: Substring?
 }

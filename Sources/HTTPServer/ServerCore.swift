@@ -1,5 +1,6 @@
 internal import MHDShim
 import Synchronization
+internal import WireValues
 
 /// Where requests enter, on a server thread: limits first, then the router. A `Reply.now` is
 /// sent from the same thread (the fast path); a `Reply.later` (`Reply.deferred`: in a task) suspends
@@ -76,6 +77,7 @@ final class ServerCore: Sendable {
         } else {
             (reply, route) = router.route(&request)
         }
+        let traceparent = TraceContext.traceparent(tb_request_header(pointer, "traceparent").map { String(cString: $0) })
         let record = RequestRecord(
             method: Self.methodLabel(request.method),
             route: route,
@@ -85,7 +87,8 @@ final class ServerCore: Sendable {
             requestID: request.id,
             clientIP: request.clientIP,
             proxyIP: proxyIP,
-            responseBytes: 0
+            responseBytes: 0,
+            traceID: traceparent.map { $0.dropFirst(3).prefix(32) }
         )
         switch reply {
         case .now(let response):
@@ -102,7 +105,7 @@ final class ServerCore: Sendable {
                 return
             }
             let startNanos = tb_request_start_ns(pointer)
-            start(Answer { response in
+            let answer = Answer { response in
                 guard let claimed = self.deferred.claim(ticket) else {
                     // The shutdown answered it: a stream made for this answer is given up.
                     if let stream = response.stream { tb_stream_abandon(stream.pointer) }
@@ -110,7 +113,9 @@ final class ServerCore: Sendable {
                 }
                 tb_request_complete(claimed.pointer, self.makeResponse(response, requestID: record.requestID, origin: origin))
                 self.finish(record, response, startNanos: startNanos)
-            })
+            }
+            // The work started now (and the tasks it starts) passes the caller's trace on.
+            TraceContext.$current.withValue(request.trace) { start(answer) }
         }
     }
 

@@ -55,6 +55,24 @@ struct LoggingTests {
         }
     }
 
+    /// A request whose caller sent a `traceparent` names its trace; others have no `trace_id`.
+    @Test func accessLinesNameTheCallersTrace() throws {
+        var record = RequestRecord(method: "GET", route: "/token", path: "/token", status: 200, seconds: 0.001,
+                                   requestID: "r-1", clientIP: "198.51.100.9", proxyIP: nil, responseBytes: 0)
+        for style in [LogLineHandler.Style.json, .text] {
+            let output = LogOutput.memory()
+            let log = AccessLog(output: output, style: style, label: "token-broker")
+            record.traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+            log.write(record)
+            record.traceID = nil
+            log.write(record)
+            let lines = output.lines
+            try #require(lines.count == 2)
+            #expect(lines[0].contains(style == .json ? #""trace_id":"4bf92f3577b34da6a3ce929d0e0e4736""# : " trace_id=4bf92f3577b34da6a3ce929d0e0e4736"))
+            #expect(!lines[1].contains("trace_id"))
+        }
+    }
+
     /// A value with a newline or a terminal escape cannot forge a line or move the cursor in the
     /// text format: in events and in access lines alike.
     @Test func theTextFormatEscapesControlCharacters() throws {

@@ -92,16 +92,17 @@ struct ProxyRoutes: Sendable {
         }
     }
 
-    /// The client's headers that go on to the API: the standard ones and the provider's extras.
+    /// The client's headers that go on to the API: the standard ones, the provider's extras, and
+    /// the request's id and trace (the API's logs then name the call as the broker's do).
     private static func clientHeaders(_ request: Request, extras: [String]) -> [(String, String)] {
         var headers: [(String, String)] = []
         for names in [ProxyHeaders.standard, extras] {
-            for name in names {
+            for name in names where !ProxyHeaders.isTrace(name.lowercased()) {
                 guard let value = request.header(name), ProxyHeaders.isPlainValue(value) else { continue }
                 headers.append((name, value))
             }
         }
-        return headers
+        return headers + request.trace.headers
     }
 
     /// The API's answer as the client gets it: whole, or streaming its body through `stream`.

@@ -75,7 +75,7 @@ struct DeviceAuthorization: Sendable {
             guard expiresAt > now else { return (.expired, []) }
             status = .collected
             lastPolledAt = now
-            return (.approved, [.makeSession(Session(id: session, app: app, grant: grant, at: now))])
+            return (.approved(signIn: grant.signInID), [.makeSession(Session(id: session, app: app, grant: grant, at: now))])
         case .pending, .signedIn:
             return (wait(at: now), [])
         }
@@ -156,8 +156,8 @@ enum DevicePoll: Sendable {
     /// `access_denied`: the user signed out before the device collected the sign-in.
     case signedOut
     /// The user signed in and confirmed the account: the grant became the poll's session (a
-    /// later poll finds the code collected).
-    case approved
+    /// later poll finds the code collected); `signIn` is the sign-in's id, for the log.
+    case approved(signIn: String?)
     /// The code was used already.
     case collected
 }

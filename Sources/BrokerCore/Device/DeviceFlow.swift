@@ -1,4 +1,5 @@
 import BrokerCrypto
+import Logging
 
 /// The device authorization grant (RFC 8628) in front of any provider: a device asks for codes
 /// (`start`), its user enters the user code at `/device` on another device (`find`) and refuses
@@ -146,9 +147,12 @@ struct DeviceFlow: Sendable {
         case .slowDown(let interval): throw .slowDown(interval: interval)
         case .denied: throw .denied
         case .signedOut: throw .signedOut
-        case .approved:
+        case .approved(let signIn):
             guard let session = polled.made else { throw .unsaved }
             metrics.deviceCode(outcome: "collected")
+            login.logger.notice("sign-in completed", metadata: SignInLog.metadata(signIn, [
+                "provider": "\(session.provider)", "app": "\(session.app)", "session": "\(session.id.hex)",
+            ]))
             return RedeemedSession(session: session, token: token)
         }
     }

@@ -67,7 +67,7 @@ struct Handoff: Sendable {
         case .holding(let grant):
             if let stopped = stop(attempt) { return stopped }
             status = .redeemed(attempt.sessionID)
-            return (.released, [.makeSession(Session(id: attempt.sessionID, app: app, grant: grant, at: attempt.at))])
+            return (.released(signIn: grant.signInID), [.makeSession(Session(id: attempt.sessionID, app: app, grant: grant, at: attempt.at))])
         case .merged(let session):
             if let stopped = stop(attempt) { return stopped }
             status = .redeemed(session)

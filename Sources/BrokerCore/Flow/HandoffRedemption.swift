@@ -14,8 +14,9 @@ enum HandoffRedemption: Sendable {
     /// Redeemed before, and now by a request that could have redeemed it: the code has leaked
     /// with its verifier, and the session it released ends.
     case replayed
-    /// Redeemed now: its grant is the new session the attempt named.
-    case released
+    /// Redeemed now: its grant is the new session the attempt named; `signIn` is the sign-in's
+    /// id, for the log (``SignInLog``).
+    case released(signIn: String?)
     /// Redeemed now: it stands for this session, into which an incremental authorization merged.
     case merged(SHA256Digest)
 }

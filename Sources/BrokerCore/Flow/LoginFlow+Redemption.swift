@@ -48,9 +48,12 @@ extension LoginFlow {
             metrics.handoffRedemption(outcome: "replayed")
             logger.warning("handoff code replayed with its verifier; the session it released was ended")
             throw .replayed
-        case .released:
+        case .released(let signIn):
             metrics.handoffRedemption(outcome: "redeemed")
             guard let session = transition.made else { throw .unsaved }
+            logger.notice("sign-in completed", metadata: SignInLog.metadata(signIn, [
+                "provider": "\(session.provider)", "app": "\(session.app)", "session": "\(session.id.hex)",
+            ]))
             return RedeemedSession(session: session, token: token)
         case .merged(let id):
             metrics.handoffRedemption(outcome: "redeemed")

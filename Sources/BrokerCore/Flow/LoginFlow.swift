@@ -45,15 +45,19 @@ struct LoginFlow: Sendable {
         let nonce = OpaqueToken.make(prefix: "")
         var scopes = provider.config.scopes
         for scope in login.scopes where !scopes.contains(scope) { scopes.append(scope) }
+        let signIn = SignInLog.makeID()
         do {
             try await store.beginLogin(OpaqueToken.hash(state), PendingAuthorization(
                 provider: provider.id, app: login.app, purpose: login.purpose, verifier: verifier, nonce: nonce,
-                requestedScopes: scopes, expiresAt: now() + settings.loginLifetimeSeconds, beganAt: now()
+                requestedScopes: scopes, expiresAt: now() + settings.loginLifetimeSeconds, beganAt: now(), signInID: signIn
             ))
         } catch {
             throw .unsaved(error)
         }
         metrics.login(provider: provider.id, outcome: "started")
+        logger.info("sign-in started", metadata: SignInLog.metadata(signIn, [
+            "provider": "\(provider.id)", "app": "\(login.app)", "purpose": "\(login.purpose.name)",
+        ]))
         var parameters = provider.config.authorizationParameters
         if let prompt = login.prompt { parameters["prompt"] = prompt }
         if let hint = login.loginHint { parameters["login_hint"] = hint }
@@ -74,7 +78,9 @@ struct LoginFlow: Sendable {
             requestURI = try await calls.pushAuthorization(query, to: pushEndpoint, provider: provider)
         } catch {
             metrics.login(provider: provider.id, outcome: "failed")
-            logger.warning("pushed authorization request failed", metadata: ["provider": "\(provider.id)", "reason": "\(error.description)"])
+            logger.warning("pushed authorization request failed", metadata: SignInLog.metadata(signIn, [
+                "provider": "\(provider.id)", "reason": "\(error.description)",
+            ]))
             throw .pushRefused(error)
         }
         // RFC 9126 §4: the browser carries the client and the pushed request, nothing else.
@@ -131,6 +137,9 @@ struct LoginFlow: Sendable {
     ) async -> Result<Value, LoginRefusal> {
         if let error = answer.error {
             metrics.login(provider: pending.provider, outcome: error == "access_denied" ? "denied" : "failed")
+            logger.info("the provider ended the sign-in", metadata: SignInLog.metadata(pending.signInID, [
+                "provider": "\(pending.provider)", "error": "\(FormFields.isOAuthErrorText(error) ? error : "malformed")",
+            ]))
             // The provider's code and text go to the app as they are when they are well-formed
             // (RFC 6749 §4.1.2.1); anything else is reported as the provider's malformed answer.
             guard FormFields.isOAuthErrorText(error) else {
@@ -154,17 +163,18 @@ struct LoginFlow: Sendable {
             }
             if let refusal {
                 metrics.login(provider: provider.id, outcome: "failed")
-                logger.warning("login failed", metadata: ["provider": "\(provider.id)", "reason": "\(refusal)"])
+                logger.warning("login failed", metadata: SignInLog.metadata(pending.signInID, ["provider": "\(provider.id)", "reason": "\(refusal)"]))
                 return .failure(LoginRefusal(error: "invalid_request", description: refusal))
             }
         }
         do throws(Failure) {
             let value = try await step(try await exchange(code, pending, provider))
             metrics.login(provider: provider.id, outcome: "completed")
+            logger.info("signed in at the provider", metadata: SignInLog.metadata(pending.signInID, ["provider": "\(provider.id)"]))
             return .success(value)
         } catch {
             metrics.login(provider: provider.id, outcome: "failed")
-            logger.warning("login failed", metadata: ["provider": "\(provider.id)", "reason": "\(error.log)"])
+            logger.warning("login failed", metadata: SignInLog.metadata(pending.signInID, ["provider": "\(provider.id)", "reason": "\(error.log)"]))
             return .failure(LoginRefusal(error: error.code, description: error.description))
         }
     }
@@ -206,8 +216,10 @@ struct LoginFlow: Sendable {
         // its own session sends the time of that session's first sign-in).
         let authenticated = (claims?.authTime ?? claims?.issuedAt)?.timeIntervalSince1970 ?? now()
         let signedInAt = max(authenticated, pending.beganAt)
-        return Grant(response, provider: provider.id, subject: subject, requestedScopes: pending.requestedScopes,
-                     idTokenClaims: claims?.raw.serialized(), signedInAt: signedInAt, at: now())
+        var grant = Grant(response, provider: provider.id, subject: subject, requestedScopes: pending.requestedScopes,
+                          idTokenClaims: claims?.raw.serialized(), signedInAt: signedInAt, at: now())
+        grant.signInID = pending.signInID
+        return grant
     }
 
     /// The user's stable id: the ID token's `sub`, or the profile's mapped subject.

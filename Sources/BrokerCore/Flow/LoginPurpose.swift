@@ -21,3 +21,14 @@ struct AppReturn: Sendable, Equatable {
     let state: String?
     let challenge: String
 }
+
+extension LoginPurpose {
+    /// Its kind, for the log: `app`, `incremental` or `device`.
+    var name: String {
+        switch self {
+        case .app: "app"
+        case .incremental: "incremental"
+        case .device: "device"
+        }
+    }
+}

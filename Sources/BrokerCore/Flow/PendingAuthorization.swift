@@ -13,4 +13,7 @@ struct PendingAuthorization: Sendable {
     /// When it began (`/authorize`), by the broker's clock: a sign-in under way when its user was
     /// signed out began before the sign-out (``Grant/signedInAt``).
     let beganAt: Double
+    /// The sign-in's id in the log, from `/authorize` to the session (``SignInLog``); nil in a
+    /// login begun by a broker from before it.
+    var signInID: String? = nil
 }

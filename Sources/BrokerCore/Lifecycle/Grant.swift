@@ -15,6 +15,8 @@ struct Grant: Sendable {
     /// exchange; never before its login began at the broker. A sign-out (a back-channel logout,
     /// an admin's end of the user) ends the grants signed in before its time, wherever they are held.
     let signedInAt: Double
+    /// The id in the log of the sign-in it came from (``SignInLog``); nil for a refresh's.
+    var signInID: String? = nil
 }
 
 extension Grant {

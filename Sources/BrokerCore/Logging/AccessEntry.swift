@@ -7,8 +7,9 @@ import HTTPServer
 ///
 /// Packed, in the machine's byte order at any alignment: the time and the duration (`Double`
 /// seconds), the status and the response's bytes (`Int`), the style (one byte), then the
-/// logger's label, the method, the path, the client, the proxy and the request id, each as a
-/// two-byte length and its UTF-8 bytes (the proxy's length is `UInt16.max` when there is none).
+/// logger's label, the method, the path, the client, the proxy, the request id and the trace id,
+/// each as a two-byte length and its UTF-8 bytes (the proxy's and the trace id's length is
+/// `UInt16.max` when there is none).
 /// Each entry carries its style and label, so that the writer formats it without knowing which
 /// access log packed it.
 struct AccessEntry {
@@ -23,17 +24,20 @@ struct AccessEntry {
     var clientIP: UnsafeBufferPointer<UInt8>
     var proxyIP: UnsafeBufferPointer<UInt8>?
     var requestID: UnsafeBufferPointer<UInt8>
+    var traceID: UnsafeBufferPointer<UInt8>?
 
     private static let numberBytes = 2 * MemoryLayout<Double>.size + 2 * MemoryLayout<Int>.size + 1
-    private static let noProxy = UInt16.max
+    /// The length of an absent proxy or trace id.
+    private static let absent = UInt16.max
     /// A longer string is cut (none is: the server cuts paths at 256 bytes, ids at 64).
     private static let maxStringBytes = Int(UInt16.max - 1)
 
     /// The bytes `record` takes packed.
     static func size(of record: RequestRecord, label: String) -> Int {
-        numberBytes + 6 * MemoryLayout<UInt16>.size
+        numberBytes + 7 * MemoryLayout<UInt16>.size
             + stringBytes(label) + stringBytes(record.method) + stringBytes(record.path)
             + stringBytes(record.clientIP) + (record.proxyIP.map(stringBytes) ?? 0) + stringBytes(record.requestID)
+            + (record.traceID?.utf8.count ?? 0)
     }
 
     /// Appends `record`, answered at `time` (seconds since the Unix epoch), to `bytes`.
@@ -50,9 +54,15 @@ struct AccessEntry {
         if let proxyIP = record.proxyIP {
             append(proxyIP, to: &bytes)
         } else {
-            append(noProxy, to: &bytes)
+            append(absent, to: &bytes)
         }
         append(record.requestID, to: &bytes)
+        if let traceID = record.traceID {
+            append(UInt16(traceID.utf8.count), to: &bytes)
+            bytes.append(contentsOf: traceID.utf8)
+        } else {
+            append(absent, to: &bytes)
+        }
     }
 
     /// Calls `body` with each entry packed in `bytes`, in order.
@@ -67,9 +77,10 @@ struct AccessEntry {
                 let style: LogLineHandler.Style = reader.byte() == 0 ? .json : .text
                 let label = reader.string(), method = reader.string(), path = reader.string(), clientIP = reader.string()
                 let proxyIP = reader.optionalString()
+                let requestID = reader.string()
                 body(AccessEntry(time: time, seconds: seconds, status: status, responseBytes: responseBytes, style: style,
                                  label: label, method: method, path: path, clientIP: clientIP,
-                                 proxyIP: proxyIP, requestID: reader.string()))
+                                 proxyIP: proxyIP, requestID: requestID, traceID: reader.optionalString()))
             }
         }
     }
@@ -114,7 +125,7 @@ struct AccessEntry {
 
         mutating func optionalString() -> UnsafeBufferPointer<UInt8>? {
             let count: UInt16 = number()
-            guard count != AccessEntry.noProxy else { return nil }
+            guard count != AccessEntry.absent else { return nil }
             defer { offset += Int(count) }
             return UnsafeBufferPointer(rebasing: buffer[offset..<(offset + Int(count))])
         }

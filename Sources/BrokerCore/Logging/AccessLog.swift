@@ -49,6 +49,10 @@ struct AccessLog: Sendable {
             JSONValue.appendString(utf8: entry.requestID, to: &line)
             line.append(literal: #","status":"#)
             line.append(decimal: entry.status)
+            if let traceID = entry.traceID {
+                line.append(literal: #","trace_id":"#)
+                JSONValue.appendString(utf8: traceID, to: &line)
+            }
             line.append(literal: "}\n")
         case .text:
             // For a person at a terminal: what was asked and how it went first; what a request
@@ -72,6 +76,10 @@ struct AccessLog: Sendable {
             }
             line.append(literal: " request_id=")
             TextLine.append(entry.requestID, to: &line)
+            if let traceID = entry.traceID {
+                line.append(literal: " trace_id=")
+                TextLine.append(traceID, to: &line)
+            }
             line.append(UInt8(ascii: "\n"))
         }
     }

@@ -24,6 +24,12 @@ enum ProxyHeaders {
         return nil
     }
 
+    /// The request id and trace headers, which the proxy passes on itself (checked, and the
+    /// broker's id when the client's was not fit to pass).
+    static func isTrace(_ lowercased: String) -> Bool {
+        lowercased == "x-request-id" || lowercased == "traceparent" || lowercased == "tracestate"
+    }
+
     /// Client headers that never reach an API, whatever the configuration.
     static func isNeverPassed(_ lowercased: String) -> Bool {
         forbidden.contains(lowercased) || lowercased.hasPrefix("proxy-") || lowercased.hasPrefix("x-forwarded-")

@@ -191,6 +191,7 @@ extension PendingAuthorization {
         fields.string(9, requestedScopes.joined(separator: " "))
         fields.double(11, expiresAt)
         fields.double(13, beganAt)
+        fields.string(14, signInID)
     }
 
     private static func encode(_ back: AppReturn, into fields: inout FieldWriter) {
@@ -217,7 +218,8 @@ extension PendingAuthorization {
             requestedScopes: try fields.requiredString(9).split(separator: " ").map(String.init),
             expiresAt: expiresAt,
             // Written before field 13 existed: as early as its lifetime allows.
-            beganAt: try fields.double(13) ?? expiresAt - SessionSettings.loginLifetimeSecondsRange.upperBound
+            beganAt: try fields.double(13) ?? expiresAt - SessionSettings.loginLifetimeSecondsRange.upperBound,
+            signInID: try fields.string(14)
         )
     }
 }
@@ -290,6 +292,7 @@ extension Grant {
         fields.string(6, refreshToken)
         if let idTokenClaims { fields.bytes(7, idTokenClaims) }
         fields.double(8, signedInAt)
+        fields.string(9, signInID)
         return fields.bytes
     }
 
@@ -304,7 +307,8 @@ extension Grant {
             refreshToken: try fields.string(6),
             idTokenClaims: fields.bytes(7),
             // Written before field 8 existed: taken as signed in before any sign-out.
-            signedInAt: try fields.double(8) ?? 0
+            signedInAt: try fields.double(8) ?? 0,
+            signInID: try fields.string(9)
         )
     }
 }

@@ -4,6 +4,7 @@ public import Foundation
 public import FoundationNetworking
 #endif
 import Synchronization
+import WireValues
 
 /// The one HTTP client for every call the broker makes to a provider (and to its webhook).
 ///
@@ -82,7 +83,9 @@ public final class UpstreamClient: Sendable {
         guard let url = request.url?.absoluteString else { throw UpstreamError.unreachable(host: host) }
         let call = APIRequest(
             method: request.httpMethod ?? "GET", url: url,
-            headers: (request.allHTTPHeaderFields ?? [:]).sorted { $0.key < $1.key }.map { ($0.key, $0.value) },
+            // A call made for a client's request carries its id and trace (TraceContext).
+            headers: (request.allHTTPHeaderFields ?? [:]).sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+                + (TraceContext.current?.headers ?? []),
             body: request.httpBody.map { [UInt8]($0) }, timeoutSeconds: limits.totalTimeout.seconds,
             maxResponseBytes: limits.maxResponseBytes, allowPrivateAddresses: true, allowHTTP: true,
             connectionKey: "providers",

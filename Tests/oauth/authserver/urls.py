@@ -16,6 +16,7 @@ urlpatterns = [
     # Test-only API (see testhooks/views.py).
     path("test/stats", test_views.stats),
     path("test/requests", test_views.requests_view),
+    path("test/traces", test_views.traces_view),
     path("test/reset", test_views.reset),
     path("test/config", test_views.config),
     path("test/config/reset", test_views.config_reset),

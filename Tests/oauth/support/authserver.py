@@ -246,6 +246,11 @@ class AuthServer(LoopbackIssuer):
         introspect, jwks, discovery, metadata, login."""
         return self._get_json("/test/requests")
 
+    def traces(self) -> list[dict]:
+        """The trace headers of requests that carried any, since the last reset, in order:
+        [{"endpoint": "token", "traceparent": ..., "x_request_id": ...}, ...]."""
+        return self._get_json("/test/traces")["traces"]
+
     def reset_stats(self) -> None:
         self._post_json("/test/reset", {})
 

@@ -10,7 +10,8 @@ log = logging.getLogger("testhooks")
 
 
 class TestHooksMiddleware:
-    """Counts requests per endpoint (token requests also per grant_type) and injects faults.
+    """Counts requests per endpoint (token requests also per grant_type), keeps the trace headers
+    (traceparent, X-Request-Id) of those that carry them, and injects faults.
 
     Runs before everything else, so a request is counted on arrival, even when the view later
     fails or a fault replaces the answer.
@@ -38,6 +39,9 @@ class TestHooksMiddleware:
             grant_type = (parse_qs(body).get("grant_type") or [None])[0]
         if endpoint != "token" or request.method == "POST":
             runtime.count(endpoint, grant_type)
+        traceparent, request_id = request.META.get("HTTP_TRACEPARENT"), request.META.get("HTTP_X_REQUEST_ID")
+        if traceparent or request_id:
+            runtime.record_trace(endpoint, traceparent, request_id)
         fault = runtime.take_fault(endpoint)
         if fault:
             log.info("injecting fault on %s: status=%s delay=%s", endpoint, fault["status"], fault["delay"])

@@ -18,6 +18,7 @@ _lock = threading.Lock()
 token_lock = threading.RLock()
 SERIALISED_ENDPOINTS = {"token", "revoke", "introspect"}
 _grant_counts: Counter = Counter()  # token endpoint: grant_type -> requests
+_traces: list = []  # the trace headers of requests that carried any: endpoint, traceparent, x_request_id
 _endpoint_counts: Counter = Counter()  # endpoint name -> requests
 _config = {}
 _faults = {}  # endpoint name -> fault dict (see set_fault)
@@ -53,6 +54,16 @@ def count(endpoint, grant_type=None):
             _grant_counts[grant_type or "<missing>"] += 1
 
 
+def record_trace(endpoint, traceparent, request_id):
+    with _lock:
+        _traces.append({"endpoint": endpoint, "traceparent": traceparent, "x_request_id": request_id})
+
+
+def traces():
+    with _lock:
+        return list(_traces)
+
+
 def grant_counts():
     with _lock:
         return dict(_grant_counts)
@@ -67,6 +78,7 @@ def reset_counts():
     with _lock:
         _grant_counts.clear()
         _endpoint_counts.clear()
+        _traces.clear()
 
 
 def access_token_lifetime():

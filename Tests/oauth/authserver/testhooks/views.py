@@ -2,7 +2,8 @@
 
 GET  /test/stats            token-endpoint requests by grant_type, e.g. {"refresh_token": 3}
 GET  /test/requests         requests by endpoint, e.g. {"token": 4, "userinfo": 1, "authorize": 2}
-POST /test/reset            zero both counters
+GET  /test/traces           {"traces": [...]}: the trace headers of requests that carried any, in order
+POST /test/reset            zero both counters and forget the traces
 GET  /test/config           current run-time config
 POST /test/config           JSON {"access_token_lifetime": 5, "faults": {"token": {...} | null}}
 POST /test/config/reset     back to the start-up config, no faults
@@ -78,6 +79,11 @@ def stats(request):
 @csrf_exempt
 def requests_view(request):
     return _json(runtime.endpoint_counts())
+
+
+@csrf_exempt
+def traces_view(request):
+    return _json({"traces": runtime.traces()})
 
 
 @csrf_exempt
