@@ -129,6 +129,7 @@ public final class Broker: Sendable {
         SessionRoutes(services: services).register(in: &router)
         StandardOAuthRoutes(services: services).register(in: &router)
         StandardTokenRoutes(services: services).register(in: &router)
+        IntrospectionRoute(services: services).register(in: &router)
         DeviceRoutes(services: services).register(in: &router)
         guard let transfers = APITransfers(maxInFlight: config.server.limits.proxyMaxTransfers) else {
             throw BrokerStartError("libcurl could not set up the API proxy's event loop")

@@ -74,6 +74,10 @@ PROXY_ENDPOINTS = [(method, "/proxy/{provider}/{path}") for method in ("get", "p
 
 LOGOUT_ENDPOINTS = [("post", "/providers/{provider}/backchannel_logout")]
 
+# Token introspection (RFC 7662) for the resource servers configured (off unless configured): a
+# client that authenticates, so its 401 is HTTP Basic's `invalid_client`.
+INTROSPECTION_ENDPOINTS = [("post", "/introspect")]
+
 # The admin API (off unless configured): its own bearer token, its own 401.
 ADMIN_ENDPOINTS = [("get", "/admin/sessions"), ("post", "/admin/sessions/end"), ("post", "/admin/subjects/end")]
 
@@ -176,7 +180,7 @@ SHARED_ERROR_RESPONSES = {
 OWN_ERROR_RESPONSES = {("get", "/callback", "400"), ("get", "/callback", "403"), ("get", "/readyz", "503"),
                        ("get", "/authorize", "400"), ("get", "/providers/{provider}/authorize", "400"),
                        ("post", "/providers/{provider}/token", "401"), ("post", "/providers/{provider}/revoke", "401"),
-                       ("post", "/providers/{provider}/device_authorization", "401")} | {
+                       ("post", "/providers/{provider}/device_authorization", "401"), ("post", "/introspect", "401")} | {
     (method, path, "401") for method, path in ADMIN_ENDPOINTS} | {
     (method, path, status) for method, path in HTML_PAGES for status in ("400", "403", "429", "503")} | {
     (method, path, status) for method, path in HTML_READ_PAGES for status in ("400", "403", "503")}
@@ -330,7 +334,7 @@ def test_spec_endpoint_is_documented(doc, method, path):
 def test_no_undocumented_extra_operations(doc):
     assert sorted((m, p) for m, p, _ in operations(doc)) == sorted(
         SPEC_ENDPOINTS + STANDARD_ENDPOINTS + CLIENT_KEY_ENDPOINTS + DEVICE_ENDPOINTS + PROXY_ENDPOINTS + LOGOUT_ENDPOINTS
-        + ADMIN_ENDPOINTS)
+        + ADMIN_ENDPOINTS + INTROSPECTION_ENDPOINTS)
 
 
 def test_endpoint_list_matches_spec_md():
@@ -479,7 +483,8 @@ def test_every_401_has_www_authenticate(doc):
         assert header.get("required") is True
         # The bearer session token's challenge (RFC 6750), or, where a client authenticates
         # (the standard token and revocation endpoints), HTTP Basic (RFC 6749 §5.2).
-        challenge = 'Basic realm="token-broker"' if (method, path) in STANDARD_ENDPOINTS else 'Bearer error="invalid_token"'
+        clients = STANDARD_ENDPOINTS + INTROSPECTION_ENDPOINTS
+        challenge = 'Basic realm="token-broker"' if (method, path) in clients else 'Bearer error="invalid_token"'
         assert challenge in header["example"]
         assert re.search(header["schema"]["pattern"], challenge)
     assert found >= len(BEARER_ENDPOINTS)

@@ -76,10 +76,15 @@ extension BrokerServices {
 
     /// RFC 8414 metadata of provider `provider`'s authorization server: public clients, PKCE
     /// with S256, the authorization-code, refresh-token and device (RFC 8628) grants, RFC 9207's
-    /// `iss`.
+    /// `iss`, and the introspection endpoint (RFC 7662) when resource servers are configured.
     func authorizationServerMetadata(of provider: String) -> JSONValue {
         let issuer = issuer(of: provider)
         let strings = { (values: [String]) in JSONValue.array(values.map(JSONValue.string)) }
+        // RFC 7662's endpoint, for the resource servers configured (one for every provider).
+        let introspection: [(String, JSONValue)] = config.resourceServers.isEmpty ? [] : [
+            ("introspection_endpoint", .string(config.server.publicURL.appendingPathComponent("introspect").absoluteString)),
+            ("introspection_endpoint_auth_methods_supported", strings(["client_secret_basic", "client_secret_post"])),
+        ]
         return .object([
             ("issuer", .string(issuer)),
             ("authorization_endpoint", .string(issuer + "/authorize")),
@@ -94,6 +99,6 @@ extension BrokerServices {
             ("revocation_endpoint_auth_methods_supported", strings(["none"])),
             ("scopes_supported", strings(providers.config(provider)?.scopes ?? [])),
             ("authorization_response_iss_parameter_supported", .bool(true)),
-        ])
+        ] + introspection)
     }
 }

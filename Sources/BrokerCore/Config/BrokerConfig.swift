@@ -29,6 +29,8 @@ public struct BrokerConfig: Sendable {
     public var webhooks: WebhookSettings?
     /// The admin API; nil: off.
     public var admin: AdminSettings?
+    /// The backends that may introspect session tokens (`POST /introspect`), sorted by id.
+    public private(set) var resourceServers: [ResourceServerConfig]
     /// Identity providers, sorted by id.
     public private(set) var providers: [ProviderConfig]
     /// Registered apps, sorted by id.
@@ -38,13 +40,15 @@ public struct BrokerConfig: Sendable {
     /// input; this initializer does not.
     public init(server: ServerConfig = ServerConfig(), log: LogConfig = LogConfig(),
                 sessions: SessionSettings = SessionSettings(), state: StateSettings = StateSettings(),
-                webhooks: WebhookSettings? = nil, admin: AdminSettings? = nil, providers: [ProviderConfig] = [], apps: [AppConfig] = []) {
+                webhooks: WebhookSettings? = nil, admin: AdminSettings? = nil, resourceServers: [ResourceServerConfig] = [],
+                providers: [ProviderConfig] = [], apps: [AppConfig] = []) {
         self.server = server
         self.log = log
         self.sessions = sessions
         self.state = state
         self.webhooks = webhooks
         self.admin = admin
+        self.resourceServers = resourceServers.sorted { $0.id < $1.id }
         self.providers = providers.sorted { $0.id < $1.id }
         self.apps = apps.sorted { $0.id < $1.id }
     }

@@ -8,7 +8,7 @@ struct ConfigDocumentDecoder {
     let baseDirectory: String?
 
     /// The keys allowed at the top of the document.
-    static let topLevelKeys = ["server", "log", "sessions", "state", "webhooks", "admin", "providers", "apps"]
+    static let topLevelKeys = ["server", "log", "sessions", "state", "webhooks", "admin", "resource_servers", "providers", "apps"]
 
     /// Decodes the whole document into `draft`.
     func decode(_ root: Node, into draft: inout ConfigDraft, problems: inout ConfigProblemList) {
@@ -32,6 +32,9 @@ struct ConfigDocumentDecoder {
            let webhooks = decodeSettings(node, at: ConfigKeyPath.root.child("webhooks"),
                                          handledElsewhere: ["secret_env", "secret_file"], into: &draft, problems: &problems) {
             decodeWebhookSecret(webhooks, into: &draft, problems: &problems)
+        }
+        if let node = reader.node("resource_servers") {
+            decodeResourceServers(node, into: &draft, problems: &problems)
         }
         var providerIDs: [String] = []
         if let node = reader.node("providers"),

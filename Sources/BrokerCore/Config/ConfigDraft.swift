@@ -39,6 +39,7 @@ struct ConfigDraft: Sendable {
     var stateKeyReference: StateKeyReference? = .environment(StateSettings.defaultKeyVariable)
     var providers: [ProviderConfig] = []
     var apps: [AppConfig] = []
+    var resourceServers: [ResourceServerConfig] = []
     /// The file line of each scalar setting read from the file and not since overridden.
     var lines: [String: Int] = [:]
 
@@ -58,6 +59,7 @@ struct ConfigDraft: Sendable {
                 webhookSecret.map { WebhookSettings(url: url, secret: $0, failuresBeforeEvent: webhookFailuresBeforeEvent) }
             },
             admin: admin,
+            resourceServers: resourceServers,
             providers: providers,
             apps: apps
         )

@@ -190,6 +190,11 @@ public final class BrokerMetrics: Sendable {
         histogram.recordNanoseconds(Int64(seconds * 1e9))
     }
 
+    /// A `POST /introspect`: `active`, `inactive`, `unauthenticated` or `rate_limited`.
+    func introspection(outcome: String) {
+        count("introspections", "POST /introspect answers by outcome: active, inactive, unauthenticated, rate_limited.", [("outcome", outcome)])
+    }
+
     /// A write to the state directory failed: `journal` (a group commit, after its retries) or
     /// `snapshot`. Both start at zero with the embedded store (``stateDirectoryOpened()``).
     func stateWriteFailed(file: String) {
