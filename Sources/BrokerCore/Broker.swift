@@ -86,6 +86,10 @@ public final class Broker: Sendable {
         guard let upstream = UpstreamClient(limits: config.server.limits.upstream, origins: trust.origins) else {
             throw BrokerStartError("libcurl could not set up the providers' HTTP client")
         }
+        // Of the configuration as given (check-config reads the same), before development mode adds to it.
+        for warning in StartChecks.warnings(config) {
+            logger.warning("\(warning)")
+        }
         var router = Router()
         if development {
             let secret = Base64URL.encode(SecureRandom.bytes(count: 32))
@@ -104,9 +108,6 @@ public final class Broker: Sendable {
                 DevelopmentLogout(issuer: issuer, backChannelLogoutURL: logoutURL, signer: signer,
                                   client: upstream, now: systemClock).register(in: &router)
             }
-        }
-        for warning in StartChecks.warnings(config) {
-            logger.warning("\(warning)")
         }
         let discovery = DiscoveryCache(client: upstream, logger: logger)
         // A provider whose discovery document lacks what its private_key_jwt or par: required

@@ -54,7 +54,8 @@ public enum DevelopmentMode {
                       displayName: app.displayName)
         }
         return BrokerConfig(
-            server: config.server, log: config.log, sessions: config.sessions, state: config.state, admin: config.admin,
+            server: config.server, log: config.log, sessions: config.sessions, state: config.state, webhooks: config.webhooks, admin: config.admin,
+            resourceServers: config.resourceServers,
             providers: config.providers + [provider], apps: apps + [demo]
         )
     }

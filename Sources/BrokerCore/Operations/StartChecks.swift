@@ -16,11 +16,13 @@ public enum StartChecks {
         return config.state.keys == nil ? [noStateKey(config.state)] : []
     }
 
-    /// Every secret file of `config` that other users can read: the state key, the providers'
-    /// client secrets and private keys, the admin token, the database password, the webhook secret.
+    /// Every secret file of `config` that other users can read: the state key, the TLS private
+    /// key, the providers' client secrets and private keys, the admin token, the database
+    /// password, the webhook secret, the resource servers' secrets.
     public static func warnings(_ config: BrokerConfig) -> [String] {
         var files: [(name: String, path: String)] = []
         if let keyFile = config.state.keyFile { files.append(("the state key file", keyFile)) }
+        if let tls = config.server.tls { files.append(("the TLS private key file", tls.keyFile)) }
         for provider in config.providers {
             if let file = provider.clientSecret?.file { files.append(("the client secret file of provider \(provider.id)", file)) }
         }
