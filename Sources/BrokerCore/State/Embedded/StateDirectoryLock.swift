@@ -42,15 +42,27 @@ enum StateDirectoryLock {
         if let failure { throw failure }
     }
 
-    /// The process that holds `directory`'s lock, if another one does; looked at without
-    /// creating or changing a file (for `state import`, which reads a directory and writes nothing).
-    static func holder(_ directory: String) -> pid_t? {
-        let descriptor = open("\(directory)/\(fileName)", O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
-        var lock = wholeFile(F_WRLCK)
-        guard fcntl(descriptor, F_GETLK, &lock) == 0, lock.l_type != Int16(F_UNLCK) else { return nil }
-        return lock.l_pid
+    /// Takes `directory`'s lock for reading, without creating or changing a file (for `state
+    /// import`, which reads a directory and writes nothing): while the returned descriptor is
+    /// open, a broker cannot start on the directory (its write lock fails), and none runs on it
+    /// (its lock would have refused this one). Nil when there is no lock file (no broker has run
+    /// there) or this process holds the lock already. Release with `close`.
+    static func acquireForReading(_ directory: String) throws(StateFileIO.Failure) -> Int32? {
+        let path = "\(directory)/\(fileName)"
+        guard held.withLock({ $0[path] == nil }) else { return nil }
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            guard errno != ENOENT else { return nil }
+            throw StateFileIO.Failure(description: "cannot open \(path): \(String(cString: strerror(errno)))")
+        }
+        var lock = wholeFile(F_RDLCK)
+        guard fcntl(descriptor, F_SETLK, &lock) == 0 else {
+            var holder = wholeFile(F_WRLCK)
+            let pid = fcntl(descriptor, F_GETLK, &holder) == 0 && holder.l_type != Int16(F_UNLCK) ? " (process \(holder.l_pid))" : ""
+            close(descriptor)
+            throw StateFileIO.Failure(description: "a broker\(pid) is using \(directory): stop it first, so that the import reads all it wrote")
+        }
+        return descriptor
     }
 
     private static func wholeFile(_ type: Int32) -> flock {

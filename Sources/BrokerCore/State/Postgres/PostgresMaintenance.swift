@@ -82,9 +82,14 @@ public enum PostgresMaintenance {
         guard StateRecovery.holdsState(directory) else {
             throw Failure(description: "\(directory) holds no broker state (no \(SnapshotWriter.fileName), no journal): nothing to import")
         }
-        if let holder = StateDirectoryLock.holder(directory) {
-            throw Failure(description: "a broker (process \(holder)) is using \(directory): stop it first, so that the import reads all it wrote")
+        // Held while the files are read: a broker cannot start on them meanwhile.
+        let lock: Int32?
+        do {
+            lock = try StateDirectoryLock.acquireForReading(directory)
+        } catch {
+            throw Failure(description: error.description)
         }
+        defer { if let lock { close(lock) } }
         var sessions: [SHA256Digest: Session] = [:]
         do {
             try StateRecovery.read(directory: directory, keys: keys) { record in
