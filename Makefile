@@ -13,7 +13,7 @@ BROKER_COMMIT := $(shell git describe --always --dirty --abbrev=12 --exclude='*'
 endif
 export BROKER_COMMIT
 
-.PHONY: run test build deps venv crash-loop deploy-check bench bench-deps fuzz-smoke fuzz clean
+.PHONY: run test build deps promtool venv crash-loop deploy-check bench bench-deps fuzz-smoke fuzz clean
 
 ## Build in release mode and run the broker on its embedded defaults (127.0.0.1:8080), in
 ## development mode: with the built-in identity provider `dev` and the demo app `demo`.
@@ -23,7 +23,7 @@ run: deps
 
 ## Build everything and run every test: Swift unit and integration tests, the OpenAPI contract
 ## tests, and the OAuth flow against a real authorization server (django-oauth-toolkit).
-test: deps venv
+test: deps promtool venv
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	$(VENV)/bin/python -m pytest -q Tests/contract Tests/oauth Tests/deploy Tests/docs
@@ -37,7 +37,7 @@ crash-loop: deps venv
 ## The packaging checks (Dockerfile, deploy/) without a Docker engine: the Kubernetes overlays
 ## rendered by `kubectl kustomize` (where kubectl is installed) against the schemas, the Compose
 ## CLI's own `config`, systemd-analyze, and every deploy configuration through check-config.
-deploy-check: deps venv
+deploy-check: deps promtool venv
 	$(SWIFT) build --product token-broker
 	$(VENV)/bin/python -m pytest -q Tests/deploy
 
@@ -76,16 +76,19 @@ fuzz: deps
 build: deps
 	$(SWIFT) build
 
-## Installs the Debian packages that are missing (apt-get update only when something is), and
-## promtool for the alert rules' checks (Tests/deploy/test_monitoring.py): Debian's `prometheus`
-## package has it, without the node exporter it recommends. The package enables a Prometheus
-## server where systemd runs; it was not installed before, so that server is stopped and disabled.
+## Installs the Debian packages that are missing (apt-get update only when something is).
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 		echo "Installing Debian packages:" $$missing; \
 		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
+
+## promtool, for the alert rules' checks (Tests/deploy/test_monitoring.py), for the tests only:
+## Debian's `prometheus` package has it, without the node exporter it recommends. The package
+## enables a Prometheus server where systemd runs; it was not installed before, so that server is
+## stopped and disabled.
+promtool:
 	@if ! command -v promtool >/dev/null; then \
 		echo "Installing Debian packages: prometheus (for promtool)"; \
 		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; \

@@ -24,7 +24,6 @@ METRICS_SOURCE = REPO / "Sources" / "BrokerCore" / "Metrics" / "BrokerMetrics.sw
 # registers them instead, and against the metrics docs/operations.md lists.
 NOT_SCRAPED_HERE = {
     "broker_state_store_unreachable_total": "only with the PostgreSQL store, once the database is out of reach",
-    "broker_provider_revocations_abandoned_total": "once a revocation is unconfirmed past sessions.revocation_retry_seconds (60 s at least)",
 }
 # Prometheus's own series: whether the scrape worked.
 PROMETHEUS_SERIES = {"up"}

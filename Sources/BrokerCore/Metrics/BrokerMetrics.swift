@@ -138,6 +138,10 @@ public final class BrokerMetrics: Sendable {
                 _ = registry.makeCounter(descriptor: Self.name("refreshes", unit: "total", help: "Upstream token refreshes, by provider and outcome."),
                                      labels: [("provider", provider), ("outcome", outcome)])
             }
+            // What the alerts on revocations count (deploy/monitoring): from zero, so that a
+            // rate sees the first.
+            _ = counter("provider_revocations_failed", Self.revocationsFailedHelp, [("provider", provider)])
+            _ = counter("provider_revocations_abandoned", Self.revocationsAbandonedHelp, [("provider", provider)])
         }
     }
 
@@ -227,8 +231,17 @@ public final class BrokerMetrics: Sendable {
     func stateStoreCall(_ operation: String, seconds: Double, reachable: Bool) {
         time("state_store_call_duration", "Time of one call to the PostgreSQL store, by operation (read, write).",
              [("operation", operation)], Self.commitBuckets, seconds)
-        if !reachable { count("state_store_unreachable", "Calls to the PostgreSQL store that found it out of reach.", []) }
+        if !reachable { count("state_store_unreachable", Self.unreachableHelp, []) }
     }
+
+    /// The PostgreSQL store is in use: its unreachable calls are counted from zero.
+    func stateStoreOpened() {
+        _ = counter("state_store_unreachable", Self.unreachableHelp, [])
+    }
+
+    private static let unreachableHelp = "Calls to the PostgreSQL store that found it out of reach."
+    private static let revocationsFailedHelp = "Deliveries of queued revocations the provider did not confirm, by provider."
+    private static let revocationsAbandonedHelp = "Queued revocations given up unconfirmed, by provider."
 
     /// Time a refresh waited for its session's lock (held by another instance, or free).
     func refreshLockWaited(seconds: Double) {
@@ -268,13 +281,13 @@ public final class BrokerMetrics: Sendable {
         count("provider_revocation_deliveries", "Deliveries of queued revocations to providers, by provider and outcome.",
               [("provider", provider), ("outcome", outcome)])
         if outcome == ProviderRevocation.queued.rawValue {
-            count("provider_revocations_failed", "Deliveries of queued revocations the provider did not confirm, by provider.", [("provider", provider)])
+            count("provider_revocations_failed", Self.revocationsFailedHelp, [("provider", provider)])
         }
     }
 
     /// A revocation still unconfirmed past its time was given up (and audited).
     func revocationAbandoned(provider: String) {
-        count("provider_revocations_abandoned", "Queued revocations given up unconfirmed, by provider.", [("provider", provider)])
+        count("provider_revocations_abandoned", Self.revocationsAbandonedHelp, [("provider", provider)])
     }
 
     /// Sign-ins under way, every instance's, as this instance last knew them (``SignInCeiling``).
@@ -320,7 +333,11 @@ public final class BrokerMetrics: Sendable {
     }
 
     private func count(_ name: String, _ help: String, _ labels: [(String, String)]) {
-        registry.makeCounter(descriptor: Self.name(name, unit: "total", help: help), labels: labels).increment()
+        counter(name, help, labels).increment()
+    }
+
+    private func counter(_ name: String, _ help: String, _ labels: [(String, String)]) -> Counter {
+        registry.makeCounter(descriptor: Self.name(name, unit: "total", help: help), labels: labels)
     }
 
     private func time(_ name: String, _ help: String, _ labels: [(String, String)], _ buckets: [Duration], _ seconds: Double) {

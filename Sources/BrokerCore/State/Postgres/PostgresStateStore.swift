@@ -78,6 +78,7 @@ final class PostgresStateStore: StateStore {
             options: options, cacheCapacity: settings.cacheSessions, keys: keys, lifetimes: lifetimes,
             refreshLockWaitSeconds: refreshLockWaitSeconds, clock: clock, logger: logger, metrics: metrics
         )
+        metrics?.stateStoreOpened()
         await store.countSessions()
         // Ready once it hears other instances' changes: a session cached before would miss them.
         let listening = ContinuousClock.now + .seconds(settings.statementTimeoutSeconds)
