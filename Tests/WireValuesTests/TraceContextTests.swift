@@ -19,6 +19,9 @@ struct TraceContextTests {
             "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
             "00-4bf92f3577b34da6a3ce929d0e0e473g-00f067aa0ba902b7-01",
             "00_4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            // A later version's tail may not carry a line break or a space into a header.
+            "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-a\r\nX-Injected: 1",
+            "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-a b",
         ] {
             #expect(TraceContext.traceparent(bad) == nil, "\(bad)")
         }
@@ -32,5 +35,7 @@ struct TraceContextTests {
         #expect(untraced.headers.map(\.0) == ["X-Request-Id"], "a tracestate without its traceparent is not passed on")
         let long = TraceContext(requestID: "r-1", traceparent: valid, tracestate: String(repeating: "a", count: 513))
         #expect(long.tracestate == nil)
+        let broken = TraceContext(requestID: "r-1", traceparent: valid, tracestate: "a=1\r\nX-Injected: 1")
+        #expect(broken.tracestate == nil, "a line break never reaches a header")
     }
 }

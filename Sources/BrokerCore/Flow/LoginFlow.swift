@@ -113,6 +113,10 @@ struct LoginFlow: Sendable {
             let handedOff = await finish(pending, answer) { grant throws(Failure) in
                 try await merge(grant, into: session, app: pending.app)
                 try await standsAfterSignOuts(grant)
+                // The grant has joined its session here: the sign-in is complete.
+                logger.notice("sign-in completed", metadata: SignInLog.metadata(pending.signInID, [
+                    "provider": "\(grant.provider)", "app": "\(pending.app)", "session": "\(session.hex)",
+                ]))
                 return try await handOff(.merged(into: session), app: pending.app, back: back)
             }
             return .app(back, AppLoginOutcome(handedOff))

@@ -1,6 +1,7 @@
 import APIClient
 import BrokerCrypto
 import Foundation
+import WireValues
 
 /// The API proxy (backend for frontend): a request the app sends to `/proxy/{provider}/{path}`
 /// with its session token goes to the provider's API with the provider's access token, fresh by
@@ -67,21 +68,35 @@ struct APIProxy: Sendable {
         } catch {
             return completion(.failure(error))
         }
+        // The completion runs on the transfers' loop thread: the refresh after a 401 gets the
+        // request's trace and id back, for the provider's call.
+        let trace = TraceContext.current
         transfers.start(exchange, stream: Self.never401(stream)) { [self] result in
             switch result {
             case .failure(let error):
                 completion(.failure(.exchange(error)))
             case .success(.whole(let first)) where first.status == 401:
-                Task {
-                    do throws(ProxyFailure) {
-                        completion(.success(try await retried(request, after: .whole(first), token: token, session: session, provider: provider,
-                                                              on: transfers, stream: stream)))
-                    } catch {
-                        completion(.failure(error))
-                    }
+                TraceContext.$current.withValue(trace) {
+                    retry(request, after: .whole(first), token: token, session: session, provider: provider,
+                          on: transfers, stream: stream, completion: completion)
                 }
             case .success(let answer):
                 completion(.success(answer))
+            }
+        }
+    }
+
+    /// The retry after an API's 401 (``retried(_:after:token:session:provider:on:stream:)``), in a
+    /// task of its own.
+    private func retry(_ request: Forward, after answer: APIAnswer, token: String, session: Session, provider: ProviderConfig,
+                       on transfers: APITransfers, stream: @escaping StreamChoice,
+                       completion: @escaping @Sendable (Result<APIAnswer, ProxyFailure>) -> Void) {
+        Task {
+            do throws(ProxyFailure) {
+                completion(.success(try await retried(request, after: answer, token: token, session: session, provider: provider,
+                                                      on: transfers, stream: stream)))
+            } catch {
+                completion(.failure(error))
             }
         }
     }

@@ -66,9 +66,13 @@ final class WebhookSender: Sendable {
             ("type", .string(type)),
             ("created_at", .string(Timestamp.now())),
         ] + fields).serialized()
-        Task { [self] in
-            defer { pending.wrappingSubtract(1, ordering: .relaxed) }
-            await deliver(id: id, type: type, body: body)
+        // An event is the broker's, not the request's that caused it: its deliveries (and their
+        // retries, minutes later) carry no caller's trace or request id to the webhook's receiver.
+        TraceContext.$current.withValue(nil) {
+            Task { [self] in
+                defer { pending.wrappingSubtract(1, ordering: .relaxed) }
+                await deliver(id: id, type: type, body: body)
+            }
         }
     }
 
