@@ -142,6 +142,8 @@ enum PostgresSchema {
     /// restoring the database. A version may name an older one when it and every version since
     /// that one only add (tables, or columns with defaults an older broker ignores) and remove or
     /// redefine nothing an older broker relies on; otherwise it names itself.
+    /// (Version 6's declaration is read by brokers of 6 on; those of 5 and before refuse any newer
+    /// schema.)
     static let oldestReaders: [Int: Int] = [6: 5]
     /// The first version whose row says who may read it.
     private static let firstDeclaring = 6
@@ -171,7 +173,10 @@ enum PostgresSchema {
                 try connection.execute("CREATE TABLE IF NOT EXISTS broker_schema (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
                 let current = Int(try connection.execute("SELECT coalesce(max(version), 0) FROM broker_schema").int(0, 0) ?? 0)
                 guard current <= latest else {
-                    let oldest = try connection.execute("SELECT oldest_reader FROM broker_schema WHERE version = $1", [.int(Int64(current))]).int(0, 0)
+                    // Every version this broker does not know must let it read (a row without the
+                    // declaration names its own version).
+                    let oldest = try connection.execute("SELECT max(coalesce(oldest_reader, version)) FROM broker_schema WHERE version > $1",
+                                                        [.int(Int64(latest))]).int(0, 0)
                     guard let oldest, oldest <= latest else {
                         return .failure(Failure(description: "the database's schema is version \(current), newer than this broker knows (\(latest)) "
                             + "and not readable by it: run a broker at least as new as the one that migrated it", newerSchema: true))
