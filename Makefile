@@ -4,7 +4,11 @@
 SWIFT        ?= swift
 VENV         ?= .venv
 BENCH_VENV   ?= .venv-bench
-DEB_PACKAGES := libmicrohttpd-dev libssl-dev libpq-dev libcurl4-openssl-dev postgresql pkg-config python3-venv openssl curl gcc chromium chromium-driver nginx
+# What the broker's build needs (make run): its C libraries' headers, and pkg-config to find them.
+BUILD_PACKAGES := libmicrohttpd-dev libssl-dev libpq-dev libcurl4-openssl-dev pkg-config
+# What only the tests need: a PostgreSQL server, Python's venv, openssl and curl for fixtures,
+# gcc, a browser and its driver for the pages, nginx in front of several instances.
+TEST_PACKAGES  := postgresql python3-venv openssl curl gcc chromium chromium-driver nginx
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # The commit every build puts in the binary (token-broker version, broker_build_info): the
 # package manifest reads it from the environment; "-dirty" marks uncommitted changes.
@@ -13,7 +17,7 @@ BROKER_COMMIT := $(shell git describe --always --dirty --abbrev=12 --exclude='*'
 endif
 export BROKER_COMMIT
 
-.PHONY: run test build deps promtool venv crash-loop deploy-check bench bench-deps fuzz-smoke fuzz clean
+.PHONY: run test build deps test-deps venv crash-loop deploy-check bench bench-deps fuzz-smoke fuzz clean
 
 ## Build in release mode and run the broker on its embedded defaults (127.0.0.1:8080), in
 ## development mode: with the built-in identity provider `dev` and the demo app `demo`.
@@ -23,21 +27,21 @@ run: deps
 
 ## Build everything and run every test: Swift unit and integration tests, the OpenAPI contract
 ## tests, and the OAuth flow against a real authorization server (django-oauth-toolkit).
-test: deps promtool venv
+test: deps test-deps venv
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	$(VENV)/bin/python -m pytest -q Tests/contract Tests/oauth Tests/deploy Tests/docs
 	$(MAKE) fuzz-smoke
 
 ## The crash loop of Tests/oauth/test_broker_crash.py with many rounds (kill -9 under load).
-crash-loop: deps venv
+crash-loop: deps test-deps venv
 	$(SWIFT) build
 	CRASH_ROUNDS=$${CRASH_ROUNDS:-30} $(VENV)/bin/python -m pytest -q -s Tests/oauth/test_broker_crash.py
 
 ## The packaging checks (Dockerfile, deploy/) without a Docker engine: the Kubernetes overlays
 ## rendered by `kubectl kustomize` (where kubectl is installed) against the schemas, the Compose
 ## CLI's own `config`, systemd-analyze, and every deploy configuration through check-config.
-deploy-check: deps promtool venv
+deploy-check: deps test-deps venv
 	$(SWIFT) build --product token-broker
 	$(VENV)/bin/python -m pytest -q Tests/deploy
 
@@ -76,19 +80,24 @@ fuzz: deps
 build: deps
 	$(SWIFT) build
 
-## Installs the Debian packages that are missing (apt-get update only when something is).
-deps:
-	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || echo $$p; done); \
+# $(call install,PACKAGES): installs those of the Debian PACKAGES that are missing (apt-get
+# update only when something is).
+install = missing=$$(for p in $(1); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 		echo "Installing Debian packages:" $$missing; \
 		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
 
-## promtool, for the alert rules' checks (Tests/deploy/test_monitoring.py), for the tests only:
-## Debian's `prometheus` package has it, without the node exporter it recommends. The package
-## enables a Prometheus server where systemd runs; it was not installed before, so that server is
-## stopped and disabled.
-promtool:
+## What the build needs.
+deps:
+	@$(call install,$(BUILD_PACKAGES))
+
+## What the tests need besides: TEST_PACKAGES, and promtool for the alert rules' checks
+## (Tests/deploy/test_monitoring.py): Debian's `prometheus` package has it, without the node
+## exporter it recommends. The package enables a Prometheus server where systemd runs; it was not
+## installed before, so that server is stopped and disabled.
+test-deps:
+	@$(call install,$(TEST_PACKAGES))
 	@if ! command -v promtool >/dev/null; then \
 		echo "Installing Debian packages: prometheus (for promtool)"; \
 		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; \
@@ -96,7 +105,7 @@ promtool:
 	fi
 
 ## The Python tools of the contract tests, in a local virtual environment.
-venv: $(VENV)/.installed
+venv: test-deps $(VENV)/.installed
 
 $(VENV)/.installed: Tests/contract/requirements.txt Tests/oauth/requirements.txt Tests/deploy/requirements.txt
 	python3 -m venv $(VENV)
