@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 enum { IDLE_HANDLES = 64 };
 
@@ -42,7 +43,6 @@ struct tb_proxy_loop {
     int admitted;  // started and not yet ended: at most twice max_in_flight
     int polling;   // the thread is in (or about to enter) curl_multi_poll: a hand-over wakes it
     int released;
-    int started;
     uint64_t next_tag;
 
     // The thread's own.
@@ -194,7 +194,11 @@ static void collect(tb_proxy_loop *loop) {
     while ((message = curl_multi_info_read(loop->multi, &left)) != NULL) {
         if (message->msg != CURLMSG_DONE) continue;
         tb_transfer *transfer = NULL;
-        curl_easy_getinfo(message->easy_handle, CURLINFO_PRIVATE, (char **)&transfer);
+        if (curl_easy_getinfo(message->easy_handle, CURLINFO_PRIVATE, (char **)&transfer) != CURLE_OK || transfer == NULL) {
+            // Every handle the loop adds carries its transfer: this one is not the loop's.
+            curl_multi_remove_handle(loop->multi, message->easy_handle);
+            continue;
+        }
         CURLcode code = message->data.result; // the message is gone once the handle is removed
         if (tb_transfer_retries_fresh(transfer, code)) {
             curl_multi_remove_handle(loop->multi, transfer->easy);
@@ -267,7 +271,12 @@ static void *run(void *argument) {
         long deadline = expire(loop, now);
         admit(loop);
         int still_running;
-        curl_multi_perform(loop->multi, &still_running);
+        CURLMcode performed = curl_multi_perform(loop->multi, &still_running);
+        if (performed != CURLM_OK) {
+            // The multi handle itself failed (out of memory, a bad handle): what runs in it ends,
+            // failed, rather than waiting for a multi handle that does not move.
+            while (loop->running.head) take_out(loop, loop->running.head, CURLE_OK, TB_PROXY_FAILED, curl_multi_strerror(performed));
+        }
         collect(loop);
         int more = loop->line.head && loop->running.count < loop->max_in_flight;
         tb_keys_upkeep(&loop->keys, now);
@@ -281,7 +290,11 @@ static void *run(void *argument) {
         if (loop->incoming.head || loop->resume_count > 0 || loop->released) wait = 0;
         loop->polling = wait > 0;
         pthread_mutex_unlock(&loop->lock);
-        if (wait > 0) curl_multi_poll(loop->multi, NULL, 0, (int)wait, NULL);
+        if (wait > 0 && curl_multi_poll(loop->multi, NULL, 0, (int)wait, NULL) != CURLM_OK) {
+            // No waiting on the sockets: a short pause instead, so that the loop does not spin.
+            struct timespec pause = {0, 10 * 1000 * 1000};
+            nanosleep(&pause, NULL);
+        }
     }
     free(resumes);
     tb_loop_drop(loop);
@@ -310,20 +323,34 @@ tb_proxy_loop *tb_proxy_loop_create(int max_in_flight) {
         free(loop);
         return NULL;
     }
-    atomic_init(&loop->references, 1);
+    atomic_init(&loop->references, 2); // the caller's, and the thread's
     loop->max_in_flight = max_in_flight > 0 ? max_in_flight : 1;
     pthread_mutex_init(&loop->lock, NULL);
     tb_keys_init(&loop->keys, per_key);
+    // The thread runs from the start: a loop that cannot have one is no loop, and its owner
+    // fails to start rather than the process aborting at its first call.
+    pthread_attr_t attributes;
+    pthread_attr_init(&attributes);
+    pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+    pthread_t thread;
+    int failed = pthread_create(&thread, &attributes, run, loop) != 0;
+    pthread_attr_destroy(&attributes);
+    if (failed) {
+        tb_keys_clear(&loop->keys);
+        curl_multi_cleanup(loop->multi);
+        pthread_mutex_destroy(&loop->lock);
+        free(loop->kept);
+        free(loop);
+        return NULL;
+    }
     return loop;
 }
 
 void tb_proxy_loop_release(tb_proxy_loop *loop) {
     pthread_mutex_lock(&loop->lock);
     loop->released = 1;
-    int started = loop->started;
     wake_locked(loop);
     pthread_mutex_unlock(&loop->lock);
-    if (!started) curl_multi_cleanup(loop->multi); // no thread, and none will start
     tb_loop_drop(loop);
 }
 
@@ -372,19 +399,8 @@ int tb_proxy_start(tb_proxy_loop *loop, const tb_proxy_request *request) {
         return 0;
     }
     list_append(&loop->incoming, transfer);
-    int start = !loop->started;
-    loop->started = 1;
     wake_locked(loop);
     pthread_mutex_unlock(&loop->lock);
-    if (start) {
-        tb_loop_hold(loop);
-        pthread_attr_t attributes;
-        pthread_attr_init(&attributes);
-        pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
-        pthread_t thread;
-        if (pthread_create(&thread, &attributes, run, loop) != 0) abort(); // no thread to run any transfer
-        pthread_attr_destroy(&attributes);
-    }
     return 1;
 }
 

@@ -121,7 +121,8 @@ static size_t on_header(char *data, size_t size, size_t count, void *context) {
     }
     if (bytes <= 2) { // the blank line that ends a head
         long status = 0;
-        curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
+        // Without the status the answer cannot be framed: the transfer ends (failed).
+        if (curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status) != CURLE_OK) return 0;
         if (status == 101) {
             // libcurl would read whatever follows as a body until the connection closed.
             x->switched = 1;
@@ -132,7 +133,7 @@ static size_t on_header(char *data, size_t size, size_t count, void *context) {
         if (status >= 200 && !x->head_done && x->request.on_head != NULL) {
             x->head_done = 1;
             curl_off_t length = -1;
-            curl_easy_getinfo(x->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
+            if (curl_easy_getinfo(x->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length) != CURLE_OK) length = -1; // unknown
             const char *headers = x->response.headers ? x->response.headers : "";
             x->response.streamed = x->request.on_head(x->request.context, status, headers, x->response.headers_length,
                                                       (long long)length);
@@ -291,8 +292,8 @@ void tb_transfer_end_as(tb_transfer *x, int outcome, const char *error) {
 
 void tb_transfer_end(tb_transfer *x, CURLcode code) {
     tb_proxy_response *response = &x->response;
-    curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &response->status);
-    curl_easy_getinfo(x->easy, CURLINFO_NUM_CONNECTS, &response->new_connections);
+    if (curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &response->status) != CURLE_OK) response->status = 0;
+    if (curl_easy_getinfo(x->easy, CURLINFO_NUM_CONNECTS, &response->new_connections) != CURLE_OK) response->new_connections = 0;
     tb_loop_count(x->loop, response->new_connections, response->status > 0);
     if (code == CURLE_OK) {
         response->outcome = TB_PROXY_OK;

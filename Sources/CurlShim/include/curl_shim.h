@@ -111,7 +111,7 @@ typedef struct {
 } tb_proxy_request;
 
 /// A loop that runs at most `max_in_flight` transfers at once, with a line of as many more in
-/// front of them. Its thread starts with the first transfer.
+/// front of them, and its thread; NULL when either cannot be had.
 tb_proxy_loop *tb_proxy_loop_create(int max_in_flight);
 
 /// Ends the loop: transfers under way end as failed (their `on_done` is called), then its thread
