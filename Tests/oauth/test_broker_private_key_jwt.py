@@ -265,8 +265,9 @@ def test_par_off_sends_the_request_by_the_browser_and_a_client_held_to_par_is_re
 
 
 def run_check_config(config_path, *extra):
+    """check-config as serve would see it: with the state key serve needs."""
     return subprocess.run([broker_binary(), "check-config", str(config_path), *extra], capture_output=True, text=True, timeout=60,
-                           env={"PATH": "/usr/bin:/bin"})
+                           env={"PATH": "/usr/bin:/bin", "BROKER_STATE_KEY": STATE_KEY})
 
 
 def test_a_provider_that_cannot_serve_the_configuration_is_reported_and_starts_no_login(auth_server, idpy_op, tmp_path):

@@ -82,9 +82,10 @@ def test_a_session_ended_by_the_provider_is_reported_signed_and_retried(broker_f
     assert event["type"] == "session.ended" and event["reason"] == "invalid_grant"
     assert event["provider"] == "dot" and event["app"] == "web" and event["subject"] == auth_server.users["alice"].sub
     assert tokens["access_token"] not in body.decode() and tokens["session_token"] not in body.decode()
-    metrics = app.call("GET", "/metrics").text
-    assert 'broker_webhook_deliveries_total{outcome="delivered"} 1' in metrics
-    assert 'broker_webhook_deliveries_total{outcome="retried"} 1' in metrics
+    # Counted once the receiver's answer is read, a moment after the receiver has the event.
+    delivered = 'broker_webhook_deliveries_total{outcome="delivered"} 1'
+    assert wait_for(lambda: delivered in app.call("GET", "/metrics").text, timeout=10)
+    assert 'broker_webhook_deliveries_total{outcome="retried"} 1' in app.call("GET", "/metrics").text
 
 
 def test_refreshes_that_keep_failing_are_reported_once(broker_factory, auth_server, receiver_factory):
