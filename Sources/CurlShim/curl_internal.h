@@ -85,12 +85,20 @@ void tb_loop_drop(tb_proxy_loop *loop);
 void tb_loop_count(tb_proxy_loop *loop, long new_connections, int answered);
 // A socket of the loop's opened (1) or closed (0).
 void tb_loop_socket(tb_proxy_loop *loop, int opened);
-// The sockets of connections kept for reuse, by local port (what libcurl tells a transfer about
-// the connection it is given): noted when the connection is made, forgotten when its socket
-// closes. The loop's thread only.
-void tb_loop_note_kept(tb_proxy_loop *loop, long local_port, curl_socket_t socket);
-curl_socket_t tb_loop_kept(tb_proxy_loop *loop, long local_port);
-void tb_loop_forget_kept(tb_proxy_loop *loop, curl_socket_t socket);
+// The sockets of connections kept for reuse, by local port (kept.c): what libcurl tells a
+// transfer about the connection it is given is its local port. The loop's thread only.
+typedef struct {
+    curl_socket_t *by_port; // 65536 entries, CURL_SOCKET_BAD for none
+} tb_kept_sockets;
+int tb_kept_init(tb_kept_sockets *kept); // 0 when memory ran out
+void tb_kept_free(tb_kept_sockets *kept);
+void tb_kept_note(tb_kept_sockets *kept, long local_port, curl_socket_t socket);
+curl_socket_t tb_kept_find(const tb_kept_sockets *kept, long local_port);
+void tb_kept_forget(tb_kept_sockets *kept, curl_socket_t socket);
+// A socket's local port; -1 when it cannot be read.
+long tb_local_port(curl_socket_t socket);
+// The loop's kept sockets.
+tb_kept_sockets *tb_loop_kept(tb_proxy_loop *loop);
 
 // A copy of `request` to run on `loop` later, with its deadline from now; NULL when memory ran
 // out.

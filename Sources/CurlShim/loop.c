@@ -9,8 +9,6 @@
 
 #include "curl_internal.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -33,8 +31,7 @@ struct tb_proxy_loop {
     int max_in_flight;
     // Connections: opened and reused by transfers, and open now (kept or in use).
     atomic_llong opened, reused, open;
-    // The thread's: the socket of each kept connection by its local port, -1 for none.
-    int *kept;
+    tb_kept_sockets kept; // the thread's
 
     pthread_mutex_t lock; // guards the fields up to the next comment
     transfer_list incoming; // started, not yet taken by the thread
@@ -65,7 +62,7 @@ void tb_loop_drop(tb_proxy_loop *loop) {
     if (atomic_fetch_sub(&loop->references, 1) != 1) return;
     pthread_mutex_destroy(&loop->lock);
     free(loop->resumes);
-    free(loop->kept);
+    tb_kept_free(&loop->kept);
     free(loop);
 }
 
@@ -271,11 +268,10 @@ static void *run(void *argument) {
         long deadline = expire(loop, now);
         admit(loop);
         int still_running;
+        // A failing multi handle (out of memory) ends what runs in it, rather than leave it waiting.
         CURLMcode performed = curl_multi_perform(loop->multi, &still_running);
-        if (performed != CURLM_OK) {
-            // The multi handle itself failed (out of memory, a bad handle): what runs in it ends,
-            // failed, rather than waiting for a multi handle that does not move.
-            while (loop->running.head) take_out(loop, loop->running.head, CURLE_OK, TB_PROXY_FAILED, curl_multi_strerror(performed));
+        while (performed != CURLM_OK && loop->running.head) {
+            take_out(loop, loop->running.head, CURLE_OK, TB_PROXY_FAILED, curl_multi_strerror(performed));
         }
         collect(loop);
         int more = loop->line.head && loop->running.count < loop->max_in_flight;
@@ -290,11 +286,9 @@ static void *run(void *argument) {
         if (loop->incoming.head || loop->resume_count > 0 || loop->released) wait = 0;
         loop->polling = wait > 0;
         pthread_mutex_unlock(&loop->lock);
-        if (wait > 0 && curl_multi_poll(loop->multi, NULL, 0, (int)wait, NULL) != CURLM_OK) {
-            // No waiting on the sockets: a short pause instead, so that the loop does not spin.
-            struct timespec pause = {0, 10 * 1000 * 1000};
-            nanosleep(&pause, NULL);
-        }
+        // Without a wait on the sockets, a short pause instead, so that the loop does not spin.
+        struct timespec pause = {0, 10 * 1000 * 1000};
+        if (wait > 0 && curl_multi_poll(loop->multi, NULL, 0, (int)wait, NULL) != CURLM_OK) nanosleep(&pause, NULL);
     }
     free(resumes);
     tb_loop_drop(loop);
@@ -307,19 +301,17 @@ tb_proxy_loop *tb_proxy_loop_create(int max_in_flight) {
     pthread_once(&init_once, init);
     tb_proxy_loop *loop = calloc(1, sizeof *loop);
     if (loop == NULL) return NULL;
-    loop->kept = malloc(65536 * sizeof *loop->kept);
-    if (loop->kept == NULL) {
+    if (!tb_kept_init(&loop->kept)) {
         free(loop);
         return NULL;
     }
-    for (int port = 0; port < 65536; port++) loop->kept[port] = CURL_SOCKET_BAD;
     loop->multi = curl_multi_init();
     // A key keeps as many connections as the loop runs transfers: a pool every session shares
     // keeps what a burst opened, rather than closing and opening connections under load.
     int per_key = max_in_flight > 0 ? max_in_flight : 1;
     if (loop->multi == NULL || curl_multi_setopt(loop->multi, CURLMOPT_MAXCONNECTS, (long)per_key) != CURLM_OK) {
         if (loop->multi) curl_multi_cleanup(loop->multi);
-        free(loop->kept);
+        tb_kept_free(&loop->kept);
         free(loop);
         return NULL;
     }
@@ -339,7 +331,7 @@ tb_proxy_loop *tb_proxy_loop_create(int max_in_flight) {
         tb_keys_clear(&loop->keys);
         curl_multi_cleanup(loop->multi);
         pthread_mutex_destroy(&loop->lock);
-        free(loop->kept);
+        tb_kept_free(&loop->kept);
         free(loop);
         return NULL;
     }
@@ -361,22 +353,7 @@ void tb_loop_count(tb_proxy_loop *loop, long new_connections, int answered) {
 
 void tb_loop_socket(tb_proxy_loop *loop, int opened) { atomic_fetch_add(&loop->open, opened ? 1 : -1); }
 
-void tb_loop_note_kept(tb_proxy_loop *loop, long local_port, curl_socket_t socket) {
-    if (local_port > 0 && local_port < 65536) loop->kept[local_port] = socket;
-}
-
-curl_socket_t tb_loop_kept(tb_proxy_loop *loop, long local_port) {
-    return local_port > 0 && local_port < 65536 ? loop->kept[local_port] : CURL_SOCKET_BAD;
-}
-
-void tb_loop_forget_kept(tb_proxy_loop *loop, curl_socket_t socket) {
-    struct sockaddr_storage address;
-    socklen_t length = sizeof address;
-    if (getsockname(socket, (struct sockaddr *)&address, &length) != 0) return;
-    int port = address.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&address)->sin6_port)
-                                              : ntohs(((struct sockaddr_in *)&address)->sin_port);
-    if (port > 0 && loop->kept[port] == socket) loop->kept[port] = CURL_SOCKET_BAD;
-}
+tb_kept_sockets *tb_loop_kept(tb_proxy_loop *loop) { return &loop->kept; }
 
 tb_proxy_connections tb_proxy_loop_connections(tb_proxy_loop *loop) {
     return (tb_proxy_connections){atomic_load(&loop->opened), atomic_load(&loop->reused), atomic_load(&loop->open)};

@@ -8,8 +8,6 @@
 #include <string.h>
 #include <time.h>
 #include <errno.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -174,16 +172,11 @@ static int on_prerequest(void *context, char *remote, char *local, int remote_po
         // A new connection: which of the sockets this transfer opened it is (libcurl 7.88 tells a
         // transfer its socket only once it has ended), noted for the transfers that reuse it.
         for (int i = 0; i < x->opened_count; i++) {
-            struct sockaddr_storage address;
-            socklen_t length = sizeof address;
-            if (getsockname(x->opened[i], (struct sockaddr *)&address, &length) != 0) continue;
-            int port = address.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&address)->sin6_port)
-                                                      : ntohs(((struct sockaddr_in *)&address)->sin_port);
-            if (port == local_port) tb_loop_note_kept(x->loop, local_port, x->opened[i]);
+            if (tb_local_port(x->opened[i]) == local_port) tb_kept_note(tb_loop_kept(x->loop), local_port, x->opened[i]);
         }
         return CURL_PREREQFUNC_OK;
     }
-    curl_socket_t socket = tb_loop_kept(x->loop, local_port);
+    curl_socket_t socket = tb_kept_find(tb_loop_kept(x->loop), local_port);
     if (socket == CURL_SOCKET_BAD) return CURL_PREREQFUNC_OK;
     char byte;
     ssize_t peeked = recv(socket, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
@@ -204,7 +197,7 @@ int tb_transfer_retries_fresh(tb_transfer *x, CURLcode code) {
 // A connection's socket closes, maybe long after the transfer that opened it: the context is the
 // loop, which outlives its connections (its key table closes them before it goes).
 static int on_close_socket(void *context, curl_socket_t socket) {
-    tb_loop_forget_kept(context, socket);
+    tb_kept_forget(tb_loop_kept(context), socket);
     tb_loop_socket(context, 0);
     return close(socket);
 }
