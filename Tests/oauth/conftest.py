@@ -13,6 +13,7 @@ on a failure the server's log lines written during that test are added to the re
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,7 @@ from support.authserver import AuthServer  # noqa: E402
 from support.browser import Browser  # noqa: E402
 from support.idpy_op import IdpyOP  # noqa: E402
 from support.tamper_proxy import TamperProxy  # noqa: E402
-from support.broker import App, BrokerProcess, broker_config, free_port, provider_config  # noqa: E402
+from support.broker import ADMIN_TOKEN, App, BrokerProcess, broker_config, free_port, provider_config  # noqa: E402
 
 USERS = {
     "alice": dict(password="alice-password", name="Alice Liddell", email="alice@example.test", email_verified=True),
@@ -85,6 +86,17 @@ def _auth_server_per_test(request):
     yield
     if server.running:
         server.reset_config()
+
+
+@pytest.fixture(scope="module")
+def token_file():
+    """A file holding ADMIN_TOKEN, as admin.token_file reads it (0600)."""
+    directory = tempfile.TemporaryDirectory(prefix="admin-")
+    path = Path(directory.name) / "admin-token"
+    path.write_text(ADMIN_TOKEN + "\n")
+    os.chmod(path, 0o600)
+    yield str(path)
+    directory.cleanup()
 
 
 @pytest.fixture

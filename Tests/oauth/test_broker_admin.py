@@ -5,31 +5,14 @@ token; ending one session, or every session of a subject, ends it on every insta
 its tokens at the provider; every call is an audit line.
 """
 
-import json
-import os
-import secrets
-import tempfile
-from pathlib import Path
-
 import pytest
 import requests
 
-from support.broker import App, BrokerProcess, broker_config, free_port, provider_config, wait_for
+from support.broker import ADMIN_TOKEN, App, BrokerProcess, broker_config, free_port, provider_config, wait_for
 from support.browser import Browser
 from support.postgres import PostgresCluster
 
-ADMIN_TOKEN = secrets.token_urlsafe(32)
 METADATA = {"id", "app", "provider", "subject", "sid", "scopes", "created_at", "used_at"}
-
-
-@pytest.fixture(scope="module")
-def token_file():
-    directory = tempfile.TemporaryDirectory(prefix="admin-")
-    path = Path(directory.name) / "admin-token"
-    path.write_text(ADMIN_TOKEN + "\n")
-    os.chmod(path, 0o600)
-    yield str(path)
-    directory.cleanup()
 
 
 @pytest.fixture(scope="module")

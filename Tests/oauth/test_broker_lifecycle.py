@@ -9,37 +9,21 @@ take waits in the queue, across an instance's stop, and is delivered when the pr
 on the embedded store, across a restart.
 """
 
-import os
-import secrets
-import tempfile
-from pathlib import Path
 
 import pytest
 import requests
 
-from support.broker import App, BrokerProcess, broker_config, free_port, provider_config, wait_for
+from support.broker import ADMIN_TOKEN, App, BrokerProcess, broker_config, free_port, provider_config, wait_for
 from support.browser import Browser
 from support.device import DeviceClient, DevicePerson
 from support.pkce import make_pkce
 from support.postgres import PostgresCluster
-
-ADMIN_TOKEN = secrets.token_urlsafe(32)
 
 
 @pytest.fixture(scope="module")
 def postgres():
     with PostgresCluster() as cluster:
         yield cluster
-
-
-@pytest.fixture(scope="module")
-def token_file():
-    directory = tempfile.TemporaryDirectory(prefix="admin-")
-    path = Path(directory.name) / "admin-token"
-    path.write_text(ADMIN_TOKEN + "\n")
-    os.chmod(path, 0o600)
-    yield str(path)
-    directory.cleanup()
 
 
 @pytest.fixture

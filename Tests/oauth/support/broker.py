@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -170,6 +171,10 @@ def provider_config(auth_server, client_id: str, *, provider_id="dot", issuer=No
     client_secret_env: DOT_CLIENT_SECRET
     scopes: {scopes}
 {extra}"""
+
+
+# The admin API's token in the tests (conftest's `token_file` holds it).
+ADMIN_TOKEN = secrets.token_urlsafe(32)
 
 
 def broker_config(providers: str, apps: str = "  web:\n    redirect_uris: [http://127.0.0.1/cb]\n") -> str:

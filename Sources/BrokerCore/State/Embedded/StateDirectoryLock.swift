@@ -25,11 +25,7 @@ enum StateDirectoryLock {
             guard descriptor >= 0 else {
                 return StateFileIO.Failure(description: "cannot open \(path): \(String(cString: strerror(errno)))")
             }
-            var lock = wholeFile(F_WRLCK)
-            guard fcntl(descriptor, F_SETLK, &lock) == 0 else {
-                var holder = wholeFile(F_WRLCK)
-                let pid = fcntl(descriptor, F_GETLK, &holder) == 0 && holder.l_type != Int16(F_UNLCK) ? " (process \(holder.l_pid))" : ""
-                close(descriptor)
+            if let pid = lock(descriptor, F_WRLCK) {
                 return StateFileIO.Failure(description: """
                     another broker\(pid) is using the state directory \(directory): it holds \(path). \
                     Two brokers on one directory would interleave their journals; stop the other one, \
@@ -55,14 +51,21 @@ enum StateDirectoryLock {
             guard errno != ENOENT else { return nil }
             throw StateFileIO.Failure(description: "cannot open \(path): \(String(cString: strerror(errno)))")
         }
-        var lock = wholeFile(F_RDLCK)
-        guard fcntl(descriptor, F_SETLK, &lock) == 0 else {
-            var holder = wholeFile(F_WRLCK)
-            let pid = fcntl(descriptor, F_GETLK, &holder) == 0 && holder.l_type != Int16(F_UNLCK) ? " (process \(holder.l_pid))" : ""
-            close(descriptor)
+        if let pid = lock(descriptor, F_RDLCK) {
             throw StateFileIO.Failure(description: "a broker\(pid) is using \(directory): stop it first, so that the import reads all it wrote")
         }
         return descriptor
+    }
+
+    /// Takes a lock of `type` on the whole file open at `descriptor`: nil when it is taken, else
+    /// who holds it (" (process N)", or "" when that cannot be read), the descriptor closed.
+    private static func lock(_ descriptor: Int32, _ type: Int32) -> String? {
+        var lock = wholeFile(type)
+        guard fcntl(descriptor, F_SETLK, &lock) != 0 else { return nil }
+        var holder = wholeFile(F_WRLCK)
+        let pid = fcntl(descriptor, F_GETLK, &holder) == 0 && holder.l_type != Int16(F_UNLCK) ? " (process \(holder.l_pid))" : ""
+        close(descriptor)
+        return pid
     }
 
     private static func wholeFile(_ type: Int32) -> flock {
