@@ -74,7 +74,7 @@ PROXY_ENDPOINTS = [(method, "/proxy/{provider}/{path}") for method in ("get", "p
 
 LOGOUT_ENDPOINTS = [("post", "/providers/{provider}/backchannel_logout")]
 
-# Token introspection (RFC 7662) for the resource servers configured (off unless configured): a
+# Token introspection (RFC 7662) for the resource servers configured (none: a 401 for everyone): a
 # client that authenticates, so its 401 is HTTP Basic's `invalid_client`.
 INTROSPECTION_ENDPOINTS = [("post", "/introspect")]
 

@@ -96,6 +96,15 @@ def test_only_configured_resource_servers_ask_each_within_its_limit(signed_in):
     assert SECRET not in "\n".join(broker.lines) and basic not in "\n".join(broker.lines)
 
 
+def test_without_resource_servers_nobody_may_introspect(broker_factory):
+    broker, app, _, _ = broker_factory()
+    app.login("alice")
+    refused = requests.post(broker.url("/introspect"), data={"token": app.session_token}, auth=("orders", SECRET), timeout=10)
+    assert refused.status_code == 401 and "No resource servers are configured" in refused.json()["error_description"]
+    metadata = requests.get(broker.url("/.well-known/oauth-authorization-server/providers/dot"), timeout=10).json()
+    assert "introspection_endpoint" not in metadata
+
+
 def test_a_revocation_on_one_instance_reaches_introspection_on_another(auth_server, browser):
     with PostgresCluster() as postgres:
         ports = [free_port(), free_port()]

@@ -25,8 +25,9 @@ struct IntrospectionRoute: Sendable {
         limiters = Dictionary(uniqueKeysWithValues: servers.map { ($0.id, RateLimiter(perMinute: $0.requestsPerMinute) { $0 }) })
     }
 
+    /// Registered whether or not resource servers are configured: without any, nobody can
+    /// authenticate, and every call is a 401 that says so.
     func register(in router: inout Router) {
-        guard !secrets.isEmpty else { return }
         router.add("POST", "/introspect") { [self] request throws(HTTPError) in try introspect(request) }
     }
 
@@ -63,7 +64,10 @@ struct IntrospectionRoute: Sendable {
               constantTimeEquals(SHA256.hash(Array(credentials.secret.utf8)).bytes, expected) else {
             services.metrics.introspection(outcome: "unauthenticated")
             services.metrics.rejected(route: request.route, reason: "resource_server_credential")
-            throw HTTPError(status: 401, code: "invalid_client", description: "Authenticate as a configured resource server (HTTP Basic).",
+            let description = secrets.isEmpty
+                ? "No resource servers are configured (resource_servers): nobody may introspect."
+                : "Authenticate as a configured resource server (HTTP Basic)."
+            throw HTTPError(status: 401, code: "invalid_client", description: description,
                             headers: [HTTPHeader("WWW-Authenticate", #"Basic realm="token-broker""#)])
         }
         return credentials.id
