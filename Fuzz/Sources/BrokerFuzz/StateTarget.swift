@@ -104,22 +104,26 @@ let stateTarget = FuzzTarget(name: "state", run: { bytes in
     let session = Session(id: digest(1), provider: "dev", app: "demo", subject: "dev-user0000001",
                           scopes: ["openid", "profile", "email"], accessToken: "dev_at_abcdefghijklmnopqrstuvwxyz012",
                           accessTokenExpiresAt: 1_700_003_600, refreshToken: "dev_rt_abcdefghijklmnopqrstuvwxyz012",
-                          idTokenClaims: claims, createdAt: 1_700_000_000, usedAt: 1_700_000_100)
+                          idTokenClaims: claims, createdAt: 1_700_000_000, signedInAt: 1_699_999_990, usedAt: 1_700_000_100)
     let bare = Session(id: digest(2), provider: "p", app: "a", subject: "s", scopes: [], accessToken: "t",
-                       accessTokenExpiresAt: nil, refreshToken: nil, idTokenClaims: nil, createdAt: 0, usedAt: 0)
+                       accessTokenExpiresAt: nil, refreshToken: nil, idTokenClaims: nil, createdAt: 0, signedInAt: 0, usedAt: 0)
     let back = AppReturn(redirectURI: "http://127.0.0.1:9000/cb", state: "xyz", challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM")
     let pending = PendingAuthorization(provider: "dev", app: "demo", purpose: .incremental(back, session: digest(3)), verifier: "v",
-                                       nonce: "n", requestedScopes: ["openid"], expiresAt: 1_700_000_600)
+                                       nonce: "n", requestedScopes: ["openid"], expiresAt: 1_700_000_600, beganAt: 1_700_000_000,
+                                       signInID: "0123456789ab")
     let devicePending = PendingAuthorization(provider: "dev", app: "tv", purpose: .device(digest(8)), verifier: "v",
-                                             nonce: "n", requestedScopes: ["openid"], expiresAt: 1_700_000_600)
+                                             nonce: "n", requestedScopes: ["openid"], expiresAt: 1_700_000_600, beganAt: 1_700_000_000)
     let grant = Grant(provider: "dev", subject: "u1", scopes: ["openid"], accessToken: "at", accessTokenExpiresAt: 1_700_003_600,
-                      refreshToken: "rt", idTokenClaims: claims)
-    let handoff = Handoff(app: "demo", redirectURI: "http://127.0.0.1:9000/cb", appChallenge: "c", expiresAt: 1_700_000_060,
-                          grant: grant, sessionID: digest(4), redeemed: true)
-    let plain = Handoff(app: "demo", redirectURI: "r", appChallenge: "c", expiresAt: 1, grant: nil, sessionID: nil)
+                      refreshToken: "rt", idTokenClaims: claims, signedInAt: 1_700_000_010, signInID: "0123456789ab")
+    // A code in each of its states: holding a grant, merged, redeemed (refused twice before), spent.
+    let holding = Handoff(app: "demo", redirectURI: "http://127.0.0.1:9000/cb", appChallenge: "c", expiresAt: 1_700_000_060,
+                          status: .holding(grant))
+    let merged = Handoff(app: "demo", redirectURI: "r", appChallenge: "c", expiresAt: 1, status: .merged(into: digest(3)))
+    let redeemed = Handoff(app: "demo", redirectURI: "r", appChallenge: "c", expiresAt: 1, status: .redeemed(digest(4)), refusals: 2)
+    let spent = Handoff(app: "demo", redirectURI: "r", appChallenge: "c", expiresAt: 1, status: .spent(.signedOut))
     let all: [StateRecord] = [.session(session), .session(bare), .sessionRemoved(digest(1)), .pending(digest(5), pending),
-                              .pending(digest(9), devicePending), .pendingRemoved(digest(5)), .handoff(digest(6), handoff),
-                              .handoff(digest(7), plain)]
+                              .pending(digest(9), devicePending), .pendingRemoved(digest(5)), .handoff(digest(6), holding),
+                              .handoff(digest(7), merged), .handoff(digest(10), redeemed), .handoff(digest(11), spent)]
     var seeds: [(String, [UInt8])] = []
     for (index, record) in all.enumerated() {
         let bytes = encodeAll([record])
