@@ -115,7 +115,10 @@ final class ServerCore: Sendable {
                 self.finish(record, response, startNanos: startNanos)
             }
             // The work started now (and the tasks it starts) passes the caller's trace on.
-            TraceContext.$current.withValue(request.trace) { start(answer) }
+            // The traceparent read once above; tracestate only with it.
+            let trace = TraceContext(requestID: request.id, traceparent: traceparent,
+                                     tracestate: traceparent == nil ? nil : request.header("tracestate"))
+            TraceContext.$current.withValue(trace) { start(answer) }
         }
     }
 
