@@ -37,12 +37,12 @@ struct IntrospectionRoute: Sendable {
         try admit(server)
         let token = try form.required("token")
         // Only session tokens are the broker's to describe; a hint does not change where it looks.
-        guard token.hasPrefix(OpaqueToken.sessionPrefix) else { return .now(answer(nil, server: server)) }
+        guard token.hasPrefix(OpaqueToken.sessionPrefix) else { return .now(answer(nil)) }
         let id = OpaqueToken.hash(token)
-        if let session = services.store.session(id, now: services.now()) { return .now(answer(session, server: server)) }
-        guard !services.store.holdsEverySession else { return .now(answer(nil, server: server)) }
+        if let session = services.store.session(id, now: services.now()) { return .now(answer(session)) }
+        guard !services.store.holdsEverySession else { return .now(answer(nil)) }
         return .deferredCatching { [self] () async throws(HTTPError) -> Response in
-            answer(try await services.load(id), server: server)
+            answer(try await services.load(id))
         }
     }
 
@@ -84,7 +84,7 @@ struct IntrospectionRoute: Sendable {
     }
 
     /// RFC 7662 §2.2: `{"active": false}` alone for a token that names no live session.
-    private func answer(_ session: Session?, server: String) -> Response {
+    private func answer(_ session: Session?) -> Response {
         guard let session else {
             services.metrics.introspection(outcome: "inactive")
             return .json(.object([("active", .bool(false))]))
