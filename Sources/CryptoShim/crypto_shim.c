@@ -1,4 +1,5 @@
-// The only code in the project that includes OpenSSL headers (besides CLibCrypto's header).
+// With signature.c, the only code in the project that includes OpenSSL headers (besides
+// CLibCrypto's header).
 // Uses the OpenSSL 3.0 EVP API only; no deprecated calls.
 
 #include "crypto_shim.h"

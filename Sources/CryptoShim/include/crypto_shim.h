@@ -51,6 +51,24 @@ int tb_crypto_equal(const void *_Nullable a, const void *_Nullable b, size_t cou
 // OPENSSL_cleanse: zeroes key material in a way the compiler may not optimise away.
 void tb_crypto_cleanse(void *_Nullable data, size_t count);
 
+// JWS signature algorithms tb_crypto_verify_signature checks (RFC 7518 §3, RFC 8037).
+#define TB_CRYPTO_ES256 1
+#define TB_CRYPTO_ES384 2
+#define TB_CRYPTO_RS256 3
+#define TB_CRYPTO_PS256 4
+#define TB_CRYPTO_ED25519 5
+
+// Checks a JWS signature over `data` with a public key given by its JWK members: `x` and `y`
+// for ES256/ES384 (each the curve's coordinate length), `n` and `e` for RS256/PS256 (n of
+// 2048 bits or more), `x` for Ed25519 (`y` empty). `signature` as JWS writes it (R || S for
+// ECDSA). Returns 1 when the signature is valid; 0 when it is not, or the key is unusable (a
+// point off the curve, a short modulus). Implemented in signature.c.
+int tb_crypto_verify_signature(int algorithm,
+                               const void *a, size_t a_count,
+                               const void *_Nullable b, size_t b_count,
+                               const void *_Nullable data, size_t data_count,
+                               const void *signature, size_t signature_count);
+
 #pragma clang assume_nonnull end
 
 #endif
