@@ -33,7 +33,7 @@ struct DeviceCodeStoreTests {
         let found = try await store.pendingDeviceCode(userCode: UserCode.hash("BCDFGHJK"), now: clock.seconds)
         #expect(found?.code == code && found?.device.app == "tv")
         #expect(try await store.pendingDeviceCode(userCode: UserCode.hash("BCDFGHJX"), now: clock.seconds) == nil)
-        guard case .pending = try await store.pollDeviceCode(code, app: "tv", session: Self.polled, now: clock.seconds).answer else {
+        guard case .pending = try await store.pollDeviceCode(code, app: "tv", session: Self.polled, keyThumbprint: nil, now: clock.seconds).answer else {
             Issue.record("a new code was not pending")
             return
         }
@@ -41,7 +41,7 @@ struct DeviceCodeStoreTests {
         #expect(try await store.decideDeviceCode(code, .deny(login: nil), now: clock.seconds).answer == nil, "refused at /device after the sign-in")
         #expect(try await store.pendingDeviceCode(userCode: UserCode.hash("BCDFGHJK"), now: clock.seconds) == nil,
                 "a signed-in code is no longer found by its user code")
-        guard case .pending = try await store.pollDeviceCode(code, app: "tv", session: Self.polled, now: clock.seconds + 6).answer else {
+        guard case .pending = try await store.pollDeviceCode(code, app: "tv", session: Self.polled, keyThumbprint: nil, now: clock.seconds + 6).answer else {
             Issue.record("a grant was collected before its account was confirmed")
             return
         }
@@ -58,24 +58,24 @@ struct DeviceCodeStoreTests {
 
         // The user was told "signed in": a crash (the store dropped unclosed) loses nothing.
         let afterCrash = try await harness.open(clock: clock)
-        guard case .unknown = try await afterCrash.pollDeviceCode(code, app: "other", session: Self.polled, now: clock.seconds).answer else {
+        guard case .unknown = try await afterCrash.pollDeviceCode(code, app: "other", session: Self.polled, keyThumbprint: nil, now: clock.seconds).answer else {
             Issue.record("another app's poll was answered")
             return
         }
-        let collecting = try await afterCrash.pollDeviceCode(code, app: "tv", session: Self.polled, now: clock.seconds + 6)
+        let collecting = try await afterCrash.pollDeviceCode(code, app: "tv", session: Self.polled, keyThumbprint: nil, now: clock.seconds + 6)
         guard case .approved = collecting.answer else {
             Issue.record("the approval was lost in the crash")
             return
         }
         #expect(collecting.made?.refreshToken == "rt-device" && collecting.made?.id == Self.polled, "the poll made the session")
         #expect(try await afterCrash.loadSession(Self.polled, now: clock.seconds + 6)?.refreshToken == "rt-device", "in the same change")
-        guard case .collected = try await afterCrash.pollDeviceCode(code, app: "tv", session: Self.polled, now: clock.seconds + 12).answer else {
+        guard case .collected = try await afterCrash.pollDeviceCode(code, app: "tv", session: Self.polled, keyThumbprint: nil, now: clock.seconds + 12).answer else {
             Issue.record("a collected code gave its grant again")
             return
         }
         await afterCrash.close()
         let reopened = try await harness.open(clock: clock)
-        guard case .collected = try await reopened.pollDeviceCode(code, app: "tv", session: Self.polled, now: clock.seconds + 18).answer else {
+        guard case .collected = try await reopened.pollDeviceCode(code, app: "tv", session: Self.polled, keyThumbprint: nil, now: clock.seconds + 18).answer else {
             Issue.record("a collected code worked again after a restart")
             return
         }
@@ -90,28 +90,28 @@ struct DeviceCodeStoreTests {
         let code = OpaqueToken.hash("tbd_fast")
         #expect(try await store.issueDeviceCode(code, device("CDFGHJKL", clock: clock, lifetime: 60)))
         let start = clock.seconds
-        guard case .pending = try await store.pollDeviceCode(code, app: "tv", session: Self.polled, now: start).answer else { Issue.record("first poll"); return }
-        guard case .slowDown(let first) = try await store.pollDeviceCode(code, app: "tv", session: Self.polled, now: start + 1).answer else {
+        guard case .pending = try await store.pollDeviceCode(code, app: "tv", session: Self.polled, keyThumbprint: nil, now: start).answer else { Issue.record("first poll"); return }
+        guard case .slowDown(let first) = try await store.pollDeviceCode(code, app: "tv", session: Self.polled, keyThumbprint: nil, now: start + 1).answer else {
             Issue.record("a poll one second later was not slow_down")
             return
         }
-        guard case .slowDown(let second) = try await store.pollDeviceCode(code, app: "tv", session: Self.polled, now: start + 2).answer else {
+        guard case .slowDown(let second) = try await store.pollDeviceCode(code, app: "tv", session: Self.polled, keyThumbprint: nil, now: start + 2).answer else {
             Issue.record("the next fast poll was not slow_down")
             return
         }
         #expect(first == 10 && second == 15)
-        guard case .pending = try await store.pollDeviceCode(code, app: "tv", session: Self.polled, now: start + 2 + 15).answer else {
+        guard case .pending = try await store.pollDeviceCode(code, app: "tv", session: Self.polled, keyThumbprint: nil, now: start + 2 + 15).answer else {
             Issue.record("a poll after the grown interval was not pending")
             return
         }
         clock.advance(by: 61)
-        guard case .expired = try await store.pollDeviceCode(code, app: "tv", session: Self.polled, now: clock.seconds).answer else {
+        guard case .expired = try await store.pollDeviceCode(code, app: "tv", session: Self.polled, keyThumbprint: nil, now: clock.seconds).answer else {
             Issue.record("a code past its lifetime was not expired")
             return
         }
         #expect(try await store.decideDeviceCode(code, .signedIn(Self.grant, login: Self.login), now: clock.seconds).answer == nil, "signed in after expiry")
         await store.sweep()
-        guard case .unknown = try await store.pollDeviceCode(code, app: "tv", session: Self.polled, now: clock.seconds).answer else {
+        guard case .unknown = try await store.pollDeviceCode(code, app: "tv", session: Self.polled, keyThumbprint: nil, now: clock.seconds).answer else {
             Issue.record("the sweep kept an expired code")
             return
         }
@@ -139,7 +139,7 @@ struct DeviceCodeStoreTests {
         for code in [approved, collected] {
             #expect(try await store.decideDeviceCode(code, .confirm(login: Self.login), now: clock.seconds).answer != nil)
         }
-        guard case .approved = try await store.pollDeviceCode(collected, app: "tv", session: Self.polled, now: clock.seconds).answer else {
+        guard case .approved = try await store.pollDeviceCode(collected, app: "tv", session: Self.polled, keyThumbprint: nil, now: clock.seconds).answer else {
             Issue.record("an approved code was not collected")
             return
         }
@@ -162,7 +162,7 @@ struct DeviceCodeStoreTests {
         #expect(try await store.decideDeviceCode(code, .deny(login: nil), now: clock.seconds).answer != nil)
         #expect(try await store.pendingDeviceCode(userCode: UserCode.hash("DFGHJKLM"), now: clock.seconds) == nil)
         #expect(try await store.decideDeviceCode(code, .signedIn(Self.grant, login: Self.login), now: clock.seconds).answer == nil)
-        guard case .denied = try await store.pollDeviceCode(code, app: "tv", session: Self.polled, now: clock.seconds).answer else {
+        guard case .denied = try await store.pollDeviceCode(code, app: "tv", session: Self.polled, keyThumbprint: nil, now: clock.seconds).answer else {
             Issue.record("a refused code was not access_denied")
             return
         }
@@ -182,7 +182,7 @@ struct DeviceCodeStoreTests {
         #expect(try await first.decideDeviceCode(code, .confirm(login: Self.login), now: clock.seconds).answer != nil)
         let polls = try await withThrowingTaskGroup(of: DevicePoll.self) { group in
             for store in [first, second, first, second] {
-                group.addTask { try await store.pollDeviceCode(code, app: "tv", session: Self.polled, now: clock.seconds).answer }
+                group.addTask { try await store.pollDeviceCode(code, app: "tv", session: Self.polled, keyThumbprint: nil, now: clock.seconds).answer }
             }
             return try await group.reduce(into: [DevicePoll]()) { $0.append($1) }
         }
@@ -215,13 +215,13 @@ struct DeviceCodeRuleTests {
         var device = DeviceAuthorization(app: "tv", provider: "dev", scopes: [], userCode: UserCode.hash("BCDFGHJK"),
                                          expiresAt: 1_000, interval: 5, lastPolledAt: nil, status: .pending)
         let session = OpaqueToken.hash("tbs_polled")
-        guard case .pending = device.poll(by: "tv", at: 100, session: session).0 else { Issue.record("first poll"); return }
-        guard case .pending = device.poll(by: "tv", at: 104.2, session: session).0 else { Issue.record("4.2 s after is within the 1 s tolerance"); return }
-        guard case .slowDown(let interval) = device.poll(by: "tv", at: 105, session: session).0 else { Issue.record("0.8 s after"); return }
+        guard case .pending = device.poll(by: "tv", at: 100, session: session, keyThumbprint: nil).0 else { Issue.record("first poll"); return }
+        guard case .pending = device.poll(by: "tv", at: 104.2, session: session, keyThumbprint: nil).0 else { Issue.record("4.2 s after is within the 1 s tolerance"); return }
+        guard case .slowDown(let interval) = device.poll(by: "tv", at: 105, session: session, keyThumbprint: nil).0 else { Issue.record("0.8 s after"); return }
         #expect(interval == 10 && device.interval == 10)
         device.status = .approved(Grant(provider: "dev", subject: "s", scopes: [], accessToken: "a", accessTokenExpiresAt: nil,
                                         refreshToken: nil, idTokenClaims: nil, signedInAt: 0))
-        let (collected, effects) = device.poll(by: "tv", at: 105.1, session: session)
+        let (collected, effects) = device.poll(by: "tv", at: 105.1, session: session, keyThumbprint: nil)
         guard case .approved = collected, case .makeSession(let made)? = effects.first, made.id == session else {
             Issue.record("an approved code is collected even when polled fast")
             return

@@ -152,7 +152,7 @@ struct PostgresStoreTests {
             lastPolledAt: nil, status: .pending)))
         await #expect(throws: StateReadError.self) { try await behind.pendingDeviceCode(userCode: UserCode.hash("BCDFGHJK"), now: clock.seconds) }
         await #expect(throws: StateWriteError.self) {
-            try await behind.pollDeviceCode(device, app: "demo", session: OpaqueToken.hash("tbs_x"), now: clock.seconds)
+            try await behind.pollDeviceCode(device, app: "demo", session: OpaqueToken.hash("tbs_x"), keyThumbprint: nil, now: clock.seconds)
         }
         await behind.close()
 

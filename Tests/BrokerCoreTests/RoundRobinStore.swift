@@ -90,8 +90,8 @@ final class RoundRobinStore: StateStore {
         try await next.decideDeviceCode(code, decision, now: now)
     }
 
-    func pollDeviceCode(_ code: SHA256Digest, app: String, session: SHA256Digest, now: Double) async throws(StateWriteError) -> Transition<DevicePoll> {
-        try await next.pollDeviceCode(code, app: app, session: session, now: now)
+    func pollDeviceCode(_ code: SHA256Digest, app: String, session: SHA256Digest, keyThumbprint: String?, now: Double) async throws(StateWriteError) -> Transition<DevicePoll> {
+        try await next.pollDeviceCode(code, app: app, session: session, keyThumbprint: keyThumbprint, now: now)
     }
 
     func endSignIns(_ signOut: SignOut, now: Double) async throws(StateWriteError) -> [EndedGrant] {

@@ -168,7 +168,7 @@ struct StateStoreLifecycleTests {
                 return
             }
         }
-        guard case .signedOut = try await store.pollDeviceCode(device, app: "demo", session: OpaqueToken.hash("tbs_device"), now: at).answer else {
+        guard case .signedOut = try await store.pollDeviceCode(device, app: "demo", session: OpaqueToken.hash("tbs_device"), keyThumbprint: nil, now: at).answer else {
             Issue.record("the device was not told of the sign-out")
             return
         }
@@ -277,7 +277,7 @@ struct StateStoreLifecycleTests {
             app: "demo", provider: "dev", scopes: ["openid"], userCode: UserCode.hash("BCDFGHJK"), expiresAt: clock.seconds + 600,
             interval: 5, lastPolledAt: nil, status: .approved(grant("dora", signedInAt: clock.seconds)))))
         lost.next()
-        let polled = try await store.pollDeviceCode(device, app: "demo", session: OpaqueToken.hash("tbs_device"), now: clock.seconds)
+        let polled = try await store.pollDeviceCode(device, app: "demo", session: OpaqueToken.hash("tbs_device"), keyThumbprint: nil, now: clock.seconds)
         #expect(lost.remaining(in: kind) == 0)
         guard case .approved = polled.answer, polled.made?.subject == "dora" else { Issue.record("the device's poll lost its session"); return }
         #expect(try await harness.open(clock: clock).loadSession(OpaqueToken.hash("tbs_device"), now: clock.seconds) != nil)

@@ -59,8 +59,9 @@ struct DeviceAuthorization: Sendable {
     }
 
     /// A poll at `now` by `app`: what the device is told, with the record changed accordingly
-    /// (the grant taken as the session `session` names, the interval grown, the time of the poll).
-    mutating func poll(by app: String, at now: Double, session: SHA256Digest) -> (DevicePoll, [GrantEffect]) {
+    /// (the grant taken as the session `session` names — bound to the key `keyThumbprint` names,
+    /// when there is one — the interval grown, the time of the poll).
+    mutating func poll(by app: String, at now: Double, session: SHA256Digest, keyThumbprint: String?) -> (DevicePoll, [GrantEffect]) {
         guard app == self.app else { return (.unknown, []) }
         switch status {
         case .collected:
@@ -75,7 +76,7 @@ struct DeviceAuthorization: Sendable {
             guard expiresAt > now else { return (.expired, []) }
             status = .collected
             lastPolledAt = now
-            return (.approved(signIn: grant.signInID), [.makeSession(Session(id: session, app: app, grant: grant, at: now))])
+            return (.approved(signIn: grant.signInID), [.makeSession(Session(id: session, app: app, grant: grant, keyThumbprint: keyThumbprint, at: now))])
         case .pending, .signedIn:
             return (wait(at: now), [])
         }

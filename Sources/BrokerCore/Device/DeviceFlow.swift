@@ -127,11 +127,11 @@ struct DeviceFlow: Sendable {
     /// A poll by `app` with `deviceCode`: a new session once the user has signed in and confirmed
     /// the account (made in the same change as the poll, durable before its token is returned),
     /// else why not yet or not at all.
-    func poll(deviceCode: String, app: String) async throws(DevicePollRefusal) -> RedeemedSession {
+    func poll(deviceCode: String, app: String, keyThumbprint: String? = nil) async throws(DevicePollRefusal) -> RedeemedSession {
         let token = OpaqueToken.make(prefix: OpaqueToken.sessionPrefix)
         let polled: Transition<DevicePoll>
         do {
-            polled = try await store.pollDeviceCode(OpaqueToken.hash(deviceCode), app: app, session: OpaqueToken.hash(token), now: now())
+            polled = try await store.pollDeviceCode(OpaqueToken.hash(deviceCode), app: app, session: OpaqueToken.hash(token), keyThumbprint: keyThumbprint, now: now())
         } catch {
             throw .unsaved
         }

@@ -67,7 +67,7 @@ struct Handoff: Sendable {
         case .holding(let grant):
             if let stopped = stop(attempt) { return stopped }
             status = .redeemed(attempt.sessionID)
-            return (.released(signIn: grant.signInID), [.makeSession(Session(id: attempt.sessionID, app: app, grant: grant, at: attempt.at))])
+            return (.released(signIn: grant.signInID), [.makeSession(Session(id: attempt.sessionID, app: app, grant: grant, keyThumbprint: attempt.keyThumbprint, at: attempt.at))])
         case .merged(let session):
             if let stopped = stop(attempt) { return stopped }
             status = .redeemed(session)
@@ -113,5 +113,7 @@ struct HandoffAttempt: Sendable {
     let redirectURI: String
     let verifier: String
     let sessionID: SHA256Digest
+    /// The key the new session's token is to be bound to (the redeeming request's DPoP proof).
+    var keyThumbprint: String? = nil
     let at: Double
 }

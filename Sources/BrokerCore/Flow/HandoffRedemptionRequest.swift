@@ -7,6 +7,8 @@ struct HandoffRedemptionRequest: Sendable {
     let verifier: String
     let redirectURI: String
     let app: String
+    /// The key the redeeming request proved it holds (DPoP), to bind the new session's token to.
+    var keyThumbprint: String? = nil
 }
 
 /// The session a redeemed handoff code stands for.

@@ -19,13 +19,14 @@ extension Grant {
 }
 
 extension Session {
-    /// A new session of `app` holding `grant`, known by `id` (the hash of its token).
-    init(id: SHA256Digest, app: String, grant: Grant, at now: Double) {
+    /// A new session of `app` holding `grant`, known by `id` (the hash of its token), its token
+    /// bound to the key `keyThumbprint` names (DPoP) when there is one.
+    init(id: SHA256Digest, app: String, grant: Grant, keyThumbprint: String? = nil, at now: Double) {
         self.init(
             id: id, provider: grant.provider, app: app, subject: grant.subject, scopes: grant.scopes,
             accessToken: grant.accessToken, accessTokenExpiresAt: grant.accessTokenExpiresAt,
             refreshToken: grant.refreshToken, idTokenClaims: grant.idTokenClaims, createdAt: now, signedInAt: grant.signedInAt, usedAt: now,
-            providerSessionID: Self.providerSessionID(in: grant.idTokenClaims)
+            providerSessionID: Self.providerSessionID(in: grant.idTokenClaims), keyThumbprint: keyThumbprint
         )
     }
 

@@ -27,6 +27,10 @@ struct Session: Sendable {
     /// The provider's session at sign-in: the ID token's `sid` (OpenID Connect Front- and
     /// Back-Channel Logout), by which a logout token names the sessions to end; nil without one.
     var providerSessionID: String? = nil
+    /// The JWK thumbprint (RFC 7638) of the key its token is bound to (DPoP, RFC 9449): fixed
+    /// when the session is made, by the proof its app sent to redeem the code; nil for a bearer
+    /// session.
+    var keyThumbprint: String? = nil
 
     /// Whether the access token is good for at least `seconds` more at `now`.
     func accessTokenValid(for seconds: Double, at now: Double) -> Bool {

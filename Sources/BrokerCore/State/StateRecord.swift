@@ -136,6 +136,7 @@ extension Session {
         // Always written ("" for none), so that reading a session never parses its claims.
         fields.string(13, providerSessionID ?? "")
         fields.double(14, signedInAt)
+        fields.string(15, keyThumbprint)
     }
 
     init(_ fields: FieldReader, scopes: inout ScopeTable) throws(StateDecodingError) {
@@ -163,7 +164,8 @@ extension Session {
             signedInAt: try fields.double(14) ?? createdAt,
             usedAt: try fields.requiredDouble(11),
             refreshedAt: try fields.double(12),
-            providerSessionID: providerSessionID
+            providerSessionID: providerSessionID,
+            keyThumbprint: try fields.string(15)
         )
     }
 }

@@ -122,7 +122,7 @@ protocol StateStore: Sendable {
     /// A poll by the device (``DeviceAuthorization/poll(by:at:session:)``), applied once whichever
     /// instance is asked; when it collects the grant, the session `session` names is made in the
     /// same change, durably.
-    func pollDeviceCode(_ code: SHA256Digest, app: String, session: SHA256Digest, now: Double) async throws(StateWriteError) -> Transition<DevicePoll>
+    func pollDeviceCode(_ code: SHA256Digest, app: String, session: SHA256Digest, keyThumbprint: String?, now: Double) async throws(StateWriteError) -> Transition<DevicePoll>
 
     // MARK: Sign-outs
 

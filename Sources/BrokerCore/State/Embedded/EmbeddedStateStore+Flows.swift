@@ -66,8 +66,8 @@ extension EmbeddedStateStore {
         try await changeDevice(code, now: now, absent: nil) { device in device.decide(decision, at: now) }
     }
 
-    func pollDeviceCode(_ code: SHA256Digest, app: String, session: SHA256Digest, now: Double) async throws(StateWriteError) -> Transition<DevicePoll> {
-        try await changeDevice(code, now: now, absent: .unknown) { device in device.poll(by: app, at: now, session: session) }
+    func pollDeviceCode(_ code: SHA256Digest, app: String, session: SHA256Digest, keyThumbprint: String?, now: Double) async throws(StateWriteError) -> Transition<DevicePoll> {
+        try await changeDevice(code, now: now, absent: .unknown) { device in device.poll(by: app, at: now, session: session, keyThumbprint: keyThumbprint) }
     }
 
     /// Applies `step` to the device code and carries out its effects; logged when its status

@@ -59,8 +59,8 @@ extension PostgresStateStore {
         try await change(code, now: now, absent: nil) { device in device.decide(decision, at: now) }
     }
 
-    func pollDeviceCode(_ code: SHA256Digest, app: String, session: SHA256Digest, now: Double) async throws(StateWriteError) -> Transition<DevicePoll> {
-        try await change(code, now: now, absent: .unknown) { device in device.poll(by: app, at: now, session: session) }
+    func pollDeviceCode(_ code: SHA256Digest, app: String, session: SHA256Digest, keyThumbprint: String?, now: Double) async throws(StateWriteError) -> Transition<DevicePoll> {
+        try await change(code, now: now, absent: .unknown) { device in device.poll(by: app, at: now, session: session, keyThumbprint: keyThumbprint) }
     }
 
     /// Applies `body` to the device code under a row lock and writes what changed: the sealed

@@ -1,0 +1,94 @@
+import BrokerCrypto
+import Foundation
+import WireValues
+
+/// A DPoP proof (RFC 9449 §4) checked for one request, as §4.3 lists: a compact JWS of type
+/// `dpop+jwt`, signed with an asymmetric algorithm by the public key in its own `jwk` header
+/// (never a private one), for this request's method (`htm`) and URL (`htu`), made within the
+/// accepted window (`iat`), with a `jti`, and — where a token is presented — the hash of that
+/// token (`ath`). Whether its `jti` was seen before is the ``ProofReplayGuard``'s to say.
+struct DPoPProof: Sendable {
+    /// The thumbprint of the key that signed it (``ProofKey/thumbprint``).
+    let thumbprint: String
+    /// What its `jti` is remembered by: the key's thumbprint and the `jti`, hashed, so that two
+    /// keys' `jti`s never collide and the store keeps no client's value.
+    let replayID: SHA256Digest
+    /// Until when its `jti` is to be remembered: past it, `iat` puts the proof outside the window.
+    let rememberUntil: Double
+
+    /// Larger than any proof a client makes (an RSA-4096 key and the claims fit in 2 KiB).
+    static let maximumBytes = 8192
+    /// How old a proof may be (RFC 9449 §11.1 leaves it to the server: a minute is common).
+    static let acceptedAge = 60.0
+    /// How far ahead of the broker's clock a client's may run.
+    static let clockSkew = 10.0
+    /// The algorithms accepted, as the metadata's `dpop_signing_alg_values_supported` lists them.
+    static let algorithms = SignatureCheck.Algorithm.allCases
+    static let algorithmNames = algorithms.map(\.rawValue).joined(separator: " ")
+
+    /// Checks `text` as the proof of a request with `method` to `url` (the broker's public URL
+    /// and the request's path), presenting the token whose SHA-256 is `tokenHash` (nil at a token
+    /// endpoint, where no token is presented), at `now`.
+    init(_ text: String, method: String, url: ProofURL, tokenHash: SHA256Digest?, now: Double) throws(DPoPProofError) {
+        guard text.utf8.count <= Self.maximumBytes else { throw .malformed("it is longer than \(Self.maximumBytes) bytes") }
+        let segments = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard segments.count == 3, let headerBytes = Base64URL.decode(segments[0]), let claimBytes = Base64URL.decode(segments[1]),
+              let signature = Base64URL.decode(segments[2]),
+              let header = try? JSONValue.parse(headerBytes), case .object = header,
+              let claims = try? JSONValue.parse(claimBytes), case .object = claims
+        else { throw .malformed("it is not a compact JWS with JSON header and claims") }
+        guard header["typ"]?.stringValue == "dpop+jwt" else { throw .wrongType }
+        let alg = header["alg"]?.stringValue ?? "(none)"
+        guard let algorithm = SignatureCheck.Algorithm(rawValue: alg) else { throw .unsupportedAlgorithm(alg) }
+        guard header["crit"] == nil else { throw .malformed("crit names an extension the broker does not know") }
+        guard let jwk = header["jwk"] else { throw .malformed("the header has no jwk") }
+        let key = try ProofKey(jwk, algorithm: algorithm)
+        guard let dot = text.lastIndex(of: "."), key.signed(text[..<dot], signature: signature) else { throw .badSignature }
+
+        guard let jti = claims["jti"]?.stringValue, !jti.isEmpty, jti.utf8.count <= 256 else { throw .malformed("jti is missing") }
+        guard claims["htm"]?.stringValue == method else { throw .wrongMethod }
+        guard let htu = claims["htu"]?.stringValue, ProofURL(htu) == url else { throw .wrongURL }
+        let issuedAt: Double
+        switch claims["iat"] {
+        case .int(let seconds)?: issuedAt = Double(seconds)
+        case .double(let seconds)?: issuedAt = seconds
+        default: throw .malformed("iat is not a number")
+        }
+        guard issuedAt >= now - Self.acceptedAge, issuedAt <= now + Self.clockSkew else { throw .stale }
+        if let tokenHash {
+            guard let ath = claims["ath"]?.stringValue, ath == Base64URL.encode(tokenHash.bytes) else { throw .wrongTokenHash }
+        }
+        thumbprint = key.thumbprint
+        replayID = SHA256.hash("dpop-jti:\(key.thumbprint):\(jti)")
+        rememberUntil = issuedAt + Self.acceptedAge + Self.clockSkew
+    }
+}
+
+/// An `htu` as RFC 9449 §4.3 compares it: scheme and host in lowercase, the scheme's default
+/// port left out, the path as written, without query and fragment.
+struct ProofURL: Sendable, Equatable {
+    private let normalized: String?
+
+    init(_ text: String) {
+        guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
+              let host = components.host?.lowercased(), !host.isEmpty
+        else {
+            normalized = nil
+            return
+        }
+        let port = components.port.flatMap { ["http": 80, "https": 443][scheme] == $0 ? nil : $0 }
+        let path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
+        normalized = "\(scheme)://\(host)\(port.map { ":\($0)" } ?? "")\(path)"
+    }
+
+    /// The URL of a request to `path` at the broker whose public URL is `base`.
+    init(base: URL, path: Substring) {
+        var text = base.absoluteString
+        while text.hasSuffix("/") { text.removeLast() }
+        self.init(text + path)
+    }
+
+    static func == (lhs: ProofURL, rhs: ProofURL) -> Bool {
+        lhs.normalized != nil && lhs.normalized == rhs.normalized
+    }
+}
