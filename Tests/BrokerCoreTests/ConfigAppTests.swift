@@ -35,6 +35,15 @@ struct ConfigAppTests {
                       key: "apps.demo.providers", contains: "must list at least one provider")
     }
 
+    @Test func anAppMayRequireDPoP() throws {
+        let config = try loadConfig(providers + "apps:\n  demo:\n    redirect_uris: [myapp://oauth]\n    dpop: required\n"
+            + "  plain:\n    redirect_uris: [myapp://plain]\n", env: ["S": "x"])
+        #expect(config.app(id: "demo")?.dpop == .required)
+        #expect(config.app(id: "plain")?.dpop == .optional, "optional by default")
+        expectProblem(appProblems("apps:\n  demo:\n    redirect_uris: [myapp://oauth]\n    dpop: always\n"),
+                      key: "apps.demo.dpop", contains: "expected one of optional, required, got \"always\"")
+    }
+
     @Test func duplicateRedirectURIsAreProblems() {
         let exact = appProblems("apps:\n  demo:\n    redirect_uris:\n      - myapp://oauth\n      - https://a.example/cb\n"
             + "      - myapp://oauth\n")

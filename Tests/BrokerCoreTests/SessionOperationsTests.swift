@@ -21,9 +21,10 @@ struct SessionOperationsTests {
     }
 
     private func currentOnce(_ bed: FlowTestBed, _ id: SHA256Digest, validFor validity: Double) async throws -> String {
-        switch bed.sessions.current(id, validFor: validity, { session, _ in session.accessToken }) {
+        switch bed.sessions.current(id, holder: .bearer, validFor: validity, { session, _ in session.accessToken }) {
         case .fresh(let token): return "fresh \(token)"
         case .refreshDue(let early): return early ? "refresh early" : "refresh due"
+        case .wrongHolder(let mismatch): return "wrong holder \(mismatch)"
         case .unknownSession:
             guard !bed.store.holdsEverySession, let session = try await bed.stored(id) else { return "unknown" }
             let now = bed.clock.seconds

@@ -3,17 +3,26 @@ import HTTPServer
 import WireValues
 
 extension BrokerServices {
-    /// Runs `then` with the session named by `Authorization: Bearer <session token>`: at once
-    /// when this instance has it in memory; else, with a store shared by several instances (a
+    /// Runs `then` with the session named by `Authorization: Bearer <session token>` (or `DPoP
+    /// <session token>` with its proof, for a session bound to a key: ``presentedToken(_:)``): at
+    /// once when this instance has it in memory; else, with a store shared by several instances (a
     /// cache miss), once it is loaded from the store, the request suspended meanwhile. A missing,
-    /// malformed or unknown token is a 401 (RFC 6750 §3); the token is never repeated in the answer.
+    /// malformed or unknown token, or one presented otherwise than its session is bound, is a 401
+    /// (RFC 6750 §3, RFC 9449 §7.1); the token is never repeated in the answer.
     func withBearerSession(_ request: Request, _ then: @escaping @Sendable (Session) throws(HTTPError) -> Reply) throws(HTTPError) -> Reply {
-        let id = try sessionID(request)
-        if let session = store.session(id, now: now()) { return try then(session) }
+        let presented = try presentedToken(request)
         let route = request.route
+        if let session = store.session(presented.id, now: now()) {
+            guard let unrecorded = try admit(presented, to: session, route: route) else { return try then(session) }
+            return .deferredCatching { [self] () async throws(HTTPError) -> Response in
+                try await spendAnywhere(unrecorded, route: route)
+                return try await then(session).response()
+            }
+        }
         guard !store.holdsEverySession else { throw unknownSession(route: route) }
         return .deferredCatching { [self] () async throws(HTTPError) -> Response in
-            guard let session = try await load(id) else { throw unknownSession(route: route) }
+            guard let session = try await load(presented.id) else { throw unknownSession(route: route) }
+            try await spendAnywhere(try admit(presented, to: session, route: route), route: route)
             return try await then(session).response()
         }
     }
@@ -34,25 +43,36 @@ extension BrokerServices {
         return .invalidToken("The session token is unknown, expired or revoked.")
     }
 
-    /// `bearer ` in lowercase ASCII.
+    /// `bearer ` and `dpop ` in lowercase ASCII.
     private static let bearerScheme: [UInt8] = Array("bearer ".utf8)
+    private static let dpopScheme: [UInt8] = Array("dpop ".utf8)
 
-    /// The hash of the bearer session token, without looking it up. Read from the header's
-    /// bytes where they lie: this runs on every `GET /token`.
-    func sessionID(_ request: Request) throws(HTTPError) -> SHA256Digest {
+    /// The scheme a session token comes in.
+    enum TokenScheme {
+        case bearer, dpop
+    }
+
+    /// The hash of the session token and its scheme, without looking it up. Read from the
+    /// header's bytes where they lie: this runs on every `GET /token`.
+    func sessionID(_ request: Request) throws(HTTPError) -> (SHA256Digest, TokenScheme) {
         try request.withHeaderBytes("Authorization") { header throws(HTTPError) in
             guard let header else {
                 throw .invalidToken("Send the session token as Authorization: Bearer <token>.")
             }
-            // "Bearer" is case-insensitive (RFC 7235 §2.1).
-            guard header.count > 7, zip(header.prefix(7), Self.bearerScheme).allSatisfy({ $0 | 0x20 == $1 }) else {
-                throw .invalidToken("The Authorization header is not a Bearer session token.")
+            // Schemes are case-insensitive (RFC 7235 §2.1).
+            let scheme: TokenScheme
+            if header.count > 7, zip(header.prefix(7), Self.bearerScheme).allSatisfy({ $0 | 0x20 == $1 }) {
+                scheme = .bearer
+            } else if header.count > 5, zip(header.prefix(5), Self.dpopScheme).allSatisfy({ $0 | 0x20 == $1 }) {
+                scheme = .dpop
+            } else {
+                throw .invalidToken("The Authorization header is not a Bearer or DPoP session token.")
             }
-            let token = UnsafeRawBufferPointer(rebasing: header[7...])
+            let token = UnsafeRawBufferPointer(rebasing: header[(scheme == .bearer ? 7 : 5)...])
             guard token.starts(with: OpaqueToken.sessionPrefix.utf8) else {
-                throw .invalidToken("The Authorization header is not a Bearer session token.")
+                throw .invalidToken("The Authorization header is not a Bearer or DPoP session token.")
             }
-            return SHA256.hash(token)
+            return (SHA256.hash(token), scheme)
         }
     }
 }

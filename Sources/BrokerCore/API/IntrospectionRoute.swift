@@ -96,11 +96,11 @@ struct IntrospectionRoute: Sendable {
             ("provider", .string(session.provider)),
             ("client_id", .string(session.app)),
             ("scope", .string(session.scopes.joined(separator: " "))),
-            ("token_type", .string("Bearer")),
+            ("token_type", .string(session.keyThumbprint == nil ? "Bearer" : "DPoP")),
             ("iss", .string(services.issuer(of: session.provider))),
             ("iat", .int(Int(session.createdAt))),
             ("exp", .int(Int(services.sessionEnd(session)))),
-        ]))
+        ] + (session.keyThumbprint.map { [("cnf", .object([("jkt", .string($0))]))] } ?? [])))
     }
 }
 

@@ -23,13 +23,18 @@ struct SessionRoutes: Sendable {
 
     /// Ends the session here, then at the provider (``SessionOperations/end(_:_:)``): what the
     /// provider said, or `queued` when it will be asked again until it confirms. Idempotent: an
-    /// unknown session token is answered 200 with `not_attempted`.
+    /// unknown session token is answered 200 with `not_attempted`. A session bound to a key ends
+    /// only for a proof of it.
     private func revoke(_ request: Request) throws(HTTPError) -> Reply {
-        let id = try services.sessionID(request)
+        let presented = try services.presentedToken(request)
+        let route = request.route
         return .deferredCatching { [services] () async throws(HTTPError) -> Response in
+            if let session = try await services.load(presented.id) {
+                try await services.spendAnywhere(try services.admit(presented, to: session, route: route), route: route)
+            }
             let revocation: ProviderRevocation?
             do throws(StateWriteError) {
-                revocation = try await services.sessions.end(id, .revoked)
+                revocation = try await services.sessions.end(presented.id, .revoked)
             } catch {
                 throw error.httpError
             }

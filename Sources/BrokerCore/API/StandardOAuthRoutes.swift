@@ -1,3 +1,4 @@
+import BrokerCrypto
 import Foundation
 import HTTPServer
 import WireValues
@@ -76,7 +77,8 @@ extension BrokerServices {
 
     /// RFC 8414 metadata of provider `provider`'s authorization server: public clients, PKCE
     /// with S256, the authorization-code, refresh-token and device (RFC 8628) grants, RFC 9207's
-    /// `iss`, and the introspection endpoint (RFC 7662) when resource servers are configured.
+    /// `iss`, DPoP (RFC 9449) and the introspection endpoint (RFC 7662) when resource servers are
+    /// configured.
     func authorizationServerMetadata(of provider: String) -> JSONValue {
         let issuer = issuer(of: provider)
         let strings = { (values: [String]) in JSONValue.array(values.map(JSONValue.string)) }
@@ -99,6 +101,7 @@ extension BrokerServices {
             ("revocation_endpoint_auth_methods_supported", strings(["none"])),
             ("scopes_supported", strings(providers.config(provider)?.scopes ?? [])),
             ("authorization_response_iss_parameter_supported", .bool(true)),
+            ("dpop_signing_alg_values_supported", strings(DPoPProof.algorithms.map(\.rawValue))),
         ] + introspection)
     }
 }

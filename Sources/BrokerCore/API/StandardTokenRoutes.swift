@@ -20,14 +20,17 @@ struct StandardTokenRoutes: Sendable {
                 let form = try request.form()
                 let grant = try Self.grants.grant(form, client: TokenClient(id: try clientID(request, form), parameter: "client_id"))
                 let limit = try GrantLimit(grant, request, services)
+                let proof = try services.tokenRequestProof(request)
                 return .deferredCatching { [services] () async throws(HTTPError) -> Response in
-                    let granted = try await GrantLimit.carryOut(grant, at: provider, under: limit, services)
-                    return granted.session.standardTokenAnswer(at: services.now(), refreshToken: granted.token)
+                    let granted = try await GrantLimit.carryOut(grant, at: provider, proof: proof, under: limit, services)
+                    return try granted.session.standardTokenAnswer(at: services.now(), refreshToken: granted.token,
+                                                                  sessionEnd: services.sessionEnd(granted.session))
                 }
             }
             router.add("POST", "/providers/\(provider)/revoke") { [self] request throws(HTTPError) in
                 let form = try request.form()
-                return revoke(try form.required("token"), client: try clientID(request, form), provider: provider)
+                let proof = try services.tokenRequestProof(request)
+                return revoke(try form.required("token"), client: try clientID(request, form), provider: provider, proof: proof)
             }
             // RFC 8628 §3.1 at this issuer: the provider is the issuer's.
             router.add("POST", "/providers/\(provider)/device_authorization") { [self] request throws(HTTPError) in
@@ -77,13 +80,20 @@ struct StandardTokenRoutes: Sendable {
     /// /revoke`). The token names its client, as at the refresh grant: `client_id` may be left
     /// out, and a token of another client than the one named stays. A token the broker does not
     /// know, or another client's, is answered 200 as well (§2.2): the answer never tells whether
-    /// a token exists.
-    private func revoke(_ token: String, client: String?, provider: String) -> Reply {
+    /// a token exists. A token bound to a key (DPoP) is revoked only with a proof of it (a 400
+    /// `invalid_dpop_proof` otherwise, as at the refresh grant).
+    private func revoke(_ token: String, client: String?, provider: String, proof: DPoPProof?) -> Reply {
         guard token.hasPrefix(OpaqueToken.sessionPrefix) else { return .now(Response(status: 200)) }
         let id = OpaqueToken.hash(token)
         return .deferredCatching { [services] () async throws(HTTPError) -> Response in
+            if let proof, try await !services.firstAnywhere(proof) {
+                throw .badRequest(DPoPProofError.replayed.description, code: "invalid_dpop_proof")
+            }
             let found = try await services.load(id)
             guard let session = found, client.map({ session.app == $0 }) ?? true, session.provider == provider else { return Response(status: 200) }
+            if session.keyThumbprint != nil, session.mismatch(SessionHolder(proof)) != nil {
+                throw .badRequest("The token is bound to a key: send a DPoP proof of it with the revocation request.", code: "invalid_dpop_proof")
+            }
             do throws(StateWriteError) {
                 _ = try await services.sessions.end(id, .revoked)
             } catch {

@@ -21,8 +21,9 @@ struct TokenRoutes: Sendable {
             let form = try request.form()
             let grant = try Self.grants.grant(form, client: TokenClient(id: try DeviceRoutes.app(form), parameter: "app"))
             let limit = try GrantLimit(grant, request, services)
+            let proof = try services.tokenRequestProof(request)
             return .deferredCatching { [services] () async throws(HTTPError) -> Response in
-                let granted = try await GrantLimit.carryOut(grant, at: nil, under: limit, services)
+                let granted = try await GrantLimit.carryOut(grant, at: nil, proof: proof, under: limit, services)
                 return granted.session.tokenAnswer(at: services.now(), sessionToken: granted.token)
             }
         }
@@ -31,26 +32,32 @@ struct TokenRoutes: Sendable {
             let client = request.clientIP
             return try services.withBearerSession(request) { [self] session throws(HTTPError) in
                 try services.admit(client: client, to: services.refreshLimiter, route: "/refresh")
-                return refreshed(session.id, force: true, minimumValidity: services.refreshSkew)
+                return .deferredCatching { [self] () async throws(HTTPError) -> Response in
+                    try await refresh(session.id, force: true, minimumValidity: services.refreshSkew)
+                }
             }
         }
     }
 
     /// The hot path: a fresh token is answered from memory on the server thread, built where
-    /// the session lies. An unknown session is a 401 before a bad `min_ttl` is a 400.
+    /// the session lies. An unknown session is a 401 before a bad `min_ttl` is a 400. A session
+    /// bound to a key answers only a proof of it (``BrokerServices/presentedToken(_:)``), each
+    /// proof once: with a store several instances share, the answer waits for the store to record
+    /// the proof.
     private func current(_ request: Request) throws(HTTPError) -> Reply {
-        let id = try services.sessionID(request)
+        let presented = try services.presentedToken(request)
+        let route = request.route
         let requested = Result { () throws(HTTPError) in try requestedValidity(request) }
         let minimumValidity = (try? requested.get()) ?? services.refreshSkew
-        switch services.sessions.current(id, validFor: minimumValidity, { session, now in session.tokenAnswer(at: now) }) {
+        switch services.sessions.current(presented.id, holder: presented.holder, validFor: minimumValidity, { session, now in session.tokenAnswer(at: now) }) {
         case .unknownSession:
-            let route = request.route
             guard !services.store.holdsEverySession else { throw services.unknownSession(route: route) }
             _ = try requested.get()
             let client = request.clientIP
             // A shared store's cache miss: the session from the store, then as above.
             return .deferredCatching { [services] () async throws(HTTPError) -> Response in
-                guard let session = try await services.load(id) else { throw services.unknownSession(route: route) }
+                guard let session = try await services.load(presented.id) else { throw services.unknownSession(route: route) }
+                try await services.spendAnywhere(try services.admit(presented, to: session, route: route), route: route)
                 try services.admitRefresh(early: services.sessions.refreshIsEarly(session, validFor: minimumValidity), client: client, route: route)
                 do throws(RefreshFailure) {
                     return try await services.sessions.fresh(session, validFor: minimumValidity).tokenAnswer(at: services.now())
@@ -58,13 +65,23 @@ struct TokenRoutes: Sendable {
                     throw error.httpError
                 }
             }
+        case .wrongHolder(let mismatch):
+            throw services.holderRefused(mismatch, route: route)
         case .fresh(let answer):
             _ = try requested.get()
-            return .now(answer)
+            guard let unrecorded = try services.spendHere(presented.proof, route: route) else { return .now(answer) }
+            return .deferredCatching { [services] () async throws(HTTPError) -> Response in
+                try await services.spendAnywhere(unrecorded, route: route)
+                return answer
+            }
         case .refreshDue(let early):
             _ = try requested.get()
-            try services.admitRefresh(early: early, client: request.clientIP, route: request.route)
-            return refreshed(id, force: false, minimumValidity: minimumValidity)
+            let unrecorded = try services.spendHere(presented.proof, route: route)
+            try services.admitRefresh(early: early, client: request.clientIP, route: route)
+            return .deferredCatching { [self] () async throws(HTTPError) -> Response in
+                try await services.spendAnywhere(unrecorded, route: route)
+                return try await refresh(presented.id, force: false, minimumValidity: minimumValidity)
+            }
         }
     }
 
@@ -75,10 +92,6 @@ struct TokenRoutes: Sendable {
             throw .badRequest("min_ttl must be a number of seconds from 0 to 86400.")
         }
         return max(services.refreshSkew, Double(minTTL))
-    }
-
-    private func refreshed(_ id: SHA256Digest, force: Bool, minimumValidity: Double) -> Reply {
-        .deferredCatching { [self] () async throws(HTTPError) -> Response in try await refresh(id, force: force, minimumValidity: minimumValidity) }
     }
 
     private func refresh(_ id: SHA256Digest, force: Bool, minimumValidity: Double) async throws(HTTPError) -> Response {

@@ -11,10 +11,14 @@ public struct AppConfig: Sendable, Equatable {
     public let deviceFlow: Bool
     /// What a person is shown for the app (`display_name`, such as `Acme for TV`), or nil for its id.
     public let displayName: String?
+    /// Whether the app's session tokens must be bound to a key of the app's (DPoP, RFC 9449).
+    public let dpop: AppDPoP
 
     /// Creates an app. The loader validates its input; this initializer does not.
-    public init(id: String, redirectURIs: [RedirectURI], providers: [String]? = nil, deviceFlow: Bool = false, displayName: String? = nil) {
+    public init(id: String, redirectURIs: [RedirectURI], providers: [String]? = nil, deviceFlow: Bool = false, displayName: String? = nil,
+                dpop: AppDPoP = .optional) {
         self.id = id
+        self.dpop = dpop
         self.displayName = displayName
         self.redirectURIs = redirectURIs
         self.providers = providers
@@ -34,4 +38,12 @@ public struct AppConfig: Sendable, Equatable {
     public func matchRegistered(_ candidate: String) -> RedirectURI? {
         redirectURIs.first { $0.matches(candidate) }
     }
+}
+
+/// Whether an app binds its session tokens to a key (`dpop`).
+public enum AppDPoP: String, Sendable, Hashable, CaseIterable {
+    /// A token request with a DPoP proof makes a bound session; one without, a bearer session.
+    case optional
+    /// A token request without a DPoP proof is refused: every session of the app is bound.
+    case required
 }

@@ -10,7 +10,7 @@ struct AppDecoder {
     /// broken provider does not also make each app naming it fail.
     let providerIDs: [String]
 
-    static let knownKeys = ["redirect_uris", "providers", "device_flow", "display_name"]
+    static let knownKeys = ["redirect_uris", "providers", "device_flow", "display_name", "dpop"]
 
     /// The app, or `nil` when anything about it is wrong (every problem is recorded).
     func decode(_ node: Node, problems: inout ConfigProblemList) -> AppConfig? {
@@ -22,8 +22,11 @@ struct AppDecoder {
         let redirectURIs = deviceFlow && !reader.has("redirect_uris") ? [] : decodeRedirectURIs(reader, problems: &problems)
         let providers = decodeProviders(reader, problems: &problems)
         let displayName = reader.displayName(problems: &problems)
+        let dpop = reader.parsed("dpop", expected: "optional or required", problems: &problems) {
+            ConfigValueParsing.choice($0, as: AppDPoP.self)
+        } ?? .optional
         guard problems.problems.count == before, let redirectURIs else { return nil }
-        return AppConfig(id: id, redirectURIs: redirectURIs, providers: providers, deviceFlow: deviceFlow, displayName: displayName)
+        return AppConfig(id: id, redirectURIs: redirectURIs, providers: providers, deviceFlow: deviceFlow, displayName: displayName, dpop: dpop)
     }
 
     private func decodeRedirectURIs(_ reader: YAMLMappingReader, problems: inout ConfigProblemList) -> [RedirectURI]? {

@@ -11,7 +11,7 @@ enum ProxyHeaders {
 
     private static let forbidden: Set<String> = [
         "authorization", "cookie", "host", "connection", "keep-alive", "te", "trailer", "transfer-encoding",
-        "upgrade", "content-length", "expect", "forwarded", "via", "origin", "referer",
+        "upgrade", "content-length", "expect", "forwarded", "via", "origin", "referer", "dpop",
     ]
 
     /// Why `name` cannot be one of a provider's `api_headers`, or nil when it can.

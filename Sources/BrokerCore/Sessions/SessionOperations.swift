@@ -37,15 +37,19 @@ final class SessionOperations: Sendable {
         case refreshDue(early: Bool)
         /// No such live session.
         case unknownSession
+        /// The session does not answer the request's holder (``Session/mismatch(_:)``).
+        case wrongHolder(HolderMismatch)
     }
 
     /// The current token without waiting (the hot path, `GET /token`): `answer` is made of the
-    /// session where it lies, when its access token stays valid for `validity` more seconds.
-    func current<Answer: Sendable>(_ id: SHA256Digest, validFor validity: Double,
+    /// session where it lies, when `holder` may use it and its access token stays valid for
+    /// `validity` more seconds.
+    func current<Answer: Sendable>(_ id: SHA256Digest, holder: SessionHolder, validFor validity: Double,
                                    _ answer: (borrowing Session, _ now: Double) -> Answer) -> CurrentToken<Answer> {
         let at = now()
         return store.readSession(id, now: at) { session in
-            session.accessTokenValid(for: validity, at: at)
+            if let mismatch = session.mismatch(holder) { return .wrongHolder(mismatch) }
+            return session.accessTokenValid(for: validity, at: at)
                 ? CurrentToken.fresh(answer(session, at))
                 : .refreshDue(early: session.accessTokenValid(for: refreshSkew, at: at))
         } ?? .unknownSession

@@ -16,7 +16,9 @@ struct AuthorizationCodeGrant: TokenGrant {
         )
     }
 
-    func grant(at provider: String?, _ services: BrokerServices) async throws(HTTPError) -> GrantedSession {
+    func grant(at provider: String?, proof: DPoPProof?, _ services: BrokerServices) async throws(HTTPError) -> GrantedSession {
+        var request = request
+        request.keyThumbprint = try services.keyThumbprint(of: proof, for: request.app)
         let redeemed: RedeemedSession
         do throws(HandoffRefusal) {
             redeemed = try await services.login.redeem(request)

@@ -15,10 +15,11 @@ struct DeviceCodeGrant: TokenGrant {
         app = try client.required()
     }
 
-    func grant(at provider: String?, _ services: BrokerServices) async throws(HTTPError) -> GrantedSession {
+    func grant(at provider: String?, proof: DPoPProof?, _ services: BrokerServices) async throws(HTTPError) -> GrantedSession {
+        let keyThumbprint = try services.keyThumbprint(of: proof, for: app)
         let redeemed: RedeemedSession
         do throws(DevicePollRefusal) {
-            redeemed = try await services.devices.poll(deviceCode: deviceCode, app: app)
+            redeemed = try await services.devices.poll(deviceCode: deviceCode, app: app, keyThumbprint: keyThumbprint)
         } catch {
             throw error.httpError
         }

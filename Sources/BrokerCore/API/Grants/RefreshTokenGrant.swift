@@ -5,7 +5,7 @@ import WireValues
 /// access token, refreshed at the provider when due (``SessionOperations/fresh(_:validFor:)``,
 /// with the refresher's single-flight), and the same refresh token. A public client's refresh
 /// token names its app, so `client_id` may be left out (requests-oauthlib sends none); one that
-/// names another app is refused.
+/// names another app is refused. A refresh token bound to a key (DPoP) needs a proof of it.
 struct RefreshTokenGrant: TokenGrant {
     static let type = "refresh_token"
     static let limitedPerAddress = false
@@ -19,12 +19,17 @@ struct RefreshTokenGrant: TokenGrant {
         self.client = client.id
     }
 
-    func grant(at provider: String?, _ services: BrokerServices) async throws(HTTPError) -> GrantedSession {
+    func grant(at provider: String?, proof: DPoPProof?, _ services: BrokerServices) async throws(HTTPError) -> GrantedSession {
         let invalid = HTTPError.badRequest("The refresh token is unknown, expired or revoked, or was issued to another client.",
                                            code: "invalid_grant")
         guard token.hasPrefix(OpaqueToken.sessionPrefix) else { throw invalid }
         guard let session = try await services.load(OpaqueToken.hash(token)), session.app == client ?? session.app,
               session.provider == provider ?? session.provider else { throw invalid }
+        // RFC 9449 §5: a bound refresh token is used only with a proof of its key.
+        if let mismatch = session.mismatch(SessionHolder(proof)) {
+            throw .badRequest(mismatch == .notBound ? "The refresh token is bound to no key: send no DPoP proof with it."
+                : DPoPProofError.otherKey.description, code: "invalid_dpop_proof")
+        }
         if let scope, !Set(scope).isSubset(of: session.scopes) {
             throw .badRequest("scope may only name scopes the grant has.", code: "invalid_scope")
         }

@@ -16,8 +16,10 @@ protocol TokenGrant: Sendable {
     /// The grant's parameters from the token request's form, for the client it names.
     init(_ form: FormFields, client: TokenClient) throws(HTTPError)
     /// Carries the grant out at the issuer of `provider` (nil at the broker's own endpoint,
-    /// which serves every provider): the session and the token its client is to hold.
-    func grant(at provider: String?, _ services: BrokerServices) async throws(HTTPError) -> GrantedSession
+    /// which serves every provider), for a request that proved it holds the key of `proof`
+    /// (DPoP, checked and new to every instance) or none: the session and the token its client
+    /// is to hold.
+    func grant(at provider: String?, proof: DPoPProof?, _ services: BrokerServices) async throws(HTTPError) -> GrantedSession
 }
 
 /// What a grant gives: the session, and the token its client holds for it — a new session's
@@ -70,11 +72,15 @@ struct GrantLimit: Sendable {
     /// The refusals that count.
     private static let counted: Set<String> = ["invalid_grant", "slow_down", "access_denied", "expired_token"]
 
-    /// Carries `grant` out; a refusal that counts is charged to the client's budget.
-    static func carryOut(_ grant: any TokenGrant, at provider: String?, under limit: GrantLimit?,
+    /// Carries `grant` out, its DPoP proof (if any) first recorded where the instances share
+    /// them; a refusal that counts is charged to the client's budget.
+    static func carryOut(_ grant: any TokenGrant, at provider: String?, proof: DPoPProof?, under limit: GrantLimit?,
                          _ services: BrokerServices) async throws(HTTPError) -> GrantedSession {
+        if let proof, try await !services.firstAnywhere(proof) {
+            throw .badRequest(DPoPProofError.replayed.description, code: "invalid_dpop_proof")
+        }
         do {
-            return try await grant.grant(at: provider, services)
+            return try await grant.grant(at: provider, proof: proof, services)
         } catch {
             if let limit, counted.contains(error.code) { limit.limiter.charge(limit.client, now: services.now()) }
             throw error
@@ -114,5 +120,17 @@ extension BrokerServices {
             }
         }
         throw .badRequest(refusal, code: "invalid_grant")
+    }
+}
+
+extension BrokerServices {
+    /// The key a new session of `app` is bound to: the proof's, else none — unless the app
+    /// requires DPoP (`dpop: required`), which is a 400 `invalid_dpop_proof`.
+    func keyThumbprint(of proof: DPoPProof?, for app: String) throws(HTTPError) -> String? {
+        if proof == nil, config.app(id: app)?.dpop == .required {
+            throw .badRequest("The app \(app) binds its sessions to a key: send a DPoP proof (RFC 9449) with the token request.",
+                              code: "invalid_dpop_proof")
+        }
+        return proof?.thumbprint
     }
 }

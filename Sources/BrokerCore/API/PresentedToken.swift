@@ -1,0 +1,117 @@
+import BrokerCrypto
+import HTTPServer
+
+/// A session token as a request presents it: `Authorization: Bearer <token>`, or
+/// `Authorization: DPoP <token>` with a `DPoP` proof for this request (RFC 9449 §7.1), already
+/// checked — all but whether its `jti` is new, which waits until the session is found.
+struct PresentedToken: Sendable {
+    /// The token's hash: the session's id.
+    let id: SHA256Digest
+    /// The proof, for the DPoP scheme.
+    let proof: DPoPProof?
+
+    var holder: SessionHolder { SessionHolder(proof) }
+}
+
+extension BrokerServices {
+    /// The request's presented session token, its proof checked (``DPoPProof``); a missing,
+    /// malformed or badly proved one is a 401 (RFC 6750 §3, RFC 9449 §7.1), counted.
+    func presentedToken(_ request: Request) throws(HTTPError) -> PresentedToken {
+        let (id, scheme) = try sessionID(request)
+        guard scheme == .dpop else { return PresentedToken(id: id, proof: nil) }
+        do throws(DPoPProofError) {
+            guard let text = request.header("DPoP") else { throw .missing }
+            let url = ProofURL(base: config.server.publicURL, path: request.path)
+            return PresentedToken(id: id, proof: try DPoPProof(text, method: request.method, url: url, tokenHash: id, now: now()))
+        } catch {
+            metrics.rejected(route: request.route, reason: error.reason)
+            throw .dpopRefused(error)
+        }
+    }
+
+    /// Whether `session` answers `presented`'s holder (``Session/mismatch(_:)``), and its proof
+    /// is new to this instance (``spendHere(_:route:)``): a 401 otherwise, counted under `route`.
+    /// Returns the proof that the shared store must still record (``spendAnywhere(_:route:)``).
+    func admit(_ presented: PresentedToken, to session: Session, route: String) throws(HTTPError) -> DPoPProof? {
+        if let mismatch = session.mismatch(presented.holder) { throw holderRefused(mismatch, route: route) }
+        return try spendHere(presented.proof, route: route)
+    }
+
+    /// The 401 for a token presented otherwise than its session is bound, counted under `route`.
+    func holderRefused(_ mismatch: HolderMismatch, route: String) -> HTTPError {
+        metrics.rejected(route: route, reason: mismatch == .otherKey ? "dpop_key_mismatch" : "dpop_binding_mismatch")
+        return .holderRefused(mismatch)
+    }
+
+    /// A 401 when `proof` was accepted by this instance before (``ProofReplayGuard``); else
+    /// the proof when the store the instances share must still record it.
+    func spendHere(_ proof: DPoPProof?, route: String) throws(HTTPError) -> DPoPProof? {
+        guard let proof else { return nil }
+        guard proofReplay.firstHere(proof, now: now()) else {
+            metrics.rejected(route: route, reason: DPoPProofError.replayed.reason)
+            throw .dpopRefused(.replayed)
+        }
+        return store.holdsEverySession ? nil : proof
+    }
+
+    /// Records `proof` in the store the instances share, where ``admit(_:to:route:)`` left it to
+    /// do: a 401 when another instance accepted it already, a 503 when the store is out of reach.
+    func spendAnywhere(_ proof: DPoPProof?, route: String) async throws(HTTPError) {
+        guard let proof, try await !firstAnywhere(proof) else { return }
+        metrics.rejected(route: route, reason: DPoPProofError.replayed.reason)
+        throw .dpopRefused(.replayed)
+    }
+
+    /// Whether `proof` is new to every instance sharing the store (always, with the embedded
+    /// store, which serves one instance), recording it there; a 503 when the store is out of reach.
+    func firstAnywhere(_ proof: DPoPProof) async throws(HTTPError) -> Bool {
+        guard !store.holdsEverySession else { return true }
+        do throws(StateWriteError) {
+            return try await ProofReplayGuard.firstAnywhere(proof, in: store)
+        } catch {
+            throw error.httpError
+        }
+    }
+
+    /// The key a token request proves it holds (RFC 9449 §5): its `DPoP` proof checked for this
+    /// request and new to this instance (the grant asks the store, ``firstAnywhere(_:)``); nil
+    /// without one. A bad proof is a 400 `invalid_dpop_proof`.
+    func tokenRequestProof(_ request: Request) throws(HTTPError) -> DPoPProof? {
+        guard let text = request.header("DPoP") else { return nil }
+        do throws(DPoPProofError) {
+            let url = ProofURL(base: config.server.publicURL, path: request.path)
+            let proof = try DPoPProof(text, method: request.method, url: url, tokenHash: nil, now: now())
+            guard proofReplay.firstHere(proof, now: now()) else { throw .replayed }
+            return proof
+        } catch {
+            metrics.rejected(route: request.route, reason: error.reason)
+            throw .badRequest(error.description, code: "invalid_dpop_proof")
+        }
+    }
+}
+
+extension HTTPError {
+    /// The challenge of a DPoP refusal (RFC 9449 §7.1), naming the algorithms accepted.
+    private static func dpopChallenge(_ error: String) -> HTTPHeader {
+        HTTPHeader("WWW-Authenticate", #"DPoP error="\#(error)", algs="\#(DPoPProof.algorithmNames)""#)
+    }
+
+    /// 401 for a proof that does not do.
+    static func dpopRefused(_ error: DPoPProofError) -> HTTPError {
+        HTTPError(status: 401, code: "invalid_dpop_proof", description: error.description, headers: [dpopChallenge("invalid_dpop_proof")])
+    }
+
+    /// 401 for a token presented other than as its session is bound.
+    static func holderRefused(_ mismatch: HolderMismatch) -> HTTPError {
+        switch mismatch {
+        case .proofRequired:
+            HTTPError(status: 401, code: "invalid_token",
+                      description: "The session token is bound to a key: send it as Authorization: DPoP <token> with a DPoP proof.",
+                      headers: [dpopChallenge("invalid_token")])
+        case .notBound:
+            .invalidToken("The session token is bound to no key: send it as Authorization: Bearer <token>.")
+        case .otherKey:
+            dpopRefused(.otherKey)
+        }
+    }
+}
