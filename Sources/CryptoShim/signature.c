@@ -1,4 +1,4 @@
-// JWS signature checks with public keys built from JWK members (tb_crypto_verify_signature).
+// JWS signature checks with public keys built from JWK members (tb_crypto_public_key_*).
 // OpenSSL 3.0 EVP and OSSL_PARAM API only; no deprecated calls.
 
 #include "crypto_shim.h"
@@ -6,6 +6,7 @@
 #include <string.h>
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
+#include <openssl/crypto.h>
 #include <openssl/ec.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -92,47 +93,80 @@ static int tb_crypto_ecdsa_der(const unsigned char *raw, size_t count, size_t co
     return 1;
 }
 
-int tb_crypto_verify_signature(int algorithm, const void *a, size_t a_count, const void *b,
-                               size_t b_count, const void *data, size_t data_count,
-                               const void *signature, size_t signature_count) {
-    static const unsigned char empty = 0;
+void *tb_crypto_public_key_new(int algorithm, const void *a, size_t a_count, const void *b,
+                               size_t b_count) {
     EVP_PKEY *key = NULL;
+    switch (algorithm) {
+    case TB_CRYPTO_ES256:
+        key = tb_crypto_ec_key("P-256", 32, a, a_count, b, b_count);
+        break;
+    case TB_CRYPTO_ES384:
+        key = tb_crypto_ec_key("P-384", 48, a, a_count, b, b_count);
+        break;
+    case TB_CRYPTO_RS256:
+    case TB_CRYPTO_PS256:
+        key = tb_crypto_rsa_key(a, a_count, b, b_count);
+        break;
+    case TB_CRYPTO_ED25519:
+        if (a_count == 32 && b_count == 0)
+            key = EVP_PKEY_new_raw_public_key_ex(NULL, "ED25519", NULL, a, a_count);
+        break;
+    default:
+        break;
+    }
+    ERR_clear_error();
+    return key;
+}
+
+void tb_crypto_public_key_free(void *key) {
+    EVP_PKEY_free(key);
+}
+
+// The digest each algorithm signs, fetched once (an implicit fetch by name costs a lookup per
+// call); NULL for Ed25519, which hashes inside.
+static CRYPTO_ONCE tb_crypto_digests_once = CRYPTO_ONCE_STATIC_INIT;
+static EVP_MD *tb_crypto_verify_sha256 = NULL;
+static EVP_MD *tb_crypto_verify_sha384 = NULL;
+
+static void tb_crypto_fetch_digests(void) {
+    tb_crypto_verify_sha256 = EVP_MD_fetch(NULL, "SHA2-256", NULL);
+    tb_crypto_verify_sha384 = EVP_MD_fetch(NULL, "SHA2-384", NULL);
+    ERR_clear_error();
+}
+
+int tb_crypto_public_key_verify(void *key, int algorithm, const void *data, size_t data_count,
+                                const void *signature, size_t signature_count) {
+    static const unsigned char empty = 0;
     EVP_MD_CTX *md = NULL;
     EVP_PKEY_CTX *pctx = NULL;
     unsigned char *der = NULL;
     const unsigned char *checked = signature;
     size_t checked_count = signature_count;
-    const char *digest = NULL;
+    const EVP_MD *digest = NULL;
     int ok = 0;
+    if (CRYPTO_THREAD_run_once(&tb_crypto_digests_once, tb_crypto_fetch_digests) != 1) goto done;
     switch (algorithm) {
     case TB_CRYPTO_ES256:
-        key = tb_crypto_ec_key("P-256", 32, a, a_count, b, b_count);
-        digest = "SHA2-256";
-        if (key == NULL || !tb_crypto_ecdsa_der(signature, signature_count, 32, &der, &checked_count))
+    case TB_CRYPTO_ES384: {
+        size_t coordinate = algorithm == TB_CRYPTO_ES256 ? 32 : 48;
+        digest = algorithm == TB_CRYPTO_ES256 ? tb_crypto_verify_sha256 : tb_crypto_verify_sha384;
+        if (!tb_crypto_ecdsa_der(signature, signature_count, coordinate, &der, &checked_count))
             goto done;
         checked = der;
         break;
-    case TB_CRYPTO_ES384:
-        key = tb_crypto_ec_key("P-384", 48, a, a_count, b, b_count);
-        digest = "SHA2-384";
-        if (key == NULL || !tb_crypto_ecdsa_der(signature, signature_count, 48, &der, &checked_count))
-            goto done;
-        checked = der;
-        break;
+    }
     case TB_CRYPTO_RS256:
     case TB_CRYPTO_PS256:
-        key = tb_crypto_rsa_key(a, a_count, b, b_count);
-        digest = "SHA2-256";
+        digest = tb_crypto_verify_sha256;
         break;
     case TB_CRYPTO_ED25519:
-        if (a_count != 32 || b_count != 0) goto done;
-        key = EVP_PKEY_new_raw_public_key_ex(NULL, "ED25519", NULL, a, a_count);
         break;
     default:
         goto done;
     }
-    if (key == NULL || (md = EVP_MD_CTX_new()) == NULL) goto done;
-    if (EVP_DigestVerifyInit_ex(md, &pctx, digest, NULL, NULL, key, NULL) != 1) goto done;
+    if (algorithm != TB_CRYPTO_ED25519 && digest == NULL) goto done;
+    if ((md = EVP_MD_CTX_new()) == NULL) goto done;
+    if (EVP_DigestVerifyInit(md, &pctx, digest, NULL, key) != 1) goto done;
     if (algorithm == TB_CRYPTO_PS256) {
         if (EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PSS_PADDING) != 1) goto done;
         if (EVP_PKEY_CTX_set_rsa_pss_saltlen(pctx, RSA_PSS_SALTLEN_DIGEST) != 1) goto done;
@@ -141,7 +175,6 @@ int tb_crypto_verify_signature(int algorithm, const void *a, size_t a_count, con
 done:
     OPENSSL_free(der);
     EVP_MD_CTX_free(md);
-    EVP_PKEY_free(key);
     ERR_clear_error();
     return ok;
 }

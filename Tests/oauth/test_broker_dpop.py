@@ -173,7 +173,7 @@ def _bad_proofs(broker: BrokerProcess, token: str, key: Jwk) -> dict[str, tuple[
         "private key in the header": ({"DPoP": proof(key, "GET", url, token=token, headers={"jwk": dict(key)})}, "private member"),
         "a key of another type in the header": ({"DPoP": proof(key, "GET", url, token=token, headers={"jwk": rsa.public_jwk().minimize()})},
                                                 "not a public key for ES256"),
-        "a short RSA key": ({"DPoP": proof(short, "GET", url, token=token)}, "signature does not verify"),
+        "a short RSA key": ({"DPoP": proof(short, "GET", url, token=token)}, "no usable key"),
         "wrong typ": ({"DPoP": proof(key, "GET", url, token=token, headers={"typ": "JWT"})}, "typ"),
         "alg none": ({"DPoP": _unsigned(key, url, token)}, "alg none is not accepted"),
         "HMAC": ({"DPoP": hmac}, "alg HS256 is not accepted"),

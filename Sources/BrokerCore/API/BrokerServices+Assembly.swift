@@ -57,7 +57,7 @@ extension BrokerServices {
             proxyLimiter: RateLimiter(perMinute: limits.proxyRequestsPerMinute),
             signInCeiling: SignInCeiling(limit: limits.maxPendingSignIns, store: store, metrics: metrics),
             binding: BrowserBinding(stateKeys: config.state.keys),
-            proofReplay: ProofReplayGuard(now: now()),
+            proofs: ProofChecker(publicURL: config.server.publicURL, now: now()),
             webhooks: webhooks,
             metrics: metrics,
             logger: logger,

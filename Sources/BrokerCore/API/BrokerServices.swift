@@ -27,8 +27,8 @@ final class BrokerServices: Sendable {
     let signInCeiling: SignInCeiling
     /// Tags that bind a browser to the device pages and to a device login.
     let binding: BrowserBinding
-    /// The DPoP proofs accepted lately.
-    let proofReplay: ProofReplayGuard
+    /// Checks DPoP proofs, and remembers those accepted lately.
+    let proofs: ProofChecker
     /// Where events go, when a webhook is configured.
     let webhooks: WebhookSender?
     let metrics: BrokerMetrics
@@ -39,7 +39,7 @@ final class BrokerServices: Sendable {
     init(config: BrokerConfig, providers: ProviderDirectory, login: LoginFlow, sessions: SessionOperations, devices: DeviceFlow,
          proxy: APIProxy, store: any StateStore, loginLimiter: RateLimiter, tokenLimiter: RateLimiter, refreshLimiter: RateLimiter,
          deviceEntryLimiter: RateLimiter, userCodeGuard: UserCodeGuard, proxyLimiter: RateLimiter, signInCeiling: SignInCeiling,
-         binding: BrowserBinding, proofReplay: ProofReplayGuard,
+         binding: BrowserBinding, proofs: ProofChecker,
          webhooks: WebhookSender?, metrics: BrokerMetrics, logger: Logger, now: @escaping BrokerClock) {
         self.config = config
         self.providers = providers
@@ -56,7 +56,7 @@ final class BrokerServices: Sendable {
         self.proxyLimiter = proxyLimiter
         self.signInCeiling = signInCeiling
         self.binding = binding
-        self.proofReplay = proofReplay
+        self.proofs = proofs
         self.webhooks = webhooks
         self.metrics = metrics
         self.logger = logger

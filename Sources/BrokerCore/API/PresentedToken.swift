@@ -21,8 +21,7 @@ extension BrokerServices {
         guard scheme == .dpop else { return PresentedToken(id: id, proof: nil) }
         do throws(DPoPProofError) {
             guard let text = request.header("DPoP") else { throw .missing }
-            let url = ProofURL(base: config.server.publicURL, path: request.path)
-            return PresentedToken(id: id, proof: try DPoPProof(text, method: request.method, url: url, tokenHash: id, now: now()))
+            return PresentedToken(id: id, proof: try proofs.check(text, method: request.method, path: request.path, tokenHash: id, now: now()))
         } catch {
             metrics.rejected(route: request.route, reason: error.reason)
             throw .dpopRefused(error)
@@ -47,7 +46,7 @@ extension BrokerServices {
     /// the proof when the store the instances share must still record it.
     func spendHere(_ proof: DPoPProof?, route: String) throws(HTTPError) -> DPoPProof? {
         guard let proof else { return nil }
-        guard proofReplay.firstHere(proof, now: now()) else {
+        guard proofs.replay.firstHere(proof, now: now()) else {
             metrics.rejected(route: route, reason: DPoPProofError.replayed.reason)
             throw .dpopRefused(.replayed)
         }
@@ -79,9 +78,8 @@ extension BrokerServices {
     func tokenRequestProof(_ request: Request) throws(HTTPError) -> DPoPProof? {
         guard let text = request.header("DPoP") else { return nil }
         do throws(DPoPProofError) {
-            let url = ProofURL(base: config.server.publicURL, path: request.path)
-            let proof = try DPoPProof(text, method: request.method, url: url, tokenHash: nil, now: now())
-            guard proofReplay.firstHere(proof, now: now()) else { throw .replayed }
+            let proof = try proofs.check(text, method: request.method, path: request.path, tokenHash: nil, now: now())
+            guard proofs.replay.firstHere(proof, now: now()) else { throw .replayed }
             return proof
         } catch {
             metrics.rejected(route: request.route, reason: error.reason)

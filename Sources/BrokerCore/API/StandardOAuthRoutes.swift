@@ -1,4 +1,3 @@
-import BrokerCrypto
 import Foundation
 import HTTPServer
 import WireValues
@@ -101,7 +100,7 @@ extension BrokerServices {
             ("revocation_endpoint_auth_methods_supported", strings(["none"])),
             ("scopes_supported", strings(providers.config(provider)?.scopes ?? [])),
             ("authorization_response_iss_parameter_supported", .bool(true)),
-            ("dpop_signing_alg_values_supported", strings(DPoPProof.algorithms.map(\.rawValue))),
+            ("dpop_signing_alg_values_supported", strings(DPoPProof.algorithms)),
         ] + introspection)
     }
 }

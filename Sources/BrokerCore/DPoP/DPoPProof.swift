@@ -23,31 +23,24 @@ struct DPoPProof: Sendable {
     /// How far ahead of the broker's clock a client's may run.
     static let clockSkew = 10.0
     /// The algorithms accepted, as the metadata's `dpop_signing_alg_values_supported` lists them.
-    static let algorithms = SignatureCheck.Algorithm.allCases
-    static let algorithmNames = algorithms.map(\.rawValue).joined(separator: " ")
+    static let algorithms = VerificationKey.Algorithm.allCases.map(\.rawValue)
+    static let algorithmNames = algorithms.joined(separator: " ")
 
-    /// Checks `text` as the proof of a request with `method` to `url` (the broker's public URL
-    /// and the request's path), presenting the token whose SHA-256 is `tokenHash` (nil at a token
-    /// endpoint, where no token is presented), at `now`.
-    init(_ text: String, method: String, url: ProofURL, tokenHash: SHA256Digest?, now: Double) throws(DPoPProofError) {
+    /// Checks `text` as the proof of a request with `method` to `url`, presenting the token
+    /// whose SHA-256 is `tokenHash` (nil at a token endpoint, where no token is presented), at
+    /// `now`; the key its header carries comes from `keys`.
+    init(_ text: String, method: String, url: ProofURL, tokenHash: SHA256Digest?, now: Double, keys: ProofKeys) throws(DPoPProofError) {
         guard text.utf8.count <= Self.maximumBytes else { throw .malformed("it is longer than \(Self.maximumBytes) bytes") }
         let segments = text.split(separator: ".", omittingEmptySubsequences: false)
-        guard segments.count == 3, let headerBytes = Base64URL.decode(segments[0]), let claimBytes = Base64URL.decode(segments[1]),
-              let signature = Base64URL.decode(segments[2]),
-              let header = try? JSONValue.parse(headerBytes), case .object = header,
+        guard segments.count == 3, let claimBytes = Base64URL.decode(segments[1]), let signature = Base64URL.decode(segments[2]),
               let claims = try? JSONValue.parse(claimBytes), case .object = claims
         else { throw .malformed("it is not a compact JWS with JSON header and claims") }
-        guard header["typ"]?.stringValue == "dpop+jwt" else { throw .wrongType }
-        let alg = header["alg"]?.stringValue ?? "(none)"
-        guard let algorithm = SignatureCheck.Algorithm(rawValue: alg) else { throw .unsupportedAlgorithm(alg) }
-        guard header["crit"] == nil else { throw .malformed("crit names an extension the broker does not know") }
-        guard let jwk = header["jwk"] else { throw .malformed("the header has no jwk") }
-        let key = try ProofKey(jwk, algorithm: algorithm)
-        guard let dot = text.lastIndex(of: "."), key.signed(text[..<dot], signature: signature) else { throw .badSignature }
+        let key = try keys.key(ofHeader: segments[0])
+        guard key.key.isValid(signature, of: text[..<segments[2].startIndex].dropLast()) else { throw .badSignature }
 
         guard let jti = claims["jti"]?.stringValue, !jti.isEmpty, jti.utf8.count <= 256 else { throw .malformed("jti is missing") }
         guard claims["htm"]?.stringValue == method else { throw .wrongMethod }
-        guard let htu = claims["htu"]?.stringValue, ProofURL(htu) == url else { throw .wrongURL }
+        guard let htu = claims["htu"]?.stringValue, url.matches(htu) else { throw .wrongURL }
         let issuedAt: Double
         switch claims["iat"] {
         case .int(let seconds)?: issuedAt = Double(seconds)
@@ -62,33 +55,49 @@ struct DPoPProof: Sendable {
         replayID = SHA256.hash("dpop-jti:\(key.thumbprint):\(jti)")
         rememberUntil = issuedAt + Self.acceptedAge + Self.clockSkew
     }
+
+    /// The key of a proof's header: its `typ`, `alg`, `crit` and `jwk` checked, the key built.
+    static func key(ofHeader segment: Substring) throws(DPoPProofError) -> ProofKey {
+        guard let bytes = Base64URL.decode(segment), let header = try? JSONValue.parse(bytes), case .object = header else {
+            throw .malformed("it is not a compact JWS with JSON header and claims")
+        }
+        guard header["typ"]?.stringValue == "dpop+jwt" else { throw .wrongType }
+        let alg = header["alg"]?.stringValue ?? "(none)"
+        guard let algorithm = VerificationKey.Algorithm(rawValue: alg) else { throw .unsupportedAlgorithm(alg) }
+        guard header["crit"] == nil else { throw .malformed("crit names an extension the broker does not know") }
+        guard let jwk = header["jwk"] else { throw .malformed("the header has no jwk") }
+        return try ProofKey(jwk, algorithm: algorithm)
+    }
 }
 
 /// An `htu` as RFC 9449 §4.3 compares it: scheme and host in lowercase, the scheme's default
 /// port left out, the path as written, without query and fragment.
 struct ProofURL: Sendable, Equatable {
-    private let normalized: String?
+    /// The URL in that form; nil for text that is no absolute http(s) URL.
+    let normalized: String?
 
     init(_ text: String) {
+        normalized = Self.normalize(text)
+    }
+
+    /// The URL of a request to `path` at the broker whose public URL, normalized, is `base`.
+    init(base: ProofURL, path: Substring) {
+        normalized = base.normalized.map { $0 + path }
+    }
+
+    /// Whether the `htu` of a proof names this URL: written as the broker writes it (the usual
+    /// case, compared as it is), or once normalized.
+    func matches(_ htu: String) -> Bool {
+        guard let normalized else { return false }
+        return htu == normalized || Self.normalize(htu) == normalized
+    }
+
+    private static func normalize(_ text: String) -> String? {
         guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
               let host = components.host?.lowercased(), !host.isEmpty
-        else {
-            normalized = nil
-            return
-        }
+        else { return nil }
         let port = components.port.flatMap { ["http": 80, "https": 443][scheme] == $0 ? nil : $0 }
-        let path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
-        normalized = "\(scheme)://\(host)\(port.map { ":\($0)" } ?? "")\(path)"
-    }
-
-    /// The URL of a request to `path` at the broker whose public URL is `base`.
-    init(base: URL, path: Substring) {
-        var text = base.absoluteString
-        while text.hasSuffix("/") { text.removeLast() }
-        self.init(text + path)
-    }
-
-    static func == (lhs: ProofURL, rhs: ProofURL) -> Bool {
-        lhs.normalized != nil && lhs.normalized == rhs.normalized
+        let path = components.percentEncodedPath
+        return "\(scheme)://\(host)\(port.map { ":\($0)" } ?? "")\(path == "/" ? "" : path)"
     }
 }

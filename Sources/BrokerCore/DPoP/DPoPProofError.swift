@@ -13,6 +13,9 @@ enum DPoPProofError: Error, Sendable, Equatable {
     case keyMismatch(String)
     /// The `jwk` header carries a private member.
     case privateKey(String)
+    /// The `jwk` header's key cannot be built: a point off its curve, an RSA modulus under 2048
+    /// bits.
+    case unusableKey
     /// The signature does not check out with the `jwk` header's key.
     case badSignature
     /// `htm` is not the request's method.
@@ -37,7 +40,8 @@ enum DPoPProofError: Error, Sendable, Equatable {
         case .unsupportedAlgorithm(let alg): "The DPoP proof's alg \(alg) is not accepted (use one of \(DPoPProof.algorithmNames))."
         case .keyMismatch(let alg): "The DPoP proof's jwk is not a public key for \(alg)."
         case .privateKey(let member): "The DPoP proof's jwk contains the private member \(member); send the public key only."
-        case .badSignature: "The DPoP proof's signature does not verify with its jwk (an RSA key needs 2048 bits or more)."
+        case .unusableKey: "The DPoP proof's jwk is no usable key (a point off its curve, or an RSA key under 2048 bits)."
+        case .badSignature: "The DPoP proof's signature does not verify with its jwk."
         case .wrongMethod: "The DPoP proof's htm is not this request's method."
         case .wrongURL: "The DPoP proof's htu is not this request's URL."
         case .stale: "The DPoP proof's iat is too old or in the future; make a new proof for each request."

@@ -1,14 +1,11 @@
 import BrokerCrypto
 import WireValues
 
-/// The public key a DPoP proof carries in its `jwk` header (RFC 9449 §4.2), and its JWK
-/// thumbprint (RFC 7638): what a bound token is bound to, `cnf.jkt` in introspection.
+/// The public key a DPoP proof carries in its `jwk` header (RFC 9449 §4.2), built to check
+/// signatures, and its JWK thumbprint (RFC 7638): what a bound token is bound to, `cnf.jkt` in
+/// introspection.
 struct ProofKey: Sendable {
-    /// The key's members as `SignatureCheck` takes them: `x`/`y`, `n`/`e`, or `x` alone.
-    let first: [UInt8]
-    let second: [UInt8]
-    /// The algorithm the proof names, which this key fits.
-    let algorithm: SignatureCheck.Algorithm
+    let key: VerificationKey
     /// The RFC 7638 thumbprint: SHA-256 of the key's required members in lexicographic order,
     /// base64url.
     let thumbprint: String
@@ -18,8 +15,8 @@ struct ProofKey: Sendable {
     private static let privateMembers = ["d", "p", "q", "dp", "dq", "qi", "oth", "k"]
 
     /// The key in `jwk` for a proof signed with `algorithm`; refused when the JWK is no public key
-    /// of the algorithm's type, or has private members.
-    init(_ jwk: JSONValue, algorithm: SignatureCheck.Algorithm) throws(DPoPProofError) {
+    /// of the algorithm's type, has private members, or cannot be built.
+    init(_ jwk: JSONValue, algorithm: VerificationKey.Algorithm) throws(DPoPProofError) {
         guard case .object = jwk else { throw .malformed("the jwk header is not a JSON object") }
         if let member = Self.privateMembers.first(where: { jwk[$0] != nil }) {
             throw .privateKey(member)
@@ -32,30 +29,27 @@ struct ProofKey: Sendable {
         }
         let kty = jwk["kty"]?.stringValue
         let canonical: [(String, JSONValue)]
+        let built: VerificationKey?
         switch algorithm {
         case .es256, .es384:
             let curve = algorithm == .es256 ? "P-256" : "P-384"
             guard kty == "EC", jwk["crv"]?.stringValue == curve else { throw .keyMismatch(algorithm.rawValue) }
             let x = try member("x"), y = try member("y")
-            (first, second) = (x.bytes, y.bytes)
+            built = VerificationKey(algorithm, first: x.bytes, second: y.bytes)
             canonical = [("crv", .string(curve)), ("kty", .string("EC")), ("x", .string(x.text)), ("y", .string(y.text))]
         case .rs256, .ps256:
             guard kty == "RSA" else { throw .keyMismatch(algorithm.rawValue) }
             let n = try member("n"), e = try member("e")
-            (first, second) = (n.bytes, e.bytes)
+            built = VerificationKey(algorithm, first: n.bytes, second: e.bytes)
             canonical = [("e", .string(e.text)), ("kty", .string("RSA")), ("n", .string(n.text))]
         case .edDSA:
             guard kty == "OKP", jwk["crv"]?.stringValue == "Ed25519" else { throw .keyMismatch(algorithm.rawValue) }
             let x = try member("x")
-            (first, second) = (x.bytes, [])
+            built = VerificationKey(algorithm, first: x.bytes, second: [])
             canonical = [("crv", .string("Ed25519")), ("kty", .string("OKP")), ("x", .string(x.text))]
         }
-        self.algorithm = algorithm
+        guard let built else { throw .unusableKey }
+        key = built
         thumbprint = Base64URL.encode(SHA256.hash(JSONValue.object(canonical).serialized()).bytes)
-    }
-
-    /// Whether `signature` signs `signingInput` with this key.
-    func signed(_ signingInput: Substring, signature: [UInt8]) -> Bool {
-        SignatureCheck.isValid(algorithm, first: first, second: second, data: signingInput, signature: signature)
     }
 }

@@ -58,16 +58,20 @@ void tb_crypto_cleanse(void *_Nullable data, size_t count);
 #define TB_CRYPTO_PS256 4
 #define TB_CRYPTO_ED25519 5
 
-// Checks a JWS signature over `data` with a public key given by its JWK members: `x` and `y`
-// for ES256/ES384 (each the curve's coordinate length), `n` and `e` for RS256/PS256 (n of
-// 2048 bits or more), `x` for Ed25519 (`y` empty). `signature` as JWS writes it (R || S for
-// ECDSA). Returns 1 when the signature is valid; 0 when it is not, or the key is unusable (a
-// point off the curve, a short modulus). Implemented in signature.c.
-int tb_crypto_verify_signature(int algorithm,
-                               const void *a, size_t a_count,
-                               const void *_Nullable b, size_t b_count,
-                               const void *_Nullable data, size_t data_count,
-                               const void *signature, size_t signature_count);
+// A public key built from its JWK members, to check JWS signatures with (signature.c): `x` and
+// `y` for ES256/ES384 (each the curve's coordinate length), `n` and `e` for RS256/PS256 (n of
+// 2048 bits or more), `x` for Ed25519 (`b` empty). NULL when the key is unusable (a point off
+// the curve, a short modulus, a wrong length). Free it with tb_crypto_public_key_free; it may be
+// used by several threads at once.
+void *_Nullable tb_crypto_public_key_new(int algorithm, const void *a, size_t a_count,
+                                         const void *_Nullable b, size_t b_count);
+void tb_crypto_public_key_free(void *_Nullable key);
+
+// Checks a JWS signature over `data` with `key` (made for `algorithm`); `signature` as JWS writes
+// it (R || S for ECDSA). Returns 1 when the signature is valid, 0 otherwise.
+int tb_crypto_public_key_verify(void *key, int algorithm, const void *_Nullable data,
+                                size_t data_count, const void *signature,
+                                size_t signature_count);
 
 #pragma clang assume_nonnull end
 

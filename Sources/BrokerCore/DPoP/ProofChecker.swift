@@ -1,0 +1,24 @@
+import BrokerCrypto
+import Foundation
+
+/// Checks the DPoP proofs of requests to this broker (``DPoPProof``) and remembers those it
+/// accepted (``ProofReplayGuard``): one per broker, shared by every route.
+final class ProofChecker: Sendable {
+    /// The broker's public URL, the base of every `htu`.
+    let base: ProofURL
+    let keys = ProofKeys()
+    let replay: ProofReplayGuard
+
+    init(publicURL: URL, now: Double) {
+        var text = publicURL.absoluteString
+        while text.hasSuffix("/") { text.removeLast() }
+        base = ProofURL(text)
+        replay = ProofReplayGuard(now: now)
+    }
+
+    /// `text` checked as the proof of a request with `method` to `path`, presenting the token
+    /// whose hash is `tokenHash` (nil at a token endpoint).
+    func check(_ text: String, method: String, path: Substring, tokenHash: SHA256Digest?, now: Double) throws(DPoPProofError) -> DPoPProof {
+        try DPoPProof(text, method: method, url: ProofURL(base: base, path: path), tokenHash: tokenHash, now: now, keys: keys)
+    }
+}
