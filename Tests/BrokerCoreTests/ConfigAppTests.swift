@@ -40,8 +40,11 @@ struct ConfigAppTests {
             + "  plain:\n    redirect_uris: [myapp://plain]\n", env: ["S": "x"])
         #expect(config.app(id: "demo")?.dpop == .required)
         #expect(config.app(id: "plain")?.dpop == .optional, "optional by default")
+        #expect(config.app(id: "demo")?.dpopNonce == false, "no nonces by default")
         expectProblem(appProblems("apps:\n  demo:\n    redirect_uris: [myapp://oauth]\n    dpop: always\n"),
                       key: "apps.demo.dpop", contains: "expected one of optional, required, got \"always\"")
+        let nonced = try loadConfig(providers + "apps:\n  demo:\n    redirect_uris: [myapp://oauth]\n    dpop_nonce: true\n", env: ["S": "x"])
+        #expect(nonced.app(id: "demo")?.dpopNonce == true)
     }
 
     @Test func duplicateRedirectURIsAreProblems() {

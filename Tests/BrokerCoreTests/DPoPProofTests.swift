@@ -111,6 +111,21 @@ struct DPoPProofTests {
     }
 
     @Test
+    func aNonceLastsItsSlotAndTheNextOnEveryInstanceSharingTheStateKeys() throws {
+        let keys = try StateKeys.parse(Data(repeating: 7, count: 32).base64EncodedString()).get()
+        let nonces = DPoPNonces(binding: BrowserBinding(stateKeys: keys))
+        let another = DPoPNonces(binding: BrowserBinding(stateKeys: keys))
+        let start = 1_700_000_100.0
+        let given = nonces.current(at: start)
+        #expect(another.accepts(given, at: start), "another instance with the same keys")
+        #expect(nonces.accepts(given, at: start + DPoPNonces.slotSeconds), "the next slot")
+        #expect(!nonces.accepts(given, at: start + 2 * DPoPNonces.slotSeconds + 1), "two slots later")
+        #expect(nonces.current(at: start + DPoPNonces.slotSeconds) != given, "a new nonce each slot")
+        #expect(!nonces.accepts(nil, at: start) && !nonces.accepts("made-up", at: start))
+        #expect(!DPoPNonces(binding: BrowserBinding(stateKeys: nil)).accepts(given, at: start), "other keys, other nonces")
+    }
+
+    @Test
     func aBoundSessionAnswersOnlyItsKey() {
         var session = Session(id: SHA256.hash("s"), provider: "idp", app: "web", subject: "alice", scopes: [], accessToken: "a",
                               accessTokenExpiresAt: nil, refreshToken: nil, idTokenClaims: nil, createdAt: 0, signedInAt: 0, usedAt: 0)

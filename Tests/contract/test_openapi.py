@@ -116,6 +116,7 @@ CODE_STATUS = {
     "login_required": "401",
     # A token endpoint refuses a bad DPoP proof with 400 (RFC 9449 §5), a protected resource with 401 (§7.1).
     "invalid_dpop_proof": ("400", "401"),
+    "use_dpop_nonce": ("400", "401"),
     "token_refreshed": "401",
     "forbidden": "403",
     "wrong_provider": "403",

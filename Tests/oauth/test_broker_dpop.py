@@ -25,7 +25,8 @@ from support.postgres import PostgresCluster
 REDIRECT_URI = "http://127.0.0.1:9/cb"
 SECRET = "orders-secret-0123456789abcdef0123456789"
 RESOURCE_SERVERS = "resource_servers:\n  orders:\n    secret_env: ORDERS_SECRET\n"
-APPS = "  web:\n    redirect_uris: [http://127.0.0.1/cb]\n  bound:\n    redirect_uris: [http://127.0.0.1/cb]\n    dpop: required\n"
+APPS = ("  web:\n    redirect_uris: [http://127.0.0.1/cb]\n  bound:\n    redirect_uris: [http://127.0.0.1/cb]\n    dpop: required\n"
+        "  nonced:\n    redirect_uris: [http://127.0.0.1/cb]\n    dpop: required\n    dpop_nonce: true\n")
 
 
 def proof(key: Jwk, method: str, url: str, *, token: str | None = None, headers: dict | None = None, **claims) -> str:
@@ -225,6 +226,41 @@ def test_an_app_that_requires_dpop_gets_no_bearer_session(broker, browser):
                            data={"grant_type": "authorization_code", "code": params["code"], "code_verifier": verifier,
                                  "redirect_uri": app.redirect_uri, "app": "bound"})
     assert answer.status_code == 200 and answer.json()["session_token_type"] == "DPoP", answer.text
+
+
+def test_an_app_that_asks_for_nonces_gets_them_and_requests_oauth2client_follows(broker, browser):
+    browser.allow(broker.host)
+    metadata = requests.get(broker.url("/.well-known/oauth-authorization-server/providers/dot"), timeout=10).json()
+    client = OAuth2Client(token_endpoint=metadata["token_endpoint"], authorization_endpoint=metadata["authorization_endpoint"],
+                          client_id="nonced", redirect_uri=REDIRECT_URI, testing=True, dpop_bound_access_tokens=True)
+    request = client.authorization_request(scope="openid")
+    location = browser.authorize(str(request.uri), "alice", "alice-password")
+    # The token request without a nonce is answered use_dpop_nonce with one; the library retries with it.
+    token = client.authorization_code(request.validate_callback(location))
+    assert isinstance(token, DPoPToken)
+    assert token.dpop_key.as_nonce, "the broker gave the library a nonce at the token endpoint"
+    # The same at the broker's resources: a 401 use_dpop_nonce with the nonce, then the library's retry.
+    session = requests.get(broker.url("/session"), auth=token, timeout=10)
+    assert session.status_code == 200, session.text
+    assert token.dpop_key.rs_nonce == token.dpop_key.as_nonce, "one nonce for every endpoint of an instance"
+
+    # By hand: no nonce, a made-up one, then the one given.
+    key = token.dpop_key.private_key
+    bare = requests.get(broker.url("/session"), timeout=10, headers={
+        "Authorization": f"DPoP {token.access_token}", "DPoP": proof(key, "GET", broker.url("/session"), token=token.access_token)})
+    assert bare.status_code == 401 and bare.json()["error"] == "use_dpop_nonce"
+    assert bare.headers["WWW-Authenticate"].startswith('DPoP error="use_dpop_nonce"')
+    nonce = bare.headers["DPoP-Nonce"]
+    made_up = requests.get(broker.url("/session"), timeout=10, headers={
+        "Authorization": f"DPoP {token.access_token}",
+        "DPoP": proof(key, "GET", broker.url("/session"), token=token.access_token, nonce="made-up")})
+    assert made_up.status_code == 401 and made_up.json()["error"] == "use_dpop_nonce"
+    given = requests.get(broker.url("/session"), timeout=10, headers={
+        "Authorization": f"DPoP {token.access_token}",
+        "DPoP": proof(key, "GET", broker.url("/session"), token=token.access_token, nonce=nonce)})
+    assert given.status_code == 200, given.text
+    metrics = requests.get(broker.url("/metrics"), timeout=10).text
+    assert 'reason="dpop_nonce_required"' in metrics
 
 
 def test_a_token_request_proof_is_checked_like_any_other(broker, browser):

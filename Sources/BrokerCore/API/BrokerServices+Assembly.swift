@@ -28,6 +28,7 @@ extension BrokerServices {
             minInterval: config.sessions.minRefreshIntervalSeconds, now: now
         )
         let limits = config.server.limits
+        let binding = BrowserBinding(stateKeys: config.state.keys)
         let sessions = SessionOperations(
             store: store, refresher: refresher, providers: providers, calls: calls, profiles: profiles, endings: endings,
             refreshSkew: config.sessions.refreshSkewSeconds, now: now
@@ -56,8 +57,8 @@ extension BrokerServices {
             userCodeGuard: UserCodeGuard(missesPerMinute: limits.deviceCodeMissesPerMinute),
             proxyLimiter: RateLimiter(perMinute: limits.proxyRequestsPerMinute),
             signInCeiling: SignInCeiling(limit: limits.maxPendingSignIns, store: store, metrics: metrics),
-            binding: BrowserBinding(stateKeys: config.state.keys),
-            proofs: ProofChecker(publicURL: config.server.publicURL, now: now()),
+            binding: binding,
+            proofs: ProofChecker(publicURL: config.server.publicURL, binding: binding, now: now()),
             webhooks: webhooks,
             metrics: metrics,
             logger: logger,

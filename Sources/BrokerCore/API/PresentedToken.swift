@@ -29,11 +29,12 @@ extension BrokerServices {
     }
 
     /// Whether `session` answers `presented`'s holder (``Session/mismatch(_:)``), and its proof
-    /// is new to this instance (``spendHere(_:route:)``): a 401 otherwise, counted under `route`.
-    /// Returns the proof that the shared store must still record (``spendAnywhere(_:route:)``).
+    /// is new to this instance (``spendHere(_:app:route:)``): a 401 otherwise, counted under
+    /// `route`. Returns the proof that the shared store must still record
+    /// (``spendAnywhere(_:route:)``).
     func admit(_ presented: PresentedToken, to session: Session, route: String) throws(HTTPError) -> DPoPProof? {
         if let mismatch = session.mismatch(presented.holder) { throw holderRefused(mismatch, route: route) }
-        return try spendHere(presented.proof, route: route)
+        return try spendHere(presented.proof, app: session.app, route: route)
     }
 
     /// The 401 for a token presented otherwise than its session is bound, counted under `route`.
@@ -42,10 +43,15 @@ extension BrokerServices {
         return .holderRefused(mismatch)
     }
 
-    /// A 401 when `proof` was accepted by this instance before (``ProofReplayGuard``); else
-    /// the proof when the store the instances share must still record it.
-    func spendHere(_ proof: DPoPProof?, route: String) throws(HTTPError) -> DPoPProof? {
+    /// A 401 when `proof` lacks the nonce its app asks for (``nonceMissing(_:app:)``) or was
+    /// accepted by this instance before (``ProofReplayGuard``); else the proof when the store the
+    /// instances share must still record it.
+    func spendHere(_ proof: DPoPProof?, app: String, route: String) throws(HTTPError) -> DPoPProof? {
         guard let proof else { return nil }
+        if nonceMissing(proof, app: app) {
+            metrics.rejected(route: route, reason: DPoPProofError.nonceRequired.reason)
+            throw .useNonce(proofs.nonces.current(at: now()), status: 401)
+        }
         guard proofs.replay.firstHere(proof, now: now()) else {
             metrics.rejected(route: route, reason: DPoPProofError.replayed.reason)
             throw .dpopRefused(.replayed)
@@ -70,6 +76,12 @@ extension BrokerServices {
         } catch {
             throw error.httpError
         }
+    }
+
+    /// Whether `app` asks for nonces (`dpop_nonce`) and `proof` has no nonce the broker gave out
+    /// lately.
+    func nonceMissing(_ proof: DPoPProof, app: String) -> Bool {
+        config.app(id: app)?.dpopNonce == true && !proofs.nonces.accepts(proof.nonce, at: now())
     }
 
     /// The key a token request proves it holds (RFC 9449 §5): its `DPoP` proof checked for this
@@ -97,6 +109,13 @@ extension HTTPError {
     /// 401 for a proof that does not do.
     static func dpopRefused(_ error: DPoPProofError) -> HTTPError {
         HTTPError(status: 401, code: "invalid_dpop_proof", description: error.description, headers: [dpopChallenge("invalid_dpop_proof")])
+    }
+
+    /// A proof without the nonce its app asks for (RFC 9449 §8, §9): 400 at a token endpoint,
+    /// 401 elsewhere, with the nonce to use in `DPoP-Nonce`.
+    static func useNonce(_ nonce: String, status: Int) -> HTTPError {
+        HTTPError(status: status, code: "use_dpop_nonce", description: DPoPProofError.nonceRequired.description,
+                  headers: (status == 401 ? [dpopChallenge("use_dpop_nonce")] : []) + [HTTPHeader("DPoP-Nonce", nonce)])
     }
 
     /// 401 for a token presented other than as its session is bound.

@@ -21,8 +21,9 @@ struct StandardTokenRoutes: Sendable {
                 let grant = try Self.grants.grant(form, client: TokenClient(id: try clientID(request, form), parameter: "client_id"))
                 let limit = try GrantLimit(grant, request, services)
                 let proof = try services.tokenRequestProof(request)
+                let route = request.route
                 return .deferredCatching { [services] () async throws(HTTPError) -> Response in
-                    let granted = try await GrantLimit.carryOut(grant, at: provider, proof: proof, under: limit, services)
+                    let granted = try await GrantLimit.carryOut(grant, at: provider, proof: proof, under: limit, route: route, services)
                     return try granted.session.standardTokenAnswer(at: services.now(), refreshToken: granted.token,
                                                                   sessionEnd: services.sessionEnd(granted.session))
                 }
@@ -91,6 +92,7 @@ struct StandardTokenRoutes: Sendable {
             }
             let found = try await services.load(id)
             guard let session = found, client.map({ session.app == $0 }) ?? true, session.provider == provider else { return Response(status: 200) }
+            try services.requireNonce(proof, app: session.app)
             if session.keyThumbprint != nil, session.mismatch(SessionHolder(proof)) != nil {
                 throw .badRequest("The token is bound to a key: send a DPoP proof of it with the revocation request.", code: "invalid_dpop_proof")
             }

@@ -22,8 +22,9 @@ struct TokenRoutes: Sendable {
             let grant = try Self.grants.grant(form, client: TokenClient(id: try DeviceRoutes.app(form), parameter: "app"))
             let limit = try GrantLimit(grant, request, services)
             let proof = try services.tokenRequestProof(request)
+            let route = request.route
             return .deferredCatching { [services] () async throws(HTTPError) -> Response in
-                let granted = try await GrantLimit.carryOut(grant, at: nil, proof: proof, under: limit, services)
+                let granted = try await GrantLimit.carryOut(grant, at: nil, proof: proof, under: limit, route: route, services)
                 return granted.session.tokenAnswer(at: services.now(), sessionToken: granted.token)
             }
         }
@@ -49,7 +50,10 @@ struct TokenRoutes: Sendable {
         let route = request.route
         let requested = Result { () throws(HTTPError) in try requestedValidity(request) }
         let minimumValidity = (try? requested.get()) ?? services.refreshSkew
-        switch services.sessions.current(presented.id, holder: presented.holder, validFor: minimumValidity, { session, now in session.tokenAnswer(at: now) }) {
+        let bound = presented.proof != nil
+        switch services.sessions.current(presented.id, holder: presented.holder, validFor: minimumValidity, { session, now in
+            (session.tokenAnswer(at: now), bound ? session.app : "")
+        }) {
         case .unknownSession:
             guard !services.store.holdsEverySession else { throw services.unknownSession(route: route) }
             _ = try requested.get()
@@ -67,16 +71,18 @@ struct TokenRoutes: Sendable {
             }
         case .wrongHolder(let mismatch):
             throw services.holderRefused(mismatch, route: route)
-        case .fresh(let answer):
+        case .fresh(let (answer, app)):
             _ = try requested.get()
-            guard let unrecorded = try services.spendHere(presented.proof, route: route) else { return .now(answer) }
+            guard let unrecorded = try services.spendHere(presented.proof, app: app, route: route) else { return .now(answer) }
             return .deferredCatching { [services] () async throws(HTTPError) -> Response in
                 try await services.spendAnywhere(unrecorded, route: route)
                 return answer
             }
         case .refreshDue(let early):
             _ = try requested.get()
-            let unrecorded = try services.spendHere(presented.proof, route: route)
+            // The session's app, for its nonce rule: looked up again, on this rare branch only.
+            let app = bound ? services.store.session(presented.id, now: services.now())?.app ?? "" : ""
+            let unrecorded = try services.spendHere(presented.proof, app: app, route: route)
             try services.admitRefresh(early: early, client: request.clientIP, route: route)
             return .deferredCatching { [self] () async throws(HTTPError) -> Response in
                 try await services.spendAnywhere(unrecorded, route: route)

@@ -13,12 +13,15 @@ public struct AppConfig: Sendable, Equatable {
     public let displayName: String?
     /// Whether the app's session tokens must be bound to a key of the app's (DPoP, RFC 9449).
     public let dpop: AppDPoP
+    /// Whether the app's DPoP proofs must carry a nonce the broker gave out (RFC 9449 §8).
+    public let dpopNonce: Bool
 
     /// Creates an app. The loader validates its input; this initializer does not.
     public init(id: String, redirectURIs: [RedirectURI], providers: [String]? = nil, deviceFlow: Bool = false, displayName: String? = nil,
-                dpop: AppDPoP = .optional) {
+                dpop: AppDPoP = .optional, dpopNonce: Bool = false) {
         self.id = id
         self.dpop = dpop
+        self.dpopNonce = dpopNonce
         self.displayName = displayName
         self.redirectURIs = redirectURIs
         self.providers = providers

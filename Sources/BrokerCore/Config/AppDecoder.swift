@@ -10,7 +10,7 @@ struct AppDecoder {
     /// broken provider does not also make each app naming it fail.
     let providerIDs: [String]
 
-    static let knownKeys = ["redirect_uris", "providers", "device_flow", "display_name", "dpop"]
+    static let knownKeys = ["redirect_uris", "providers", "device_flow", "display_name", "dpop", "dpop_nonce"]
 
     /// The app, or `nil` when anything about it is wrong (every problem is recorded).
     func decode(_ node: Node, problems: inout ConfigProblemList) -> AppConfig? {
@@ -25,8 +25,10 @@ struct AppDecoder {
         let dpop = reader.parsed("dpop", expected: "optional or required", problems: &problems) {
             ConfigValueParsing.choice($0, as: AppDPoP.self)
         } ?? .optional
+        let dpopNonce = reader.parsed("dpop_nonce", expected: "true or false", problems: &problems, ConfigValueParsing.boolean) ?? false
         guard problems.problems.count == before, let redirectURIs else { return nil }
-        return AppConfig(id: id, redirectURIs: redirectURIs, providers: providers, deviceFlow: deviceFlow, displayName: displayName, dpop: dpop)
+        return AppConfig(id: id, redirectURIs: redirectURIs, providers: providers, deviceFlow: deviceFlow, displayName: displayName, dpop: dpop,
+                         dpopNonce: dpopNonce)
     }
 
     private func decodeRedirectURIs(_ reader: YAMLMappingReader, problems: inout ConfigProblemList) -> [RedirectURI]? {

@@ -15,6 +15,8 @@ struct DPoPProof: Sendable {
     let replayID: SHA256Digest
     /// Until when its `jti` is to be remembered: past it, `iat` puts the proof outside the window.
     let rememberUntil: Double
+    /// Its `nonce` claim, when it has one (``DPoPNonces``).
+    let nonce: String?
 
     /// Larger than any proof a client makes (an RSA-4096 key and the claims fit in 2 KiB).
     static let maximumBytes = 8192
@@ -54,6 +56,7 @@ struct DPoPProof: Sendable {
         thumbprint = key.thumbprint
         replayID = SHA256.hash("dpop-jti:\(key.thumbprint):\(jti)")
         rememberUntil = issuedAt + Self.acceptedAge + Self.clockSkew
+        nonce = claims["nonce"]?.stringValue
     }
 
     /// The key of a proof's header: its `typ`, `alg`, `crit` and `jwk` checked, the key built.

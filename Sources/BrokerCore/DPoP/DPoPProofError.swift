@@ -30,6 +30,9 @@ enum DPoPProofError: Error, Sendable, Equatable {
     case replayed
     /// The proof's key is not the key the token is bound to.
     case otherKey
+    /// The app asks for nonces and the proof has none, or a stale one (RFC 9449 §8): the answer
+    /// gives the current one in `DPoP-Nonce`.
+    case nonceRequired
 
     /// What the client is told.
     var description: String {
@@ -48,6 +51,7 @@ enum DPoPProofError: Error, Sendable, Equatable {
         case .wrongTokenHash: "The DPoP proof's ath is missing or is not the hash of the presented token."
         case .replayed: "The DPoP proof was used before; make a new proof (a new jti) for each request."
         case .otherKey: "The DPoP proof is signed with another key than the one the token is bound to."
+        case .nonceRequired: "The DPoP proof must carry the nonce given in the DPoP-Nonce header."
         }
     }
 
@@ -57,6 +61,7 @@ enum DPoPProofError: Error, Sendable, Equatable {
         case .missing: "dpop_proof_missing"
         case .replayed: "dpop_proof_replayed"
         case .otherKey: "dpop_key_mismatch"
+        case .nonceRequired: "dpop_nonce_required"
         default: "dpop_proof_invalid"
         }
     }

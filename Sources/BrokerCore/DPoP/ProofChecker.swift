@@ -1,19 +1,22 @@
 import BrokerCrypto
 import Foundation
 
-/// Checks the DPoP proofs of requests to this broker (``DPoPProof``) and remembers those it
-/// accepted (``ProofReplayGuard``): one per broker, shared by every route.
+/// Checks the DPoP proofs of requests to this broker (``DPoPProof``), remembers those it
+/// accepted (``ProofReplayGuard``) and gives out its nonces (``DPoPNonces``): one per broker,
+/// shared by every route.
 final class ProofChecker: Sendable {
     /// The broker's public URL, the base of every `htu`.
     let base: ProofURL
     let keys = ProofKeys()
     let replay: ProofReplayGuard
+    let nonces: DPoPNonces
 
-    init(publicURL: URL, now: Double) {
+    init(publicURL: URL, binding: BrowserBinding, now: Double) {
         var text = publicURL.absoluteString
         while text.hasSuffix("/") { text.removeLast() }
         base = ProofURL(text)
         replay = ProofReplayGuard(now: now)
+        nonces = DPoPNonces(binding: binding)
     }
 
     /// `text` checked as the proof of a request with `method` to `path`, presenting the token

@@ -51,7 +51,7 @@ public enum DevelopmentMode {
         let configured = config.providers.map(\.id)
         let apps = config.apps.map { app in
             AppConfig(id: app.id, redirectURIs: app.redirectURIs, providers: app.providers ?? configured, deviceFlow: app.deviceFlow,
-                      displayName: app.displayName, dpop: app.dpop)
+                      displayName: app.displayName, dpop: app.dpop, dpopNonce: app.dpopNonce)
         }
         return BrokerConfig(
             server: config.server, log: config.log, sessions: config.sessions, state: config.state, webhooks: config.webhooks, admin: config.admin,

@@ -25,6 +25,7 @@ struct RefreshTokenGrant: TokenGrant {
         guard token.hasPrefix(OpaqueToken.sessionPrefix) else { throw invalid }
         guard let session = try await services.load(OpaqueToken.hash(token)), session.app == client ?? session.app,
               session.provider == provider ?? session.provider else { throw invalid }
+        try services.requireNonce(proof, app: session.app)
         // RFC 9449 §5: a bound refresh token is used only with a proof of its key.
         if let mismatch = session.mismatch(SessionHolder(proof)) {
             throw .badRequest(mismatch == .notBound ? "The refresh token is bound to no key: send no DPoP proof with it."

@@ -73,19 +73,24 @@ struct GrantLimit: Sendable {
     private static let counted: Set<String> = ["invalid_grant", "slow_down", "access_denied", "expired_token"]
 
     /// Carries `grant` out, its DPoP proof (if any) first recorded where the instances share
-    /// them; a refusal that counts is charged to the client's budget.
-    static func carryOut(_ grant: any TokenGrant, at provider: String?, proof: DPoPProof?, under limit: GrantLimit?,
+    /// them; a refusal that counts is charged to the client's budget, and one for the proof is
+    /// counted under `route`.
+    static func carryOut(_ grant: any TokenGrant, at provider: String?, proof: DPoPProof?, under limit: GrantLimit?, route: String,
                          _ services: BrokerServices) async throws(HTTPError) -> GrantedSession {
-        if let proof, try await !services.firstAnywhere(proof) {
-            throw .badRequest(DPoPProofError.replayed.description, code: "invalid_dpop_proof")
-        }
-        do {
+        do throws(HTTPError) {
+            if let proof, try await !services.firstAnywhere(proof) {
+                throw .badRequest(DPoPProofError.replayed.description, code: "invalid_dpop_proof")
+            }
             return try await grant.grant(at: provider, proof: proof, services)
         } catch {
             if let limit, counted.contains(error.code) { limit.limiter.charge(limit.client, now: services.now()) }
+            if let reason = proofRefusals[error.code] { services.metrics.rejected(route: route, reason: reason) }
             throw error
         }
     }
+
+    /// The refusals of a grant's DPoP proof, and their metrics reasons.
+    private static let proofRefusals = ["invalid_dpop_proof": "dpop_proof_invalid", "use_dpop_nonce": DPoPProofError.nonceRequired.reason]
 }
 
 /// The grants a token endpoint offers.
@@ -127,10 +132,21 @@ extension BrokerServices {
     /// The key a new session of `app` is bound to: the proof's, else none — unless the app
     /// requires DPoP (`dpop: required`), which is a 400 `invalid_dpop_proof`.
     func keyThumbprint(of proof: DPoPProof?, for app: String) throws(HTTPError) -> String? {
-        if proof == nil, config.app(id: app)?.dpop == .required {
-            throw .badRequest("The app \(app) binds its sessions to a key: send a DPoP proof (RFC 9449) with the token request.",
-                              code: "invalid_dpop_proof")
+        guard let proof else {
+            if config.app(id: app)?.dpop == .required {
+                throw .badRequest("The app \(app) binds its sessions to a key: send a DPoP proof (RFC 9449) with the token request.",
+                                  code: "invalid_dpop_proof")
+            }
+            return nil
         }
-        return proof?.thumbprint
+        try requireNonce(proof, app: app)
+        return proof.thumbprint
+    }
+
+    /// A 400 `use_dpop_nonce` at a token endpoint when `app` asks for nonces and `proof` has
+    /// none the broker gave out lately (RFC 9449 §8).
+    func requireNonce(_ proof: DPoPProof?, app: String) throws(HTTPError) {
+        guard let proof, nonceMissing(proof, app: app) else { return }
+        throw .useNonce(proofs.nonces.current(at: now()), status: 400)
     }
 }
