@@ -48,6 +48,7 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Callable
 
+import dpop_proofs
 import envoy_peer
 import several
 import tls_peers
@@ -60,6 +61,8 @@ SAMPLE = 200_000  # session tokens wrk picks from, at random out of the large st
 # The targets of the wrk rounds (the table's rows, in this order) and their short labels.
 TOKEN = "broker GET /token (access log on, default)"
 NOLOG = "broker GET /token (BROKER_LOG_ACCESS=false)"
+DPOP = "broker GET /token, a session bound to a key: a new DPoP proof (ES256) on each request (access log on)"
+DPOP_PROOFS_PER_SECOND = 25_000  # proofs made for each second of a DPoP run: more than the broker answers
 HEALTHZ = "broker GET /healthz"
 BASELINE = "baseline build: broker GET /token (access log on)"
 POSTGRES = "PostgreSQL store: broker GET /token (access log on)"
@@ -82,7 +85,7 @@ PROXY_TLS = (f"API proxy over TLS: broker GET /proxy/tlsapi/token → nginx http
 PROXY_TLS_BUSY = "API proxy over TLS: broker GET /proxy/tlsapi/token → nginx https, one busy session, no pauses (broker CPU)"
 ENVOY_FILTER_TLS = f"Envoy OAuth2 filter, signed-in cookies → nginx https, {PAUSE} ms pauses (Envoy CPU)"
 ENVOY_PLAIN_TLS = f"Envoy, no filter → nginx https, {PAUSE} ms pauses (Envoy CPU)"
-LABELS = {TOKEN: "/token", NOLOG: "/token no access log", HEALTHZ: "/healthz", BASELINE: "baseline /token",
+LABELS = {TOKEN: "/token", NOLOG: "/token no access log", DPOP: "/token with DPoP", HEALTHZ: "/healthz", BASELINE: "baseline /token",
           POSTGRES: "postgres /token", ENVOY_DIRECT: "Envoy filter direct", BARE: "bare MHD", BARE_FRESH: "bare MHD, fresh response", PROXY: "proxy → nginx",
           ENVOY_FILTER: "Envoy filter → nginx", ENVOY_PLAIN: "Envoy → nginx", NGINX: "nginx",
           FLOOR_SPLIT: "floor, split → nginx", FLOOR_ONE: "floor, one thread → nginx",
@@ -107,6 +110,8 @@ class Target:
     pause: str | None = None  # token.lua's PAUSE: "5-20" ms before each request of a connection
     tls_log: tls_peers.AccessLog | None = None  # the TLS API's log: its new connections and full handshakes
     upstream: Callable[[], tuple[int, int]] | None = None  # the broker's own count of API connections opened, reused
+    prepare: Callable[[int], None] | None = None  # makes `tokens` anew before each run of this many seconds (DPoP proofs)
+    pick: str | None = None  # token.lua's PICK: "once:2", each line once
 
 STARTED: list[subprocess.Popen] = []
 STOPPERS: list[Callable[[], None]] = []  # other things to stop at the end (the authorization server)
@@ -548,12 +553,15 @@ def run_wrk(target: Target, seconds: int, wrk_cpus: set[int] | None = None) -> d
     upstream = target.upstream or (lambda: (0, 0))
     if target.tls_log:
         target.tls_log.read()  # what came before this run
+    if target.prepare:
+        target.prepare(seconds)
     upstream_before = upstream()
     before, api_before, accepts_before = cpu_ticks(pids), cpu_ticks(api), accepts()
     output = subprocess.run(
         (["taskset", "-c", cpu_list(wrk_cpus)] if wrk_cpus else [])
         + ["wrk", "-t2", "-c64", f"-d{seconds}s", "--latency", "-s", os.path.join(HERE, "token.lua"),
-           f"http://127.0.0.1:{target.port}", "--", target.tokens, target.path, target.header, *([target.pause] if target.pause else [])],
+           f"http://127.0.0.1:{target.port}", "--", target.tokens, target.path, target.header, target.pause or "",
+           *([target.pick] if target.pick else [])],
         capture_output=True, text=True, timeout=seconds + 60,
     ).stdout
     after, api_after, accepts_after = cpu_ticks(pids), cpu_ticks(api), accepts()
@@ -884,8 +892,12 @@ def run(args, broker_bin: str, fixture_bin: str, workdir: str, run_started: floa
 
     api = lambda: [nginx.pid] + children(nginx.pid)  # noqa: E731
     accepts = lambda: int(http_get(nginx_port, "/nginx_status")[2].split()[7])  # noqa: E731 - stub_status's "accepts"
+    bound_token, bound_key = dpop_proofs.bind_session(a.port)
+    proofs_file = os.path.join(workdir, "dpop-proofs.txt")
     hot = [
         Target(TOKEN, a.port, "/token", lambda: [a.pid], sample),
+        Target(DPOP, a.port, "/token", lambda: [a.pid], proofs_file, header="Authorization: DPoP ", pick="once:2",
+               prepare=lambda seconds: dpop_proofs.write_proofs(proofs_file, a.port, bound_token, bound_key, DPOP_PROOFS_PER_SECOND * seconds)),
         Target(NOLOG, b.port, "/token", lambda: [b.pid], sample),
         Target(HEALTHZ, a.port, "/healthz", lambda: [a.pid], sample),
     ]
@@ -1160,6 +1172,8 @@ def report(args, results, targets, rss, summaries, large, medium, first_ready, f
                  f"{round_ratios(BARE_FRESH, BARE)}×)", ""))
     rows.append(("/token p99 at -c64", "", "", "", "", f"{med[TOKEN]['p99']:.2f} ms (access log off: {med[NOLOG]['p99']:.2f} ms)", f"< 2 ms {ok(med[TOKEN]['p99'] < 2)}"))
     rows.append(("hot path: broker /token ÷ Envoy OAuth2 filter's direct answer", "", "", "", "", versus(TOKEN, ENVOY_DIRECT), ""))
+    rows.append(("/token for a session bound to a key (a DPoP proof checked on each request) ÷ the same with a bearer token",
+                 "", "", "", "", versus(DPOP, TOKEN), ""))
     rows.append(("API proxy: broker ÷ Envoy OAuth2 filter, both → nginx", "", "", "", "", versus(PROXY, ENVOY_FILTER),
                  f"p99 ≤ Envoy's {ok(med[PROXY]['p99'] <= med[ENVOY_FILTER]['p99'])}"))
     rows.append(("API proxy: broker ÷ Envoy without filter, both → nginx", "", "", "", "", versus(PROXY, ENVOY_PLAIN),
