@@ -102,12 +102,12 @@ struct DPoPProofTests {
     @Test
     func aProofIsAcceptedOnceWithinItsWindow() throws {
         let proof = try Self.check(try #require(Self.vectors.proofs.first).proof)
-        let seen = ProofReplayGuard(now: Self.issuedAt)
-        #expect(seen.firstHere(proof, now: Self.issuedAt + 1))
-        #expect(!seen.firstHere(proof, now: Self.issuedAt + 2), "the same proof again")
         let span = DPoPProof.acceptedAge + DPoPProof.clockSkew
-        #expect(!seen.firstHere(proof, now: Self.issuedAt + span + 1), "remembered in the previous generation")
-        #expect(seen.firstHere(proof, now: Self.issuedAt + 3 * span), "forgotten once outside every window")
+        let seen = ReplayMemory(now: Self.issuedAt, span: span)
+        #expect(seen.firstHere(proof.replayID, now: Self.issuedAt + 1))
+        #expect(!seen.firstHere(proof.replayID, now: Self.issuedAt + 2), "the same proof again")
+        #expect(!seen.firstHere(proof.replayID, now: Self.issuedAt + span + 1), "remembered in the previous generation")
+        #expect(seen.firstHere(proof.replayID, now: Self.issuedAt + 3 * span), "forgotten once outside every window")
     }
 
     @Test

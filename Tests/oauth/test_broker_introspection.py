@@ -1,14 +1,21 @@
 """Token introspection (RFC 7662) for backends: a Flask API protected by authlib's introspection
 validator accepts a live session token and refuses a revoked one — on one instance with the
 embedded store, and on two PostgreSQL instances where the token is revoked on the other one.
-Only the configured resource servers may ask; the answer never holds a provider token."""
+Only the configured resource servers may ask — with a secret, or with client assertions signed by
+a key of theirs (`private_key_jwt`, as requests-oauth2client sends them), each assertion once on
+every instance; the answer never holds a provider token."""
 
 from __future__ import annotations
 
 import base64
+import json
+import time
+import uuid
 
 import pytest
 import requests
+from jwskate import Jwk, Jwt
+from requests_oauth2client import OAuth2Client, PrivateKeyJwt
 
 from support.broker import App, BrokerProcess, broker_config, free_port, provider_config, wait_for
 from support.postgres import PostgresCluster
@@ -126,6 +133,81 @@ def test_a_revocation_on_one_instance_reaches_introspection_on_another(auth_serv
                 assert backend.get("/orders", app.session_token).status_code == 401
             finally:
                 backend.close()
+        finally:
+            for broker in brokers:
+                broker.stop()
+
+
+def signing_server(tmp_path) -> tuple[Jwk, str]:
+    """A resource server key and the `resource_servers` lines naming its public key set."""
+    key = Jwk.generate(alg="ES256", kid="signed-1")
+    jwks = tmp_path / "signed-jwks.json"
+    jwks.write_text(json.dumps({"keys": [dict(key.public_jwk())]}))
+    return key, f"  signed:\n    jwks_file: {jwks}\n"
+
+
+def assertion(key: Jwk, audience: str, **claims) -> str:
+    now = int(time.time())
+    body = {"iss": "signed", "sub": "signed", "aud": audience, "iat": now, "exp": now + 60, "jti": str(uuid.uuid4()), **claims}
+    return str(Jwt.sign(body, key=key, alg="ES256", extra_headers={"kid": key.kid}))
+
+
+ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+
+
+def test_a_resource_server_may_authenticate_with_its_key_each_assertion_once(auth_server, browser, tmp_path):
+    key, lines = signing_server(tmp_path)
+    port = free_port()
+    client_id, secret = auth_server.register_client([f"http://127.0.0.1:{port}/callback"])
+    broker = BrokerProcess(broker_config(provider_config(auth_server, client_id)) + RESOURCE_SERVERS + lines,
+                           env={"DOT_CLIENT_SECRET": secret, **ENV}, port=port)
+    try:
+        app = App(broker, browser)
+        app.login("alice")
+        metadata = requests.get(broker.url("/.well-known/oauth-authorization-server/providers/dot"), timeout=10).json()
+        endpoint = metadata["introspection_endpoint"]
+        # requests-oauth2client signs a new assertion for each call, its aud the endpoint's URL.
+        backend = OAuth2Client(token_endpoint=metadata["token_endpoint"], introspection_endpoint=endpoint,
+                               auth=PrivateKeyJwt("signed", key, alg="ES256"), testing=True)
+        described = backend.introspect_token(app.session_token)
+        assert described["active"] is True and described["client_id"] == "web"
+        assert backend.introspect_token(app.session_token)["active"] is True
+
+        made = assertion(key, endpoint)
+        form = {"token": app.session_token, "client_assertion_type": ASSERTION_TYPE, "client_assertion": made}
+        assert requests.post(endpoint, data=form, timeout=10).json()["active"] is True
+        replayed = requests.post(endpoint, data=form, timeout=10)
+        assert replayed.status_code == 401 and replayed.json()["error"] == "invalid_client", "an assertion is good once"
+        stranger = Jwk.generate(alg="ES256", kid="signed-1")
+        for bad in (assertion(stranger, endpoint), assertion(key, "https://elsewhere.example/introspect"),
+                    assertion(key, endpoint, exp=int(time.time()) - 60), assertion(key, endpoint, exp=int(time.time()) + 3600),
+                    assertion(key, endpoint, iss="orders", sub="orders")):
+            refused = requests.post(endpoint, timeout=10,
+                                    data={"token": app.session_token, "client_assertion_type": ASSERTION_TYPE, "client_assertion": bad})
+            assert refused.status_code == 401 and "active" not in refused.text
+        assert any("introspection refused a client assertion" in line for line in broker.lines)
+    finally:
+        broker.stop()
+
+
+def test_an_assertion_is_good_once_across_instances_sharing_postgres(auth_server, browser, tmp_path):
+    key, lines = signing_server(tmp_path)
+    with PostgresCluster() as postgres:
+        ports = [free_port(), free_port()]
+        public = f"http://127.0.0.1:{ports[0]}"
+        client_id, secret = auth_server.register_client([f"{public}/callback"])
+        env = {"DOT_CLIENT_SECRET": secret, "BROKER_STATE_BACKEND": "postgres", "BROKER_POSTGRES_URL": postgres.create_database(),
+               "BROKER_POSTGRES_PASSWORD": postgres.password, "BROKER_PUBLIC_URL": public, **ENV}
+        config = broker_config(provider_config(auth_server, client_id)) + RESOURCE_SERVERS + lines
+        brokers = [BrokerProcess(config, env=env, port=port) for port in ports]
+        try:
+            app = App(brokers[0], browser)
+            app.login("alice")
+            form = {"token": app.session_token, "client_assertion_type": ASSERTION_TYPE,
+                    "client_assertion": assertion(key, f"{public}/introspect")}
+            assert requests.post(brokers[1].url("/introspect"), data=form, timeout=10).json()["active"] is True
+            replayed = requests.post(brokers[0].url("/introspect"), data=form, timeout=10)
+            assert replayed.status_code == 401 and replayed.json()["error"] == "invalid_client"
         finally:
             for broker in brokers:
                 broker.stop()

@@ -1,13 +1,15 @@
 import BrokerCrypto
 import Foundation
 import HTTPServer
+import Logging
 import WireValues
 
 /// `POST /introspect` (RFC 7662, docs/introspection.md): a backend that an app called with its
 /// session token asks whether the token is active and whose it is, the way API gateways and
 /// resource-server libraries ask. Only the `resource_servers` of the configuration may ask, each
-/// with its secret (HTTP Basic, or `client_id` and `client_secret` in the form) and within its
-/// `requests_per_minute`. The answer never holds a provider token: who the user is (`sub`, the
+/// with its secret (HTTP Basic, or `client_id` and `client_secret` in the form) or a client
+/// assertion signed by one of its keys (`private_key_jwt`, ``ClientAssertionCheck``), and within
+/// its `requests_per_minute`. The answer never holds a provider token: who the user is (`sub`, the
 /// `provider`), for which app (`client_id`), with which scopes, since when and until when. An
 /// unknown, expired or revoked token is `{"active": false}` and nothing more; a revocation on
 /// any instance reaches this answer as it reaches `GET /token`.
@@ -15,13 +17,30 @@ struct IntrospectionRoute: Sendable {
     let services: BrokerServices
     /// Each resource server's secret, hashed (compared in constant time, length included).
     private let secrets: [String: [UInt8]]
+    /// Each `private_key_jwt` resource server's keys.
+    private let keys: [String: [ResourceServerKey]]
+    /// What a client assertion's `aud` may name: the introspection endpoint, or the broker.
+    private let audiences: Set<String>
+    /// The client assertions accepted lately (each is good once).
+    private let assertions: ReplayMemory
     /// Each resource server's own limit.
     private let limiters: [String: RateLimiter]
 
     init(services: BrokerServices) {
         self.services = services
         let servers = services.config.resourceServers
-        secrets = Dictionary(uniqueKeysWithValues: servers.map { ($0.id, SHA256.hash(Array($0.secret.reveal().utf8)).bytes) })
+        secrets = Dictionary(uniqueKeysWithValues: servers.compactMap { server in
+            guard case .secret(let secret) = server.credential else { return nil }
+            return (server.id, SHA256.hash(Array(secret.reveal().utf8)).bytes)
+        })
+        keys = Dictionary(uniqueKeysWithValues: servers.compactMap { server in
+            guard case .keys(let keys, _) = server.credential else { return nil }
+            return (server.id, keys)
+        })
+        var base = services.config.server.publicURL.absoluteString
+        while base.hasSuffix("/") { base.removeLast() }
+        audiences = [base + "/introspect", base]
+        assertions = ReplayMemory(now: services.now(), span: ClientAssertionCheck.maximumLifetime + 2 * ClientAssertionCheck.clockSkew)
         limiters = Dictionary(uniqueKeysWithValues: servers.map { ($0.id, RateLimiter(perMinute: $0.requestsPerMinute) { $0 }) })
     }
 
@@ -33,22 +52,54 @@ struct IntrospectionRoute: Sendable {
 
     private func introspect(_ request: Request) throws(HTTPError) -> Reply {
         let form = try request.form()
-        let server = try authenticate(request, form)
+        let (server, assertion) = try authenticate(request, form)
         try admit(server)
         let token = try form.required("token")
+        let route = request.route
+        if let assertion {
+            guard assertions.firstHere(assertion.replayID, now: services.now()) else { throw refused(route: route, "the assertion was used before") }
+        }
         // Only session tokens are the broker's to describe; a hint does not change where it looks.
-        guard token.hasPrefix(OpaqueToken.sessionPrefix) else { return .now(answer(nil)) }
-        let id = OpaqueToken.hash(token)
-        if let session = services.store.session(id, now: services.now()) { return .now(answer(session)) }
-        guard !services.store.holdsEverySession else { return .now(answer(nil)) }
+        let id = token.hasPrefix(OpaqueToken.sessionPrefix) ? OpaqueToken.hash(token) : nil
+        let shared = !services.store.holdsEverySession
+        if !(shared && assertion != nil) {
+            guard let id else { return .now(answer(nil)) }
+            if let session = services.store.session(id, now: services.now()) { return .now(answer(session)) }
+            guard shared else { return .now(answer(nil)) }
+        }
         return .deferredCatching { [self] () async throws(HTTPError) -> Response in
-            answer(try await services.load(id))
+            // With a shared store, an assertion is good once on every instance.
+            if let assertion, shared {
+                let first: Bool
+                do throws(StateWriteError) {
+                    first = try await ReplayMemory.firstAnywhere(assertion.replayID, until: assertion.rememberUntil, in: services.store)
+                } catch {
+                    throw error.httpError
+                }
+                guard first else { throw refused(route: route, "the assertion was used before") }
+            }
+            guard let id else { return answer(nil) }
+            return answer(try await services.load(id))
         }
     }
 
     /// The resource server that sent `request`, or a 401 (`invalid_client`, with the Basic
-    /// challenge): its id and secret by HTTP Basic (RFC 6749 §2.3.1's encoding) or in the form.
-    private func authenticate(_ request: Request, _ form: FormFields) throws(HTTPError) -> String {
+    /// challenge): its id and secret by HTTP Basic (RFC 6749 §2.3.1's encoding) or in the form,
+    /// or a client assertion (RFC 7523 §2.2), which the caller must still spend once.
+    private func authenticate(_ request: Request, _ form: FormFields) throws(HTTPError) -> (String, ClientAssertionCheck?) {
+        let route = request.route
+        if form["client_assertion_type"] != nil || form["client_assertion"] != nil {
+            guard form["client_assertion_type"] == ClientAssertionCheck.assertionType, let assertion = form["client_assertion"] else {
+                throw refused(route: route, "client_assertion_type must be \(ClientAssertionCheck.assertionType), with client_assertion")
+            }
+            do throws(ClientAssertionCheck.Refusal) {
+                let checked = try ClientAssertionCheck(assertion, keys: { keys[$0] }, audiences: audiences, now: services.now())
+                if let named = form["client_id"], named != checked.client { throw ClientAssertionCheck.Refusal(reason: "client_id is not its iss") }
+                return (checked.client, checked)
+            } catch {
+                throw refused(route: route, error.reason)
+            }
+        }
         var credentials: (id: String, secret: String)?
         if let header = request.header("Authorization"), header.prefix(6).lowercased() == "basic " {
             if let decoded = Data(base64Encoded: String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
@@ -62,15 +113,22 @@ struct IntrospectionRoute: Sendable {
         }
         guard let credentials, let expected = secrets[credentials.id],
               constantTimeEquals(SHA256.hash(Array(credentials.secret.utf8)).bytes, expected) else {
-            services.metrics.introspection(outcome: "unauthenticated")
-            services.metrics.rejected(route: request.route, reason: "resource_server_credential")
-            let description = secrets.isEmpty
-                ? "No resource servers are configured (resource_servers): nobody may introspect."
-                : "Authenticate as a configured resource server (HTTP Basic)."
-            throw HTTPError(status: 401, code: "invalid_client", description: description,
-                            headers: [HTTPHeader("WWW-Authenticate", #"Basic realm="token-broker""#)])
+            throw refused(route: route, nil)
         }
-        return credentials.id
+        return (credentials.id, nil)
+    }
+
+    /// The 401 for a caller that is no configured resource server, counted; an assertion's
+    /// `reason` is logged (it says nothing a holder of the key would not know), never a secret.
+    private func refused(route: String, _ reason: String?) -> HTTPError {
+        services.metrics.introspection(outcome: "unauthenticated")
+        services.metrics.rejected(route: route, reason: "resource_server_credential")
+        if let reason { services.logger.notice("introspection refused a client assertion", metadata: ["reason": "\(reason)"]) }
+        let description = secrets.isEmpty && keys.isEmpty
+            ? "No resource servers are configured (resource_servers): nobody may introspect."
+            : "Authenticate as a configured resource server (HTTP Basic, or a client assertion: private_key_jwt)."
+        return HTTPError(status: 401, code: "invalid_client", description: description,
+                         headers: [HTTPHeader("WWW-Authenticate", #"Basic realm="token-broker""#)])
     }
 
     /// Takes one of `server`'s requests per minute, or 429.

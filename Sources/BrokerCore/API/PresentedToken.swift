@@ -44,7 +44,7 @@ extension BrokerServices {
     }
 
     /// A 401 when `proof` lacks the nonce its app asks for (``nonceMissing(_:app:)``) or was
-    /// accepted by this instance before (``ProofReplayGuard``); else the proof when the store the
+    /// accepted by this instance before (``ReplayMemory``); else the proof when the store the
     /// instances share must still record it.
     func spendHere(_ proof: DPoPProof?, app: String, route: String) throws(HTTPError) -> DPoPProof? {
         guard let proof else { return nil }
@@ -52,7 +52,7 @@ extension BrokerServices {
             metrics.rejected(route: route, reason: DPoPProofError.nonceRequired.reason)
             throw .useNonce(proofs.nonces.current(at: now()), status: 401)
         }
-        guard proofs.replay.firstHere(proof, now: now()) else {
+        guard proofs.replay.firstHere(proof.replayID, now: now()) else {
             metrics.rejected(route: route, reason: DPoPProofError.replayed.reason)
             throw .dpopRefused(.replayed)
         }
@@ -72,7 +72,7 @@ extension BrokerServices {
     func firstAnywhere(_ proof: DPoPProof) async throws(HTTPError) -> Bool {
         guard !store.holdsEverySession else { return true }
         do throws(StateWriteError) {
-            return try await ProofReplayGuard.firstAnywhere(proof, in: store)
+            return try await ReplayMemory.firstAnywhere(proof.replayID, until: proof.rememberUntil, in: store)
         } catch {
             throw error.httpError
         }
@@ -91,7 +91,7 @@ extension BrokerServices {
         guard let text = request.header("DPoP") else { return nil }
         do throws(DPoPProofError) {
             let proof = try proofs.check(text, method: request.method, path: request.path, tokenHash: nil, now: now())
-            guard proofs.replay.firstHere(proof, now: now()) else { throw .replayed }
+            guard proofs.replay.firstHere(proof.replayID, now: now()) else { throw .replayed }
             return proof
         } catch {
             metrics.rejected(route: request.route, reason: error.reason)

@@ -82,10 +82,12 @@ extension BrokerServices {
         let issuer = issuer(of: provider)
         let strings = { (values: [String]) in JSONValue.array(values.map(JSONValue.string)) }
         // RFC 7662's endpoint, for the resource servers configured (one for every provider).
+        let signing = config.resourceServers.contains { if case .keys = $0.credential { true } else { false } }
         let introspection: [(String, JSONValue)] = config.resourceServers.isEmpty ? [] : [
             ("introspection_endpoint", .string(config.server.publicURL.appendingPathComponent("introspect").absoluteString)),
-            ("introspection_endpoint_auth_methods_supported", strings(["client_secret_basic", "client_secret_post"])),
-        ]
+            ("introspection_endpoint_auth_methods_supported",
+             strings(["client_secret_basic", "client_secret_post"] + (signing ? ["private_key_jwt"] : []))),
+        ] + (signing ? [("introspection_endpoint_auth_signing_alg_values_supported", strings(DPoPProof.algorithms))] : [])
         return .object([
             ("issuer", .string(issuer)),
             ("authorization_endpoint", .string(issuer + "/authorize")),

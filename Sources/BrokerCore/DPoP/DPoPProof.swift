@@ -6,7 +6,7 @@ import WireValues
 /// `dpop+jwt`, signed with an asymmetric algorithm by the public key in its own `jwk` header
 /// (never a private one), for this request's method (`htm`) and URL (`htu`), made within the
 /// accepted window (`iat`), with a `jti`, and — where a token is presented — the hash of that
-/// token (`ath`). Whether its `jti` was seen before is the ``ProofReplayGuard``'s to say.
+/// token (`ath`). Whether its `jti` was seen before is the ``ReplayMemory``'s to say.
 struct DPoPProof: Sendable {
     /// The thumbprint of the key that signed it (``ProofKey/thumbprint``).
     let thumbprint: String

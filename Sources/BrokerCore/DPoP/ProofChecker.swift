@@ -2,20 +2,20 @@ import BrokerCrypto
 import Foundation
 
 /// Checks the DPoP proofs of requests to this broker (``DPoPProof``), remembers those it
-/// accepted (``ProofReplayGuard``) and gives out its nonces (``DPoPNonces``): one per broker,
+/// accepted (``ReplayMemory``) and gives out its nonces (``DPoPNonces``): one per broker,
 /// shared by every route.
 final class ProofChecker: Sendable {
     /// The broker's public URL, the base of every `htu`.
     let base: ProofURL
     let keys = ProofKeys()
-    let replay: ProofReplayGuard
+    let replay: ReplayMemory
     let nonces: DPoPNonces
 
     init(publicURL: URL, binding: BrowserBinding, now: Double) {
         var text = publicURL.absoluteString
         while text.hasSuffix("/") { text.removeLast() }
         base = ProofURL(text)
-        replay = ProofReplayGuard(now: now)
+        replay = ReplayMemory(now: now, span: DPoPProof.acceptedAge + DPoPProof.clockSkew)
         nonces = DPoPNonces(binding: binding)
     }
 

@@ -30,7 +30,7 @@ public enum StartChecks {
         if let file = config.state.postgres.password?.file { files.append(("the PostgreSQL password file", file)) }
         if let file = config.webhooks?.secret.file { files.append(("the webhook secret file", file)) }
         for server in config.resourceServers {
-            if let file = server.secret.file { files.append(("the secret file of resource server \(server.id)", file)) }
+            if let file = server.credential.secretFile { files.append(("the secret file of resource server \(server.id)", file)) }
         }
         return files.compactMap { FilePermissions.othersCanRead($0.path, name: "\($0.name) \($0.path)") }
             + ClientKeyPermissions.check(config.providers)
