@@ -72,6 +72,18 @@ struct FlowTestBed {
         await store.close()
     }
 
+    /// Runs `body`, then closes the bed — awaited, whether `body` returns or throws, so that no
+    /// store outlives its test.
+    func closing(_ body: () async throws -> Void) async throws {
+        do {
+            try await body()
+            await close()
+        } catch {
+            await close()
+            throw error
+        }
+    }
+
     /// A login request of the test app, for a new session or (with `session`) more scopes.
     func request(scopes: [String] = [], session: Session? = nil, challenge: String) -> LoginRequest {
         let back = AppReturn(redirectURI: Self.redirectURI, state: "app-state", challenge: challenge)

@@ -36,18 +36,19 @@ struct SessionOperationsTests {
     @Test(arguments: StoreKind.allCases)
     func theCurrentTokenIsServedUntilItIsDueThenRefreshed(_ kind: StoreKind) async throws {
         let bed = try await FlowTestBed(kind)
-        defer { Task { await bed.close() } }
-        let session = try await bed.newSession().session
-        #expect(try await current(bed, session.id) == "fresh \(session.accessToken)")
-        #expect(try await current(bed, OpaqueToken.hash("tbs_unknown")) == "unknown")
-        #expect(try await current(bed, session.id, validFor: 86_400) == "refresh early", "asked before it is due (min_ttl)")
-        bed.clock.advance(by: 3600 - 59)
-        #expect(try await current(bed, session.id, validFor: 86_400) == "refresh due")
-        #expect(try await current(bed, session.id) == "refresh due")
-        let refreshed = try await bed.sessions.refresh(session.id, force: false, minimumValidity: 60)
-        #expect(refreshed.accessToken != session.accessToken && refreshed.refreshToken != session.refreshToken)
-        let expected = "fresh \(refreshed.accessToken)"
-        #expect(try await current(bed, session.id, expected: expected) == expected && bed.provider.accepts(refreshed.accessToken))
+        try await bed.closing {
+            let session = try await bed.newSession().session
+            #expect(try await current(bed, session.id) == "fresh \(session.accessToken)")
+            #expect(try await current(bed, OpaqueToken.hash("tbs_unknown")) == "unknown")
+            #expect(try await current(bed, session.id, validFor: 86_400) == "refresh early", "asked before it is due (min_ttl)")
+            bed.clock.advance(by: 3600 - 59)
+            #expect(try await current(bed, session.id, validFor: 86_400) == "refresh due")
+            #expect(try await current(bed, session.id) == "refresh due")
+            let refreshed = try await bed.sessions.refresh(session.id, force: false, minimumValidity: 60)
+            #expect(refreshed.accessToken != session.accessToken && refreshed.refreshToken != session.refreshToken)
+            let expected = "fresh \(refreshed.accessToken)"
+            #expect(try await current(bed, session.id, expected: expected) == expected && bed.provider.accepts(refreshed.accessToken))
+        }
     }
 
     /// The one way to a fresh token: the session as it is while its token is good for the asked
@@ -55,19 +56,20 @@ struct SessionOperationsTests {
     @Test(arguments: StoreKind.allCases)
     func aFreshTokenIsTheSessionsWhileValidElseOneRefresh(_ kind: StoreKind) async throws {
         let bed = try await FlowTestBed(kind)
-        defer { Task { await bed.close() } }
-        let session = try await bed.newSession().session
-        #expect(try await bed.sessions.fresh(session, validFor: 60).accessToken == session.accessToken)
-        #expect(bed.sessions.refreshIsEarly(session, validFor: 86_400), "a day's validity asked of a fresh token")
-        #expect(!bed.sessions.refreshIsEarly(session, validFor: 60))
-        bed.clock.advance(by: 3600 - 30)
-        #expect(!bed.sessions.refreshIsEarly(session, validFor: 86_400), "due anyway: not early")
-        let refreshed = try await withThrowingTaskGroup(of: String.self) { group in
-            for _ in 0..<8 { group.addTask { try await bed.sessions.fresh(session, validFor: 60).accessToken } }
-            return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+        try await bed.closing {
+            let session = try await bed.newSession().session
+            #expect(try await bed.sessions.fresh(session, validFor: 60).accessToken == session.accessToken)
+            #expect(bed.sessions.refreshIsEarly(session, validFor: 86_400), "a day's validity asked of a fresh token")
+            #expect(!bed.sessions.refreshIsEarly(session, validFor: 60))
+            bed.clock.advance(by: 3600 - 30)
+            #expect(!bed.sessions.refreshIsEarly(session, validFor: 86_400), "due anyway: not early")
+            let refreshed = try await withThrowingTaskGroup(of: String.self) { group in
+                for _ in 0..<8 { group.addTask { try await bed.sessions.fresh(session, validFor: 60).accessToken } }
+                return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+            }
+            #expect(refreshed.count == 1 && !refreshed.contains(session.accessToken), "one refresh for every caller")
+            #expect(bed.provider.accepts(try #require(refreshed.first)))
         }
-        #expect(refreshed.count == 1 && !refreshed.contains(session.accessToken), "one refresh for every caller")
-        #expect(bed.provider.accepts(try #require(refreshed.first)))
     }
 
     /// A bed with one session whose access token has just expired: due for a refresh.
@@ -92,14 +94,15 @@ struct SessionOperationsTests {
     @Test(arguments: StoreKind.allCases)
     func onlyInvalidGrantEndsTheSession(_ kind: StoreKind) async throws {
         let (bed, session) = try await sessionDue(kind)
-        defer { Task { await bed.close() } }
-        for (status, body) in [(400, #"{"error":"temporarily_unavailable"}"#), (500, #"{"error":"server_error"}"#), (401, #"{"error":"invalid_client"}"#)] {
-            bed.provider.failNextRefresh(status: status, body: body)
-            await #expect(throws: RefreshFailure.self) { try await bed.sessions.refresh(session.id, force: false, minimumValidity: 60) }
-            #expect((try await bed.stored(session.id)) != nil, "ended by \(body)")
+        try await bed.closing { () async throws in
+            for (status, body) in [(400, #"{"error":"temporarily_unavailable"}"#), (500, #"{"error":"server_error"}"#), (401, #"{"error":"invalid_client"}"#)] {
+                bed.provider.failNextRefresh(status: status, body: body)
+                await #expect(throws: RefreshFailure.self) { try await bed.sessions.refresh(session.id, force: false, minimumValidity: 60) }
+                #expect((try await bed.stored(session.id)) != nil, "ended by \(body)")
+            }
+            await expectLoginRequired(bed, session.id)
+            #expect((try await bed.stored(session.id)) == nil)
         }
-        await expectLoginRequired(bed, session.id)
-        #expect((try await bed.stored(session.id)) == nil)
     }
 
     /// Signed out while its refresh was at the provider, which refused it: the session is gone
@@ -107,10 +110,11 @@ struct SessionOperationsTests {
     @Test(arguments: StoreKind.allCases)
     func aRefreshRefusedForASessionEndedMeanwhileIsLoginRequired(_ kind: StoreKind) async throws {
         let (bed, session) = try await sessionDue(kind)
-        defer { Task { await bed.close() } }
-        let store = bed.store
-        bed.provider.duringNextRefresh { _ = try? await store.endSession(session.id, .revoked, now: 0) }
-        await expectLoginRequired(bed, session.id)
+        try await bed.closing {
+            let store = bed.store
+            bed.provider.duringNextRefresh { _ = try? await store.endSession(session.id, .revoked, now: 0) }
+            await expectLoginRequired(bed, session.id)
+        }
     }
 
     /// The grant a refresh set out from was replaced while the provider answered (a sign-in
@@ -119,37 +123,39 @@ struct SessionOperationsTests {
     @Test(arguments: StoreKind.allCases)
     func aRefreshWhoseGrantWasReplacedMeanwhileLeavesTheNewOne(_ kind: StoreKind) async throws {
         let (bed, session) = try await sessionDue(kind)
-        defer { Task { await bed.close() } }
-        let store = bed.store
-        bed.provider.duringNextRefresh {
-            _ = try? await store.updateSession(session.id, under: nil) { replaced in
-                replaced.accessToken = "at-replacing"
-                replaced.refreshToken = "rt-replacing"
-                replaced.accessTokenExpiresAt = nil
+        try await bed.closing {
+            let store = bed.store
+            bed.provider.duringNextRefresh {
+                _ = try? await store.updateSession(session.id, under: nil) { replaced in
+                    replaced.accessToken = "at-replacing"
+                    replaced.refreshToken = "rt-replacing"
+                    replaced.accessTokenExpiresAt = nil
+                }
             }
+            let answered = try await bed.sessions.refresh(session.id, force: false, minimumValidity: 60)
+            #expect(answered.accessToken == "at-replacing")
+            #expect(try await bed.stored(session.id)?.refreshToken == "rt-replacing")
+            await bed.endings.revocations.deliverDue()
+            #expect(bed.provider.refreshes == 1 && bed.provider.revoked.count == 2, "the refresh's own grant revoked")
         }
-        let answered = try await bed.sessions.refresh(session.id, force: false, minimumValidity: 60)
-        #expect(answered.accessToken == "at-replacing")
-        #expect(try await bed.stored(session.id)?.refreshToken == "rt-replacing")
-        await bed.endings.revocations.deliverDue()
-        #expect(bed.provider.refreshes == 1 && bed.provider.revoked.count == 2, "the refresh's own grant revoked")
     }
 
     @Test(arguments: StoreKind.allCases)
     func aForcedRefreshMomentsAfterAnotherIsRefusedWithAWait(_ kind: StoreKind) async throws {
         let bed = try await FlowTestBed(kind)
-        defer { Task { await bed.close() } }
-        let session = try await bed.newSession().session
-        _ = try await bed.sessions.refresh(session.id, force: true, minimumValidity: 60)
-        bed.clock.advance(by: 10)
-        do {
+        try await bed.closing {
+            let session = try await bed.newSession().session
             _ = try await bed.sessions.refresh(session.id, force: true, minimumValidity: 60)
-            Issue.record("refreshed twice within the interval")
-        } catch {
-            guard case .tooSoon(let wait) = error else { Issue.record("\(error)"); return }
-            #expect(wait == Int(bed.settings.minRefreshIntervalSeconds) - 10)
+            bed.clock.advance(by: 10)
+            do throws(RefreshFailure) {
+                _ = try await bed.sessions.refresh(session.id, force: true, minimumValidity: 60)
+                Issue.record("refreshed twice within the interval")
+            } catch {
+                guard case .tooSoon(let wait) = error else { Issue.record("\(error)"); return }
+                #expect(wait == Int(bed.settings.minRefreshIntervalSeconds) - 10)
+            }
+            #expect(bed.provider.refreshes == 1)
         }
-        #expect(bed.provider.refreshes == 1)
     }
 
     /// The API refused a token: a refresh, once; a second caller refused the same token moments
@@ -157,26 +163,27 @@ struct SessionOperationsTests {
     @Test(arguments: StoreKind.allCases)
     func aRefusedTokenIsReplacedOnceForEveryCallerItWasRefusedTo(_ kind: StoreKind) async throws {
         let bed = try await FlowTestBed(kind)
-        defer { Task { await bed.close() } }
-        let session = try await bed.newSession().session
-        let replaced = try await bed.sessions.replacing(session.accessToken, in: session.id)
-        #expect(replaced.accessToken != session.accessToken && bed.provider.accepts(replaced.accessToken))
-        bed.clock.advance(by: 10)
-        #expect(try await bed.sessions.replacing(session.accessToken, in: session.id).accessToken == replaced.accessToken)
-        do {
-            _ = try await bed.sessions.replacing(replaced.accessToken, in: session.id)
-            Issue.record("refreshed twice within the interval")
-        } catch {
-            guard case .tooSoon(let wait) = error else { Issue.record("\(error)"); return }
-            #expect(wait == Int(bed.settings.minRefreshIntervalSeconds) - 10)
+        try await bed.closing {
+            let session = try await bed.newSession().session
+            let replaced = try await bed.sessions.replacing(session.accessToken, in: session.id)
+            #expect(replaced.accessToken != session.accessToken && bed.provider.accepts(replaced.accessToken))
+            bed.clock.advance(by: 10)
+            #expect(try await bed.sessions.replacing(session.accessToken, in: session.id).accessToken == replaced.accessToken)
+            do throws(RefreshFailure) {
+                _ = try await bed.sessions.replacing(replaced.accessToken, in: session.id)
+                Issue.record("refreshed twice within the interval")
+            } catch {
+                guard case .tooSoon(let wait) = error else { Issue.record("\(error)"); return }
+                #expect(wait == Int(bed.settings.minRefreshIntervalSeconds) - 10)
+            }
+            #expect(bed.provider.refreshes == 1)
+            bed.clock.advance(by: bed.settings.minRefreshIntervalSeconds)
+            #expect(try await bed.sessions.replacing(session.accessToken, in: session.id).accessToken == replaced.accessToken,
+                    "a caller refused the first token long after: the second, not a refresh")
+            #expect(bed.provider.refreshes == 1)
+            #expect(try await bed.sessions.replacing(replaced.accessToken, in: session.id).accessToken != replaced.accessToken)
+            #expect(bed.provider.refreshes == 2)
         }
-        #expect(bed.provider.refreshes == 1)
-        bed.clock.advance(by: bed.settings.minRefreshIntervalSeconds)
-        #expect(try await bed.sessions.replacing(session.accessToken, in: session.id).accessToken == replaced.accessToken,
-                "a caller refused the first token long after: the second, not a refresh")
-        #expect(bed.provider.refreshes == 1)
-        #expect(try await bed.sessions.replacing(replaced.accessToken, in: session.id).accessToken != replaced.accessToken)
-        #expect(bed.provider.refreshes == 2)
     }
 
     /// With no interval between refreshes, requests refused the same token still make one
@@ -186,43 +193,46 @@ struct SessionOperationsTests {
         var settings = SessionSettings()
         settings.minRefreshIntervalSeconds = 0
         let bed = try await FlowTestBed(kind, settings: settings)
-        defer { Task { await bed.close() } }
-        let session = try await bed.newSession().session
-        let tokens = try await withThrowingTaskGroup(of: String.self) { group in
-            for _ in 0..<6 { group.addTask { try await bed.sessions.replacing(session.accessToken, in: session.id).accessToken } }
-            return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+        try await bed.closing {
+            let session = try await bed.newSession().session
+            let tokens = try await withThrowingTaskGroup(of: String.self) { group in
+                for _ in 0..<6 { group.addTask { try await bed.sessions.replacing(session.accessToken, in: session.id).accessToken } }
+                return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+            }
+            #expect(tokens.count == 1 && !tokens.contains(session.accessToken))
+            #expect(try await bed.sessions.replacing(session.accessToken, in: session.id).accessToken == tokens.first)
+            #expect(bed.provider.refreshes == 1)
         }
-        #expect(tokens.count == 1 && !tokens.contains(session.accessToken))
-        #expect(try await bed.sessions.replacing(session.accessToken, in: session.id).accessToken == tokens.first)
-        #expect(bed.provider.refreshes == 1)
     }
 
     @Test(arguments: StoreKind.allCases)
     func revokingEndsTheSessionThenAsksTheProviderAndIsIdempotent(_ kind: StoreKind) async throws {
         let bed = try await FlowTestBed(kind)
-        defer { Task { await bed.close() } }
-        let session = try await bed.newSession().session
-        #expect(try await bed.sessions.end(session.id, .revoked) == .succeeded)
-        #expect((try await bed.stored(session.id)) == nil)
-        #expect(bed.provider.revoked == [session.refreshToken, session.accessToken].compactMap { $0 })
-        #expect(try await bed.sessions.end(session.id, .revoked) == nil)
+        try await bed.closing {
+            let session = try await bed.newSession().session
+            #expect(try await bed.sessions.end(session.id, .revoked) == .succeeded)
+            #expect((try await bed.stored(session.id)) == nil)
+            #expect(bed.provider.revoked == [session.refreshToken, session.accessToken].compactMap { $0 })
+            #expect(try await bed.sessions.end(session.id, .revoked) == nil)
+        }
     }
 
     @Test(arguments: StoreKind.allCases)
     func theProfileIsReadWithAFreshTokenRetriedOnceOnA401AndCached(_ kind: StoreKind) async throws {
         let bed = try await FlowTestBed(kind)
-        defer { Task { await bed.close() } }
-        let session = try await bed.newSession(subject: "alice").session
-        bed.provider.rejectNextUserinfo()
-        let profile = try await bed.sessions.profile(of: session)
-        #expect(profile["sub"] == .string("alice") && profile["provider"] == .string("idp"))
-        #expect(bed.provider.refreshes == 1, "the 401 forces one refresh")
-        // Cached for the session as the store now has it: with the token the refresh brought.
-        let current = try #require(try await bed.stored(session.id))
-        #expect(current.accessToken != session.accessToken)
-        #expect(bed.sessions.cachedProfile(of: current) == profile)
-        bed.clock.advance(by: bed.settings.profileCacheSeconds + 1)
-        #expect(bed.sessions.cachedProfile(of: current) == nil)
+        try await bed.closing {
+            let session = try await bed.newSession(subject: "alice").session
+            bed.provider.rejectNextUserinfo()
+            let profile = try await bed.sessions.profile(of: session)
+            #expect(profile["sub"] == .string("alice") && profile["provider"] == .string("idp"))
+            #expect(bed.provider.refreshes == 1, "the 401 forces one refresh")
+            // Cached for the session as the store now has it: with the token the refresh brought.
+            let current = try #require(try await bed.stored(session.id))
+            #expect(current.accessToken != session.accessToken)
+            #expect(bed.sessions.cachedProfile(of: current) == profile)
+            bed.clock.advance(by: bed.settings.profileCacheSeconds + 1)
+            #expect(bed.sessions.cachedProfile(of: current) == nil)
+        }
     }
 
     /// Profiles asked for together with a token the provider has stopped taking: each is read,
@@ -231,43 +241,46 @@ struct SessionOperationsTests {
     @Test(arguments: StoreKind.allCases)
     func profilesRefusedTogetherMakeOneRefresh(_ kind: StoreKind) async throws {
         let bed = try await FlowTestBed(kind)
-        defer { Task { await bed.close() } }
-        let session = try await bed.newSession(subject: "alice").session
-        bed.provider.forget(session.accessToken)
-        let subjects = try await withThrowingTaskGroup(of: JSONValue?.self) { group in
-            for _ in 0..<8 { group.addTask { try await bed.sessions.profile(of: session)["sub"] } }
-            return try await group.reduce(into: [JSONValue?]()) { $0.append($1) }
+        try await bed.closing {
+            let session = try await bed.newSession(subject: "alice").session
+            bed.provider.forget(session.accessToken)
+            let subjects = try await withThrowingTaskGroup(of: JSONValue?.self) { group in
+                for _ in 0..<8 { group.addTask { try await bed.sessions.profile(of: session)["sub"] } }
+                return try await group.reduce(into: [JSONValue?]()) { $0.append($1) }
+            }
+            #expect(subjects == Array(repeating: .string("alice"), count: 8))
+            #expect(bed.provider.refreshes == 1)
         }
-        #expect(subjects == Array(repeating: .string("alice"), count: 8))
-        #expect(bed.provider.refreshes == 1)
     }
 
     @Test(arguments: StoreKind.allCases)
     func aCachedProfileIsServedOnlyWithTheTokenItWasReadWith(_ kind: StoreKind) async throws {
         let bed = try await FlowTestBed(kind)
-        defer { Task { await bed.close() } }
-        let session = try await bed.newSession(subject: "alice").session
-        let profile = try await bed.sessions.profile(of: session)
-        let stored = try #require(try await bed.stored(session.id))
-        #expect(bed.sessions.cachedProfile(of: stored) == profile)
-        // As a later grant finished elsewhere leaves it in the store: new scopes, or the same.
-        var granted = stored
-        granted.accessToken += "-next"
-        #expect(bed.sessions.cachedProfile(of: granted) == nil)
-        #expect(bed.sessions.cachedProfile(of: stored) == nil, "the entry is gone, not kept for the old token")
+        try await bed.closing {
+            let session = try await bed.newSession(subject: "alice").session
+            let profile = try await bed.sessions.profile(of: session)
+            let stored = try #require(try await bed.stored(session.id))
+            #expect(bed.sessions.cachedProfile(of: stored) == profile)
+            // As a later grant finished elsewhere leaves it in the store: new scopes, or the same.
+            var granted = stored
+            granted.accessToken += "-next"
+            #expect(bed.sessions.cachedProfile(of: granted) == nil)
+            #expect(bed.sessions.cachedProfile(of: stored) == nil, "the entry is gone, not kept for the old token")
+        }
     }
 
     @Test(arguments: StoreKind.allCases)
     func aProfileOfAnEndedSessionIsTheRefreshFailure(_ kind: StoreKind) async throws {
         let bed = try await FlowTestBed(kind)
-        defer { Task { await bed.close() } }
-        let session = try await bed.newSession().session
-        _ = try await bed.sessions.end(session.id, .revoked)
-        do {
-            _ = try await bed.sessions.profile(of: session)
-            Issue.record("a profile for a revoked session")
-        } catch {
-            guard case .refresh(.gone) = error else { Issue.record("\(error)"); return }
+        try await bed.closing {
+            let session = try await bed.newSession().session
+            _ = try await bed.sessions.end(session.id, .revoked)
+            do throws(ProfileFailure) {
+                _ = try await bed.sessions.profile(of: session)
+                Issue.record("a profile for a revoked session")
+            } catch {
+                guard case .refresh(.gone) = error else { Issue.record("\(error)"); return }
+            }
         }
     }
 }
