@@ -136,9 +136,8 @@ struct LoggingTests {
             #expect(lines.last == "event")
 
             log.write(Self.record(id: "later"))
-            let deadline = Date().addingTimeInterval(5)
-            while try !String(contentsOfFile: path, encoding: .utf8).hasSuffix(" request_id=later\n"), Date() < deadline {
-                usleep(1_000)
+            try waitUntilBlocking("the later line reaches the file") {
+                try String(contentsOfFile: path, encoding: .utf8).hasSuffix(" request_id=later\n")
             }
             let last = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").suffix(2)
             #expect(last.map(Self.requestID) == [nil, "later"])
@@ -164,11 +163,10 @@ struct LoggingTests {
             }
             done.wait()
             var lines: [Substring] = []
-            let deadline = Date().addingTimeInterval(10)
-            repeat {
-                usleep(5_000)
+            try waitUntilBlocking("every thread's lines reach the file") {
                 lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n")
-            } while lines.count < threads * linesPerThread && Date() < deadline
+                return lines.count >= threads * linesPerThread
+            }
             var next = [Int](repeating: 0, count: threads)
             for line in lines {
                 let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
@@ -213,8 +211,7 @@ struct LoggingTests {
         reader.start()
         output.flush()
         close(ends[1])
-        let deadline = Date().addingTimeInterval(10)
-        while !reader.isFinished, Date() < deadline { usleep(1_000) }
+        try waitUntilBlocking("the reader reads to the end of the pipe") { reader.isFinished }
         let lines = received.withLock { String(decoding: $0, as: UTF8.self) }.split(separator: "\n")
         #expect(lines.count == sent - dropped, "every accepted line is written, once")
         #expect(Set(lines).count == lines.count)

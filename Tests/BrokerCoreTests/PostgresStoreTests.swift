@@ -174,17 +174,20 @@ struct PostgresStoreTests {
         let session = session("leased", clock: clock)
         #expect(try await first.save(session))
         let events = Mutex<[String]>([])
+        // The first holds its lease, its lock gone, until the second has asked for one — and a
+        // moment more, while the second's request waits — so that the second asks while it is held.
         async let firstRefresh: Void = first.whileRefreshing(session.id) { _ in
             events.withLock { $0.append("first began") }
             try? await terminateAdvisoryLockHolders(url)
-            try? await Task.sleep(for: .seconds(1))
+            try? await waitUntil("the second instance asks for the lease") { events.withLock { $0.contains("second asked") } }
+            try? await Task.sleep(for: .milliseconds(500))
             events.withLock { $0.append("first ended") }
         }
-        while events.withLock({ $0.isEmpty }) { try await Task.sleep(for: .milliseconds(10)) }
-        try await Task.sleep(for: .milliseconds(300))
+        try await waitUntil("the first instance holds the lease") { events.withLock { $0.contains("first began") } }
+        events.withLock { $0.append("second asked") }
         try await second.whileRefreshing(session.id) { _ in events.withLock { $0.append("second began") } }
         try await firstRefresh
-        #expect(events.withLock { $0 } == ["first began", "first ended", "second began"])
+        #expect(events.withLock { $0 } == ["first began", "second asked", "first ended", "second began"])
         #expect(try await leaseRows(url) == 0, "each refresh released its own lease")
         await first.close()
         await second.close()
@@ -210,12 +213,10 @@ struct PostgresStoreTests {
             Task {
                 try await second.whileRefreshing(id) { _ in
                     flags.secondHolds.store(true, ordering: .releasing)
-                    let deadline = ContinuousClock.now + .seconds(10)
-                    while !flags.firstDone.load(ordering: .acquiring), ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
+                    try? await waitUntil("the first instance's late refresh is done") { flags.firstDone.load(ordering: .acquiring) }
                 }
             }
-            let deadline = ContinuousClock.now + .seconds(10)
-            while !flags.secondHolds.load(ordering: .acquiring), ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
+            try? await waitUntil("the second instance holds the lease") { flags.secondHolds.load(ordering: .acquiring) }
             do throws(StateWriteError) {
                 return .success(try await first.updateSession(session.id, under: lease) { $0.accessToken = "written past the lease" })
             } catch {

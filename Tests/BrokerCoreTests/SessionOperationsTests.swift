@@ -10,14 +10,15 @@ import WireValues
 struct SessionOperationsTests {
     /// What `GET /token` finds: the session in this instance's memory (the hot path), else — a
     /// shared store's cache miss — in the store. Another instance's change reaches this one's
-    /// memory by a notification: the answer is awaited for up to two seconds when `expected`.
+    /// memory by a notification: with `expected`, that answer is awaited (``waitUntil(_:seconds:_:)``).
     private func current(_ bed: FlowTestBed, _ id: SHA256Digest, validFor validity: Double = 60, expected: String? = nil) async throws -> String {
-        let deadline = Date().addingTimeInterval(2)
-        while true {
-            let found = try await currentOnce(bed, id, validFor: validity)
-            if found == expected || expected == nil || Date() > deadline { return found }
-            try await Task.sleep(for: .milliseconds(20))
+        guard let expected else { return try await currentOnce(bed, id, validFor: validity) }
+        var found = ""
+        try await waitUntil("GET /token finds \(expected)") {
+            found = try await currentOnce(bed, id, validFor: validity)
+            return found == expected
         }
+        return found
     }
 
     private func currentOnce(_ bed: FlowTestBed, _ id: SHA256Digest, validFor validity: Double) async throws -> String {
