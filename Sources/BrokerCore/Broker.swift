@@ -124,26 +124,12 @@ public final class Broker: Sendable {
         metrics.start(providers: config.providers.map(\.id))
         let services = try BrokerServices.assemble(config, store: store, providers: providers, upstream: upstream, trust: trust,
                                                    logger: logger, metrics: metrics, now: systemClock)
-        AuthorizeRoutes(services: services).register(in: &router)
-        CallbackRoute(services: services).register(in: &router)
-        TokenRoutes(services: services).register(in: &router)
-        SessionRoutes(services: services).register(in: &router)
-        StandardOAuthRoutes(services: services).register(in: &router)
-        StandardTokenRoutes(services: services).register(in: &router)
-        IntrospectionRoute(services: services).register(in: &router)
-        DeviceRoutes(services: services).register(in: &router)
         guard let transfers = APITransfers(maxInFlight: config.server.limits.proxyMaxTransfers) else {
             throw BrokerStartError("libcurl could not set up the API proxy's event loop")
         }
-        ProxyRoutes(services: services, transfers: transfers).register(in: &router)
-        ClientKeysRoute(providers: config.providers).register(in: &router)
-        LandingPages(providers: config.providers.map { ($0.id, $0.shownName) }).register(in: &router)
+        BrokerRoutes.register(services, transfers: transfers, in: &router)
         let audit = services.endings.audit
         let administration = SessionAdministration(store: store, sessions: services.sessions)
-        BackChannelLogoutRoute(services: services, logout: BackChannelLogout(
-            providers: providers, verifier: LogoutTokenVerifier(signatures: services.login.idTokens, clock: systemClock), store: store,
-            endings: services.endings, audit: audit
-        )).register(in: &router)
         var adminRouter = Router()
         if let settings = config.admin {
             guard adminServer != nil || settings.token != nil else {

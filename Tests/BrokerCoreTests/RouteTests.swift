@@ -1,3 +1,4 @@
+import APIClient
 import BrokerCrypto
 import Foundation
 import HTTPServer
@@ -15,23 +16,32 @@ struct RouteTests {
         let bed: FlowTestBed
         let router: Router
 
+        /// The broker's own route table (``BrokerRoutes``) over the test bed.
         init(_ kind: StoreKind) async throws {
             bed = try await FlowTestBed(kind)
-            let services = bed.services
             var router = Router()
-            AuthorizeRoutes(services: services).register(in: &router)
-            SessionRoutes(services: services).register(in: &router)
-            CallbackRoute(services: services).register(in: &router)
-            TokenRoutes(services: services).register(in: &router)
-            StandardOAuthRoutes(services: services).register(in: &router)
-            StandardTokenRoutes(services: services).register(in: &router)
-            DeviceRoutes(services: services).register(in: &router)
+            BrokerRoutes.register(bed.services, transfers: try #require(APITransfers(maxInFlight: 8)), in: &router)
             self.router = router
         }
 
         /// The answer to `method target` with a form `body`, as the server would send it.
         func send(_ method: String, _ target: String, form: [(String, String)]? = nil, bearer: String? = nil) async -> Response {
             await router.answer(method, target, form: form, bearer: bearer)
+        }
+    }
+
+    /// The routes `serve` has and the tests once left out are in this table too: the API proxy,
+    /// introspection, back-channel logout — each answers itself, not with the router's 404.
+    @Test func theRouteTableIsTheBrokers() async throws {
+        let routes = try await Routes(.embedded)
+        try await routes.bed.closing {
+            for (method, target) in [("GET", "/proxy/idp/anything"), ("POST", "/introspect"), ("POST", "/providers/idp/backchannel_logout")] {
+                let answer = await routes.send(method, target, form: method == "POST" ? [] : nil)
+                let description = try answer.jsonObject()["error_description"] as? String
+                #expect(answer.status != 404 || description != HTTPError.notFound.description, "\(method) \(target): \(description ?? "")")
+            }
+            let unrouted = await routes.send("GET", "/no-such-route")
+            #expect(try unrouted.jsonObject()["error_description"] as? String == HTTPError.notFound.description, "what the router's 404 says")
         }
     }
 
