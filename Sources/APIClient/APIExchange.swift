@@ -51,6 +51,13 @@ public struct APIResponse: Sendable {
     /// Header lines in order, as received (names as the upstream spelled them).
     public let headers: [(name: String, value: String)]
     public let body: [UInt8]
+
+    /// An answer as a transport other than ``APITransfers`` gives it (a scripted API in tests).
+    public init(status: Int, headers: [(name: String, value: String)], body: [UInt8]) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
 }
 
 /// Why there is no answer. Descriptions never hold a header, body or query string.

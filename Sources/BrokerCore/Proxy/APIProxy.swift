@@ -26,9 +26,9 @@ struct APIProxy: Sendable {
     typealias StreamChoice = @Sendable (_ status: Int, _ contentLength: Int64?) -> (any APIBodySink)?
 
     /// Sends `request` for `session` to `provider`'s API, on `transfers`: the answer whole, or its
-    /// head with the body streaming into the sink `stream` chose. The session's requests share
-    /// connections to the API with no other session's.
-    func forward(_ request: Forward, session: Session, provider: ProviderConfig, on transfers: APITransfers,
+    /// head with the body streaming into the sink `stream` chose. Connections to the API are
+    /// shared by the provider's sessions, or kept per session (`api_connections: per_session`).
+    func forward(_ request: Forward, session: Session, provider: ProviderConfig, on transfers: some APITransport,
                  stream: @escaping StreamChoice) async throws(ProxyFailure) -> APIAnswer {
         let token: String
         do throws(RefreshFailure) {
@@ -49,7 +49,7 @@ struct APIProxy: Sendable {
     /// session's token fresh in hand (the common case) the transfer starts at once, and its
     /// answer goes to `completion` on the proxy's loop thread — no task in between. A token to
     /// refresh first, or a 401 to retry after a refresh, continues in a task.
-    func start(_ request: Forward, session: Session, provider: ProviderConfig, on transfers: APITransfers,
+    func start(_ request: Forward, session: Session, provider: ProviderConfig, on transfers: some APITransport,
                stream: @escaping StreamChoice, completion: @escaping @Sendable (Result<APIAnswer, ProxyFailure>) -> Void) {
         guard let fresh = sessions.freshNow(session, validFor: sessions.refreshSkew) else {
             Task {
@@ -89,7 +89,7 @@ struct APIProxy: Sendable {
     /// The retry after an API's 401 (``retried(_:after:token:session:provider:on:stream:)``), in a
     /// task of its own.
     private func retry(_ request: Forward, after answer: APIAnswer, token: String, session: Session, provider: ProviderConfig,
-                       on transfers: APITransfers, stream: @escaping StreamChoice,
+                       on transfers: some APITransport, stream: @escaping StreamChoice,
                        completion: @escaping @Sendable (Result<APIAnswer, ProxyFailure>) -> Void) {
         Task {
             do throws(ProxyFailure) {
@@ -109,7 +109,7 @@ struct APIProxy: Sendable {
     /// `answer` as it is, unless the API refused the token (401): then one refresh, joining any
     /// under way, and the request sent once more when its body was kept to replay.
     private func retried(_ request: Forward, after answer: APIAnswer, token: String, session: Session, provider: ProviderConfig,
-                         on transfers: APITransfers, stream: @escaping StreamChoice) async throws(ProxyFailure) -> APIAnswer {
+                         on transfers: some APITransport, stream: @escaping StreamChoice) async throws(ProxyFailure) -> APIAnswer {
         guard case .whole(let first) = answer, first.status == 401 else { return answer }
         let renewed: String
         do throws(RefreshFailure) {

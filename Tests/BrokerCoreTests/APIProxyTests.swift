@@ -1,0 +1,197 @@
+import APIClient
+import BrokerCrypto
+import Foundation
+import Synchronization
+import Testing
+
+@testable import BrokerCore
+
+/// The API proxy's decisions (``APIProxy``), over the flow test bed's sessions and scripted
+/// provider, with an API scripted behind the ``APITransport`` seam: which token each request
+/// carries, the one refresh-and-retry after a 401, when it does not retry, and what it passes on.
+struct APIProxyTests {
+    /// An API that answers each request with the next scripted result, and keeps the requests.
+    final class ScriptedAPI: APITransport, Sendable {
+        private let state = Mutex<(answers: [Result<APIAnswer, APIExchangeError>], requests: [APIRequest], streamedStatuses: [Int: Bool])>(([], [], [:]))
+
+        init(_ answers: [Result<APIAnswer, APIExchangeError>]) {
+            state.withLock { $0.answers = answers }
+        }
+
+        var requests: [APIRequest] { state.withLock { $0.requests } }
+        /// For each status answered, whether the proxy let it stream (asked for a sink).
+        var streamed: [Int: Bool] { state.withLock { $0.streamedStatuses } }
+
+        func start(_ request: APIRequest, stream: (@Sendable (Int, Int64?) -> (any APIBodySink)?)?,
+                   completion: @escaping @Sendable (Result<APIAnswer, APIExchangeError>) -> Void) {
+            let next = state.withLock { state -> Result<APIAnswer, APIExchangeError> in
+                state.requests.append(request)
+                let answer = state.answers.isEmpty ? .failure(.failed("no answer scripted")) : state.answers.removeFirst()
+                if case .success(.whole(let response)) = answer { state.streamedStatuses[response.status] = stream?(response.status, nil) != nil }
+                return answer
+            }
+            completion(next)
+        }
+
+        func perform(_ request: APIRequest, stream: (@Sendable (Int, Int64?) -> (any APIBodySink)?)?) async -> Result<APIAnswer, APIExchangeError> {
+            await withCheckedContinuation { continuation in start(request, stream: stream) { continuation.resume(returning: $0) } }
+        }
+    }
+
+    /// A sink that takes everything (only its presence matters here).
+    struct Sink: APIBodySink {
+        func offer(_ bytes: UnsafeRawBufferPointer, waker: APIBodyWaker) -> APIBodyOffer { .taken }
+        func finish(ok: Bool) {}
+    }
+
+    static func answer(_ status: Int) -> Result<APIAnswer, APIExchangeError> {
+        .success(.whole(APIResponse(status: status, headers: [], body: Array("status \(status)".utf8))))
+    }
+
+    static func proxy(_ bed: FlowTestBed, retryMaxBodyBytes: Int = 16) throws -> APIProxy {
+        APIProxy(sessions: bed.sessions, settings: ProxySettings(timeoutSeconds: 7, maxResponseBytes: 1234, retryMaxBodyBytes: retryMaxBodyBytes,
+                                                                trust: try ProviderTrust([ScriptedProvider.config()])))
+    }
+
+    static let get = APIProxy.Forward(method: "GET", url: "https://api.test/data", headers: [("Accept", "application/json")], body: nil)
+
+    static func status(_ answer: APIAnswer) -> Int? {
+        if case .whole(let response) = answer { return response.status }
+        return nil
+    }
+
+    static func bearer(_ request: APIRequest) -> String? {
+        request.headers.first { $0.0 == "Authorization" }.map { String($0.1.dropFirst("Bearer ".count)) }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aFreshTokenGoesAtOnceWithTheProxysBounds(_ kind: StoreKind) async throws {
+        let bed = try await FlowTestBed(kind)
+        try await bed.closing {
+            let session = try await bed.newSession().session
+            let api = ScriptedAPI([Self.answer(200)])
+            let answer = try await Self.proxy(bed).forward(Self.get, session: session, provider: ScriptedProvider.config(), on: api) { _, _ in Sink() }
+            #expect(Self.status(answer) == 200)
+            let sent = try #require(api.requests.first)
+            #expect(Self.bearer(sent) == session.accessToken && bed.provider.refreshes == 0)
+            #expect(sent.timeoutSeconds == 7 && sent.maxResponseBytes == 1234 && sent.connectionKey == "api:idp")
+            #expect(sent.headers.contains { $0 == ("Accept", "application/json") } && sent.headers.contains { $0 == ("Expect", "") })
+            #expect(api.streamed[200] == true, "a 200 may stream")
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aTokenAboutToExpireIsRefreshedFirst(_ kind: StoreKind) async throws {
+        let bed = try await FlowTestBed(kind)
+        try await bed.closing {
+            let session = try await bed.newSession().session
+            bed.clock.advance(by: 3600)
+            let api = ScriptedAPI([Self.answer(200)])
+            _ = try await Self.proxy(bed).forward(Self.get, session: session, provider: ScriptedProvider.config(), on: api) { _, _ in nil }
+            let sent = try #require(api.requests.first.flatMap(Self.bearer))
+            #expect(sent != session.accessToken && bed.provider.accepts(sent) && bed.provider.refreshes == 1)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func a401IsRefreshedOnceAndSentAgainNeverStreamed(_ kind: StoreKind) async throws {
+        let bed = try await FlowTestBed(kind)
+        try await bed.closing {
+            let session = try await bed.newSession().session
+            let api = ScriptedAPI([Self.answer(401), Self.answer(200)])
+            let answer = try await Self.proxy(bed).forward(Self.get, session: session, provider: ScriptedProvider.config(), on: api) { _, _ in Sink() }
+            #expect(Self.status(answer) == 200)
+            let tokens = api.requests.compactMap(Self.bearer)
+            #expect(tokens.count == 2 && tokens[0] == session.accessToken && tokens[1] != tokens[0] && bed.provider.accepts(tokens[1]))
+            #expect(bed.provider.refreshes == 1)
+            #expect(api.streamed[401] == false, "a 401 is held whole: it may be retried")
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func a401AgainAfterTheRefreshIsTheAPIsAnswer(_ kind: StoreKind) async throws {
+        let bed = try await FlowTestBed(kind)
+        try await bed.closing {
+            let session = try await bed.newSession().session
+            let api = ScriptedAPI([Self.answer(401), Self.answer(401)])
+            let answer = try await Self.proxy(bed).forward(Self.get, session: session, provider: ScriptedProvider.config(), on: api) { _, _ in nil }
+            #expect(Self.status(answer) == 401 && api.requests.count == 2 && bed.provider.refreshes == 1, "one refresh, one retry, no more")
+            // Refused again moments later: the refresh bound holds, and the API's 401 is the answer.
+            let later = ScriptedAPI([Self.answer(401)])
+            let refreshed = try #require(try await bed.stored(session.id))
+            let again = try await Self.proxy(bed).forward(Self.get, session: refreshed, provider: ScriptedProvider.config(), on: later) { _, _ in nil }
+            #expect(Self.status(again) == 401 && later.requests.count == 1 && bed.provider.refreshes == 1)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aBodyTooLongToKeepIsNotSentAgain(_ kind: StoreKind) async throws {
+        let bed = try await FlowTestBed(kind)
+        try await bed.closing {
+            let session = try await bed.newSession().session
+            let api = ScriptedAPI([Self.answer(401), Self.answer(200)])
+            let post = APIProxy.Forward(method: "POST", url: "https://api.test/data", headers: [], body: Array(repeating: 0x61, count: 17))
+            await #expect(throws: ProxyFailure.self) {
+                try await Self.proxy(bed, retryMaxBodyBytes: 16).forward(post, session: session, provider: ScriptedProvider.config(), on: api) { _, _ in nil }
+            }
+            #expect(api.requests.count == 1 && bed.provider.refreshes == 1, "refreshed, but the request is not replayed")
+            #expect(api.requests[0].headers.contains { $0 == ("Content-Type", "") }, "no form type made up for a body without one")
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aFailedRefreshOrExchangeIsTheProxysFailure(_ kind: StoreKind) async throws {
+        let bed = try await FlowTestBed(kind)
+        try await bed.closing {
+            let session = try await bed.newSession().session
+            bed.provider.failNextRefresh(status: 400, body: #"{"error":"invalid_grant"}"#)
+            let refused = ScriptedAPI([Self.answer(401)])
+            let proxy = try Self.proxy(bed)
+            do throws(ProxyFailure) {
+                _ = try await proxy.forward(Self.get, session: session, provider: ScriptedProvider.config(), on: refused) { _, _ in nil }
+                Issue.record("answered after the provider refused the grant")
+            } catch {
+                guard case .refresh(.loginRequired) = error else { Issue.record("\(error)"); return }
+            }
+            let other = try await bed.newSession(subject: "bob").session
+            let down = ScriptedAPI([.failure(.timedOut)])
+            do throws(ProxyFailure) {
+                _ = try await proxy.forward(Self.get, session: other, provider: ScriptedProvider.config(), on: down) { _, _ in nil }
+                Issue.record("answered without an answer")
+            } catch {
+                guard case .exchange(.timedOut) = error else { Issue.record("\(error)"); return }
+            }
+        }
+    }
+
+    /// `start`, the server thread's way in (the routes use it): the same retry after a 401,
+    /// answered through its completion.
+    @Test(arguments: StoreKind.allCases)
+    func startRetriesA401AsForwardDoes(_ kind: StoreKind) async throws {
+        let bed = try await FlowTestBed(kind)
+        try await bed.closing {
+            let session = try await bed.newSession().session
+            let api = ScriptedAPI([Self.answer(401), Self.answer(200)])
+            let proxy = try Self.proxy(bed)
+            let result = await withCheckedContinuation { continuation in
+                proxy.start(Self.get, session: session, provider: ScriptedProvider.config(), on: api, stream: { _, _ in nil }) {
+                    continuation.resume(returning: $0)
+                }
+            }
+            #expect((try? result.get()).flatMap(Self.status) == 200 && api.requests.count == 2 && bed.provider.refreshes == 1)
+        }
+    }
+
+    @Test func perSessionConnectionsAreKeyedBySession() async throws {
+        let bed = try await FlowTestBed(.embedded)
+        try await bed.closing {
+            let session = try await bed.newSession().session
+            let scripted = ScriptedProvider.config()
+            let provider = ProviderConfig(id: scripted.id, endpoints: scripted.endpoints, clientID: scripted.clientID,
+                                          clientAuthentication: scripted.clientAuthentication, scopes: scripted.scopes, apiConnections: .perSession)
+            let api = ScriptedAPI([Self.answer(200)])
+            _ = try await Self.proxy(bed).forward(Self.get, session: session, provider: provider, on: api) { _, _ in nil }
+            #expect(api.requests.first?.connectionKey == session.id.hex)
+        }
+    }
+}
