@@ -3,6 +3,7 @@
 // Uses the OpenSSL 3.0 EVP API only; no deprecated calls.
 
 #include "crypto_shim.h"
+#include "fetched_digests.h"
 
 #include <limits.h>
 #include <string.h>
@@ -16,16 +17,26 @@
 // fails, the pointer stays NULL and every call that needs it fails.
 static CRYPTO_ONCE tb_crypto_fetch_once = CRYPTO_ONCE_STATIC_INIT;
 static EVP_MD *tb_crypto_sha256_md = NULL;
+static EVP_MD *tb_crypto_sha384_md = NULL;
 static EVP_CIPHER *tb_crypto_aes256gcm_cipher = NULL;
 
 static void tb_crypto_fetch_algorithms(void) {
     tb_crypto_sha256_md = EVP_MD_fetch(NULL, "SHA2-256", NULL);
+    tb_crypto_sha384_md = EVP_MD_fetch(NULL, "SHA2-384", NULL);
     tb_crypto_aes256gcm_cipher = EVP_CIPHER_fetch(NULL, "AES-256-GCM", NULL);
     ERR_clear_error();
 }
 
 static int tb_crypto_ready(void) {
     return CRYPTO_THREAD_run_once(&tb_crypto_fetch_once, tb_crypto_fetch_algorithms) == 1;
+}
+
+const EVP_MD *tb_crypto_fetched_sha256(void) {
+    return tb_crypto_ready() ? tb_crypto_sha256_md : NULL;
+}
+
+const EVP_MD *tb_crypto_fetched_sha384(void) {
+    return tb_crypto_ready() ? tb_crypto_sha384_md : NULL;
 }
 
 // Every failure path ends here, so a stale error never surfaces in unrelated OpenSSL users.

@@ -2,11 +2,11 @@
 // OpenSSL 3.0 EVP and OSSL_PARAM API only; no deprecated calls.
 
 #include "crypto_shim.h"
+#include "fetched_digests.h"
 
 #include <string.h>
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
-#include <openssl/crypto.h>
 #include <openssl/ec.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -122,18 +122,6 @@ void tb_crypto_public_key_free(void *key) {
     EVP_PKEY_free(key);
 }
 
-// The digest each algorithm signs, fetched once (an implicit fetch by name costs a lookup per
-// call); NULL for Ed25519, which hashes inside.
-static CRYPTO_ONCE tb_crypto_digests_once = CRYPTO_ONCE_STATIC_INIT;
-static EVP_MD *tb_crypto_verify_sha256 = NULL;
-static EVP_MD *tb_crypto_verify_sha384 = NULL;
-
-static void tb_crypto_fetch_digests(void) {
-    tb_crypto_verify_sha256 = EVP_MD_fetch(NULL, "SHA2-256", NULL);
-    tb_crypto_verify_sha384 = EVP_MD_fetch(NULL, "SHA2-384", NULL);
-    ERR_clear_error();
-}
-
 int tb_crypto_public_key_verify(void *key, int algorithm, const void *data, size_t data_count,
                                 const void *signature, size_t signature_count) {
     static const unsigned char empty = 0;
@@ -144,12 +132,11 @@ int tb_crypto_public_key_verify(void *key, int algorithm, const void *data, size
     size_t checked_count = signature_count;
     const EVP_MD *digest = NULL;
     int ok = 0;
-    if (CRYPTO_THREAD_run_once(&tb_crypto_digests_once, tb_crypto_fetch_digests) != 1) goto done;
     switch (algorithm) {
     case TB_CRYPTO_ES256:
     case TB_CRYPTO_ES384: {
         size_t coordinate = algorithm == TB_CRYPTO_ES256 ? 32 : 48;
-        digest = algorithm == TB_CRYPTO_ES256 ? tb_crypto_verify_sha256 : tb_crypto_verify_sha384;
+        digest = algorithm == TB_CRYPTO_ES256 ? tb_crypto_fetched_sha256() : tb_crypto_fetched_sha384();
         if (!tb_crypto_ecdsa_der(signature, signature_count, coordinate, &der, &checked_count))
             goto done;
         checked = der;
@@ -157,7 +144,7 @@ int tb_crypto_public_key_verify(void *key, int algorithm, const void *data, size
     }
     case TB_CRYPTO_RS256:
     case TB_CRYPTO_PS256:
-        digest = tb_crypto_verify_sha256;
+        digest = tb_crypto_fetched_sha256();
         break;
     case TB_CRYPTO_ED25519:
         break;
