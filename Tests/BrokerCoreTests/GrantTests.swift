@@ -5,7 +5,7 @@ import WireValues
 
 @testable import BrokerCore
 
-/// Each grant type on its own (``TokenGrant``): read from a token request's form and carried out
+/// Each grant type on its own (``GrantType``): read from a token request's form and carried out
 /// against the flow services, without a socket or a router — on both stores, PostgreSQL as three
 /// instances taking the steps in turn.
 struct GrantTests {
@@ -18,7 +18,7 @@ struct GrantTests {
     private static func client(_ id: String?) -> TokenClient { TokenClient(id: id, parameter: "client_id") }
 
     /// The grant's refusal: its status and OAuth error code.
-    private static func refusal(_ work: () async throws(HTTPError) -> GrantedSession) async -> (Int, String?)? {
+    private static func refusal(_ work: () async throws(HTTPError) -> RedeemedSession) async -> (Int, String?)? {
         do throws(HTTPError) {
             _ = try await work()
             return nil
@@ -28,7 +28,7 @@ struct GrantTests {
     }
 
     @Test func anEndpointNamesTheGrantsItOffersAndReadsOnlyThose() throws {
-        let grants = TokenGrants(offered: [AuthorizationCodeGrant.self, DeviceCodeGrant.self])
+        let grants = GrantTypes(offered: [AuthorizationCodeGrant.self, DeviceCodeGrant.self])
         #expect(throws: HTTPError.self) { try grants.grant(try Self.form([("grant_type", "refresh_token"), ("refresh_token", "tbs_x")]), client: Self.broker) }
         do {
             _ = try grants.grant(try Self.form([("grant_type", "password")]), client: Self.broker)

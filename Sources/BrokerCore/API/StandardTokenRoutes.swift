@@ -12,7 +12,7 @@ struct StandardTokenRoutes: Sendable {
     let services: BrokerServices
 
     /// The grants of the standard token endpoint, each the type every endpoint offering it uses.
-    static let grants = TokenGrants(offered: [AuthorizationCodeGrant.self, RefreshTokenGrant.self, DeviceCodeGrant.self])
+    static let grants = GrantTypes(offered: [AuthorizationCodeGrant.self, RefreshTokenGrant.self, DeviceCodeGrant.self])
 
     func register(in router: inout Router) {
         for provider in services.config.providers.map(\.id) {

@@ -14,7 +14,7 @@ struct TokenRoutes: Sendable {
     /// `POST /token`'s grants: a handoff code (``LoginFlow/redeem(_:)``) — the new session's
     /// token, or the current token of the session an incremental authorization merged into —
     /// and a device's poll (RFC 8628); the same types as the standard token endpoint's.
-    static let grants = TokenGrants(offered: [AuthorizationCodeGrant.self, DeviceCodeGrant.self])
+    static let grants = GrantTypes(offered: [AuthorizationCodeGrant.self, DeviceCodeGrant.self])
 
     func register(in router: inout Router) {
         router.add("POST", "/token") { [services] request throws(HTTPError) in

@@ -11,11 +11,12 @@ struct HandoffRedemptionRequest: Sendable {
     var keyThumbprint: String? = nil
 }
 
-/// The session a redeemed handoff code stands for.
+/// The session a grant gives (a redeemed handoff code, a device's poll, a refresh), and the token
+/// its client holds for it: a new session's token, handed out this once; the presented one for a
+/// refresh; nil when a code completed an incremental authorization of a session the app already
+/// holds.
 struct RedeemedSession: Sendable {
     let session: Session
-    /// The new session's token, handed out this once; nil when the code completed an incremental
-    /// authorization of a session the app already holds.
     let token: String?
 }
 

@@ -4,7 +4,7 @@ import WireValues
 /// RFC 6749 §4.1.3: a handoff code with its PKCE verifier, for the app and redirect URI it was
 /// issued to (``LoginFlow/redeem(_:)``): a new session, or the session an incremental
 /// authorization merged into.
-struct AuthorizationCodeGrant: TokenGrant {
+struct AuthorizationCodeGrant: GrantType {
     static let type = "authorization_code"
     static let limitedPerAddress = true
     let request: HandoffRedemptionRequest
@@ -16,7 +16,7 @@ struct AuthorizationCodeGrant: TokenGrant {
         )
     }
 
-    func grant(at provider: String?, proof: DPoPProof?, _ services: BrokerServices) async throws(HTTPError) -> GrantedSession {
+    func grant(at provider: String?, proof: DPoPProof?, _ services: BrokerServices) async throws(HTTPError) -> RedeemedSession {
         var request = request
         request.keyThumbprint = try services.keyThumbprint(of: proof, for: request.app)
         let redeemed: RedeemedSession
@@ -25,7 +25,7 @@ struct AuthorizationCodeGrant: TokenGrant {
         } catch {
             throw error.httpError
         }
-        return try await services.granted(GrantedSession(session: redeemed.session, token: redeemed.token), at: provider,
+        return try await services.granted(redeemed, at: provider,
                                           refusal: "The code was issued by another issuer.")
     }
 }

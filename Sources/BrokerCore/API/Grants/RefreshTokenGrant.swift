@@ -6,7 +6,7 @@ import WireValues
 /// with the refresher's single-flight), and the same refresh token. A public client's refresh
 /// token names its app, so `client_id` may be left out (requests-oauthlib sends none); one that
 /// names another app is refused. A refresh token bound to a key (DPoP) needs a proof of it.
-struct RefreshTokenGrant: TokenGrant {
+struct RefreshTokenGrant: GrantType {
     static let type = "refresh_token"
     static let limitedPerAddress = false
     let token: String
@@ -19,7 +19,7 @@ struct RefreshTokenGrant: TokenGrant {
         self.client = client.id
     }
 
-    func grant(at provider: String?, proof: DPoPProof?, _ services: BrokerServices) async throws(HTTPError) -> GrantedSession {
+    func grant(at provider: String?, proof: DPoPProof?, _ services: BrokerServices) async throws(HTTPError) -> RedeemedSession {
         let invalid = HTTPError.badRequest("The refresh token is unknown, expired or revoked, or was issued to another client.",
                                            code: "invalid_grant")
         guard token.hasPrefix(OpaqueToken.sessionPrefix) else { throw invalid }
@@ -35,7 +35,7 @@ struct RefreshTokenGrant: TokenGrant {
             throw .badRequest("scope may only name scopes the grant has.", code: "invalid_scope")
         }
         do throws(RefreshFailure) {
-            return GrantedSession(session: try await services.sessions.fresh(session, validFor: services.refreshSkew), token: token)
+            return RedeemedSession(session: try await services.sessions.fresh(session, validFor: services.refreshSkew), token: token)
         } catch {
             switch error {
             case .loginRequired, .gone:

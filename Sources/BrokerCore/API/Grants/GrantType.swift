@@ -6,7 +6,7 @@ import WireValues
 /// offers a grant uses its one type: the broker's `POST /token` and the standard
 /// `/providers/{provider}/token` read, check and carry out a grant the same way, and differ only
 /// in the grants they offer and in how they write the answer.
-protocol TokenGrant: Sendable {
+protocol GrantType: Sendable {
     /// The `grant_type` value.
     static var type: String { get }
     /// Whether the grant is under the token endpoints' per-address limit (``GrantLimit``). A
@@ -19,15 +19,7 @@ protocol TokenGrant: Sendable {
     /// which serves every provider), for a request that proved it holds the key of `proof`
     /// (DPoP, checked and new to every instance) or none: the session and the token its client
     /// is to hold.
-    func grant(at provider: String?, proof: DPoPProof?, _ services: BrokerServices) async throws(HTTPError) -> GrantedSession
-}
-
-/// What a grant gives: the session, and the token its client holds for it — a new session's
-/// token (handed out this once), the presented one for a refresh, nil for a handoff code that
-/// completed an incremental authorization of a session the app holds already.
-struct GrantedSession: Sendable {
-    let session: Session
-    let token: String?
+    func grant(at provider: String?, proof: DPoPProof?, _ services: BrokerServices) async throws(HTTPError) -> RedeemedSession
 }
 
 /// The client a token request names, as its endpoint reads it: `app` or `client_id` at the
@@ -62,7 +54,7 @@ struct GrantLimit: Sendable {
 
     /// The limit `grant` is under for `request`'s client; nil when its type is not limited.
     /// Throws 429 (counted under the request's route) while the client's budget is spent.
-    init?(_ grant: any TokenGrant, _ request: Request, _ services: BrokerServices) throws(HTTPError) {
+    init?(_ grant: any GrantType, _ request: Request, _ services: BrokerServices) throws(HTTPError) {
         guard type(of: grant).limitedPerAddress else { return nil }
         try services.refuseWhileSpent(request, in: services.tokenLimiter)
         limiter = services.tokenLimiter
@@ -75,8 +67,8 @@ struct GrantLimit: Sendable {
     /// Carries `grant` out, its DPoP proof (if any) first recorded where the instances share
     /// them; a refusal that counts is charged to the client's budget, and one for the proof is
     /// counted under `route`.
-    static func carryOut(_ grant: any TokenGrant, at provider: String?, proof: DPoPProof?, under limit: GrantLimit?, route: String,
-                         _ services: BrokerServices) async throws(HTTPError) -> GrantedSession {
+    static func carryOut(_ grant: any GrantType, at provider: String?, proof: DPoPProof?, under limit: GrantLimit?, route: String,
+                         _ services: BrokerServices) async throws(HTTPError) -> RedeemedSession {
         do throws(HTTPError) {
             if let proof, try await !services.firstAnywhere(proof) {
                 throw .badRequest(DPoPProofError.replayed.description, code: "invalid_dpop_proof")
@@ -94,12 +86,12 @@ struct GrantLimit: Sendable {
 }
 
 /// The grants a token endpoint offers.
-struct TokenGrants: Sendable {
-    let offered: [any TokenGrant.Type]
+struct GrantTypes: Sendable {
+    let offered: [any GrantType.Type]
 
     /// The grant the form's `grant_type` names, its parameters read; `unsupported_grant_type`
     /// for any other, with the ones offered.
-    func grant(_ form: FormFields, client: TokenClient) throws(HTTPError) -> any TokenGrant {
+    func grant(_ form: FormFields, client: TokenClient) throws(HTTPError) -> any GrantType {
         let type = try form.required("grant_type")
         for grant in offered where grant.type == type {
             return try grant.init(form, client: client)
@@ -115,7 +107,7 @@ extension BrokerServices {
     /// A granted session at the issuer of `provider`: one issued for another issuer's provider
     /// is not handed out, and a session it created is ended (a 503 when that cannot be saved: the
     /// session is then left to end by its lifetimes, nobody holding its token).
-    func granted(_ granted: GrantedSession, at provider: String?, refusal: String) async throws(HTTPError) -> GrantedSession {
+    func granted(_ granted: RedeemedSession, at provider: String?, refusal: String) async throws(HTTPError) -> RedeemedSession {
         guard let provider, granted.session.provider != provider else { return granted }
         if granted.token != nil {
             do throws(StateWriteError) {
