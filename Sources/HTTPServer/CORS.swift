@@ -7,7 +7,8 @@ enum CORS {
     static func preflight(allowed: Bool) -> Response {
         Response(status: 204, headers: allowed ? [
             HTTPHeader("Access-Control-Allow-Methods", "GET, POST"),
-            HTTPHeader("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Request-Id"),
+            // DPoP: a browser app binds its session token to a key it keeps (docs/dpop.md).
+            HTTPHeader("Access-Control-Allow-Headers", "Authorization, Content-Type, DPoP, X-Request-Id"),
             HTTPHeader("Access-Control-Max-Age", "600"),
         ] : [])
     }
@@ -17,7 +18,7 @@ enum CORS {
         [
             HTTPHeader("Access-Control-Allow-Origin", origin),
             HTTPHeader("Vary", "Origin"),
-            HTTPHeader("Access-Control-Expose-Headers", "WWW-Authenticate, Retry-After, X-Request-Id"),
+            HTTPHeader("Access-Control-Expose-Headers", "WWW-Authenticate, Retry-After, DPoP-Nonce, X-Request-Id"),
         ]
     }
 }

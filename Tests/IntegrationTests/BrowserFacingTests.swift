@@ -91,6 +91,8 @@ struct BrowserFacingTests {
         #expect(preflight.status == 204)
         #expect(preflight.headers["access-control-allow-origin"] == "https://app.example.com")
         #expect(preflight.headers["access-control-allow-headers"]?.contains("Authorization") == true)
+        #expect(preflight.headers["access-control-allow-headers"]?.contains("DPoP") == true, "a browser app's proofs (docs/dpop.md)")
+        #expect(allowed.headers["access-control-expose-headers"]?.contains("DPoP-Nonce") == true)
         let refused = try RawHTTP.request(port: broker.port, method: "OPTIONS", target: "/token", headers: [
             "Origin": "https://evil.example", "Access-Control-Request-Method": "GET",
         ])

@@ -7,6 +7,7 @@ viewport, apply the shared stylesheet under its Content-Security-Policy without 
 keep its card off the screen's edges and say what to do next. A screenshot of each is written
 to PAGE_SCREENSHOTS (default .build/page-screenshots) for a person to look at."""
 
+import json
 import os
 from pathlib import Path
 from urllib.parse import urlencode
@@ -200,7 +201,7 @@ def test_a_first_sign_in_in_a_browser_reaches_the_app(chrome, dev_broker, endpoi
         [path] = [path for path in app.received if path.startswith("/callback")]  # not the browser's /favicon.ico
         from urllib.parse import parse_qs, urlsplit
         query = {name: values[0] for name, values in parse_qs(urlsplit(path).query).items()}
-        assert query["state"] == "app-state" and query["iss"] == dev_broker.url(f"/providers/dev")
+        assert query["state"] == "app-state" and query["iss"] == dev_broker.url("/providers/dev")
         if decision == "deny":
             assert query["error"] == "access_denied" and "code" not in query
             return
@@ -213,3 +214,58 @@ def test_a_first_sign_in_in_a_browser_reaches_the_app(chrome, dev_broker, endpoi
         assert not problems, problems
     finally:
         app.close()
+
+
+class SinglePageApp:
+    """A browser app's origin on loopback, serving Tests/oauth/spa/dpop-app.html at its redirect
+    URI (the demo app's, on a port of its own: RFC 8252 §7.3)."""
+
+    def __init__(self):
+        import http.server
+        import threading
+        page = (Path(__file__).resolve().parent / "spa" / "dpop-app.html").read_bytes()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                found = self.path.startswith("/callback")
+                body = page if found else b"not here"
+                self.send_response(200 if found else 404)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.origin = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_browser_app_binds_its_session_to_a_key_it_cannot_export(chrome):
+    """A single-page app on another origin signs in (the development provider's page, in
+    Chromium), redeems its code with a DPoP proof made by WebCrypto with a key the page cannot
+    export, and calls the broker with proofs: CORS lets the DPoP header through, the session is
+    bound, and the same token sent as a bearer token is refused — the browser reads why."""
+    spa = SinglePageApp()
+    broker = BrokerProcess("", args=("--dev",), env={"BROKER_CORS_ORIGINS": spa.origin})
+    try:
+        look(chrome, f"{spa.origin}/callback?" + urlencode({"broker": broker.base_url}), "spa-sign-in")
+        chrome.find_element(By.CSS_SELECTOR, 'button[value="allow"]').click()
+        try:
+            WebDriverWait(chrome, 20).until(lambda driver: driver.find_element(By.ID, "result").text not in ("", "working"))
+        except TimeoutException:
+            pytest.fail(f"the app never finished; its console: {[e['message'] for e in chrome.get_log('browser')]}")
+        chrome.save_screenshot(str(SCREENSHOTS / f"spa-dpop-{chrome.width}.png"))
+        outcome = json.loads(chrome.find_element(By.ID, "result").text)
+        assert outcome["redeemed"] == 200 and outcome["session_token_type"] == "DPoP", outcome
+        assert outcome["session"] == 200 and outcome["subject"] and outcome["token"] == 200, outcome
+        assert outcome["bearer"] == 401 and outcome["bearer_challenge"].startswith('DPoP error="invalid_token"'), outcome
+    finally:
+        broker.stop()
+        spa.close()
