@@ -21,16 +21,23 @@ struct SessionOperationsTests {
         return found
     }
 
+    /// The decision `GET /token` takes: on the session in memory, else (a shared store's cache
+    /// miss) the same decision on the session read from the store (``SessionOperations/currentLoaded(_:holder:validFor:)``).
     private func currentOnce(_ bed: FlowTestBed, _ id: SHA256Digest, validFor validity: Double) async throws -> String {
-        switch bed.sessions.current(id, holder: .bearer, validFor: validity, { session, _ in session.accessToken }) {
-        case .fresh(let token): return "fresh \(token)"
-        case .refreshDue(let early): return early ? "refresh early" : "refresh due"
-        case .wrongHolder(let mismatch): return "wrong holder \(mismatch)"
-        case .unknownSession:
-            guard !bed.store.holdsEverySession, let session = try await bed.stored(id) else { return "unknown" }
-            let now = bed.clock.seconds
-            if session.accessTokenValid(for: validity, at: now) { return "fresh \(session.accessToken)" }
-            return session.accessTokenValid(for: bed.settings.refreshSkewSeconds, at: now) ? "refresh early" : "refresh due"
+        let inMemory = bed.sessions.current(id, holder: .bearer, validFor: validity, { session, _ in session.accessToken })
+        guard case .unknownSession = inMemory else { return Self.describe(inMemory) }
+        guard !bed.store.holdsEverySession, let (session, decision) = try await bed.sessions.currentLoaded(id, holder: .bearer, validFor: validity)
+        else { return "unknown" }
+        if case .fresh = decision { return "fresh \(session.accessToken)" }
+        return Self.describe(decision)
+    }
+
+    private static func describe<Answer>(_ decision: SessionOperations.CurrentToken<Answer>) -> String {
+        switch decision {
+        case .fresh(let token): "fresh \(token)"
+        case .refreshDue(let early): early ? "refresh early" : "refresh due"
+        case .wrongHolder(let mismatch): "wrong holder \(mismatch)"
+        case .unknownSession: "unknown"
         }
     }
 
@@ -52,6 +59,31 @@ struct SessionOperationsTests {
         }
     }
 
+    /// A shared store's cache miss (`GET /token` on an instance that does not hold the session in
+    /// memory, as the PostgreSQL store here) takes the decision on the session read from the
+    /// store, by the same rule as the memory; the embedded store's memory holds every session.
+    @Test(arguments: StoreKind.allCases)
+    func aCacheMissDecidesAsMemoryDoes(_ kind: StoreKind) async throws {
+        let bed = try await FlowTestBed(kind)
+        try await bed.closing {
+            let session = try await bed.newSession().session
+            for (advance, validity, expected) in [(0.0, 60.0, "fresh \(session.accessToken)"), (0, 86_400, "refresh early"),
+                                                   (3600 - 30, 86_400, "refresh due"), (0, 60, "refresh due")] {
+                bed.clock.advance(by: advance)
+                let (loaded, decision) = try #require(try await bed.sessions.currentLoaded(session.id, holder: .bearer, validFor: validity))
+                let fromStore = if case .fresh = decision { "fresh \(loaded.accessToken)" } else { Self.describe(decision) }
+                #expect(fromStore == expected, "after \(advance) s, valid for \(validity) s")
+                if kind == .embedded {
+                    let memory = bed.sessions.current(session.id, holder: .bearer, validFor: validity) { session, _ in session.accessToken }
+                    #expect(Self.describe(memory) == expected)
+                }
+            }
+            let (_, bound) = try #require(try await bed.sessions.currentLoaded(session.id, holder: .key(thumbprint: "k"), validFor: 60))
+            #expect(Self.describe(bound) == "wrong holder notBound")
+            #expect(try await bed.sessions.currentLoaded(OpaqueToken.hash("tbs_unknown"), holder: .bearer, validFor: 60) == nil)
+        }
+    }
+
     /// The one way to a fresh token: the session as it is while its token is good for the asked
     /// validity, else refreshed once (concurrent callers share the refresh).
     @Test(arguments: StoreKind.allCases)
@@ -60,10 +92,10 @@ struct SessionOperationsTests {
         try await bed.closing {
             let session = try await bed.newSession().session
             #expect(try await bed.sessions.fresh(session, validFor: 60).accessToken == session.accessToken)
-            #expect(bed.sessions.refreshIsEarly(session, validFor: 86_400), "a day's validity asked of a fresh token")
-            #expect(!bed.sessions.refreshIsEarly(session, validFor: 60))
+            #expect(try await currentOnce(bed, session.id, validFor: 86_400) == "refresh early", "a day's validity asked of a fresh token")
+            #expect(try await currentOnce(bed, session.id, validFor: 60) == "fresh \(session.accessToken)")
             bed.clock.advance(by: 3600 - 30)
-            #expect(!bed.sessions.refreshIsEarly(session, validFor: 86_400), "due anyway: not early")
+            #expect(try await currentOnce(bed, session.id, validFor: 86_400) == "refresh due", "due anyway: not early")
             let refreshed = try await withThrowingTaskGroup(of: String.self) { group in
                 for _ in 0..<8 { group.addTask { try await bed.sessions.fresh(session, validFor: 60).accessToken } }
                 return try await group.reduce(into: Set<String>()) { $0.insert($1) }

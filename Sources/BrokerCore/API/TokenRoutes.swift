@@ -60,14 +60,24 @@ struct TokenRoutes: Sendable {
             let client = request.clientIP
             // A shared store's cache miss: the session from the store, then as above.
             return .deferredCatching { [services] () async throws(HTTPError) -> Response in
-                guard let session = try await services.load(presented.id) else { throw services.unknownSession(route: route) }
-                try await services.spendAnywhere(try services.admit(presented, to: session, route: route), route: route)
-                try services.admitRefresh(early: services.sessions.refreshIsEarly(session, validFor: minimumValidity), client: client, route: route)
-                do throws(RefreshFailure) {
-                    return try await services.sessions.fresh(session, validFor: minimumValidity).tokenAnswer(at: services.now())
+                let loaded: (session: Session, decision: SessionOperations.CurrentToken<Void>)?
+                do throws(StateReadError) {
+                    loaded = try await services.sessions.currentLoaded(presented.id, holder: presented.holder, validFor: minimumValidity)
                 } catch {
                     throw error.httpError
                 }
+                guard let (session, decision) = loaded else { throw services.unknownSession(route: route) }
+                let early: Bool?
+                switch decision {
+                case .unknownSession: throw services.unknownSession(route: route)
+                case .wrongHolder(let mismatch): throw services.holderRefused(mismatch, route: route)
+                case .fresh: early = nil
+                case .refreshDue(let isEarly): early = isEarly
+                }
+                try await services.spendAnywhere(try services.spendHere(presented.proof, app: session.app, route: route), route: route)
+                guard let early else { return session.tokenAnswer(at: services.now()) }
+                try services.admitRefresh(early: early, client: client, route: route)
+                return try await refresh(presented.id, force: false, minimumValidity: minimumValidity)
             }
         case .wrongHolder(let mismatch):
             throw services.holderRefused(mismatch, route: route)

@@ -43,16 +43,33 @@ final class SessionOperations: Sendable {
 
     /// The current token without waiting (the hot path, `GET /token`): `answer` is made of the
     /// session where it lies, when `holder` may use it and its access token stays valid for
-    /// `validity` more seconds.
+    /// `validity` more seconds (``decide(_:holder:validFor:at:_:)``). `unknownSession` when this
+    /// instance's memory does not hold it: with a shared store, ``currentLoaded(_:holder:validFor:)``
+    /// then decides the same on the session read from the store.
     func current<Answer: Sendable>(_ id: SHA256Digest, holder: SessionHolder, validFor validity: Double,
                                    _ answer: (borrowing Session, _ now: Double) -> Answer) -> CurrentToken<Answer> {
         let at = now()
-        return store.readSession(id, now: at) { session in
-            if let mismatch = session.mismatch(holder) { return .wrongHolder(mismatch) }
-            return session.accessTokenValid(for: validity, at: at)
-                ? CurrentToken.fresh(answer(session, at))
-                : .refreshDue(early: session.accessTokenValid(for: refreshSkew, at: at))
-        } ?? .unknownSession
+        return store.readSession(id, now: at) { session in decide(session, holder: holder, validFor: validity, at: at, answer) }
+            ?? .unknownSession
+    }
+
+    /// ``current(_:holder:validFor:_:)`` for a session this instance's memory lacks: the session
+    /// read from the store, and the same decision on it; nil when the store has none.
+    func currentLoaded(_ id: SHA256Digest, holder: SessionHolder, validFor validity: Double) async throws(StateReadError)
+        -> (session: Session, decision: CurrentToken<Void>)? {
+        guard let session = try await store.findSession(id, now: now()) else { return nil }
+        return (session, decide(session, holder: holder, validFor: validity, at: now()) { _, _ in () })
+    }
+
+    /// The one decision on a session's current token: refused to a holder it does not answer;
+    /// `fresh` while its access token stays valid for `validity` more seconds; else a refresh is
+    /// due — `early` when only the asked validity wants it (the token is still good for the skew),
+    /// which per-address limits count.
+    private func decide<Answer: Sendable>(_ session: borrowing Session, holder: SessionHolder, validFor validity: Double, at: Double,
+                                          _ answer: (borrowing Session, _ now: Double) -> Answer) -> CurrentToken<Answer> {
+        if let mismatch = session.mismatch(holder) { return .wrongHolder(mismatch) }
+        guard !session.accessTokenValid(for: validity, at: at) else { return .fresh(answer(session, at)) }
+        return .refreshDue(early: session.accessTokenValid(for: refreshSkew, at: at))
     }
 
     /// The one way to a fresh token (golang.org/x/oauth2's `ReuseTokenSource`, AppAuth's
@@ -61,8 +78,8 @@ final class SessionOperations: Sendable {
     /// per session at a time, joined by concurrent callers; within `min_refresh_interval_seconds`
     /// of the last one, the current token. `GET /token`, the standard token endpoint and the API
     /// proxy all get their token here; only `GET /token`'s hot path first looks in memory on the
-    /// server thread (``current(_:validFor:_:)``). `refreshIsEarly` says whether a refresh here
-    /// would be asked before it is due, which per-address limits count.
+    /// server thread (``current(_:holder:validFor:_:)``), which also says whether a refresh would
+    /// be asked before it is due.
     func fresh(_ session: Session, validFor validity: Double) async throws(RefreshFailure) -> Session {
         if let session = freshNow(session, validFor: validity) { return session }
         return try await refresh(session.id, force: false, minimumValidity: validity)
@@ -73,13 +90,6 @@ final class SessionOperations: Sendable {
     /// first (then `fresh`).
     func freshNow(_ session: Session, validFor validity: Double) -> Session? {
         session.accessTokenValid(for: validity, at: now()) ? session : nil
-    }
-
-    /// Whether ``fresh(_:validFor:)`` would refresh `session` before it is due: only the asked
-    /// validity wants it, the token still being good for the refresh skew.
-    func refreshIsEarly(_ session: Session, validFor validity: Double) -> Bool {
-        let at = now()
-        return !session.accessTokenValid(for: validity, at: at) && session.accessTokenValid(for: refreshSkew, at: at)
     }
 
     /// The session with a token valid for `minimumValidity` seconds, refreshed at the provider
