@@ -134,10 +134,10 @@ def test_addresses_that_are_not_endpoints_answer_a_browser_with_a_page(chrome, b
 
 
 class AppListener:
-    """The app's end of a sign-in: an HTTP listener on loopback (an RFC 8252 redirect URI) that
-    records the query each redirect brings, and answers a small page."""
+    """The app's end of a sign-in: an HTTP listener on loopback (an RFC 8252 redirect URI,
+    `<origin>/callback`) that records the path of each request and answers `page` to all."""
 
-    def __init__(self):
+    def __init__(self, page: bytes = b"<!doctype html><title>the app</title><p>Back in the app.</p>"):
         import http.server
         import threading
         received = self.received = []
@@ -145,18 +145,18 @@ class AppListener:
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self):
                 received.append(self.path)
-                body = b"<!doctype html><title>the app</title><p>Back in the app.</p>"
                 self.send_response(200)
-                self.send_header("Content-Type", "text/html")
-                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(page)))
                 self.end_headers()
-                self.wfile.write(body)
+                self.wfile.write(page)
 
             def log_message(self, *args):
                 pass
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.redirect_uri = f"http://127.0.0.1:{self.server.server_address[1]}/callback"
+        self.origin = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.redirect_uri = f"{self.origin}/callback"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def close(self):
@@ -216,46 +216,16 @@ def test_a_first_sign_in_in_a_browser_reaches_the_app(chrome, dev_broker, endpoi
         app.close()
 
 
-class SinglePageApp:
-    """A browser app's origin on loopback, serving Tests/oauth/spa/dpop-app.html at its redirect
-    URI (the demo app's, on a port of its own: RFC 8252 §7.3)."""
-
-    def __init__(self):
-        import http.server
-        import threading
-        page = (Path(__file__).resolve().parent / "spa" / "dpop-app.html").read_bytes()
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):
-                found = self.path.startswith("/callback")
-                body = page if found else b"not here"
-                self.send_response(200 if found else 404)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.origin = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-
 def test_a_browser_app_binds_its_session_to_a_key_it_cannot_export(chrome):
     """A single-page app on another origin signs in (the development provider's page, in
     Chromium), redeems its code with a DPoP proof made by WebCrypto with a key the page cannot
     export, and calls the broker with proofs: CORS lets the DPoP header through, the session is
-    bound, and the same token sent as a bearer token is refused — the browser reads why."""
-    spa = SinglePageApp()
+    bound, and the same token sent as a bearer token is refused — the browser reads why. The app is
+    Tests/oauth/spa/dpop-app.html at the demo app's redirect URI, on a port of its own (RFC 8252 §7.3)."""
+    spa = AppListener((Path(__file__).resolve().parent / "spa" / "dpop-app.html").read_bytes())
     broker = BrokerProcess("", args=("--dev",), env={"BROKER_CORS_ORIGINS": spa.origin})
     try:
-        look(chrome, f"{spa.origin}/callback?" + urlencode({"broker": broker.base_url}), "spa-sign-in")
+        look(chrome, f"{spa.redirect_uri}?" + urlencode({"broker": broker.base_url}), "spa-sign-in")
         chrome.find_element(By.CSS_SELECTOR, 'button[value="allow"]').click()
         try:
             WebDriverWait(chrome, 20).until(lambda driver: driver.find_element(By.ID, "result").text not in ("", "working"))
