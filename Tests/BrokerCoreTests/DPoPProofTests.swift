@@ -126,14 +126,17 @@ struct DPoPProofTests {
     }
 
     @Test
-    func aBoundSessionAnswersOnlyItsKey() {
+    func aBoundSessionAnswersOnlyItsKey() throws {
         var session = Session(id: SHA256.hash("s"), provider: "idp", app: "web", subject: "alice", scopes: [], accessToken: "a",
                               accessTokenExpiresAt: nil, refreshToken: nil, idTokenClaims: nil, createdAt: 0, signedInAt: 0, usedAt: 0)
-        #expect(session.mismatch(.bearer) == nil)
-        #expect(session.mismatch(.key(thumbprint: "k")) == .notBound)
-        session.keyThumbprint = "k"
-        #expect(session.mismatch(.bearer) == .proofRequired)
-        #expect(session.mismatch(.key(thumbprint: "other")) == .otherKey)
-        #expect(session.mismatch(.key(thumbprint: "k")) == nil)
+        let proofs = try Self.vectors.proofs.prefix(2).map { vector in try Self.check(vector.proof, token: nil) }
+        try #require(proofs.count == 2)
+        #expect(session.mismatch(.bearer) == nil && session.mismatch(proof: nil) == nil)
+        #expect(session.mismatch(.proofOfKey) == .notBound && session.mismatch(proof: proofs[0]) == .notBound)
+        session.keyThumbprint = proofs[0].thumbprint
+        #expect(session.mismatch(.bearer) == .proofRequired && session.mismatch(proof: nil) == .proofRequired)
+        #expect(session.mismatch(.proofOfKey) == nil, "the scheme fits; the proof is checked against the key next")
+        #expect(session.mismatch(proof: proofs[1]) == .otherKey)
+        #expect(session.mismatch(proof: proofs[0]) == nil)
     }
 }

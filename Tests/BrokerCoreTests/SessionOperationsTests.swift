@@ -78,7 +78,7 @@ struct SessionOperationsTests {
                     #expect(Self.describe(memory) == expected)
                 }
             }
-            let (_, bound) = try #require(try await bed.sessions.currentLoaded(session.id, holder: .key(thumbprint: "k"), validFor: 60))
+            let (_, bound) = try #require(try await bed.sessions.currentLoaded(session.id, holder: .proofOfKey, validFor: 60))
             #expect(Self.describe(bound) == "wrong holder notBound")
             #expect(try await bed.sessions.currentLoaded(OpaqueToken.hash("tbs_unknown"), holder: .bearer, validFor: 60) == nil)
         }

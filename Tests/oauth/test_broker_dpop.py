@@ -204,6 +204,9 @@ def test_each_bad_proof_is_refused_and_changes_nothing(broker, browser):
         assert token not in answer.text, case
     assert dpop_get(broker, "/session", token, key).status_code == 200, "the session is as it was"
     assert token not in "\n".join(broker.lines)
+    # A token that names no session is refused as such: its proof is never looked at.
+    unknown = requests.get(broker.url("/session"), timeout=10, headers={"Authorization": "DPoP tbs_" + "A" * 43, "DPoP": "not-a-proof"})
+    assert unknown.status_code == 401 and unknown.json()["error"] == "invalid_token", unknown.text
 
 
 @pytest.mark.parametrize("alg", ["ES256", "ES384", "RS256", "PS256", "EdDSA"])

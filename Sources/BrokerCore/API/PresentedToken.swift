@@ -2,39 +2,60 @@ import BrokerCrypto
 import HTTPServer
 
 /// A session token as a request presents it: `Authorization: Bearer <token>`, or
-/// `Authorization: DPoP <token>` with a `DPoP` proof for this request (RFC 9449 §7.1), already
-/// checked — all but whether its `jti` is new, which waits until the session is found.
+/// `Authorization: DPoP <token>` with the `DPoP` proof for this request (RFC 9449 §7.1), which is
+/// checked once the session is found and bound (``BrokerServices/admit(_:to:route:)``): a token
+/// that names no session costs no signature check.
 struct PresentedToken: Sendable {
     /// The token's hash: the session's id.
     let id: SHA256Digest
-    /// The proof, for the DPoP scheme.
-    let proof: DPoPProof?
+    /// For the DPoP scheme, the proof as sent (nil without a `DPoP` header) and the request it
+    /// must be for.
+    let claimed: ClaimedProof?
 
-    var holder: SessionHolder { SessionHolder(proof) }
+    var holder: SessionHolder { claimed == nil ? .bearer : .proofOfKey }
+}
+
+/// A DPoP proof as a request sent it, not yet checked, with what it must name.
+struct ClaimedProof: Sendable {
+    let text: String?
+    let method: String
+    let path: Substring
 }
 
 extension BrokerServices {
-    /// The request's presented session token, its proof checked (``DPoPProof``); a missing,
-    /// malformed or badly proved one is a 401 (RFC 6750 §3, RFC 9449 §7.1), counted.
+    /// The request's presented session token; a missing or malformed one is a 401 (RFC 6750 §3).
     func presentedToken(_ request: Request) throws(HTTPError) -> PresentedToken {
         let (id, scheme) = try sessionID(request)
-        guard scheme == .dpop else { return PresentedToken(id: id, proof: nil) }
-        do throws(DPoPProofError) {
-            guard let text = request.header("DPoP") else { throw .missing }
-            return PresentedToken(id: id, proof: try proofs.check(text, method: request.method, path: request.path, tokenHash: id, now: now()))
-        } catch {
-            metrics.rejected(route: request.route, reason: error.reason)
-            throw .dpopRefused(error)
-        }
+        guard scheme == .dpop else { return PresentedToken(id: id, claimed: nil) }
+        return PresentedToken(id: id, claimed: ClaimedProof(text: request.header("DPoP"), method: request.method, path: request.path))
     }
 
-    /// Whether `session` answers `presented`'s holder (``Session/mismatch(_:)``), and its proof
-    /// is new to this instance (``spendHere(_:app:route:)``): a 401 otherwise, counted under
-    /// `route`. Returns the proof that the shared store must still record
-    /// (``spendAnywhere(_:route:)``).
+    /// Whether `session` answers `presented`: the scheme fits its binding
+    /// (``Session/mismatch(_:)``), and for a bound session the proof checks out for this request
+    /// and is signed by its key (``checkedProof(_:tokenHash:boundTo:app:route:)``): a 401
+    /// otherwise, counted under `route`. Returns the proof that the shared store must still
+    /// record (``spendAnywhere(_:route:)``).
     func admit(_ presented: PresentedToken, to session: Session, route: String) throws(HTTPError) -> DPoPProof? {
         if let mismatch = session.mismatch(presented.holder) { throw holderRefused(mismatch, route: route) }
-        return try spendHere(presented.proof, app: session.app, route: route)
+        guard let claimed = presented.claimed, let bound = session.keyThumbprint else { return nil }
+        return try checkedProof(claimed, tokenHash: presented.id, boundTo: bound, app: session.app, route: route)
+    }
+
+    /// `claimed` checked (``DPoPProof``) for the token whose hash is `tokenHash`, signed by the
+    /// key `bound` names, with the nonce `app` may ask for, and new to this instance
+    /// (``spendHere(_:app:route:)``); a 401 otherwise, counted under `route`. Returns the proof
+    /// when the shared store must still record it.
+    func checkedProof(_ claimed: ClaimedProof, tokenHash: SHA256Digest, boundTo bound: String, app: String, route: String) throws(HTTPError) -> DPoPProof? {
+        let proof: DPoPProof
+        do throws(DPoPProofError) {
+            guard let text = claimed.text else { throw .missing }
+            proof = try proofs.check(text, method: claimed.method, path: claimed.path, tokenHash: tokenHash, now: now())
+        } catch {
+            metrics.rejected(route: route, reason: error.reason)
+            throw .dpopRefused(error)
+        }
+        guard proof.thumbprint == bound else { throw holderRefused(.otherKey, route: route) }
+        return try spendHere(proof, app: app, route: route)
     }
 
     /// The 401 for a token presented otherwise than its session is bound, counted under `route`.
@@ -46,8 +67,7 @@ extension BrokerServices {
     /// A 401 when `proof` lacks the nonce its app asks for (``nonceMissing(_:app:)``) or was
     /// accepted by this instance before (``ReplayMemory``); else the proof when the store the
     /// instances share must still record it.
-    func spendHere(_ proof: DPoPProof?, app: String, route: String) throws(HTTPError) -> DPoPProof? {
-        guard let proof else { return nil }
+    private func spendHere(_ proof: DPoPProof, app: String, route: String) throws(HTTPError) -> DPoPProof? {
         if nonceMissing(proof, app: app) {
             metrics.rejected(route: route, reason: DPoPProofError.nonceRequired.reason)
             throw .useNonce(proofs.nonces.current(at: now()), status: 401)

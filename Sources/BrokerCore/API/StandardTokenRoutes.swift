@@ -93,7 +93,7 @@ struct StandardTokenRoutes: Sendable {
             let found = try await services.load(id)
             guard let session = found, client.map({ session.app == $0 }) ?? true, session.provider == provider else { return Response(status: 200) }
             try services.requireNonce(proof, app: session.app)
-            if session.keyThumbprint != nil, session.mismatch(SessionHolder(proof)) != nil {
+            if session.keyThumbprint != nil, session.mismatch(proof: proof) != nil {
                 throw .badRequest("The token is bound to a key: send a DPoP proof of it with the revocation request.", code: "invalid_dpop_proof")
             }
             do throws(StateWriteError) {

@@ -42,7 +42,7 @@ struct TokenRoutes: Sendable {
 
     /// The hot path: a fresh token is answered from memory on the server thread, built where
     /// the session lies. An unknown session is a 401 before a bad `min_ttl` is a 400. A session
-    /// bound to a key answers only a proof of it (``BrokerServices/presentedToken(_:)``), each
+    /// bound to a key answers only a proof of it (``BrokerServices/admit(_:to:route:)``), each
     /// proof once: with a store several instances share, the answer waits for the store to record
     /// the proof.
     private func current(_ request: Request) throws(HTTPError) -> Reply {
@@ -50,16 +50,15 @@ struct TokenRoutes: Sendable {
         let route = request.route
         let requested = Result { () throws(HTTPError) in try requestedValidity(request) }
         let minimumValidity = (try? requested.get()) ?? services.refreshSkew
-        let bound = presented.proof != nil
         switch services.sessions.current(presented.id, holder: presented.holder, validFor: minimumValidity, { session, now in
-            (session.tokenAnswer(at: now), bound ? session.app : "")
+            (session.tokenAnswer(at: now), session.keyThumbprint.map { (bound: $0, app: session.app) })
         }) {
         case .unknownSession:
             guard !services.store.holdsEverySession else { throw services.unknownSession(route: route) }
             _ = try requested.get()
             let client = request.clientIP
             // A shared store's cache miss: the session from the store, then as above.
-            return .deferredCatching { [services] () async throws(HTTPError) -> Response in
+            return .deferredCatching { [self, services] () async throws(HTTPError) -> Response in
                 let loaded: (session: Session, decision: SessionOperations.CurrentToken<Void>)?
                 do throws(StateReadError) {
                     loaded = try await services.sessions.currentLoaded(presented.id, holder: presented.holder, validFor: minimumValidity)
@@ -74,25 +73,28 @@ struct TokenRoutes: Sendable {
                 case .fresh: early = nil
                 case .refreshDue(let isEarly): early = isEarly
                 }
-                try await services.spendAnywhere(try services.spendHere(presented.proof, app: session.app, route: route), route: route)
+                try await services.spendAnywhere(try services.admit(presented, to: session, route: route), route: route)
                 guard let early else { return session.tokenAnswer(at: services.now()) }
                 try services.admitRefresh(early: early, client: client, route: route)
                 return try await refresh(presented.id, force: false, minimumValidity: minimumValidity)
             }
         case .wrongHolder(let mismatch):
             throw services.holderRefused(mismatch, route: route)
-        case .fresh(let (answer, app)):
+        case .fresh(let (answer, binding)):
             _ = try requested.get()
-            guard let unrecorded = try services.spendHere(presented.proof, app: app, route: route) else { return .now(answer) }
+            guard let claimed = presented.claimed, let binding,
+                  let unrecorded = try services.checkedProof(claimed, tokenHash: presented.id, boundTo: binding.bound, app: binding.app, route: route)
+            else { return .now(answer) }
             return .deferredCatching { [services] () async throws(HTTPError) -> Response in
                 try await services.spendAnywhere(unrecorded, route: route)
                 return answer
             }
         case .refreshDue(let early):
             _ = try requested.get()
-            // The session's app, for its nonce rule: looked up again, on this rare branch only.
-            let app = bound ? services.store.session(presented.id, now: services.now())?.app ?? "" : ""
-            let unrecorded = try services.spendHere(presented.proof, app: app, route: route)
+            // A bound session's proof, checked on the session as it is now: this rare branch
+            // looks it up again.
+            let session = presented.claimed == nil ? nil : services.store.session(presented.id, now: services.now())
+            let unrecorded = try session.flatMap { session throws(HTTPError) in try services.admit(presented, to: session, route: route) }
             try services.admitRefresh(early: early, client: request.clientIP, route: route)
             return .deferredCatching { [self] () async throws(HTTPError) -> Response in
                 try await services.spendAnywhere(unrecorded, route: route)

@@ -1,13 +1,10 @@
-/// How a request shows that it holds a session: its token alone (a bearer), or its token with a
-/// DPoP proof signed by the key whose thumbprint is given (already checked against the request).
+/// How a request presents a session token: as a bearer token, or with the DPoP scheme, claiming
+/// to hold the key the session is bound to (its proof is checked once the session is found:
+/// ``BrokerServices/admit(_:to:route:)``, so that a token naming no session costs no signature
+/// check).
 enum SessionHolder: Sendable, Equatable {
     case bearer
-    case key(thumbprint: String)
-
-    /// The holder of a request with `proof`, or without one.
-    init(_ proof: DPoPProof?) {
-        self = proof.map { .key(thumbprint: $0.thumbprint) } ?? .bearer
-    }
+    case proofOfKey
 }
 
 /// Why a session does not answer a request's holder.
@@ -21,14 +18,24 @@ enum HolderMismatch: Error, Sendable, Equatable {
 }
 
 extension Session {
-    /// Whether `holder` may use this session: a bound session answers only proofs of its key, an
-    /// unbound one only bearers.
+    /// Whether the scheme a token came in fits the session: a bound session answers only the
+    /// DPoP scheme (its proof still to be checked), an unbound one only bearers.
     func mismatch(_ holder: SessionHolder) -> HolderMismatch? {
         switch (keyThumbprint, holder) {
-        case (nil, .bearer): nil
-        case (nil, .key): .notBound
+        case (nil, .bearer), (.some, .proofOfKey): nil
+        case (nil, .proofOfKey): .notBound
         case (.some, .bearer): .proofRequired
-        case (let bound?, .key(let thumbprint)): bound == thumbprint ? nil : .otherKey
+        }
+    }
+
+    /// Whether a token request's checked `proof` (or none) fits the session: a bound refresh
+    /// token needs a proof of its key (RFC 9449 §5), an unbound one none.
+    func mismatch(proof: DPoPProof?) -> HolderMismatch? {
+        switch (keyThumbprint, proof) {
+        case (nil, nil): nil
+        case (nil, .some): .notBound
+        case (.some, nil): .proofRequired
+        case (let bound?, let proof?): bound == proof.thumbprint ? nil : .otherKey
         }
     }
 }

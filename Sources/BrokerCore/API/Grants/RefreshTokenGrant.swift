@@ -27,7 +27,7 @@ struct RefreshTokenGrant: GrantType {
               session.provider == provider ?? session.provider else { throw invalid }
         try services.requireNonce(proof, app: session.app)
         // RFC 9449 §5: a bound refresh token is used only with a proof of its key.
-        if let mismatch = session.mismatch(SessionHolder(proof)) {
+        if let mismatch = session.mismatch(proof: proof) {
             throw .badRequest(mismatch == .notBound ? "The refresh token is bound to no key: send no DPoP proof with it."
                 : DPoPProofError.otherKey.description, code: "invalid_dpop_proof")
         }
