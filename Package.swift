@@ -102,8 +102,11 @@ let package = Package(
         .testTarget(name: "BrokerCryptoTests", dependencies: ["BrokerCrypto"]),
         .testTarget(name: "WireValuesTests", dependencies: ["WireValues"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "WireValues"]),
-        .testTarget(name: "BrokerCoreTests", dependencies: ["BrokerCore", "HTTPServer", "WireValues", "APIClient"], resources: [.copy("Resources")]),
-        .testTarget(name: "IntegrationTests"),
+        .testTarget(name: "BrokerCoreTests", dependencies: ["BrokerCore", "HTTPServer", "WireValues", "APIClient", "TestWaiting"],
+                    resources: [.copy("Resources")]),
+        .testTarget(name: "IntegrationTests", dependencies: ["TestWaiting"]),
+        // How both test targets wait for a condition.
+        .target(name: "TestWaiting", path: "Tests/TestWaiting"),
     ]
 )
 

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Synchronization
+import TestWaiting
 import Testing
 import WireValues
 

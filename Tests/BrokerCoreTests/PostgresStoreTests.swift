@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Postgres
 import Synchronization
+import TestWaiting
 import Testing
 
 @testable import BrokerCore

@@ -2,6 +2,7 @@ import BrokerCrypto
 import Foundation
 import Logging
 import Postgres
+import TestWaiting
 import Testing
 
 @testable import BrokerCore

@@ -1,5 +1,6 @@
 import BrokerCrypto
 import Foundation
+import TestWaiting
 import Testing
 import WireValues
 

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TestWaiting
 
 /// The real `token-broker` binary, started as a child process on a free port.
 final class BrokerProcess: Sendable {
@@ -98,12 +99,10 @@ final class BrokerProcess: Sendable {
         kill(process.processIdentifier, number)
     }
 
-    /// Waits for the process to exit; nil when it is still running after `seconds`.
     /// Waits for the process to exit and for its last line to be read; nil when it is still
     /// running after `seconds`.
     func waitForExit(seconds: Double) -> Int32? {
-        let deadline = Date().addingTimeInterval(seconds)
-        while process.isRunning || !output.ended, Date() < deadline { usleep(20_000) }
+        try? waitUntilBlocking("the broker exits", seconds: seconds) { !process.isRunning && output.ended }
         return process.isRunning ? nil : process.terminationStatus
     }
 
@@ -136,11 +135,7 @@ final class LineWaiter: Sendable {
     }
 
     func wait(seconds: Double) -> String? {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if let result = state.withLock({ $0.done ? $0 : nil }) { return result.line }
-            usleep(10_000)
-        }
-        return nil
+        try? waitUntilBlocking("the broker says it is listening", seconds: seconds) { state.withLock { $0.done } }
+        return state.withLock { $0.line }
     }
 }

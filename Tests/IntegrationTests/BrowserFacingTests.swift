@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestWaiting
 
 /// Abuse limits and browser-facing headers on the real binary.
 @Suite(.serialized)
@@ -35,7 +36,7 @@ struct BrowserFacingTests {
         connection.send("GET /authorize?provider=x HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 198.51.100.9\r\n"
                         + "X-Forwarded-For: 203.0.113.7\r\nConnection: close\r\n\r\n")
         #expect(try connection.readResponse().status == 429)
-        try waitUntil { broker.jsonLines.filter { $0["msg"] as? String == "request" }.count == 5 }
+        try waitUntilBlocking("the five requests are in the access log") { broker.jsonLines.filter { $0["msg"] as? String == "request" }.count == 5 }
         let lines = broker.jsonLines.filter { $0["msg"] as? String == "request" }
         // Sorted: lines of different server threads may reach the log out of order.
         #expect(lines.compactMap { $0["client"] as? String }.sorted()
@@ -62,7 +63,7 @@ struct BrowserFacingTests {
         #expect(try broker.get("/authorize?provider=x", headers: ["X-Forwarded-For": "203.0.113.2"]).status == 400)
         #expect(try broker.get("/authorize?provider=x", headers: ["X-Forwarded-For": "203.0.113.3"]).status == 429,
                 "one client, the connection's address, whatever it claims")
-        try waitUntil { broker.jsonLines.filter { $0["msg"] as? String == "request" }.count == 3 }
+        try waitUntilBlocking("the three requests are in the access log") { broker.jsonLines.filter { $0["msg"] as? String == "request" }.count == 3 }
         let lines = broker.jsonLines.filter { $0["msg"] as? String == "request" }
         #expect(lines.compactMap { $0["client"] as? String } == ["127.0.0.1", "127.0.0.1", "127.0.0.1"])
         #expect(lines.allSatisfy { $0["proxy"] == nil })

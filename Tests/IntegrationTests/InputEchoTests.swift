@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestWaiting
 
 /// Error bodies say what is wrong without repeating what the client sent (docs/security.md).
 @Suite(.serialized)
@@ -30,7 +31,7 @@ struct InputEchoTests {
         // The negative control: the marker does reach the broker (it is in the access log's path).
         let echoed = try broker.get("/\(Self.marker)")
         #expect(echoed.status == 404)
-        try waitUntil { broker.lines.contains { $0.contains(Self.marker) } }
+        try waitUntilBlocking("the marked line is in the log") { broker.lines.contains { $0.contains(Self.marker) } }
     }
 
     @Test func aDuplicateJSONKeyIsTheSame400AsADuplicateFormParameter() throws {

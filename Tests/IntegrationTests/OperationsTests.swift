@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestWaiting
 
 /// The real binary on a free port: operations endpoints, headers, metrics, the access log.
 @Suite(.serialized)
@@ -42,12 +43,11 @@ struct OperationsTests {
                 .flatMap { Double($0.split(separator: " ")[1]) }
         }
         var count = inFlight(text)
-        let deadline = Date().addingTimeInterval(5)
-        while count != 1, Date() < deadline {
-            usleep(10_000)
+        try waitUntilBlocking("the requests in flight come back to this one") {
+            if count == 1 { return true }
             count = inFlight(try broker.get("/metrics").text)
+            return count == 1
         }
-        #expect(count == 1)
     }
 
     @Test func readyWithoutProvidersToCheck() throws {
@@ -75,7 +75,7 @@ struct OperationsTests {
     @Test func accessLogHasOneLinePerRequestAndNoQueryString() throws {
         let broker = try BrokerProcess()
         _ = try broker.get("/healthz?code=SECRET-CODE-123&state=xyz", headers: ["X-Request-Id": "log-check"])
-        try waitUntil { broker.jsonLines.contains { $0["request_id"] as? String == "log-check" } }
+        try waitUntilBlocking("the request's access line is written") { broker.jsonLines.contains { $0["request_id"] as? String == "log-check" } }
         let line = try #require(broker.jsonLines.first { $0["request_id"] as? String == "log-check" })
         #expect(line["msg"] as? String == "request")
         #expect(line["path"] as? String == "/healthz")
@@ -114,11 +114,3 @@ enum Fixtures {
     }
 }
 
-/// Polls `condition` for up to `seconds`.
-func waitUntil(seconds: Double = 5, _ condition: () -> Bool) throws {
-    let deadline = Date().addingTimeInterval(seconds)
-    while !condition() {
-        guard Date() < deadline else { throw RawHTTPError(description: "condition not met in \(seconds) s") }
-        usleep(20_000)
-    }
-}

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import TestWaiting
 
 /// SIGTERM and SIGINT: serve on for the shutdown delay with `/readyz` at 503 (SIGTERM), then stop
 /// accepting, let pending requests finish within the grace period, exit 0, never abort, even
@@ -17,7 +18,7 @@ struct ShutdownTests {
             result.withLock { $0 = try? RawHTTP.request(port: port, target: "/readyz") }
             done.signal()
         }
-        try waitUntil { provider.requests >= 1 } // the request is now suspended, waiting on the provider
+        try waitUntilBlocking("the request reaches the provider, suspended") { provider.requests >= 1 }
         broker.signal(SIGTERM)
         #expect(done.wait(timeout: .now() + 10) == .success)
         let response = try #require(result.withLock { $0 })
@@ -36,7 +37,7 @@ struct ShutdownTests {
         #expect(try broker.get("/readyz").status == 200)
         let signalled = Date()
         broker.signal(SIGTERM)
-        try waitUntil(seconds: 1) { (try? broker.get("/readyz"))?.status == 503 }
+        try waitUntilBlocking("/readyz fails once SIGTERM came", seconds: 2.5) { (try? broker.get("/readyz"))?.status == 503 }
         let readiness = try broker.get("/readyz")
         #expect(try readiness.json()["status"] as? String == "not_ready")
         var served = 0
@@ -64,7 +65,7 @@ struct ShutdownTests {
         }
         broker.signal(SIGTERM)
         #expect(broker.waitForExit(seconds: 10) == 0)
-        try waitUntil { broker.lines.contains { $0.contains(#""msg":"stopped""#) } }
+        try waitUntilBlocking("the broker says it stopped") { broker.lines.contains { $0.contains(#""msg":"stopped""#) } }
         let lines = broker.lines
         let stopped = try #require(lines.firstIndex { $0.contains(#""msg":"stopped""#) })
         let logged = lines[..<stopped].compactMap { line -> String? in
@@ -86,7 +87,7 @@ struct ShutdownTests {
         let twice = try BrokerProcess(environment: ["BROKER_SHUTDOWN_DELAY_SECONDS": "30"])
         signalled = Date()
         twice.signal(SIGTERM)
-        try waitUntil(seconds: 2) { (try? twice.get("/readyz"))?.status == 503 }
+        try waitUntilBlocking("/readyz fails once the first SIGTERM came") { (try? twice.get("/readyz"))?.status == 503 }
         twice.signal(SIGTERM)
         #expect(twice.waitForExit(seconds: 10) == 0)
         #expect(Date().timeIntervalSince(signalled) < 6)
@@ -106,7 +107,7 @@ struct ShutdownTests {
             result.withLock { $0 = try? RawHTTP.request(port: port, target: "/readyz") }
             done.signal()
         }
-        try waitUntil { provider.requests >= 1 }
+        try waitUntilBlocking("the request reaches the provider") { provider.requests >= 1 }
         let signalled = Date()
         broker.signal(SIGINT)
         #expect(done.wait(timeout: .now() + 10) == .success)
@@ -150,7 +151,7 @@ struct ShutdownTests {
                 group.leave()
             }
         }
-        try waitUntil { served.load(ordering: .relaxed) > 200 }
+        try waitUntilBlocking("more than 200 requests are served") { served.load(ordering: .relaxed) > 200 }
         broker.signal(SIGTERM)
         let status = broker.waitForExit(seconds: 10)
         stop.store(true, ordering: .relaxed)

@@ -1,4 +1,5 @@
 import Foundation
+import TestWaiting
 import Testing
 
 /// Clients that send their request too slowly to ever reach the idle timeout (a byte now and
@@ -46,7 +47,7 @@ struct SlowClientTests {
         let ended = reused.trickle(Array("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: \(String(repeating: "s", count: 64))\r\n\r\n".utf8),
                                    interval: 0.5, upTo: 8)
         #expect(ended.map { $0 < 5 } == true)
-        try waitUntil { broker.lines.contains { $0.contains("arrived too slowly") } }
+        try waitUntilBlocking("the slow head is logged") { broker.lines.contains { $0.contains("arrived too slowly") } }
         #expect(broker.lines.filter { $0.contains("arrived too slowly") }.count == 1, "only the slow client is logged")
     }
 
