@@ -1,4 +1,5 @@
 // swift-tools-version:6.1
+import Foundation
 import PackageDescription
 
 // Layers, bottom to top:
@@ -99,6 +100,14 @@ let package = Package(
         ),
         // Bench-only: writes a state directory of N sessions through the broker's own code (bench/).
         .executableTarget(name: "broker-bench-state", dependencies: ["BrokerCore"]),
+    ]
+)
+
+// The tests, where Tests/ is: the image's build context carries Package.swift and Sources/
+// only (.dockerignore), and SwiftPM refuses a manifest that names a target whose folder is not
+// there — even to build one product.
+if FileManager.default.fileExists(atPath: Context.packageDirectory + "/Tests") {
+    package.targets += [
         .testTarget(name: "BrokerCryptoTests", dependencies: ["BrokerCrypto"]),
         .testTarget(name: "WireValuesTests", dependencies: ["WireValues"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "WireValues"]),
@@ -108,7 +117,7 @@ let package = Package(
         // How both test targets wait for a condition.
         .target(name: "TestWaiting", path: "Tests/TestWaiting"),
     ]
-)
+}
 
 // Strict settings for every Swift target, in one place.
 for target in package.targets where target.type != .system {

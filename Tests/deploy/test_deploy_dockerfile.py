@@ -5,6 +5,7 @@ entrypoint, command, environment and health check work with the real binary."""
 from __future__ import annotations
 
 import fnmatch
+import json
 import os
 import re
 import signal
@@ -147,6 +148,30 @@ def test_every_copied_file_exists_and_reaches_the_build_context(df):
                     assert ignored.returncode == 1, f"{copy.original}: {relative} is git-ignored"
                 checked += 1
     assert checked >= 3
+
+
+def test_the_build_stage_sources_are_a_package_swiftpm_builds_from(df, tmp_path):
+    """(b) What the build stage copies from the context — and nothing .dockerignore keeps out,
+    such as Tests/ — is a package SwiftPM resolves and loads: the manifest names no target whose
+    folder the image lacks (SwiftPM refuses that even to build one product), and the build's
+    product is in it. The image itself cannot be built here; this is its first two steps."""
+    ignore = [line.strip() for line in (REPO / ".dockerignore").read_text().splitlines()
+              if line.strip() and not line.startswith("#")]
+    build = df.stages[0]
+    assert "swift build" in build.run_text()
+    copied = [source for copy in build.all("COPY") if not any(f.startswith("--from=") for f in copy.flags) for source in copy.value[:-1]]
+    assert "Package.swift" in copied and "Sources" in copied
+    for source in copied:
+        for path in ([REPO / source] if (REPO / source).is_file() else sorted((REPO / source).rglob("*"))):
+            relative = path.relative_to(REPO).as_posix()
+            if path.is_file() and not _dockerignored(relative, ignore):
+                (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+                (tmp_path / relative).write_bytes(path.read_bytes())
+    assert not (tmp_path / "Tests").exists()
+    described = run(["swift", "package", "describe", "--type", "json"], cwd=tmp_path, timeout=600)
+    assert described.returncode == 0, described.stderr[-2000:]
+    products = [product["name"] for product in json.loads(described.stdout[described.stdout.index("{"):])["products"]]
+    assert "token-broker" in products
 
 
 def test_dockerignore_keeps_build_folders_out():
