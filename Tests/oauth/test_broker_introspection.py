@@ -185,7 +185,7 @@ def test_a_resource_server_may_authenticate_with_its_key_each_assertion_once(aut
             refused = requests.post(endpoint, timeout=10,
                                     data={"token": app.session_token, "client_assertion_type": ASSERTION_TYPE, "client_assertion": bad})
             assert refused.status_code == 401 and "active" not in refused.text
-        assert any("introspection refused a client assertion" in line for line in broker.lines)
+        assert wait_for(lambda: any("introspection refused a client assertion" in line for line in broker.lines), 30)
     finally:
         broker.stop()
 

@@ -102,7 +102,7 @@ def test_a_state_key_put_first_on_one_instance_too_soon_ends_no_session(instance
     assert behind.json()["error"] == "temporarily_unavailable"
     assert behind.headers["Retry-After"] == "5"
     assert requests.post(brokers[2].url("/refresh"), headers=bearer(token), timeout=30).status_code == 503
-    assert any("sealed under a state key this instance does not have" in line for line in brokers[0].lines)
+    assert wait_for(lambda: any("sealed under a state key this instance does not have" in line for line in brokers[0].lines), 30)
 
     assert requests.get(ahead.url("/token"), headers=bearer(token), timeout=10).json()["access_token"] == access
     caught_up = start(free_port(), {"BROKER_STATE_KEY": f"{STATE_KEY},{new_key}"})
