@@ -73,6 +73,15 @@ int tb_crypto_public_key_verify(void *key, int algorithm, const void *_Nullable 
                                 size_t data_count, const void *signature,
                                 size_t signature_count);
 
+// A new P-256 key (proof_key.c): its private scalar (32 bytes) and its public point x || y (64
+// bytes). Returns 1, or 0 when libcrypto could not make one.
+int tb_crypto_p256_generate(void *private_key, void *public_point);
+
+// Signs `data` (ES256: ECDSA with SHA-256) with the P-256 key of those bytes; writes R || S (64
+// bytes) as JWS does. Returns 1, or 0 when the bytes are no key or signing failed.
+int tb_crypto_p256_sign(const void *private_key, const void *public_point,
+                        const void *_Nullable data, size_t data_count, void *signature);
+
 #pragma clang assume_nonnull end
 
 #endif
