@@ -58,6 +58,11 @@ public struct APIResponse: Sendable {
         self.headers = headers
         self.body = body
     }
+
+    /// The last value of the header `name` (any case).
+    public func header(_ name: String) -> String? {
+        headers.last { $0.name.lowercased() == name.lowercased() }?.value
+    }
 }
 
 /// Why there is no answer. Descriptions never hold a header, body or query string.

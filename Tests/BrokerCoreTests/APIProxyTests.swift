@@ -3,6 +3,7 @@ import BrokerCrypto
 import Foundation
 import Synchronization
 import Testing
+import WireValues
 
 @testable import BrokerCore
 
@@ -50,7 +51,8 @@ struct APIProxyTests {
 
     static func proxy(_ bed: FlowTestBed, retryMaxBodyBytes: Int = 16) throws -> APIProxy {
         APIProxy(sessions: bed.sessions, settings: ProxySettings(timeoutSeconds: 7, maxResponseBytes: 1234, retryMaxBodyBytes: retryMaxBodyBytes,
-                                                                trust: try ProviderTrust([ScriptedProvider.config()])))
+                                                                trust: try ProviderTrust([ScriptedProvider.config()])),
+                 proofs: bed.sessions.calls.proofs)
     }
 
     static let get = APIProxy.Forward(method: "GET", url: "https://api.test/data", headers: [("Accept", "application/json")], body: nil)
@@ -105,6 +107,42 @@ struct APIProxyTests {
             #expect(tokens.count == 2 && tokens[0] == session.accessToken && tokens[1] != tokens[0] && bed.provider.accepts(tokens[1]))
             #expect(bed.provider.refreshes == 1)
             #expect(api.streamed[401] == false, "a 401 is held whole: it may be retried")
+        }
+    }
+
+    /// The request's DPoP proof claims, checked to be signed by `key`.
+    static func proofClaims(_ request: APIRequest, by key: ProofSigningKey) throws -> JSONValue {
+        let text = try #require(request.headers.first { $0.0 == "DPoP" }?.1)
+        let parts = text.split(separator: ".").map(String.init)
+        let verifier = try #require(VerificationKey(.es256, first: Base64URL.decode(key.x)!, second: Base64URL.decode(key.y)!))
+        #expect(verifier.isValid(try #require(Base64URL.decode(parts[2])), of: parts[0] + "." + parts[1]))
+        return try JSONValue.parse(try #require(Base64URL.decode(parts[1])))
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aBoundTokenGoesWithAProofAndTheAPIsNonceIsLearntWithoutARefresh(_ kind: StoreKind) async throws {
+        let bed = try await FlowTestBed(kind)
+        try await bed.closing {
+            let key = try ProofSigningKey.generate()
+            let made = try await bed.newSession().session
+            let session = try #require(try await bed.store.updateSession(made.id, under: nil) { $0.providerProofKey = key })
+            let challenge = APIResponse(status: 401, headers: [("WWW-Authenticate", #"DPoP error="use_dpop_nonce""#), ("DPoP-Nonce", "api-1")],
+                                        body: [])
+            let api = ScriptedAPI([.success(.whole(challenge)), Self.answer(200)])
+            let get = APIProxy.Forward(method: "GET", url: "https://api.test/data?page=2", headers: [], body: nil)
+            let answer = try await Self.proxy(bed).forward(get, session: session, provider: ScriptedProvider.config(), on: api) { _, _ in nil }
+            #expect(Self.status(answer) == 200 && bed.provider.refreshes == 0, "a nonce challenge is no reason to refresh")
+            let sent = api.requests
+            try #require(sent.count == 2)
+            #expect(sent.allSatisfy { request in request.headers.contains { $0 == ("Authorization", "DPoP \(session.accessToken)") } })
+            let first = try Self.proofClaims(sent[0], by: key), second = try Self.proofClaims(sent[1], by: key)
+            #expect(first["htu"] == .string("https://api.test/data") && first["htm"] == .string("GET") && first["nonce"] == nil)
+            #expect(first["ath"] == .string(SHA256.hash(session.accessToken).withUnsafeBytes { Base64URL.encode($0) }))
+            #expect(second["nonce"] == .string("api-1") && second["jti"] != first["jti"])
+            // A 401 that asks for no nonce is the token refused: the refresh path, as for bearer tokens.
+            let refused = ScriptedAPI([Self.answer(401), Self.answer(200)])
+            _ = try await Self.proxy(bed).forward(get, session: session, provider: ScriptedProvider.config(), on: refused) { _, _ in nil }
+            #expect(bed.provider.refreshes == 1 && refused.requests.count == 2)
         }
     }
 

@@ -93,4 +93,15 @@ struct ConfigClientAuthenticationTests {
         // Negative control: auto with explicit endpoints is fine (there is simply no PAR endpoint).
         #expect(problems(of: yaml("\(secret)\npar: auto", explicit: true), env: ["CORP_SECRET": "x"]).isEmpty)
     }
+
+    @Test func dpopIsAutoRequiredOrOffAndAutoByDefault() throws {
+        let secret = "client_secret_env: CORP_SECRET"
+        for mode in ProviderDPoPMode.allCases {
+            let config = try loadConfig(yaml("\(secret)\ndpop: \(mode.rawValue)", explicit: true), env: ["CORP_SECRET": "x"])
+            #expect(config.provider(id: "corp")?.dpop == mode)
+        }
+        #expect(try loadConfig(yaml(secret), env: ["CORP_SECRET": "x"]).provider(id: "corp")?.dpop == .auto)
+        let wrong = problems(of: yaml("\(secret)\ndpop: yes"), env: ["CORP_SECRET": "x"])
+        expectProblem(wrong, key: "providers.corp.dpop", contains: "expected one of auto, required, off")
+    }
 }

@@ -14,14 +14,31 @@ struct ProviderRequirementsTests {
         return try DiscoveryCache.parse(Array(body.utf8), expectedIssuer: issuer)
     }
 
-    static func config(method: TokenEndpointAuthMethod = .clientSecretBasic, par: PushedAuthorizationMode = .auto) throws -> ProviderConfig {
+    static func config(method: TokenEndpointAuthMethod = .clientSecretBasic, par: PushedAuthorizationMode = .auto,
+                       dpop: ProviderDPoPMode = .auto) throws -> ProviderConfig {
         let authentication: ClientAuthentication = switch method {
         case .privateKeyJWT: .privateKeyJWT(try ClientAssertionTests.signer("ec-pkcs8.pem"))
         case .clientSecretPost: .clientSecretPost(Secret("s", source: "test"))
         case .clientSecretBasic: .clientSecretBasic(Secret("s", source: "test"))
         }
         return ProviderConfig(id: "idp", endpoints: .discovery(issuer: issuer), clientID: "c", clientAuthentication: authentication,
-                              pushedAuthorization: par)
+                              pushedAuthorization: par, dpop: dpop)
+    }
+
+    @Test func dpopGoesByTheDocumentsAlgorithmsUnlessRequiredOrOff() throws {
+        let es256 = try Self.document(#","dpop_signing_alg_values_supported":["RS256","ES256"]"#)
+        let rsaOnly = try Self.document(#","dpop_signing_alg_values_supported":["RS256"]"#)
+        let silent = try Self.document()
+        #expect(es256.dpopSigningAlgorithms == ["RS256", "ES256"] && silent.dpopSigningAlgorithms == nil)
+        #expect(Provider(config: try Self.config(), discovered: es256).sendsProofs)
+        #expect(!Provider(config: try Self.config(), discovered: rsaOnly).sendsProofs)
+        #expect(!Provider(config: try Self.config(), discovered: silent).sendsProofs)
+        #expect(!Provider(config: try Self.config(dpop: .off), discovered: es256).sendsProofs)
+        #expect(Provider(config: try Self.config(dpop: .required), discovered: silent).sendsProofs)
+        #expect(Provider(config: try Self.config(dpop: .required), discovered: silent).problems.isEmpty)
+        let refused = ProviderRequirements.problems(try Self.config(dpop: .required), rsaOnly)
+        #expect(refused.count == 1 && refused[0].contains("ES256"))
+        #expect(ProviderRequirements.problems(try Self.config(dpop: .auto), rsaOnly).isEmpty)
     }
 
     @Test func theDocumentsNewFieldsAreRead() throws {

@@ -47,7 +47,7 @@ extension BrokerServices {
             proxy: APIProxy(sessions: sessions, settings: ProxySettings(
                 timeoutSeconds: Double(limits.upstreamTimeoutSeconds), maxResponseBytes: limits.proxyMaxResponseBytes,
                 retryMaxBodyBytes: limits.proxyRetryMaxBodyBytes, trust: trust
-            )),
+            ), proofs: calls.proofs),
             store: store,
             // What starts a sign-in creates state: an IPv6 client counts by its site's /56.
             loginLimiter: RateLimiter(perMinute: limits.loginRequestsPerMinute, key: ClientKey.site),

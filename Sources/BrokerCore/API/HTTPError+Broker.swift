@@ -19,6 +19,13 @@ extension HTTPError {
         )
     }
 
+    /// 409 at `GET /token`: the provider bound the session's access token to the broker's key
+    /// (DPoP), so that it is of no use outside the broker; the API proxy uses it.
+    static func providerTokenBound(provider: String) -> HTTPError {
+        HTTPError(status: 409, code: "provider_token_bound", description: "The provider bound this session's access token to the broker's "
+            + "DPoP key: it works only with the broker's proofs. Call the provider's API through /proxy/\(provider)/ instead.")
+    }
+
     /// 502: the provider answered with an error or something unreadable.
     static func upstreamError(_ description: String) -> HTTPError {
         HTTPError(status: 502, code: "upstream_error", description: description)

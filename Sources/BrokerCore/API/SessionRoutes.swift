@@ -15,6 +15,8 @@ struct SessionRoutes: Sendable {
                 ("created_at", .string(Timestamp.format(seconds: Int(session.createdAt)))),
                 ("access_token_expires_at", session.accessTokenExpiresAt.map { .string(Timestamp.format(seconds: Int($0))) } ?? .null),
                 ("refreshable", .bool(session.refreshToken != nil)),
+                // DPoP: the provider bound its token to the broker's key (only /proxy can use it).
+                ("provider_token_type", .string(session.providerProofKey == nil ? "Bearer" : "DPoP")),
             ]))) }
         }
         router.add("POST", "/revoke") { [self] request throws(HTTPError) in try revoke(request) }

@@ -44,14 +44,16 @@ struct TokenRoutes: Sendable {
     /// the session lies. An unknown session is a 401 before a bad `min_ttl` is a 400. A session
     /// bound to a key answers only a proof of it (``BrokerServices/admit(_:to:route:)``), each
     /// proof once: with a store several instances share, the answer waits for the store to record
-    /// the proof.
+    /// the proof. A session whose provider bound its token to the broker's key (DPoP) has nothing
+    /// to hand out: a 409 that names the proxy, and no refresh.
     private func current(_ request: Request) throws(HTTPError) -> Reply {
         let presented = try services.presentedToken(request)
         let route = request.route
         let requested = Result { () throws(HTTPError) in try requestedValidity(request) }
         let minimumValidity = (try? requested.get()) ?? services.refreshSkew
         switch services.sessions.current(presented.id, holder: presented.holder, validFor: minimumValidity, { session, now in
-            (session.tokenAnswer(at: now), session.keyThumbprint.map { (bound: $0, app: session.app) })
+            (session.providerProofKey == nil ? session.tokenAnswer(at: now) : HTTPError.providerTokenBound(provider: session.provider).response,
+             session.keyThumbprint.map { (bound: $0, app: session.app) })
         }) {
         case .unknownSession:
             guard !services.store.holdsEverySession else { throw services.unknownSession(route: route) }
@@ -74,6 +76,7 @@ struct TokenRoutes: Sendable {
                 case .refreshDue(let isEarly): early = isEarly
                 }
                 try await services.spendAnywhere(try services.admit(presented, to: session, route: route), route: route)
+                if session.providerProofKey != nil { throw .providerTokenBound(provider: session.provider) }
                 guard let early else { return session.tokenAnswer(at: services.now()) }
                 try services.admitRefresh(early: early, client: client, route: route)
                 return try await refresh(presented.id, force: false, minimumValidity: minimumValidity)
@@ -91,10 +94,17 @@ struct TokenRoutes: Sendable {
             }
         case .refreshDue(let early):
             _ = try requested.get()
-            // A bound session's proof, checked on the session as it is now: this rare branch
-            // looks it up again.
-            let session = presented.claimed == nil ? nil : services.store.session(presented.id, now: services.now())
+            // A bound session's proof, and its provider's binding, checked on the session as it
+            // is now: this rare branch looks it up again.
+            let session = services.store.session(presented.id, now: services.now())
             let unrecorded = try session.flatMap { session throws(HTTPError) in try services.admit(presented, to: session, route: route) }
+            if let session, session.providerProofKey != nil {
+                guard let unrecorded else { throw .providerTokenBound(provider: session.provider) }
+                return .deferredCatching { [services] () async throws(HTTPError) -> Response in
+                    try await services.spendAnywhere(unrecorded, route: route)
+                    throw .providerTokenBound(provider: session.provider)
+                }
+            }
             try services.admitRefresh(early: early, client: request.clientIP, route: route)
             return .deferredCatching { [self] () async throws(HTTPError) -> Response in
                 try await services.spendAnywhere(unrecorded, route: route)

@@ -26,6 +26,8 @@ public struct ProviderConfig: Sendable {
     public let authorizationParameters: [String: String]
     /// Whether authorization requests go by Pushed Authorization Requests (`par`).
     public let pushedAuthorization: PushedAuthorizationMode
+    /// Whether the provider's tokens are bound to a key of the broker's (`dpop`, RFC 9449).
+    public let dpop: ProviderDPoPMode
     /// Whether plain-http endpoints on non-loopback hosts were allowed (`allow_insecure_http`).
     public let allowInsecureHTTP: Bool
     /// How the userinfo/profile response maps onto the normalised profile: the preset's, else
@@ -76,7 +78,7 @@ public struct ProviderConfig: Sendable {
     /// Creates a provider. The loader validates its input; this initializer does not.
     public init(id: String, endpoints: ProviderEndpoints, clientID: String, clientAuthentication: ClientAuthentication,
                 scopes: [String] = [], authorizationParameters: [String: String] = [:],
-                pushedAuthorization: PushedAuthorizationMode = .auto,
+                pushedAuthorization: PushedAuthorizationMode = .auto, dpop: ProviderDPoPMode = .auto,
                 allowInsecureHTTP: Bool = false, preset: String? = nil, userinfoEndpointOverride: URL? = nil,
                 profileMapping: ProfileMapping = .openIDConnect, userinfoMethod: String = "GET",
                 scopeSeparator: String = " ", apiBaseURL: URL? = nil, apiHeaders: [String] = [],
@@ -92,6 +94,7 @@ public struct ProviderConfig: Sendable {
         self.scopes = scopes
         self.authorizationParameters = authorizationParameters
         self.pushedAuthorization = pushedAuthorization
+        self.dpop = dpop
         self.allowInsecureHTTP = allowInsecureHTTP
         self.profileMapping = profileMapping
         self.userinfoMethod = userinfoMethod

@@ -18,7 +18,7 @@ struct ProviderDecoder {
     static let knownKeys = ["preset", "issuer"] + endpointKeys + ProviderPreset.placeholderKeys + [
         "client_id", "client_secret_env", "client_secret_file", "scopes",
         "token_endpoint_auth_method", "authorization_params", "allow_insecure_http",
-        "api_base_url", "api_headers", "api_allow_private_addresses", "api_connections", "ca_file", "display_name", "par",
+        "api_base_url", "api_headers", "api_allow_private_addresses", "api_connections", "ca_file", "display_name", "par", "dpop",
     ] + privateKeyJWTKeys
 
     /// The provider, or `nil` when anything about it is wrong (every problem is recorded).
@@ -45,6 +45,9 @@ struct ProviderDecoder {
         let discovered = resolved?.endpoints.issuer != nil
         let authentication = decodeClientAuthentication(reader, method: method, discovered: discovered, problems: &problems)
         let pushedAuthorization = decodePushedAuthorization(reader, discovered: discovered, problems: &problems)
+        let dpop = reader.parsed("dpop", expected: "auto, required or off", problems: &problems) {
+            ConfigValueParsing.choice($0, as: ProviderDPoPMode.self)
+        } ?? .auto
         let parameters = (preset?.authorizationParameters ?? [:])
             .merging(decodeParameters(reader, problems: &problems)) { _, configured in configured }
         let api = decodeAPI(reader, preset: preset, allowInsecureHTTP: insecure, problems: &problems)
@@ -53,7 +56,7 @@ struct ProviderDecoder {
         guard problems.problems.count == before, let resolved, let clientID, let authentication else { return nil }
         return ProviderConfig(id: id, endpoints: resolved.endpoints, clientID: clientID, clientAuthentication: authentication,
                               scopes: scopes, authorizationParameters: parameters,
-                              pushedAuthorization: pushedAuthorization, allowInsecureHTTP: insecure,
+                              pushedAuthorization: pushedAuthorization, dpop: dpop, allowInsecureHTTP: insecure,
                               preset: preset?.name, userinfoEndpointOverride: resolved.userinfoOverride,
                               profileMapping: preset?.profileMapping ?? .openIDConnect,
                               userinfoMethod: preset?.userinfoMethod ?? "GET",

@@ -46,10 +46,18 @@ struct LoginFlow: Sendable {
         var scopes = provider.config.scopes
         for scope in login.scopes where !scopes.contains(scope) { scopes.append(scope) }
         let signIn = SignInLog.makeID()
+        // The grant's DPoP key, made now: the pushed request's proof binds the code to it.
+        let key: ProofSigningKey?
+        do {
+            key = provider.sendsProofs ? try ProofSigningKey.generate() : nil
+        } catch {
+            throw .pushRefused(.proof("\(error)"))
+        }
         do {
             try await store.beginLogin(OpaqueToken.hash(state), PendingAuthorization(
                 provider: provider.id, app: login.app, purpose: login.purpose, verifier: verifier, nonce: nonce,
-                requestedScopes: scopes, expiresAt: now() + settings.loginLifetimeSeconds, beganAt: now(), signInID: signIn
+                requestedScopes: scopes, expiresAt: now() + settings.loginLifetimeSeconds, beganAt: now(), signInID: signIn,
+                proofKey: key
             ))
         } catch {
             throw .unsaved(error)
@@ -75,7 +83,7 @@ struct LoginFlow: Sendable {
         }
         let requestURI: String
         do {
-            requestURI = try await calls.pushAuthorization(query, to: pushEndpoint, provider: provider)
+            requestURI = try await calls.pushAuthorization(query, to: pushEndpoint, provider: provider, key: key)
         } catch {
             metrics.login(provider: provider.id, outcome: "failed")
             logger.warning("pushed authorization request failed", metadata: SignInLog.metadata(signIn, [
@@ -194,11 +202,13 @@ struct LoginFlow: Sendable {
     private func exchange(_ code: String, _ pending: PendingAuthorization, _ provider: Provider) async throws(Failure) -> Grant {
         let response: TokenResponse
         do {
-            response = try await calls.exchange(code: code, verifier: pending.verifier, callbackURL: callbackURL, provider: provider)
+            response = try await calls.exchange(code: code, verifier: pending.verifier, callbackURL: callbackURL, provider: provider,
+                                                key: pending.proofKey)
         } catch {
             let code = if case .unavailable = error { "temporarily_unavailable" } else { "server_error" }
             throw Failure(code: code, description: "The provider did not accept the sign-in.", log: error.description)
         }
+        let proofKey = response.boundToKey ? pending.proofKey : nil
         var claims: IDTokenClaims?
         // An ID token is verified and used when the provider is an OpenID Connect issuer; from a
         // plain OAuth 2.0 provider it is ignored (never trusted unverified).
@@ -214,27 +224,35 @@ struct LoginFlow: Sendable {
         } else if pending.requestedScopes.contains("openid"), provider.issuer != nil {
             throw Failure(code: "server_error", description: "The provider sent no ID token.", log: "openid requested, no id_token")
         }
-        let subject = try await subject(claims, response, provider)
+        let subject = try await subject(claims, response, provider, key: proofKey)
         // When this sign-in happened, which a sign-out's time is compared with: the user's
         // authentication at the provider, but not before this login began (a provider that reuses
         // its own session sends the time of that session's first sign-in).
         let authenticated = (claims?.authTime ?? claims?.issuedAt)?.timeIntervalSince1970 ?? now()
         let signedInAt = max(authenticated, pending.beganAt)
         var grant = Grant(response, provider: provider.id, subject: subject, requestedScopes: pending.requestedScopes,
-                          idTokenClaims: claims?.raw.serialized(), signedInAt: signedInAt, at: now())
+                          idTokenClaims: claims?.raw.serialized(), signedInAt: signedInAt, proofKey: proofKey, at: now())
         grant.signInID = pending.signInID
+        // `dpop: required`: a token the provider did not bind is never held, and is revoked.
+        if provider.config.dpop == .required, !response.boundToKey {
+            await endings.drop(grant, app: pending.app)
+            throw Failure(code: "server_error", description: "The provider did not bind its token to the broker's key (DPoP).",
+                          log: "dpop is required, and the provider answered a bearer token")
+        }
         return grant
     }
 
     /// The user's stable id: the ID token's `sub`, or the profile's mapped subject.
-    private func subject(_ claims: IDTokenClaims?, _ response: TokenResponse, _ provider: Provider) async throws(Failure) -> String {
+    private func subject(_ claims: IDTokenClaims?, _ response: TokenResponse, _ provider: Provider, key: ProofSigningKey?)
+        async throws(Failure) -> String {
         if let claims { return claims.subject }
         guard let endpoint = provider.userinfoEndpoint else {
             throw Failure(code: "server_error", description: "The provider does not say who signed in.", log: "no ID token and no userinfo endpoint")
         }
         let raw: JSONValue
         do {
-            raw = try await calls.userinfo(accessToken: response.accessToken, endpoint: endpoint, method: provider.config.userinfoMethod, provider: provider.id)
+            raw = try await calls.userinfo(accessToken: response.accessToken, endpoint: endpoint, method: provider.config.userinfoMethod,
+                                           provider: provider.id, key: key)
         } catch {
             throw Failure(code: "server_error", description: "The provider's profile could not be read.", log: error.description)
         }

@@ -1,3 +1,5 @@
+import BrokerCrypto
+
 /// A login in progress, between `/authorize` and `/callback`, found by the hash of the broker's
 /// own `state` value. Single use; expires after `sessions.login_lifetime_seconds`.
 struct PendingAuthorization: Sendable {
@@ -16,4 +18,7 @@ struct PendingAuthorization: Sendable {
     /// The sign-in's id in the log, from `/authorize` to the session (``SignInLog``); nil in a
     /// login begun by a broker from before it.
     var signInID: String? = nil
+    /// The key of the grant to come, when its provider binds tokens (DPoP): the pushed request's
+    /// proof and the code exchange's are made with it.
+    var proofKey: ProofSigningKey? = nil
 }

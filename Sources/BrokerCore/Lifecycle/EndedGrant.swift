@@ -44,7 +44,8 @@ struct EndedGrant: Sendable {
     /// A session's ending, and the revocation to queue with it.
     static func of(_ session: Session, reason: EndReason, at now: Double) -> (EndedGrant, QueuedRevocation) {
         let queued = QueuedRevocation(provider: session.provider, accessToken: session.accessToken, refreshToken: session.refreshToken,
-                                      app: session.app, subject: session.subject, reason: reason, at: now)
+                                      app: session.app, subject: session.subject, reason: reason,
+                                      proofKey: session.providerProofKey, at: now)
         let ended = EndedGrant(holder: .session(session.id), provider: session.provider, app: session.app, subject: session.subject,
                                reason: reason, revocation: queued.id)
         return (ended, queued)

@@ -1,3 +1,5 @@
+import BrokerCrypto
+
 /// What the provider granted, from the code exchange at `/callback` on: held behind a handoff
 /// code or a device code until it becomes a session, and merged into a session by an
 /// incremental authorization (docs/lifecycle.md).
@@ -17,6 +19,9 @@ struct Grant: Sendable {
     let signedInAt: Double
     /// The id in the log of the sign-in it came from (``SignInLog``); nil for a refresh's.
     var signInID: String? = nil
+    /// The key its access token is bound to (DPoP, RFC 9449), which every call with it proves;
+    /// nil for a bearer token.
+    var proofKey: ProofSigningKey? = nil
 }
 
 extension Grant {

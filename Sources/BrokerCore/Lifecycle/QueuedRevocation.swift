@@ -19,9 +19,12 @@ struct QueuedRevocation: Sendable {
     var attempts: Int
     /// When it is next tried.
     var dueAt: Double
+    /// The key the tokens are bound to (DPoP), whose proofs go with the revocation; nil for
+    /// bearer tokens.
+    let proofKey: ProofSigningKey?
 
     init(id: SHA256Digest, provider: String, refreshToken: String?, accessToken: String?, app: String, subject: String,
-         reason: EndReason, queuedAt: Double, attempts: Int, dueAt: Double) {
+         reason: EndReason, queuedAt: Double, attempts: Int, dueAt: Double, proofKey: ProofSigningKey? = nil) {
         self.id = id
         self.provider = provider
         self.refreshToken = refreshToken
@@ -32,18 +35,20 @@ struct QueuedRevocation: Sendable {
         self.queuedAt = queuedAt
         self.attempts = attempts
         self.dueAt = dueAt
+        self.proofKey = proofKey
     }
 
     /// The tokens of a grant its holder let go of at `now`, due at once.
-    init(provider: String, accessToken: String, refreshToken: String?, app: String, subject: String, reason: EndReason, at now: Double) {
+    init(provider: String, accessToken: String, refreshToken: String?, app: String, subject: String, reason: EndReason,
+         proofKey: ProofSigningKey? = nil, at now: Double) {
         self.init(id: SHA256.hash(Array("revocation\u{0}\(provider)\u{0}\(accessToken)\u{0}\(refreshToken ?? "")".utf8)), provider: provider,
                   refreshToken: refreshToken, accessToken: accessToken, app: app, subject: subject, reason: reason,
-                  queuedAt: now, attempts: 0, dueAt: now)
+                  queuedAt: now, attempts: 0, dueAt: now, proofKey: proofKey)
     }
 
     init(_ grant: Grant, app: String, reason: EndReason, at now: Double) {
         self.init(provider: grant.provider, accessToken: grant.accessToken, refreshToken: grant.refreshToken, app: app,
-                  subject: grant.subject, reason: reason, at: now)
+                  subject: grant.subject, reason: reason, proofKey: grant.proofKey, at: now)
     }
 
     /// Seconds before the next try after `attempts` failed ones: 10 s, tripling, at most an hour.

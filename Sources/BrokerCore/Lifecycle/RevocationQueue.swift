@@ -115,8 +115,8 @@ final class RevocationQueue: Sendable {
             } else {
                 var refreshToken = revocation.refreshToken
                 var accessToken = revocation.accessToken
-                if let token = refreshToken, await calls.revoke(token, hint: "refresh_token", provider: provider) != .failed { refreshToken = nil }
-                if let token = accessToken, await calls.revoke(token, hint: "access_token", provider: provider) != .failed { accessToken = nil }
+                if let token = refreshToken, await calls.revoke(token, hint: "refresh_token", provider: provider, key: revocation.proofKey) != .failed { refreshToken = nil }
+                if let token = accessToken, await calls.revoke(token, hint: "access_token", provider: provider, key: revocation.proofKey) != .failed { accessToken = nil }
                 outcome = refreshToken == nil && accessToken == nil ? .succeeded : .queued
                 if outcome == .queued { next = revocation.retried(refreshToken: refreshToken, accessToken: accessToken, at: now()) }
             }

@@ -12,6 +12,8 @@ enum ProviderCallError: Error, Sendable, CustomStringConvertible {
     case unauthorized
     /// The broker could not sign its client assertion (`private_key_jwt`); nothing was sent.
     case clientAssertion(String)
+    /// The broker could not sign its DPoP proof; nothing was sent.
+    case proof(String)
 
     /// Only the provider saying `invalid_grant` ends a grant; everything else may pass.
     var endsGrant: Bool {
@@ -32,6 +34,8 @@ enum ProviderCallError: Error, Sendable, CustomStringConvertible {
             "The provider rejected the access token."
         case .clientAssertion(let reason):
             "The broker could not sign its client assertion: \(reason)."
+        case .proof(let reason):
+            "The broker could not sign its DPoP proof: \(reason)."
         }
     }
 

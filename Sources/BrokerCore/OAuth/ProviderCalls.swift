@@ -1,3 +1,4 @@
+import BrokerCrypto
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -12,18 +13,30 @@ struct ProviderCalls: Sendable {
     let metrics: BrokerMetrics
     /// Dates client assertions.
     let now: BrokerClock
+    /// The DPoP proofs of calls for a grant bound to a key, and the nonces providers gave.
+    let proofs: ProviderProofs
+
+    init(client: any UpstreamTransport, metrics: BrokerMetrics, now: @escaping BrokerClock, proofs: ProviderProofs? = nil) {
+        self.client = client
+        self.metrics = metrics
+        self.now = now
+        self.proofs = proofs ?? ProviderProofs(now: now)
+    }
 
     /// Pushes an authorization request (RFC 9126 §2.1): the provider keeps `parameters` and
-    /// answers the `request_uri` that stands for them.
-    func pushAuthorization(_ parameters: [(String, String)], to endpoint: URL, provider: Provider) async throws(ProviderCallError) -> String {
-        let request = try await authenticatedPost(endpoint, provider: provider, fields: parameters)
-        let response = try await send(request, provider: provider.id, endpoint: "par")
+    /// answers the `request_uri` that stands for them. With `key`, a DPoP proof binds the code to
+    /// come to it (RFC 9449 §10.1).
+    func pushAuthorization(_ parameters: [(String, String)], to endpoint: URL, provider: Provider, key: ProofSigningKey? = nil)
+        async throws(ProviderCallError) -> String {
+        let response = try await sendPost(endpoint, provider: provider, fields: parameters, key: key, endpoint: "par")
         return try PushedAuthorizationResponse.parse(response.body, status: response.status).requestURI
     }
 
-    /// Exchanges an authorization code (RFC 6749 §4.1.3), proving the PKCE verifier (RFC 7636).
-    func exchange(code: String, verifier: String, callbackURL: String, provider: Provider) async throws(ProviderCallError) -> TokenResponse {
-        try await tokenRequest(provider, endpoint: "token", [
+    /// Exchanges an authorization code (RFC 6749 §4.1.3), proving the PKCE verifier (RFC 7636),
+    /// and with `key` a DPoP proof (RFC 9449 §5).
+    func exchange(code: String, verifier: String, callbackURL: String, provider: Provider, key: ProofSigningKey? = nil)
+        async throws(ProviderCallError) -> TokenResponse {
+        try await tokenRequest(provider, endpoint: "token", key: key, [
             ("grant_type", "authorization_code"),
             ("code", code),
             ("redirect_uri", callbackURL),
@@ -31,9 +44,9 @@ struct ProviderCalls: Sendable {
         ])
     }
 
-    /// Refreshes (RFC 6749 §6).
-    func refresh(_ refreshToken: String, provider: Provider) async throws(ProviderCallError) -> TokenResponse {
-        try await tokenRequest(provider, endpoint: "refresh", [("grant_type", "refresh_token"), ("refresh_token", refreshToken)])
+    /// Refreshes (RFC 6749 §6), with `key` a DPoP proof.
+    func refresh(_ refreshToken: String, provider: Provider, key: ProofSigningKey? = nil) async throws(ProviderCallError) -> TokenResponse {
+        try await tokenRequest(provider, endpoint: "refresh", key: key, [("grant_type", "refresh_token"), ("refresh_token", refreshToken)])
     }
 
     /// What a provider's revocation endpoint said of a token (RFC 7009 §2.2).
@@ -47,11 +60,11 @@ struct ProviderCalls: Sendable {
         case failed
     }
 
-    /// Revokes a token (RFC 7009).
-    func revoke(_ token: String, hint: String, provider: Provider) async -> Revoked {
+    /// Revokes a token (RFC 7009), with `key` a DPoP proof of the grant's key.
+    func revoke(_ token: String, hint: String, provider: Provider, key: ProofSigningKey? = nil) async -> Revoked {
         guard let endpoint = provider.revocationEndpoint,
-              let request = try? await authenticatedPost(endpoint, provider: provider, fields: [("token", token), ("token_type_hint", hint)]),
-              let response = try? await timed(provider.id, "revoke", { () async throws(UpstreamError) in try await client.send(request) })
+              let response = try? await sendPost(endpoint, provider: provider, fields: [("token", token), ("token_type_hint", hint)],
+                                                 key: key, endpoint: "revoke")
         else { return .failed }
         if response.status == 200 { return .confirmed }
         if response.status == 400, case .string("unsupported_token_type")? = (try? JSONValue.parse(response.body))?["error"] { return .unsupported }
@@ -59,13 +72,17 @@ struct ProviderCalls: Sendable {
     }
 
     /// The provider's userinfo/profile document, with the token in the `Authorization` header
-    /// (never in the query string).
-    func userinfo(accessToken: String, endpoint: URL, method: String, provider: String) async throws(ProviderCallError) -> JSONValue {
-        var request = URLRequest(url: endpoint)
-        request.httpMethod = method
-        request.setValue("Bearer \(accessToken)", forHTTPHeaderField: "Authorization")
-        request.setValue("application/json", forHTTPHeaderField: "Accept")
-        let response = try await send(request, provider: provider, endpoint: "userinfo")
+    /// (never in the query string): `Bearer`, or `DPoP` with a proof of `key` (RFC 9449 §7).
+    func userinfo(accessToken: String, endpoint: URL, method: String, provider: String, key: ProofSigningKey? = nil)
+        async throws(ProviderCallError) -> JSONValue {
+        let response = try await proved(key, endpoint, method: method, accessToken: accessToken, provider: provider, endpoint: "userinfo") {
+            () async throws(ProviderCallError) in
+            var request = URLRequest(url: endpoint)
+            request.httpMethod = method
+            request.setValue("\(key == nil ? "Bearer" : "DPoP") \(accessToken)", forHTTPHeaderField: "Authorization")
+            request.setValue("application/json", forHTTPHeaderField: "Accept")
+            return request
+        }
         if response.status == 401 { throw .unauthorized }
         guard response.status == 200 else { throw .badResponse("the profile endpoint answered HTTP \(response.status)") }
         guard let json = try? JSONValue.parse(response.body), case .object = json else {
@@ -74,10 +91,44 @@ struct ProviderCalls: Sendable {
         return json
     }
 
-    private func tokenRequest(_ provider: Provider, endpoint: String, _ fields: [(String, String)]) async throws(ProviderCallError) -> TokenResponse {
-        let request = try await authenticatedPost(provider.tokenEndpoint, provider: provider, fields: fields)
-        let response = try await send(request, provider: provider.id, endpoint: endpoint)
-        return try TokenResponse.parse(response.body, contentType: response.contentType, status: response.status)
+    private func tokenRequest(_ provider: Provider, endpoint: String, key: ProofSigningKey?, _ fields: [(String, String)])
+        async throws(ProviderCallError) -> TokenResponse {
+        let response = try await sendPost(provider.tokenEndpoint, provider: provider, fields: fields, key: key, endpoint: endpoint)
+        let answer = try TokenResponse.parse(response.body, contentType: response.contentType, status: response.status)
+        if answer.boundToKey, key == nil { throw .badResponse("the provider bound its token to a key, and the broker sent none") }
+        return answer
+    }
+
+    /// An authenticated form POST (``authenticatedPost(_:provider:fields:)``), made again for a
+    /// second try: a client assertion is for one call.
+    private func sendPost(_ url: URL, provider: Provider, fields: [(String, String)], key: ProofSigningKey?, endpoint: String)
+        async throws(ProviderCallError) -> UpstreamResponse {
+        try await proved(key, url, method: "POST", accessToken: nil, provider: provider.id, endpoint: endpoint) { () async throws(ProviderCallError) in
+            try await authenticatedPost(url, provider: provider, fields: fields)
+        }
+    }
+
+    /// Sends the request `make` makes; with `key`, with a DPoP proof for it, and once more with
+    /// the provider's new nonce when it refused the first for want of one (RFC 9449 §8, §9).
+    private func proved(_ key: ProofSigningKey?, _ url: URL, method: String, accessToken: String?, provider: String, endpoint: String,
+                        _ make: () async throws(ProviderCallError) -> URLRequest) async throws(ProviderCallError) -> UpstreamResponse {
+        guard let key else { return try await send(try await make(), provider: provider, endpoint: endpoint) }
+        let target = url.absoluteString
+        var tries = 0
+        while true {
+            tries += 1
+            var request = try await make()
+            do {
+                request.setValue(try proofs.proof(key, method: method, url: target, accessToken: accessToken), forHTTPHeaderField: "DPoP")
+            } catch {
+                throw .proof("\(error)")
+            }
+            let response = try await send(request, provider: provider, endpoint: endpoint)
+            let renewed = proofs.learn(response.header("DPoP-Nonce"), from: target)
+            guard tries == 1, renewed,
+                  ProviderProofs.asksForNonce(status: response.status, body: response.body, authenticate: response.header("WWW-Authenticate"))
+            else { return response }
+        }
     }
 
     private func send(_ request: URLRequest, provider: String, endpoint: String) async throws(ProviderCallError) -> UpstreamResponse {

@@ -11,6 +11,8 @@ struct TokenResponse: Sendable {
     /// Granted scopes; nil when the provider does not say (RFC 6749 §5.1: then as requested).
     let scopes: [String]?
     let idToken: String?
+    /// `token_type: DPoP` (RFC 9449 §5): the access token is bound to the key of the call's proof.
+    var boundToKey = false
 
     /// Parses a token endpoint's body: a token response, or an OAuth error response (RFC 6749
     /// §5.2) — which some providers send with status 200.
@@ -25,15 +27,17 @@ struct TokenResponse: Sendable {
         guard let accessToken = fields["access_token"]?.stringValue, !accessToken.isEmpty else {
             throw .badResponse("the token response has no access_token")
         }
-        if let type = fields["token_type"]?.stringValue, type.lowercased() != "bearer" {
-            throw .badResponse("the token type is not Bearer")
+        let type = fields["token_type"]?.stringValue?.lowercased()
+        if let type, type != "bearer", type != "dpop" {
+            throw .badResponse("the token type is neither Bearer nor DPoP")
         }
         return TokenResponse(
             accessToken: accessToken,
             expiresIn: integer(fields["expires_in"]),
             refreshToken: fields["refresh_token"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 },
             scopes: fields["scope"]?.stringValue.map(splitScopes),
-            idToken: fields["id_token"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 }
+            idToken: fields["id_token"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 },
+            boundToKey: type == "dpop"
         )
     }
 

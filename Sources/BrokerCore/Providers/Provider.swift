@@ -16,6 +16,9 @@ public struct Provider: Sendable {
     /// The provider says it puts `iss` in every authorization response (RFC 9207 §3): one
     /// without it is refused.
     public let issuerInAuthorizationResponse: Bool
+    /// Whether its grants' tokens are bound to a key of the broker's (DPoP, RFC 9449): proofs on
+    /// every call that carries them (``ProviderRequirements/sendsProofs(_:_:)``).
+    public let sendsProofs: Bool
     /// What the configuration relies on that the provider's discovery document does not offer
     /// (``ProviderRequirements``): while there is any, no login starts.
     public let problems: [String]
@@ -33,6 +36,8 @@ public struct Provider: Sendable {
         issuer = nil
         pushedAuthorizationEndpoint = nil
         issuerInAuthorizationResponse = false
+        // Without a discovery document only `required` says the provider takes proofs.
+        sendsProofs = config.dpop == .required
         problems = []
     }
 
@@ -48,6 +53,7 @@ public struct Provider: Sendable {
         issuer = document.issuer.absoluteString
         pushedAuthorizationEndpoint = ProviderRequirements.pushedAuthorizationEndpoint(config, document)
         issuerInAuthorizationResponse = document.issuerInAuthorizationResponse
+        sendsProofs = ProviderRequirements.sendsProofs(config, document)
         problems = ProviderRequirements.problems(config, document)
     }
 }

@@ -28,7 +28,21 @@ enum ProviderRequirements {
         default:
             break
         }
+        if config.dpop == .required, let algorithms = document.dpopSigningAlgorithms, !algorithms.contains("ES256") {
+            problems.append("dpop is required, but the provider's discovery document lists only "
+                + "\(algorithms.joined(separator: ", ")) in dpop_signing_alg_values_supported, and the broker signs its proofs with ES256")
+        }
         return problems
+    }
+
+    /// Whether the broker binds the provider's tokens with DPoP: `required`, or `auto` when the
+    /// document lists ES256 (the one algorithm the broker signs proofs with).
+    static func sendsProofs(_ config: ProviderConfig, _ document: DiscoveryDocument) -> Bool {
+        switch config.dpop {
+        case .required: true
+        case .auto: document.dpopSigningAlgorithms?.contains("ES256") ?? false
+        case .off: false
+        }
     }
 
     /// The endpoint authorization requests are pushed to, or nil when they go by the browser.

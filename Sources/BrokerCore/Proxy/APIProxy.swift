@@ -7,11 +7,15 @@ import WireValues
 /// with its session token goes to the provider's API with the provider's access token, fresh by
 /// the rules of `GET /token` (the refresh skew, one refresh per session at a time). On a 401 from
 /// the API the token is refreshed once (joining a refresh under way) and the request sent again
-/// when it can be replayed. Takes and returns domain values; `API/ProxyRoutes.swift` reads the
-/// request and writes the answer.
+/// when it can be replayed. A token the provider bound to the grant's key (DPoP) goes as
+/// `Authorization: DPoP` with a proof of the key for each request, and a request the API refused
+/// for want of its nonce is sent once more with it. Takes and returns domain values;
+/// `API/ProxyRoutes.swift` reads the request and writes the answer.
 struct APIProxy: Sendable {
     let sessions: SessionOperations
     let settings: ProxySettings
+    /// The proofs of bound tokens, and the nonces APIs gave.
+    let proofs: ProviderProofs
 
     /// A request to forward, already checked: its target URL and the client headers that pass.
     struct Forward: Sendable {
@@ -30,13 +34,14 @@ struct APIProxy: Sendable {
     /// shared by the provider's sessions, or kept per session (`api_connections: per_session`).
     func forward(_ request: Forward, session: Session, provider: ProviderConfig, on transfers: some APITransport,
                  stream: @escaping StreamChoice) async throws(ProxyFailure) -> APIAnswer {
-        let token: String
+        let fresh: Session
         do throws(RefreshFailure) {
-            token = try await sessions.fresh(session, validFor: sessions.refreshSkew).accessToken
+            fresh = try await sessions.fresh(session, validFor: sessions.refreshSkew)
         } catch {
             throw .refresh(error)
         }
-        let exchange = try exchange(request, token: token, session: session, provider: provider)
+        let token = fresh.accessToken
+        let exchange = try exchange(request, token: token, key: fresh.providerProofKey, session: session, provider: provider)
         let answer: APIAnswer
         switch await transfers.perform(exchange, stream: Self.never401(stream)) {
         case .success(let response): answer = response
@@ -64,7 +69,7 @@ struct APIProxy: Sendable {
         let token = fresh.accessToken
         let exchange: APIRequest
         do throws(ProxyFailure) {
-            exchange = try self.exchange(request, token: token, session: session, provider: provider)
+            exchange = try self.exchange(request, token: token, key: fresh.providerProofKey, session: session, provider: provider)
         } catch {
             return completion(.failure(error))
         }
@@ -106,37 +111,63 @@ struct APIProxy: Sendable {
         { status, length in status == 401 ? nil : stream(status, length) }
     }
 
-    /// `answer` as it is, unless the API refused the token (401): then one refresh, joining any
-    /// under way, and the request sent once more when its body was kept to replay.
+    /// `answer` as it is, unless the API refused the token (401): then, when it asked for a DPoP
+    /// nonce it had not given yet, the request once more with it; else (or refused again) one
+    /// refresh, joining any under way, and the request sent once more — each only when its body
+    /// was kept to replay.
     private func retried(_ request: Forward, after answer: APIAnswer, token: String, session: Session, provider: ProviderConfig,
                          on transfers: some APITransport, stream: @escaping StreamChoice) async throws(ProxyFailure) -> APIAnswer {
-        guard case .whole(let first) = answer, first.status == 401 else { return answer }
-        let renewed: String
+        guard case .whole(var first) = answer, first.status == 401 else { return answer }
+        let replayable = request.body.map { $0.count <= settings.retryMaxBodyBytes } ?? true
+        if let key = session.providerProofKey, replayable,
+           ProviderProofs.asksForNonce(status: first.status, body: first.body, authenticate: first.header("WWW-Authenticate")),
+           proofs.learn(first.header("DPoP-Nonce"), from: request.url) {
+            let again: APIAnswer
+            switch await transfers.perform(try exchange(request, token: token, key: key, session: session, provider: provider),
+                                           stream: Self.never401(stream)) {
+            case .success(let response): again = response
+            case .failure(let error): throw .exchange(error)
+            }
+            guard case .whole(let refused) = again, refused.status == 401 else { return again }
+            first = refused
+        }
+        let renewed: Session
         do throws(RefreshFailure) {
-            renewed = try await sessions.replacing(token, in: session.id).accessToken
+            renewed = try await sessions.replacing(token, in: session.id)
         } catch .tooSoon {
             // Refreshed moments ago, and the API refuses that token too: its answer as it is.
-            return answer
+            return .whole(first)
         } catch {
             throw .refresh(error)
         }
-        guard request.body.map({ $0.count <= settings.retryMaxBodyBytes }) ?? true else { throw .refreshedNotRetried }
-        switch await transfers.perform(try exchange(request, token: renewed, session: session, provider: provider), stream: stream) {
+        guard replayable else { throw .refreshedNotRetried }
+        switch await transfers.perform(try exchange(request, token: renewed.accessToken, key: renewed.providerProofKey, session: session,
+                                                    provider: provider), stream: stream) {
         case .success(let response): return response
         case .failure(let error): throw .exchange(error)
         }
     }
 
-    /// The exchange with the API: the request with the token, on the API's pool of connections,
-    /// or on this session's own (`api_connections: per_session`), verified against the provider's
-    /// authorities.
-    private func exchange(_ request: Forward, token: String, session: Session, provider: ProviderConfig) throws(ProxyFailure) -> APIRequest {
+    /// The exchange with the API: the request with the token (with a proof of `key` when the
+    /// token is bound to it), on the API's pool of connections, or on this session's own
+    /// (`api_connections: per_session`), verified against the provider's authorities.
+    private func exchange(_ request: Forward, token: String, key: ProofSigningKey?, session: Session, provider: ProviderConfig)
+        throws(ProxyFailure) -> APIRequest {
         // A token is a header value here: one with a line break would add headers of its own.
         guard ProxyHeaders.isPlainValue(token) else { throw .exchange(.failed("the provider's access token is not a plain header value")) }
         var headers: [(String, String)] = []
-        headers.reserveCapacity(request.headers.count + 3)
+        headers.reserveCapacity(request.headers.count + 4)
         headers += request.headers
-        headers.append(("Authorization", "Bearer \(token)"))
+        if let key {
+            headers.append(("Authorization", "DPoP \(token)"))
+            do {
+                headers.append(("DPoP", try proofs.proof(key, method: request.method, url: request.url, accessToken: token)))
+            } catch {
+                throw .exchange(.failed("the broker could not sign its DPoP proof"))
+            }
+        } else {
+            headers.append(("Authorization", "Bearer \(token)"))
+        }
         // libcurl would add these itself: a form content type for a body without one, and
         // `Expect: 100-continue` for larger bodies.
         if request.body != nil, !headers.contains(where: { $0.0.lowercased() == "content-type" }) { headers.append(("Content-Type", "")) }

@@ -158,7 +158,7 @@ final class Refresher: Sendable {
         }
         let response: TokenResponse
         do {
-            response = try await calls.refresh(refreshToken, provider: provider)
+            response = try await calls.refresh(refreshToken, provider: provider, key: session.providerProofKey)
             metrics.refreshFinished(provider: session.provider, outcome: "refreshed")
             failures.withLock { $0[id] = nil }
         } catch {
@@ -196,14 +196,14 @@ final class Refresher: Sendable {
                 guard applied else { return }
                 // Scopes the answer does not name stay as they are; so does the refresh token.
                 session.take(Grant(response, provider: session.provider, subject: session.subject, requestedScopes: session.scopes,
-                                   idTokenClaims: nil, at: refreshedAt), scopes: .replace)
+                                   idTokenClaims: nil, proofKey: session.providerProofKey, at: refreshedAt), scopes: .replace)
                 session.refreshedAt = refreshedAt
             }
             guard let updated, applied else {
                 // Revoked while the refresh ran, or its grant replaced: what it brought has no
                 // session to keep it.
                 await endings.drop(Grant(response, provider: session.provider, subject: session.subject, requestedScopes: session.scopes,
-                                         idTokenClaims: nil, at: refreshedAt), app: session.app)
+                                         idTokenClaims: nil, proofKey: session.providerProofKey, at: refreshedAt), app: session.app)
                 return updated.map { .fresh($0) } ?? .gone
             }
             return .fresh(updated)

@@ -7,13 +7,15 @@ import WireValues
 extension Grant {
     /// The grant a token answer makes: scopes as the answer names them, else as requested (RFC
     /// 6749 §5.1); the expiry counted from `now`; signed in at `signedInAt` (the provider's time of
-    /// it, by the provider's clock), else `now`.
+    /// it, by the provider's clock), else `now`; bound to `proofKey`, the key of the call's proof,
+    /// when the answer says its token is (DPoP).
     init(_ answer: TokenResponse, provider: String, subject: String, requestedScopes: [String], idTokenClaims: [UInt8]?,
-         signedInAt: Double? = nil, at now: Double) {
+         signedInAt: Double? = nil, proofKey: ProofSigningKey? = nil, at now: Double) {
         self.init(
             provider: provider, subject: subject, scopes: answer.scopes ?? requestedScopes,
             accessToken: answer.accessToken, accessTokenExpiresAt: answer.expiresIn.map { now + Double($0) },
-            refreshToken: answer.refreshToken, idTokenClaims: idTokenClaims, signedInAt: signedInAt ?? now
+            refreshToken: answer.refreshToken, idTokenClaims: idTokenClaims, signedInAt: signedInAt ?? now,
+            proofKey: answer.boundToKey ? proofKey : nil
         )
     }
 }
@@ -26,7 +28,8 @@ extension Session {
             id: id, provider: grant.provider, app: app, subject: grant.subject, scopes: grant.scopes,
             accessToken: grant.accessToken, accessTokenExpiresAt: grant.accessTokenExpiresAt,
             refreshToken: grant.refreshToken, idTokenClaims: grant.idTokenClaims, createdAt: now, signedInAt: grant.signedInAt, usedAt: now,
-            providerSessionID: Self.providerSessionID(in: grant.idTokenClaims), keyThumbprint: keyThumbprint
+            providerSessionID: Self.providerSessionID(in: grant.idTokenClaims), keyThumbprint: keyThumbprint,
+            providerProofKey: grant.proofKey
         )
     }
 
@@ -50,6 +53,7 @@ extension Session {
     mutating func take(_ grant: Grant, scopes change: ScopeChange) {
         accessToken = grant.accessToken
         accessTokenExpiresAt = grant.accessTokenExpiresAt
+        providerProofKey = grant.proofKey
         if let refreshToken = grant.refreshToken { self.refreshToken = refreshToken }
         if let claims = grant.idTokenClaims {
             idTokenClaims = claims

@@ -31,6 +31,9 @@ struct Session: Sendable {
     /// when the session is made, by the proof its app sent to redeem the code; nil for a bearer
     /// session.
     var keyThumbprint: String? = nil
+    /// The broker's key the provider's access token is bound to (DPoP towards the provider,
+    /// ``Grant/proofKey``): every call with the token carries a proof of it; nil for a bearer token.
+    var providerProofKey: ProofSigningKey? = nil
 
     /// Whether the access token is good for at least `seconds` more at `now`.
     func accessTokenValid(for seconds: Double, at now: Double) -> Bool {

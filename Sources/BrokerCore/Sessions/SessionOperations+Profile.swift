@@ -43,7 +43,8 @@ extension SessionOperations {
         }
         let raw: JSONValue
         do throws(ProviderCallError) {
-            raw = try await calls.userinfo(accessToken: used.accessToken, endpoint: endpoint, method: method, provider: provider.id)
+            raw = try await calls.userinfo(accessToken: used.accessToken, endpoint: endpoint, method: method, provider: provider.id,
+                                               key: used.providerProofKey)
         } catch {
             guard case .unauthorized = error else { throw .call(error) }
             // The provider no longer takes the token: another one, once, and try again.
@@ -53,7 +54,8 @@ extension SessionOperations {
                 throw .refresh(error)
             }
             do {
-                raw = try await calls.userinfo(accessToken: used.accessToken, endpoint: endpoint, method: method, provider: provider.id)
+                raw = try await calls.userinfo(accessToken: used.accessToken, endpoint: endpoint, method: method, provider: provider.id,
+                                               key: used.providerProofKey)
             } catch {
                 throw .call(error)
             }

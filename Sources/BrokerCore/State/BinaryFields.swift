@@ -55,12 +55,14 @@ struct FieldWriter {
 
 /// Reads the fields of one record. Any malformation is a `StateDecodingError`.
 ///
-/// Field positions sit in a fixed inline table (tags 0...15; none is higher today, and higher
+/// Field positions sit in a fixed inline table (tags 0...23; none is higher today, and higher
 /// ones are skipped like unknown ones): a restart decodes a million records, and a dictionary
 /// per record was most of its cost.
 struct FieldReader {
+    /// Tags below this are read; a record's highest today is 16 (a session's provider key).
+    private static let tags = 24
     private let record: ArraySlice<UInt8>
-    private var positions = InlineArray<16, Range<Int>?>(repeating: nil)
+    private var positions = InlineArray<24, Range<Int>?>(repeating: nil)
 
     init(_ bytes: ArraySlice<UInt8>) throws(StateDecodingError) {
         record = bytes
@@ -71,13 +73,13 @@ struct FieldReader {
             let length = try Self.varint(bytes, &index)
             guard length <= UInt64(bytes.endIndex - index) else { throw StateDecodingError("a field runs past its record") }
             let end = index + Int(length)
-            if tag < 16 { positions[Int(tag)] = index..<end }
+            if tag < Self.tags { positions[Int(tag)] = index..<end }
             index = end
         }
     }
 
     private subscript(tag: UInt8) -> ArraySlice<UInt8>? {
-        positions[Int(tag)].map { record[$0] }
+        tag < Self.tags ? positions[Int(tag)].map { record[$0] } : nil
     }
 
     func bytes(_ tag: UInt8) -> [UInt8]? { self[tag].map(Array.init) }

@@ -23,6 +23,7 @@ extension QueuedRevocation {
         fields.double(8, queuedAt)
         fields.double(9, Double(attempts))
         fields.double(10, dueAt)
+        if let proofKey { fields.bytes(11, proofKey.bytes) }
     }
 
     init(_ fields: FieldReader) throws(StateDecodingError) {
@@ -36,7 +37,8 @@ extension QueuedRevocation {
             reason: try EndReason(fields.requiredString(7)),
             queuedAt: try fields.requiredDouble(8),
             attempts: Int(try fields.requiredDouble(9)),
-            dueAt: try fields.requiredDouble(10)
+            dueAt: try fields.requiredDouble(10),
+            proofKey: try Session.proofKey(fields.bytes(11))
         )
     }
 }

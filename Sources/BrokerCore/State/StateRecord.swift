@@ -137,6 +137,7 @@ extension Session {
         fields.string(13, providerSessionID ?? "")
         fields.double(14, signedInAt)
         fields.string(15, keyThumbprint)
+        if let providerProofKey { fields.bytes(16, providerProofKey.bytes) }
     }
 
     init(_ fields: FieldReader, scopes: inout ScopeTable) throws(StateDecodingError) {
@@ -165,8 +166,16 @@ extension Session {
             usedAt: try fields.requiredDouble(11),
             refreshedAt: try fields.double(12),
             providerSessionID: providerSessionID,
-            keyThumbprint: try fields.string(15)
+            keyThumbprint: try fields.string(15),
+            providerProofKey: try Self.proofKey(fields.bytes(16))
         )
+    }
+
+    /// A grant's key as its records keep it (``ProofSigningKey/bytes``).
+    static func proofKey(_ bytes: [UInt8]?) throws(StateDecodingError) -> ProofSigningKey? {
+        guard let bytes else { return nil }
+        guard let key = ProofSigningKey(bytes: bytes) else { throw StateDecodingError("a proof key of the wrong length") }
+        return key
     }
 }
 
@@ -194,6 +203,7 @@ extension PendingAuthorization {
         fields.double(11, expiresAt)
         fields.double(13, beganAt)
         fields.string(14, signInID)
+        if let proofKey { fields.bytes(15, proofKey.bytes) }
     }
 
     private static func encode(_ back: AppReturn, into fields: inout FieldWriter) {
@@ -221,7 +231,8 @@ extension PendingAuthorization {
             expiresAt: expiresAt,
             // Written before field 13 existed: as early as its lifetime allows.
             beganAt: try fields.double(13) ?? expiresAt - SessionSettings.loginLifetimeSecondsRange.upperBound,
-            signInID: try fields.string(14)
+            signInID: try fields.string(14),
+            proofKey: try Session.proofKey(fields.bytes(15))
         )
     }
 }
@@ -295,6 +306,7 @@ extension Grant {
         if let idTokenClaims { fields.bytes(7, idTokenClaims) }
         fields.double(8, signedInAt)
         fields.string(9, signInID)
+        if let proofKey { fields.bytes(10, proofKey.bytes) }
         return fields.bytes
     }
 
@@ -310,7 +322,8 @@ extension Grant {
             idTokenClaims: fields.bytes(7),
             // Written before field 8 existed: taken as signed in before any sign-out.
             signedInAt: try fields.double(8) ?? 0,
-            signInID: try fields.string(9)
+            signInID: try fields.string(9),
+            proofKey: try Session.proofKey(fields.bytes(10))
         )
     }
 }

@@ -23,6 +23,8 @@ public struct DiscoveryDocument: Sendable, Equatable {
     /// RFC 8414 §2 / OpenID Connect Discovery §3: the client authentication methods the token
     /// endpoint takes; absent means `client_secret_basic` alone.
     public let tokenEndpointAuthMethods: [String]
+    /// RFC 9449 §5.1: the algorithms the provider takes DPoP proofs in; nil when it lists none.
+    public var dpopSigningAlgorithms: [String]? = nil
 
     /// Every endpoint it names, for the broker to call or to send browsers to.
     var endpoints: [URL] {
@@ -105,6 +107,7 @@ public final class DiscoveryCache: Sendable {
             let require_pushed_authorization_requests: Bool?
             let authorization_response_iss_parameter_supported: Bool?
             let token_endpoint_auth_methods_supported: [String]?
+            let dpop_signing_alg_values_supported: [String]?
         }
         guard let wire = try? JSONDecoder().decode(Wire.self, from: Data(body)) else {
             throw DiscoveryError(description: "the discovery document of \(expectedIssuer.absoluteString) is not valid JSON with the required fields")
@@ -134,7 +137,8 @@ public final class DiscoveryCache: Sendable {
             pushedAuthorizationRequestEndpoint: try url(wire.pushed_authorization_request_endpoint, "pushed_authorization_request_endpoint"),
             requiresPushedAuthorizationRequests: wire.require_pushed_authorization_requests ?? false,
             issuerInAuthorizationResponse: wire.authorization_response_iss_parameter_supported ?? false,
-            tokenEndpointAuthMethods: wire.token_endpoint_auth_methods_supported ?? ["client_secret_basic"]
+            tokenEndpointAuthMethods: wire.token_endpoint_auth_methods_supported ?? ["client_secret_basic"],
+            dpopSigningAlgorithms: wire.dpop_signing_alg_values_supported
         )
     }
 }

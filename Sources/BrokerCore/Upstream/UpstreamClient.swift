@@ -95,7 +95,7 @@ public final class UpstreamClient: Sendable {
         switch await transfers.perform(call) {
         case .success(.whole(let response)):
             let contentType = response.headers.last { $0.name.lowercased() == "content-type" }?.value
-            return UpstreamResponse(status: response.status, contentType: contentType, body: response.body)
+            return UpstreamResponse(status: response.status, contentType: contentType, body: response.body, headers: response.headers)
         case .success(.streaming):
             throw UpstreamError.unreachable(host: host) // never: no stream was offered
         case .failure(let error):

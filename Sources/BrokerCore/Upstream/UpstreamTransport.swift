@@ -23,11 +23,19 @@ public struct UpstreamResponse: Sendable {
     public let status: Int
     public let contentType: String?
     public let body: [UInt8]
+    /// Its headers, as they came.
+    public let headers: [(name: String, value: String)]
 
-    public init(status: Int, contentType: String?, body: [UInt8]) {
+    public init(status: Int, contentType: String?, body: [UInt8], headers: [(name: String, value: String)] = []) {
         self.status = status
         self.contentType = contentType
         self.body = body
+        self.headers = headers
+    }
+
+    /// The last value of the header `name` (any case).
+    public func header(_ name: String) -> String? {
+        headers.last { $0.name.lowercased() == name.lowercased() }?.value
     }
 }
 
