@@ -23,9 +23,26 @@ idpyoidc's; what this file adds is stated where it is done:
   own rule: the URL of the endpoint called), "issuer" (the issuer identifier only), or "both";
 - a revoked or expired refresh token is answered `invalid_grant` (RFC 6749 §5.2), where idpyoidc 5
   says `invalid_request`;
+- when started with `dpop`, DPoP (RFC 9449), with the checks of dpop_checks.py: idpyoidc 5 mints
+  DPoP-bound tokens (`token_type` DPoP, `cnf.jkt` in the JWT access token) once its DPoP context
+  is set and the parsed token request carries `dpop_jkt`, but its add-on does not check proofs
+  where they are sent (it hooks only userinfo, with a hex `ath`, and has no nonces). So discovery
+  lists `dpop_signing_alg_values_supported` ["ES256"], idpyoidc's DPoP context is set without
+  the add-on's hook, and a `DPoP` proof is checked here before idpyoidc parses the request:
+  at /par, /token and /revoke (400 `invalid_dpop_proof` or `use_dpop_nonce`), where a good
+  proof at /token hands its key's thumbprint to idpyoidc as `dpop_jkt` (a hook on the token
+  endpoint), with `dpop_required` a token request needs one, and a refresh of a DPoP-bound grant
+  needs one made with the same key (§5's rule for public clients, applied to every client);
+  at /userinfo with `Authorization: DPoP` (401 with `WWW-Authenticate: DPoP error=...`; a
+  DPoP-bound token sent as Bearer is `invalid_token`); with `dpop_nonce`, the OP's nonce is
+  required in every proof and sent as `DPoP-Nonce` in every answer of those endpoints (§8, §9);
+- when started with `dpop`, a DPoP-protected API, any GET or POST under /api/ (idpyoidc has no
+  resource server): it takes only a DPoP-bound access token of this OP with a proof of its key,
+  and answers who called and how, so the tests can use a DPoP token as a resource server would;
 - /test/... routes for the tests: create users, end a user's sessions at the OP (which sends the
-  back-channel logout tokens, through idpyoidc's own Session endpoint), and read what the OP saw
-  (pushed requests, authorization requests, verified client assertions, logout deliveries).
+  back-channel logout tokens, through idpyoidc's own Session endpoint), read what the OP saw
+  (pushed requests, authorization requests, verified client assertions, logout deliveries, DPoP
+  checks), and change the OP's DPoP nonce (so a client must learn the new one).
 
 Run: python server.py CONFIG.json  (written by Tests/oauth/support/idpy_op.py). It prints
 "ready" on stdout once listening, and exits when its parent process dies.
@@ -51,10 +68,16 @@ from idpyoidc.message.oidc import AccessTokenRequest, AuthorizationRequest, veri
 from idpyoidc.server import Server
 from idpyoidc.server.configure import OPConfiguration
 from idpyoidc.server.exception import FailedAuthentication
+from idpyoidc.server.oauth2.add_on import dpop as dpop_add_on
 from idpyoidc.server.oidc.token import Token
+
+import dpop_checks  # beside this file, which is run as a script
+from dpop_checks import DPoPChecker, DPoPError
 
 HERE = Path(__file__).resolve().parent
 AUTHENTICATED_ENDPOINTS = ("token", "token_revocation", "pushed_authorization")
+# idpyoidc's endpoint name -> the name in seen["dpop"], for the endpoints that take a DPoP proof
+DPOP_AS_ENDPOINTS = {"pushed_authorization": "par", "token": "token", "token_revocation": "revoke"}
 
 
 def op_configuration(cfg: dict) -> dict:
@@ -213,8 +236,11 @@ class Provider:
         self.server = Server(OPConfiguration(conf=op_configuration(cfg), base_path=str(self.data)), cwd=str(self.data))
         self.context = self.server.context
         self._set_assertion_audience(cfg.get("assertion_audience", "endpoint"))
-        self.seen: dict[str, list] = {"pushed": [], "authorization": [], "assertions": [], "logouts": []}
+        self.seen: dict[str, list] = {"pushed": [], "authorization": [], "assertions": [], "logouts": [], "dpop": []}
         self._patch_logout_delivery()
+        self.dpop: DPoPChecker | None = None
+        if cfg.get("dpop"):
+            self._add_dpop_support()
 
     def _set_assertion_audience(self, mode: str) -> None:
         # Endpoint.allowed_targets lists what a client assertion's `aud` may name: an endpoint's
@@ -238,6 +264,51 @@ class Provider:
             return response
 
         self.context.httpc = recording_httpc
+
+    def _add_dpop_support(self) -> None:
+        # idpyoidc's own DPoP context (what its token helpers look for before they bind a token
+        # to `dpop_jkt`; also its "DPoP" scheme for userinfo's Authorization header), without its
+        # add_support(), whose only hook is the broken userinfo check: proofs are checked by the
+        # handler, which puts a good proof's key thumbprint into http_info for the hook below.
+        dpop_add_on._add_to_context(self.server.get_endpoint("userinfo"), dpop_checks.ALGS)
+        # userinfo tries every method in turn and stops at the first usable one; "none" (always
+        # usable, no token) comes before the add-on's "dpop", so "dpop" is moved next to Bearer.
+        methods = self.context.client_authn_methods
+        dpop_method = methods.pop("dpop")
+        reordered = {}
+        for name, method in methods.items():
+            reordered[name] = method
+            if name == "bearer_header":
+                reordered["dpop"] = dpop_method
+        self.context.client_authn_methods = reordered
+        self.dpop = DPoPChecker(require_nonce=bool(self.cfg.get("dpop_nonce")))
+
+        def bind_to_proof_key(request, client_id, context=None, http_info=None, **kwargs):
+            jkt = (http_info or {}).get("dpop_jkt")
+            if jkt and not (isinstance(request, ResponseMessage) and "error" in request):
+                request["dpop_jkt"] = jkt
+            return request
+
+        self.server.get_endpoint("token").post_parse_request.append(bind_to_proof_key)
+
+    def refresh_token_binding(self, refresh_token: str) -> str | None:
+        """The key thumbprint the grant of `refresh_token` is bound to, if any."""
+        try:
+            info = self.context.session_manager.get_session_info_by_token(
+                refresh_token, handler_key="refresh_token", grant=True
+            )
+        except Exception:  # not a refresh token of this OP: idpyoidc refuses it
+            return None
+        return info["grant"].extra.get("dpop_jkt")
+
+    def record_dpop(self, endpoint: str, proofs: list, *, accepted: bool, error=None, grant_type=None, jkt=None) -> None:
+        entry = {"endpoint": endpoint, **dpop_checks.peek(proofs[0] if len(proofs) == 1 else None)}
+        if jkt:
+            entry["jkt"] = jkt
+        if endpoint == "token":
+            entry["grant_type"] = grant_type
+        entry.update(accepted=accepted, error=error)
+        self.seen["dpop"].append(entry)
 
     def discovery(self) -> dict:
         info = dict(self.context.provider_info)
@@ -300,6 +371,7 @@ class Provider:
 class Handler(BaseHTTPRequestHandler):
     provider: Provider
     protocol_version = "HTTP/1.1"
+    extra_headers = ()  # sent with whatever answers the current request (DPoP-Nonce); a list per request
 
     def log_message(self, fmt, *args):
         logging.getLogger("op.http").info("%s %s", self.address_string(), fmt % args)
@@ -317,7 +389,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         self.send_header("Cache-Control", "no-store")
-        for name, value in headers:
+        for name, value in [*headers, *self.extra_headers]:
             if name.lower() not in ("content-type", "content-length"):
                 self.send_header(name, value)
         for cookie in cookies:
@@ -364,6 +436,7 @@ class Handler(BaseHTTPRequestHandler):
         self._dispatch()
 
     def _dispatch(self):
+        self.extra_headers = []
         path, _, query = self.path.partition("?")
         prefix = urlsplit(self.provider.issuer).path
         if prefix and path.startswith(prefix):
@@ -394,6 +467,8 @@ class Handler(BaseHTTPRequestHandler):
             return self._endpoint(self.provider.server.get_endpoint(routes[path]), query)
         if path == "/verify/user" and self.command == "POST":
             return self._verify_user()
+        if path.startswith("/api/") and self.provider.dpop is not None:
+            return self._dpop_api(query)
         self._send(404, {"error": "not_found"})
 
     def _endpoint(self, endpoint, query: str):
@@ -410,6 +485,8 @@ class Handler(BaseHTTPRequestHandler):
             if refusal:
                 return self._send(400, refusal)
             args = self._with_pushed_parameters(args)
+        if self.provider.dpop is not None and self._dpop_refused(endpoint, args, http_info):
+            return None
         try:
             request = endpoint.parse_request(args, http_info=http_info)
         except Exception as err:
@@ -503,6 +580,107 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(400, result.to_json())
         return self._respond(endpoint, authz_request, result)
 
+    # ------------------------------------------------------------------ DPoP (RFC 9449)
+    def _dpop_refused(self, endpoint, args, http_info: dict) -> bool:
+        """Checks the DPoP proof of a request to /par, /token, /revoke or /userinfo before
+        idpyoidc parses it; answers a refused one (and returns True). A good proof at /token
+        leaves its key's thumbprint in http_info["dpop_jkt"]."""
+        provider, dpop = self.provider, self.provider.dpop
+        if endpoint.name == "userinfo":
+            return self._dpop_userinfo_refused()
+        name = DPOP_AS_ENDPOINTS.get(endpoint.name)
+        if name is None:
+            return False
+        if dpop.require_nonce:
+            self.extra_headers.append(("DPoP-Nonce", dpop.nonce))
+        form = args if isinstance(args, dict) else {}
+        grant_type = form.get("grant_type") if name == "token" else None
+        bound = None
+        if grant_type == "refresh_token" and form.get("refresh_token"):
+            bound = provider.refresh_token_binding(form["refresh_token"])
+        proofs = self.headers.get_all("DPoP") or []
+        try:
+            if not proofs:
+                if name == "token" and provider.cfg.get("dpop_required"):
+                    raise DPoPError("invalid_dpop_proof", "a DPoP proof is required at this token endpoint")
+                if bound:
+                    raise DPoPError("invalid_dpop_proof", "the grant is DPoP-bound: a refresh needs a proof of its key")
+                return False
+            proof = dpop.check(proofs, self.command, http_info["url"], bound_jkt=bound)
+        except DPoPError as err:
+            provider.record_dpop(name, proofs, accepted=False, error=err.error, grant_type=grant_type)
+            self._send(400, {"error": err.error, "error_description": err.description})
+            return True
+        provider.record_dpop(name, proofs, accepted=True, grant_type=grant_type)
+        if name == "token":
+            http_info["dpop_jkt"] = proof.jkt
+        return False
+
+    def _dpop_userinfo_refused(self) -> bool:
+        # `Authorization: DPoP`: checked as at the API, then idpyoidc answers (its "DPoP" scheme
+        # takes the token like a bearer one). A DPoP-bound token sent as Bearer is refused.
+        scheme, _, token = (self.headers.get("Authorization") or "").partition(" ")
+        if scheme.lower() == "dpop":
+            return self._dpop_resource("userinfo", token.strip()) is None
+        if scheme.lower() == "bearer":
+            try:
+                claims = dpop_checks.access_token_claims(
+                    self.provider.context.keyjar, self.provider.issuer, token.strip())
+            except DPoPError:
+                return False  # not one of its JWTs: idpyoidc decides, as before
+            jkt = (claims.get("cnf") or {}).get("jkt")
+            if jkt:
+                if self.provider.dpop.require_nonce:
+                    self.extra_headers.append(("DPoP-Nonce", self.provider.dpop.nonce))
+                error = DPoPError("invalid_token", "a DPoP-bound access token must be sent with the DPoP scheme")
+                self.provider.record_dpop("userinfo", [], accepted=False, error=error.error, jkt=jkt)
+                self._send_dpop_challenge(error)
+                return True
+        return False
+
+    def _dpop_resource(self, name: str, token: str):
+        """(token claims, Proof) of a request with `Authorization: DPoP <token>` at a protected
+        resource, or None once its 401 is sent."""
+        provider, dpop = self.provider, self.provider.dpop
+        if dpop.require_nonce:
+            self.extra_headers.append(("DPoP-Nonce", dpop.nonce))
+        proofs = self.headers.get_all("DPoP") or []
+        try:
+            if not token:
+                raise DPoPError("invalid_token", "a DPoP access token is required (Authorization: DPoP <token>)")
+            claims = dpop_checks.access_token_claims(provider.context.keyjar, provider.issuer, token)
+            jkt = (claims.get("cnf") or {}).get("jkt")
+            if not jkt:
+                raise DPoPError("invalid_token", "the access token is not DPoP-bound (no cnf.jkt)")
+            url = f"http://{self.headers.get('Host', '')}{self.path}"
+            proof = dpop.check(proofs, self.command, url, access_token=token, bound_jkt=jkt)
+        except DPoPError as err:
+            provider.record_dpop(name, proofs, accepted=False, error=err.error)
+            self._send_dpop_challenge(err)
+            return None
+        provider.record_dpop(name, proofs, accepted=True)
+        return claims, proof
+
+    def _send_dpop_challenge(self, err: DPoPError) -> None:
+        # RFC 9449 §7.1 / RFC 6750 §3: a 401 naming the DPoP scheme, the error and the algorithms.
+        description = err.description.replace("\\", "").replace('"', "'")
+        challenge = f'DPoP error="{err.error}", error_description="{description}", algs="{" ".join(dpop_checks.ALGS)}"'
+        self._send(401, {"error": err.error, "error_description": err.description},
+                   headers=[("WWW-Authenticate", challenge)])
+
+    def _dpop_api(self, query: str):
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0)) if self.command == "POST" else b""
+        scheme, _, token = (self.headers.get("Authorization") or "").partition(" ")
+        checked = self._dpop_resource("api", token.strip() if scheme.lower() == "dpop" else "")
+        if checked is None:
+            return None
+        claims, proof = checked
+        answer = {"sub": claims.get("sub"), "jkt": proof.jkt, "method": self.command,
+                  "path": self.path.partition("?")[0], "query": query}
+        if self.command == "POST":
+            answer["body_length"] = len(body)
+        return self._send(200, answer)
+
     # ------------------------------------------------------------------ test API
     def _test_api(self, path: str, query: str):
         provider = self.provider
@@ -522,6 +700,11 @@ class Handler(BaseHTTPRequestHandler):
                 for entries in provider.seen.values():
                     entries.clear()
             return self._send(200, {})
+        if path == "/test/dpop/rotate_nonce" and self.command == "POST":
+            if provider.dpop is None:
+                return self._send(404, {"error": "DPoP is off"})
+            with provider.lock:
+                return self._send(200, {"nonce": provider.dpop.rotate_nonce()})
         if path == "/test/clients":
             client_id = parse_qs(query).get("client_id", [""])[0]
             client = provider.context.cdb.get(client_id)

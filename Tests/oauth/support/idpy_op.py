@@ -11,6 +11,7 @@
     op.end_sessions("alice")         # the OP ends alice's sessions and POSTs the logout tokens
     op.seen()                        # pushed requests, authorization requests, client assertions, logouts
     op.stop()
+    IdpyOP(dpop=True, dpop_nonce=True)  # a DPoP provider (RFC 9449), with a DPoP-protected API (op.api_url)
 
 Why idpyoidc (PyPI `idpyoidc`, the Identity Python project's OAuth 2.0 / OpenID Connect library,
 the successor of pyoidc and oidcop, used by SATOSA): it is one implementation of every server
@@ -68,6 +69,14 @@ class IdpyOP(LoopbackIssuer):
     require_par: every client must use PAR (discovery says `require_pushed_authorization_requests`).
     assertion_audience: the `aud` a client assertion must name: "endpoint" (the URL of the
     endpoint it is sent to: idpyoidc's own rule), "issuer", or "both".
+    dpop: DPoP (RFC 9449): discovery lists `dpop_signing_alg_values_supported` ["ES256"]; a `DPoP`
+    proof at /par, /token, /revoke is checked (400 invalid_dpop_proof / use_dpop_nonce), and a
+    good one at /token gets a DPoP-bound token (`token_type` DPoP, `cnf.jkt` in its JWT); a refresh
+    of a bound grant needs a proof of the same key; /userinfo takes `Authorization: DPoP`; any
+    GET/POST under api_url (e.g. /api/me) is a resource that takes only DPoP-bound tokens.
+    dpop_nonce: (implies dpop) every proof must carry the OP's current nonce, sent as `DPoP-Nonce`
+    in every answer of those endpoints; rotate_dpop_nonce() changes it.
+    dpop_required: (implies dpop) a token request without a DPoP proof is refused.
     """
 
     error = IdpyOPError
@@ -79,6 +88,9 @@ class IdpyOP(LoopbackIssuer):
         require_par: bool = False,
         assertion_audience: str = "endpoint",
         access_token_lifetime: int = 3600,
+        dpop: bool = False,
+        dpop_nonce: bool = False,
+        dpop_required: bool = False,
         python: str = sys.executable,
         startup_timeout: float = 30.0,
         keep_data: bool = False,
@@ -90,6 +102,9 @@ class IdpyOP(LoopbackIssuer):
         self.require_par = require_par
         self.assertion_audience = assertion_audience
         self.access_token_lifetime = int(access_token_lifetime)
+        self.dpop = bool(dpop or dpop_nonce or dpop_required)
+        self.dpop_nonce = bool(dpop_nonce)
+        self.dpop_required = bool(dpop_required)
         self.python = python
         self.startup_timeout = startup_timeout
         self.keep_data = keep_data
@@ -128,6 +143,11 @@ class IdpyOP(LoopbackIssuer):
     def jwks_uri(self) -> str:
         return f"{self.issuer}/jwks"
 
+    @property
+    def api_url(self) -> str:
+        """The DPoP-protected API (with `dpop`): any GET or POST under it, e.g. f"{op.api_url}/me"."""
+        return f"{self.issuer}/api"
+
     # ----------------------------------------------------------------- lifecycle
     def start(self) -> "IdpyOP":
         if self.running:
@@ -152,6 +172,9 @@ class IdpyOP(LoopbackIssuer):
                     "require_par": self.require_par,
                     "assertion_audience": self.assertion_audience,
                     "access_token_lifetime": self.access_token_lifetime,
+                    "dpop": self.dpop,
+                    "dpop_nonce": self.dpop_nonce,
+                    "dpop_required": self.dpop_required,
                 }
             )
         )
@@ -241,11 +264,20 @@ class IdpyOP(LoopbackIssuer):
                        revocation or PAR request the OP parsed whole (so not one it refused, even
                        after authenticating the client); "claims"/"header" of a verified
                        private_key_jwt assertion
-        logouts:       [{"url", "status", "logout_token"}] back-channel deliveries."""
+        logouts:       [{"url", "status", "logout_token"}] back-channel deliveries
+        dpop:          [{"endpoint": "par"|"token"|"revoke"|"userinfo"|"api", "grant_type" (token
+                       only), "jkt", "htm", "htu", "nonce", "ath": bool, "accepted": bool,
+                       "error": None or the error answered}] one per DPoP-checked request; jkt,
+                       htm, htu, nonce, ath are what its proof said (None where there was none),
+                       jkt the token's for a bound token sent as Bearer."""
         return self._call("GET", "/test/seen")
 
     def reset_seen(self) -> None:
         self._call("POST", "/test/seen/reset")
+
+    def rotate_dpop_nonce(self) -> str:
+        """Changes the OP's DPoP nonce (with `dpop`); returns the new one."""
+        return self._call("POST", "/test/dpop/rotate_nonce")["nonce"]
 
 
 def main() -> None:
