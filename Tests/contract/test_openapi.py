@@ -122,6 +122,7 @@ CODE_STATUS = {
     "wrong_provider": "403",
     "not_found": "404",
     "method_not_allowed": "405",
+    "provider_token_bound": "409",
     "payload_too_large": "413",
     "uri_too_long": "414",
     "unsupported_media_type": "415",
@@ -753,13 +754,15 @@ def test_authorize_answers(doc):
 def test_token_response_shapes(doc):
     full = response_schema(doc, "post", "/token", "200")
     fields = {"access_token", "token_type", "expires_in", "scope", "provider"}
+    # access_token is absent when the provider bound its token to the broker's key (token_type DPoP).
+    required = fields - {"access_token"}
     assert set(full["properties"]) == fields | {"session_token", "session_token_type"}
-    assert set(full["required"]) == fields, "session_token is optional (incremental authorization)"
-    assert resolve(doc, full["properties"]["token_type"])["enum"] == ["Bearer"]
+    assert set(full["required"]) == required, "session_token is optional (incremental authorization)"
+    assert resolve(doc, full["properties"]["token_type"])["enum"] == ["Bearer", "DPoP"]
     for method, path in [("get", "/token"), ("post", "/refresh")]:
         schema = response_schema(doc, method, path, "200")
         assert set(schema["properties"]) == fields
-        assert set(schema["required"]) == fields
+        assert set(schema["required"]) == required
         assert schema["additionalProperties"] is False
 
 
@@ -785,7 +788,8 @@ def test_profile_response(doc):
 def test_session_response(doc):
     schema = response_schema(doc, "get", "/session", "200")
     props = schema["properties"]
-    assert set(props) == {"provider", "subject", "scopes", "created_at", "access_token_expires_at", "refreshable"}
+    assert set(props) == {"provider", "subject", "scopes", "created_at", "access_token_expires_at", "refreshable", "provider_token_type"}
+    assert props["provider_token_type"]["enum"] == ["Bearer", "DPoP"]
     assert props["scopes"]["type"] == "array" and props["scopes"]["items"]["type"] == "string"
     assert props["created_at"]["format"] == "date-time"
     assert props["access_token_expires_at"]["format"] == "date-time"
