@@ -27,15 +27,6 @@ public struct ProofSigningKey: Sendable, Equatable, CustomStringConvertible, Cus
     public var x: String { Base64URL.encode(Array(bytes[32..<64])) }
     public var y: String { Base64URL.encode(Array(bytes[64..<96])) }
 
-    /// The public key as a JWK, members in the order RFC 7638 hashes them.
-    public var publicJWK: String { #"{"crv":"P-256","kty":"EC","x":"\#(x)","y":"\#(y)"}"# }
-
-    /// The key's JWK SHA-256 thumbprint (RFC 7638), base64url: what a provider binds tokens to
-    /// (`cnf.jkt`).
-    public var thumbprint: String {
-        SHA256.hash(publicJWK).withUnsafeBytes { Base64URL.encode($0) }
-    }
-
     /// The ES256 signature of `data`: R || S, 64 bytes, as JWS writes it.
     public func sign(_ data: some StringProtocol) throws(CryptoError) -> [UInt8] {
         var signature = [UInt8](repeating: 0, count: 64)

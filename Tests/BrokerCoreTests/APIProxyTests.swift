@@ -147,6 +147,28 @@ struct APIProxyTests {
     }
 
     @Test(arguments: StoreKind.allCases)
+    func aNonceOnAnyAnswerIsKeptAndAChallengeToABodyNotKeptIsTheAnswerNotARefresh(_ kind: StoreKind) async throws {
+        let bed = try await FlowTestBed(kind)
+        try await bed.closing {
+            let key = try ProofSigningKey.generate()
+            let made = try await bed.newSession().session
+            let session = try #require(try await bed.store.updateSession(made.id, under: nil) { $0.providerProofKey = key })
+            let proxy = try Self.proxy(bed, retryMaxBodyBytes: 4)
+            let given = APIResponse(status: 200, headers: [("DPoP-Nonce", "api-7")], body: [])
+            let challenge = APIResponse(status: 401, headers: [("WWW-Authenticate", #"DPoP error="use_dpop_nonce""#), ("DPoP-Nonce", "api-8")],
+                                        body: [])
+            let api = ScriptedAPI([.success(.whole(given)), .success(.whole(challenge)), Self.answer(200)])
+            _ = try await proxy.forward(Self.get, session: session, provider: ScriptedProvider.config(), on: api) { _, _ in nil }
+            let upload = APIProxy.Forward(method: "POST", url: "https://api.test/data", headers: [], body: Array("too long to keep".utf8))
+            let answer = try await proxy.forward(upload, session: session, provider: ScriptedProvider.config(), on: api) { _, _ in nil }
+            #expect(Self.status(answer) == 401 && bed.provider.refreshes == 0, "the challenge goes back as it is: no refresh")
+            _ = try await proxy.forward(Self.get, session: session, provider: ScriptedProvider.config(), on: api) { _, _ in nil }
+            let nonces = try api.requests.map { try Self.proofClaims($0, by: key)["nonce"] }
+            #expect(nonces == [nil, .string("api-7"), .string("api-8")])
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func a401AgainAfterTheRefreshIsTheAPIsAnswer(_ kind: StoreKind) async throws {
         let bed = try await FlowTestBed(kind)
         try await bed.closing {

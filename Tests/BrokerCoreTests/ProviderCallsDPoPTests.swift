@@ -86,6 +86,17 @@ struct ProviderCallsDPoPTests {
         #expect(try Self.proof(try #require(script.sent.last), by: key).claims["nonce"] == .string("n-1"))
     }
 
+    @Test func aCallRefusedWithANonceAnotherCallLearntFirstIsMadeAgainToo() async throws {
+        let key = try ProofSigningKey.generate()
+        let script = Script([Self.nonceRefusal("n-1"), Self.tokens])
+        let provider = try ProviderCallsAuthenticationTests.provider(.clientSecretBasic(Secret("s3cret", source: "test")))
+        let calls = Self.calls(script)
+        // A call beside this one was refused first and learnt n-1; this one's proof went without.
+        calls.proofs.learn("n-1", from: "https://idp.example/tenant/token", resource: false)
+        _ = try await calls.refresh("rt-0", provider: provider, key: key)
+        #expect(script.sent.count == 2)
+    }
+
     @Test func aSecondRefusalIsTheAnswerNotALoop() async throws {
         let key = try ProofSigningKey.generate()
         let script = Script([Self.nonceRefusal("n-1"), Self.nonceRefusal("n-2"), Self.tokens])
@@ -126,16 +137,19 @@ struct ProviderCallsDPoPTests {
 
     @Test func noncesAreKeptPerOriginAndOnlyPrintableOnesAreLearnt() throws {
         let proofs = ProviderProofs(now: { Self.now })
-        #expect(proofs.learn("n-1", from: "https://idp.example/token"))
-        #expect(!proofs.learn("n-1", from: "https://idp.example/par"))
-        #expect(!proofs.learn("bad\"nonce", from: "https://api.example/x"))
-        #expect(!proofs.learn(nil, from: "https://api.example/x"))
+        #expect(proofs.learn("n-1", from: "https://idp.example/token", resource: false))
+        #expect(proofs.learn("n-1", from: "https://idp.example/par", resource: false), "a nonce given again is still one to retry with")
+        #expect(!proofs.learn("bad\"nonce", from: "https://api.example/x", resource: true))
+        #expect(!proofs.learn(nil, from: "https://api.example/x", resource: true))
         let key = try ProofSigningKey.generate()
         let claims = { (url: String) throws -> JSONValue in
             let text = try proofs.proof(key, method: "GET", url: url)
             return try JSONValue.parse(Base64URL.decode(text.split(separator: ".")[1])!)
         }
         #expect(try claims("https://idp.example/anything")["nonce"] == .string("n-1"))
+        let resourceProof = try proofs.proof(key, method: "GET", url: "https://idp.example/userinfo", accessToken: "at")
+        #expect(try JSONValue.parse(Base64URL.decode(resourceProof.split(separator: ".")[1])!)["nonce"] == nil,
+                "the same origin as a resource has nonces of its own")
         #expect(try claims("https://api.example/x")["nonce"] == nil)
         #expect(try claims("https://idp.example/a?b=c#d")["htu"] == .string("https://idp.example/a"))
     }

@@ -31,13 +31,6 @@ struct ProofSigningKeyTests {
         #expect(!verifies(signature, "payload", by: other))
     }
 
-    @Test func theThumbprintHashesTheRequiredMembersInOrder() {
-        let jwk = #"{"crv":"P-256","kty":"EC","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}"#
-        #expect(Self.rfcKey.publicJWK == jwk)
-        #expect(Self.rfcKey.thumbprint == SHA256.hash(jwk).withUnsafeBytes { Base64URL.encode($0) })
-        #expect(Self.rfcKey.thumbprint.count == 43)
-    }
-
     @Test func bytesThatAreNoKeyAreRefusedAndNothingPrints() {
         #expect(ProofSigningKey(bytes: [UInt8](repeating: 1, count: 95)) == nil)
         #expect("\(Self.rfcKey)" == "ProofSigningKey(<redacted>)")

@@ -20,10 +20,12 @@ extension HTTPError {
     }
 
     /// 409 at `GET /token`: the provider bound the session's access token to the broker's key
-    /// (DPoP), so that it is of no use outside the broker; the API proxy uses it.
-    static func providerTokenBound(provider: String) -> HTTPError {
+    /// (DPoP), so that it is of no use outside the broker; the API proxy uses it, once the
+    /// provider has an `api_base_url`.
+    static func providerTokenBound(provider: String, proxied: Bool) -> HTTPError {
         HTTPError(status: 409, code: "provider_token_bound", description: "The provider bound this session's access token to the broker's "
-            + "DPoP key: it works only with the broker's proofs. Call the provider's API through /proxy/\(provider)/ instead.")
+            + "DPoP key: it works only with the broker's proofs. Call the provider's API through /proxy/\(provider)/ instead"
+            + (proxied ? "." : " (the provider needs an api_base_url in the broker's configuration)."))
     }
 
     /// 502: the provider answered with an error or something unreadable.

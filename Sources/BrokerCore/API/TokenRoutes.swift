@@ -52,7 +52,7 @@ struct TokenRoutes: Sendable {
         let requested = Result { () throws(HTTPError) in try requestedValidity(request) }
         let minimumValidity = (try? requested.get()) ?? services.refreshSkew
         switch services.sessions.current(presented.id, holder: presented.holder, validFor: minimumValidity, { session, now in
-            (session.providerProofKey == nil ? session.tokenAnswer(at: now) : HTTPError.providerTokenBound(provider: session.provider).response,
+            (session.providerProofKey == nil ? session.tokenAnswer(at: now) : tokenBound(session.provider).response,
              session.keyThumbprint.map { (bound: $0, app: session.app) })
         }) {
         case .unknownSession:
@@ -76,7 +76,7 @@ struct TokenRoutes: Sendable {
                 case .refreshDue(let isEarly): early = isEarly
                 }
                 try await services.spendAnywhere(try services.admit(presented, to: session, route: route), route: route)
-                if session.providerProofKey != nil { throw .providerTokenBound(provider: session.provider) }
+                if session.providerProofKey != nil { throw tokenBound(session.provider) }
                 guard let early else { return session.tokenAnswer(at: services.now()) }
                 try services.admitRefresh(early: early, client: client, route: route)
                 return try await refresh(presented.id, force: false, minimumValidity: minimumValidity)
@@ -99,10 +99,10 @@ struct TokenRoutes: Sendable {
             let session = services.store.session(presented.id, now: services.now())
             let unrecorded = try session.flatMap { session throws(HTTPError) in try services.admit(presented, to: session, route: route) }
             if let session, session.providerProofKey != nil {
-                guard let unrecorded else { throw .providerTokenBound(provider: session.provider) }
+                guard let unrecorded else { throw tokenBound(session.provider) }
                 return .deferredCatching { [services] () async throws(HTTPError) -> Response in
                     try await services.spendAnywhere(unrecorded, route: route)
-                    throw .providerTokenBound(provider: session.provider)
+                    throw tokenBound(session.provider)
                 }
             }
             try services.admitRefresh(early: early, client: request.clientIP, route: route)
@@ -111,6 +111,11 @@ struct TokenRoutes: Sendable {
                 return try await refresh(presented.id, force: false, minimumValidity: minimumValidity)
             }
         }
+    }
+
+    /// The 409 of a session whose provider bound its token to the broker's key.
+    private func tokenBound(_ provider: String) -> HTTPError {
+        .providerTokenBound(provider: provider, proxied: services.config.provider(id: provider)?.apiBaseURL != nil)
     }
 
     /// How long the handed-out token must stay valid: the refresh skew, or `min_ttl` if longer.

@@ -46,7 +46,8 @@ struct LoginFlow: Sendable {
         var scopes = provider.config.scopes
         for scope in login.scopes where !scopes.contains(scope) { scopes.append(scope) }
         let signIn = SignInLog.makeID()
-        // The grant's DPoP key, made now: the pushed request's proof binds the code to it.
+        // The grant's DPoP key, made now: with PAR the pushed request's proof binds the code to it
+        // (RFC 9449 §10.1); the code exchange proves it either way.
         let key: ProofSigningKey?
         do {
             key = provider.sendsProofs ? try ProofSigningKey.generate() : nil

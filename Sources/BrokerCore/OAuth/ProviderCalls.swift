@@ -109,7 +109,8 @@ struct ProviderCalls: Sendable {
     }
 
     /// Sends the request `make` makes; with `key`, with a DPoP proof for it, and once more with
-    /// the provider's new nonce when it refused the first for want of one (RFC 9449 §8, §9).
+    /// the nonce the provider gave when it refused the first for want of one (RFC 9449 §8, §9) —
+    /// whether or not another call learnt that nonce meanwhile.
     private func proved(_ key: ProofSigningKey?, _ url: URL, method: String, accessToken: String?, provider: String, endpoint: String,
                         _ make: () async throws(ProviderCallError) -> URLRequest) async throws(ProviderCallError) -> UpstreamResponse {
         guard let key else { return try await send(try await make(), provider: provider, endpoint: endpoint) }
@@ -124,8 +125,8 @@ struct ProviderCalls: Sendable {
                 throw .proof("\(error)")
             }
             let response = try await send(request, provider: provider, endpoint: endpoint)
-            let renewed = proofs.learn(response.header("DPoP-Nonce"), from: target)
-            guard tries == 1, renewed,
+            let given = proofs.learn(response.header("DPoP-Nonce"), from: target, resource: accessToken != nil)
+            guard tries == 1, given,
                   ProviderProofs.asksForNonce(status: response.status, body: response.body, authenticate: response.header("WWW-Authenticate"))
             else { return response }
         }

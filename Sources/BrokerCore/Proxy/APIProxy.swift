@@ -40,14 +40,15 @@ struct APIProxy: Sendable {
         } catch {
             throw .refresh(error)
         }
-        let token = fresh.accessToken
-        let exchange = try exchange(request, token: token, key: fresh.providerProofKey, session: session, provider: provider)
+        let token = fresh.accessToken, key = fresh.providerProofKey
+        let exchange = try exchange(request, token: token, key: key, session: session, provider: provider)
         let answer: APIAnswer
         switch await transfers.perform(exchange, stream: Self.never401(stream)) {
-        case .success(let response): answer = response
+        case .success(let response): answer = learnt(response, from: request.url, bound: key != nil)
         case .failure(let error): throw .exchange(error)
         }
-        return try await retried(request, after: answer, token: token, session: session, provider: provider, on: transfers, stream: stream)
+        return try await retried(request, after: answer, token: token, key: key, session: session, provider: provider, on: transfers,
+                                 stream: stream)
     }
 
     /// `forward` for a caller on a server thread, who gets the answer in `completion`: with the
@@ -66,10 +67,10 @@ struct APIProxy: Sendable {
             }
             return
         }
-        let token = fresh.accessToken
+        let token = fresh.accessToken, key = fresh.providerProofKey
         let exchange: APIRequest
         do throws(ProxyFailure) {
-            exchange = try self.exchange(request, token: token, key: fresh.providerProofKey, session: session, provider: provider)
+            exchange = try self.exchange(request, token: token, key: key, session: session, provider: provider)
         } catch {
             return completion(.failure(error))
         }
@@ -81,29 +82,42 @@ struct APIProxy: Sendable {
             case .failure(let error):
                 completion(.failure(.exchange(error)))
             case .success(.whole(let first)) where first.status == 401:
+                _ = learnt(.whole(first), from: request.url, bound: key != nil)
                 TraceContext.$current.withValue(trace) {
-                    retry(request, after: .whole(first), token: token, session: session, provider: provider,
+                    retry(request, after: .whole(first), token: token, key: key, session: session, provider: provider,
                           on: transfers, stream: stream, completion: completion)
                 }
             case .success(let answer):
-                completion(.success(answer))
+                completion(.success(learnt(answer, from: request.url, bound: key != nil)))
             }
         }
     }
 
     /// The retry after an API's 401 (``retried(_:after:token:session:provider:on:stream:)``), in a
     /// task of its own.
-    private func retry(_ request: Forward, after answer: APIAnswer, token: String, session: Session, provider: ProviderConfig,
-                       on transfers: some APITransport, stream: @escaping StreamChoice,
+    private func retry(_ request: Forward, after answer: APIAnswer, token: String, key: ProofSigningKey?, session: Session,
+                       provider: ProviderConfig, on transfers: some APITransport, stream: @escaping StreamChoice,
                        completion: @escaping @Sendable (Result<APIAnswer, ProxyFailure>) -> Void) {
         Task {
             do throws(ProxyFailure) {
-                completion(.success(try await retried(request, after: answer, token: token, session: session, provider: provider,
+                completion(.success(try await retried(request, after: answer, token: token, key: key, session: session, provider: provider,
                                                       on: transfers, stream: stream)))
             } catch {
                 completion(.failure(error))
             }
         }
+    }
+
+    /// `answer`, once the nonce it carries (`DPoP-Nonce`, on any answer) is kept for the API's
+    /// next proofs, when the token is bound.
+    private func learnt(_ answer: APIAnswer, from url: String, bound: Bool) -> APIAnswer {
+        guard bound else { return answer }
+        let headers = switch answer {
+        case .whole(let response): response.headers
+        case .streaming(_, let headers): headers
+        }
+        proofs.learn(headers.last { $0.name.lowercased() == "dpop-nonce" }?.value, from: url, resource: true)
+        return answer
     }
 
     /// A 401 is held whole (never streamed): it may be retried.
@@ -112,20 +126,21 @@ struct APIProxy: Sendable {
     }
 
     /// `answer` as it is, unless the API refused the token (401): then, when it asked for a DPoP
-    /// nonce it had not given yet, the request once more with it; else (or refused again) one
-    /// refresh, joining any under way, and the request sent once more — each only when its body
-    /// was kept to replay.
-    private func retried(_ request: Forward, after answer: APIAnswer, token: String, session: Session, provider: ProviderConfig,
-                         on transfers: some APITransport, stream: @escaping StreamChoice) async throws(ProxyFailure) -> APIAnswer {
+    /// nonce (``learnt(_:from:bound:)`` kept it), the request once more with it; else (or refused
+    /// again) one refresh, joining any under way, and the request sent once more — each only when
+    /// its body was kept to replay. A nonce challenge to a request that cannot be replayed is the
+    /// API's answer: the next request carries the nonce.
+    private func retried(_ request: Forward, after answer: APIAnswer, token: String, key: ProofSigningKey?, session: Session,
+                         provider: ProviderConfig, on transfers: some APITransport, stream: @escaping StreamChoice) async throws(ProxyFailure) -> APIAnswer {
         guard case .whole(var first) = answer, first.status == 401 else { return answer }
         let replayable = request.body.map { $0.count <= settings.retryMaxBodyBytes } ?? true
-        if let key = session.providerProofKey, replayable,
-           ProviderProofs.asksForNonce(status: first.status, body: first.body, authenticate: first.header("WWW-Authenticate")),
-           proofs.learn(first.header("DPoP-Nonce"), from: request.url) {
+        if let key, ProviderProofs.asksForNonce(status: first.status, body: first.body, authenticate: first.header("WWW-Authenticate")),
+           first.header("DPoP-Nonce") != nil {
+            guard replayable else { return answer }
             let again: APIAnswer
             switch await transfers.perform(try exchange(request, token: token, key: key, session: session, provider: provider),
                                            stream: Self.never401(stream)) {
-            case .success(let response): again = response
+            case .success(let response): again = learnt(response, from: request.url, bound: true)
             case .failure(let error): throw .exchange(error)
             }
             guard case .whole(let refused) = again, refused.status == 401 else { return again }

@@ -156,9 +156,19 @@ final class Refresher: Sendable {
         } catch {
             return .failed(.badResponse("the provider's endpoints are unknown"))
         }
+        // The key this refresh proves, which its answer's token is bound to: an incremental
+        // sign-in may give the session another before the answer is stored.
+        let provenKey = session.providerProofKey
         let response: TokenResponse
-        do {
-            response = try await calls.refresh(refreshToken, provider: provider, key: session.providerProofKey)
+        do throws(ProviderCallError) {
+            response = try await calls.refresh(refreshToken, provider: provider, key: provenKey)
+            // `dpop: required`: the new tokens of a bound grant's refresh the provider answered
+            // with a bearer token are revoked, never handed out; the grant keeps its own.
+            if provenKey != nil, provider.config.dpop == .required, !response.boundToKey {
+                await endings.drop(Grant(response, provider: session.provider, subject: session.subject, requestedScopes: session.scopes,
+                                         idTokenClaims: nil, at: now()), app: session.app)
+                throw .badResponse("dpop is required, and the provider answered the refresh with a bearer token")
+            }
             metrics.refreshFinished(provider: session.provider, outcome: "refreshed")
             failures.withLock { $0[id] = nil }
         } catch {
@@ -196,14 +206,14 @@ final class Refresher: Sendable {
                 guard applied else { return }
                 // Scopes the answer does not name stay as they are; so does the refresh token.
                 session.take(Grant(response, provider: session.provider, subject: session.subject, requestedScopes: session.scopes,
-                                   idTokenClaims: nil, proofKey: session.providerProofKey, at: refreshedAt), scopes: .replace)
+                                   idTokenClaims: nil, proofKey: provenKey, at: refreshedAt), scopes: .replace)
                 session.refreshedAt = refreshedAt
             }
             guard let updated, applied else {
                 // Revoked while the refresh ran, or its grant replaced: what it brought has no
                 // session to keep it.
                 await endings.drop(Grant(response, provider: session.provider, subject: session.subject, requestedScopes: session.scopes,
-                                         idTokenClaims: nil, proofKey: session.providerProofKey, at: refreshedAt), app: session.app)
+                                         idTokenClaims: nil, proofKey: provenKey, at: refreshedAt), app: session.app)
                 return updated.map { .fresh($0) } ?? .gone
             }
             return .fresh(updated)
