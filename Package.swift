@@ -31,7 +31,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", exact: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", exact: "2.4.1"),
         .package(url: "https://github.com/jpsim/Yams.git", exact: "6.2.2"),
-        .package(url: "https://github.com/vapor/jwt-kit.git", exact: "5.8.0"),
     ],
     targets: [
         .systemLibrary(
@@ -87,7 +86,6 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Yams", package: "Yams"),
-                .product(name: "JWTKit", package: "jwt-kit"),
             ]
         ),
         .executableTarget(

@@ -13,9 +13,6 @@ let package = Package(
     platforms: [.macOS(.v15)],
     dependencies: [
         .package(name: "TokenBroker", path: mainPackage),
-        // Only to sign the fuzzer's JWS inputs with a fixed test key; the same versions the
-        // main package resolves through jwt-kit.
-        .package(url: "https://github.com/apple/swift-crypto.git", "4.1.0"..<"6.0.0"),
     ],
     targets: [
         .target(name: "FuzzDriver"),
@@ -27,8 +24,6 @@ let package = Package(
                 .product(name: "BrokerCore", package: "TokenBroker"),
                 .product(name: "HTTPServer", package: "TokenBroker"),
                 .product(name: "WireValues", package: "TokenBroker"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "CryptoExtras", package: "swift-crypto"),
                 "FuzzDriver",
             ],
             path: "Sources/BrokerFuzz",

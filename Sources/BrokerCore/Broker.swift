@@ -98,7 +98,12 @@ public final class Broker: Sendable {
             } catch {
                 throw BrokerStartError(error.description)
             }
-            let signer = await DevelopmentSigner.make()
+            let signer: DevelopmentSigner
+            do {
+                signer = try DevelopmentSigner.make()
+            } catch {
+                throw BrokerStartError("the development provider's key could not be made: \(error)")
+            }
             let issuer = DevelopmentMode.issuer(of: config).absoluteString
             DevelopmentProvider(
                 issuer: issuer, callbackURL: config.server.callbackURL.absoluteString,

@@ -18,11 +18,13 @@
 static CRYPTO_ONCE tb_crypto_fetch_once = CRYPTO_ONCE_STATIC_INIT;
 static EVP_MD *tb_crypto_sha256_md = NULL;
 static EVP_MD *tb_crypto_sha384_md = NULL;
+static EVP_MD *tb_crypto_sha512_md = NULL;
 static EVP_CIPHER *tb_crypto_aes256gcm_cipher = NULL;
 
 static void tb_crypto_fetch_algorithms(void) {
     tb_crypto_sha256_md = EVP_MD_fetch(NULL, "SHA2-256", NULL);
     tb_crypto_sha384_md = EVP_MD_fetch(NULL, "SHA2-384", NULL);
+    tb_crypto_sha512_md = EVP_MD_fetch(NULL, "SHA2-512", NULL);
     tb_crypto_aes256gcm_cipher = EVP_CIPHER_fetch(NULL, "AES-256-GCM", NULL);
     ERR_clear_error();
 }
@@ -37,6 +39,10 @@ const EVP_MD *tb_crypto_fetched_sha256(void) {
 
 const EVP_MD *tb_crypto_fetched_sha384(void) {
     return tb_crypto_ready() ? tb_crypto_sha384_md : NULL;
+}
+
+const EVP_MD *tb_crypto_fetched_sha512(void) {
+    return tb_crypto_ready() ? tb_crypto_sha512_md : NULL;
 }
 
 // Every failure path ends here, so a stale error never surfaces in unrelated OpenSSL users.

@@ -1,4 +1,5 @@
-// The digests crypto_shim.c fetches once for the life of the process, for signature.c (an
+// The digests crypto_shim.c fetches once for the life of the process, for signature.c and
+// signing_key.c (an
 // implicit fetch by name costs a lookup on every call). Private to CryptoShim: the public header
 // includes no OpenSSL header. NULL when the fetch failed.
 
@@ -9,5 +10,6 @@
 
 const EVP_MD *tb_crypto_fetched_sha256(void);
 const EVP_MD *tb_crypto_fetched_sha384(void);
+const EVP_MD *tb_crypto_fetched_sha512(void);
 
 #endif

@@ -103,8 +103,15 @@ void *tb_crypto_public_key_new(int algorithm, const void *a, size_t a_count, con
     case TB_CRYPTO_ES384:
         key = tb_crypto_ec_key("P-384", 48, a, a_count, b, b_count);
         break;
+    case TB_CRYPTO_ES512:
+        key = tb_crypto_ec_key("P-521", 66, a, a_count, b, b_count);
+        break;
     case TB_CRYPTO_RS256:
+    case TB_CRYPTO_RS384:
+    case TB_CRYPTO_RS512:
     case TB_CRYPTO_PS256:
+    case TB_CRYPTO_PS384:
+    case TB_CRYPTO_PS512:
         key = tb_crypto_rsa_key(a, a_count, b, b_count);
         break;
     case TB_CRYPTO_ED25519:
@@ -134,9 +141,11 @@ int tb_crypto_public_key_verify(void *key, int algorithm, const void *data, size
     int ok = 0;
     switch (algorithm) {
     case TB_CRYPTO_ES256:
-    case TB_CRYPTO_ES384: {
-        size_t coordinate = algorithm == TB_CRYPTO_ES256 ? 32 : 48;
-        digest = algorithm == TB_CRYPTO_ES256 ? tb_crypto_fetched_sha256() : tb_crypto_fetched_sha384();
+    case TB_CRYPTO_ES384:
+    case TB_CRYPTO_ES512: {
+        size_t coordinate = algorithm == TB_CRYPTO_ES256 ? 32 : algorithm == TB_CRYPTO_ES384 ? 48 : 66;
+        digest = algorithm == TB_CRYPTO_ES256 ? tb_crypto_fetched_sha256()
+            : algorithm == TB_CRYPTO_ES384 ? tb_crypto_fetched_sha384() : tb_crypto_fetched_sha512();
         if (!tb_crypto_ecdsa_der(signature, signature_count, coordinate, &der, &checked_count))
             goto done;
         checked = der;
@@ -146,6 +155,14 @@ int tb_crypto_public_key_verify(void *key, int algorithm, const void *data, size
     case TB_CRYPTO_PS256:
         digest = tb_crypto_fetched_sha256();
         break;
+    case TB_CRYPTO_RS384:
+    case TB_CRYPTO_PS384:
+        digest = tb_crypto_fetched_sha384();
+        break;
+    case TB_CRYPTO_RS512:
+    case TB_CRYPTO_PS512:
+        digest = tb_crypto_fetched_sha512();
+        break;
     case TB_CRYPTO_ED25519:
         break;
     default:
@@ -154,7 +171,7 @@ int tb_crypto_public_key_verify(void *key, int algorithm, const void *data, size
     if (algorithm != TB_CRYPTO_ED25519 && digest == NULL) goto done;
     if ((md = EVP_MD_CTX_new()) == NULL) goto done;
     if (EVP_DigestVerifyInit(md, &pctx, digest, NULL, key) != 1) goto done;
-    if (algorithm == TB_CRYPTO_PS256) {
+    if (algorithm == TB_CRYPTO_PS256 || algorithm == TB_CRYPTO_PS384 || algorithm == TB_CRYPTO_PS512) {
         if (EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PSS_PADDING) != 1) goto done;
         if (EVP_PKEY_CTX_set_rsa_pss_saltlen(pctx, RSA_PSS_SALTLEN_DIGEST) != 1) goto done;
     }

@@ -54,7 +54,7 @@ struct BackChannelLogoutTests {
         ]
         if let sub { claims.append(("sub", .string(sub))) }
         if let sid { claims.append(("sid", .string(sid))) }
-        return try await bed.provider.signed(.object(claims))
+        return try bed.provider.signed(.object(claims))
     }
 
     private func refusal(_ logout: BackChannelLogout, _ token: String) async -> LogoutTokenError? {

@@ -35,9 +35,9 @@ struct ClientAssertionTests {
 
     /// Checks `token`'s signature with the key set the broker publishes, as a provider would.
     static func verifies(_ token: String, with jwks: JSONValue, algorithm: SignatureAlgorithm, kid: String) async throws -> Bool {
-        let keys = try await SigningKeySet.parse(jwks.serialized(), host: "broker")
+        let keys = try SigningKeySet.parse(jwks.serialized(), host: "broker")
         guard let key = keys.key(for: kid, algorithm: algorithm) else { return false }
-        return (try? await key.verifiedPayload(of: token, algorithm: algorithm)) != nil
+        return (try? key.verifiedPayload(of: token, algorithm: algorithm)) != nil
     }
 
     @Test func keyIDsAreRFC7638ThumbprintsAsAnotherImplementationComputesThem() throws {
@@ -71,7 +71,7 @@ struct ClientAssertionTests {
     @Test(arguments: [("rsa-pkcs8.pem", SignatureAlgorithm.rs256), ("rsa-pkcs1.pem", .ps256), ("ec-pkcs8.pem", .es256), ("ec-sec1.pem", .es256)])
     func anAssertionHasTheClaimsAndHeaderAProviderChecks(_ name: String, _ algorithm: SignatureAlgorithm) async throws {
         let signer = try Self.signer(name, algorithm)
-        let token = try await signer.assertion(clientID: "broker-client", audience: "https://idp.example/", now: 1_800_000_000.7)
+        let token = try signer.assertion(clientID: "broker-client", audience: "https://idp.example/", now: 1_800_000_000.7)
         let (header, claims) = try Self.parts(token)
         #expect(header["alg"]?.stringValue == algorithm.rawValue && header["kid"]?.stringValue == signer.signingKey.keyID)
         #expect(header["typ"]?.stringValue == "JWT")
@@ -96,7 +96,7 @@ struct ClientAssertionTests {
         let signer = try Self.signer("ec-pkcs8.pem")
         var seen = Set<String>()
         for _ in 0..<200 {
-            let token = try await signer.assertion(clientID: "c", audience: "a", now: 1_800_000_000)
+            let token = try signer.assertion(clientID: "c", audience: "a", now: 1_800_000_000)
             seen.insert(try #require(try Self.parts(token).claims["jti"]?.stringValue))
         }
         #expect(seen.count == 200)

@@ -30,7 +30,7 @@ struct FlowTestBed {
 
     init(_ kind: StoreKind = .embedded, settings: SessionSettings = SessionSettings()) async throws {
         self.settings = settings
-        provider = await ScriptedProvider.make(clock: clock)
+        provider = try ScriptedProvider.make(clock: clock)
         let audit = AuditLines()
         self.audit = audit
         let logger = Logger(label: "test") { _ in audit }

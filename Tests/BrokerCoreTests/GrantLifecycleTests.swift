@@ -18,7 +18,7 @@ struct GrantLifecycleTests {
 
     /// A logout token of the scripted provider for `sub`, issued now.
     private func logoutToken(_ bed: FlowTestBed, sub: String) async throws -> String {
-        try await bed.provider.signed(.object([
+        try bed.provider.signed(.object([
             ("iss", .string(ScriptedProvider.issuer)), ("aud", .string(ScriptedProvider.clientID)), ("iat", .int(Int(bed.clock.seconds))),
             ("jti", .string(UUID().uuidString)), ("events", .object([(LogoutTokenVerifier.event, .object([]))])), ("sub", .string(sub)),
         ]))

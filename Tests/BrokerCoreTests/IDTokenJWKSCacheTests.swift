@@ -106,8 +106,8 @@ struct IDTokenJWKSCacheTests {
     }
 
     @Test func octKeyInTheSetDoesNotSpoilTheOtherKeys() async throws {
-        // jwks.json holds an oct key and an encryption key beside the signing keys; jwt-kit's
-        // own JWKS decoding refuses the whole document over the oct key.
+        // jwks.json holds an oct key and an encryption key beside the signing keys: each is left
+        // out, never the whole document with it.
         let fixture = try Fixture()
         #expect(try await fixture.error("valid-rs256") == nil)
         #expect(try await fixture.error("rs256-kid-oct") == .unknownKey)

@@ -57,8 +57,8 @@ final class ScriptedProvider: UpstreamTransport, Sendable {
         self.clock = clock
     }
 
-    static func make(clock: TestClock) async -> ScriptedProvider {
-        ScriptedProvider(signer: await DevelopmentSigner.make(), clock: clock)
+    static func make(clock: TestClock) throws -> ScriptedProvider {
+        ScriptedProvider(signer: try DevelopmentSigner.make(), clock: clock)
     }
 
     /// The provider as the broker's configuration names it: by issuer, with discovery.
@@ -113,7 +113,7 @@ final class ScriptedProvider: UpstreamTransport, Sendable {
     func accepts(_ token: String) -> Bool { state.withLock { $0.accessTokens[token] != nil } }
 
     /// A JWT of `claims` signed with the provider's ID-token key, as it would sign a logout token.
-    func signed(_ claims: JSONValue) async throws -> String { try await signer.sign(claims: claims) }
+    func signed(_ claims: JSONValue) throws -> String { try signer.sign(claims: claims) }
 
     // MARK: The transport
 
@@ -171,9 +171,9 @@ final class ScriptedProvider: UpstreamTransport, Sendable {
             var idToken: String?
             if code.scopes.contains("openid") {
                 let now = Int(clock.seconds)
-                idToken = try? await signer.sign(DevelopmentIDToken(
-                    iss: Self.issuer, sub: code.subject, aud: Self.clientID, exp: now + 600, iat: now, auth_time: Int(code.signedInAt),
-                    nonce: forged ?? code.nonce, name: code.subject, email: "\(code.subject)@example.test", email_verified: true
+                idToken = try? signer.sign(DevelopmentIDToken(
+                    iss: Self.issuer, sub: code.subject, aud: Self.clientID, exp: now + 600, iat: now, authTime: Int(code.signedInAt),
+                    nonce: forged ?? code.nonce, name: code.subject, email: "\(code.subject)@example.test", emailVerified: true
                 ))
             }
             return issue(Grant(subject: code.subject, scopes: code.scopes), idToken: idToken)

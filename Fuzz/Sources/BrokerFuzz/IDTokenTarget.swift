@@ -12,8 +12,7 @@
 //
 // `jwks`: the input is the key set document; a fixed list of valid tokens (the vectors' RS256,
 // ES256, EdDSA and kid-less tokens, and one ES256 token of `fuzz-ec`) is verified against it.
-import Crypto
-import CryptoExtras
+import BrokerCrypto
 import Foundation
 import BrokerCore
 
@@ -24,8 +23,14 @@ private let jwksURI = URL(string: "https://idp.example.test/jwks")!
 private let now = 1_700_000_100.0
 
 /// Test keys of the fuzz harness only; they sign nothing but fuzz inputs.
-private let ecKey = try! P256.Signing.PrivateKey(rawRepresentation: Array(SHA256.hash(data: Array("broker-fuzz ec key".utf8))))
-private let rsaKey = try! _RSA.Signing.PrivateKey(pemRepresentation: """
+private let ecKey = PEMKey(pem: """
+-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgDHCPKdVdmK5fE81j
+PZr1t1M++w59U4obDF4EmKrZYfKhRANCAAQO1SY4w8bnMFaMf0Yq3CMbbzalkjSq
+AbzxRelgoCWeakDj5chsxLbwApVNFA5XVWOPzmnsmpkT5vSUa/km58Z5
+-----END PRIVATE KEY-----
+""", publicAllowed: false)!
+private let rsaKey = PEMKey(pem: """
 -----BEGIN PRIVATE KEY-----
 MIIEvAIBADANBgkqhkiG9w0BAQEFAASCBKYwggSiAgEAAoIBAQDJ7Jdnp/0ZmfED
 E0AiDehj7rUrtBfIOkepYJFZ/l7RaGHNkiBg8Ds2ctFHDHVsC+GZPz5uOVKPrnmq
@@ -54,15 +59,14 @@ sapf5gNoEOtGftpONO1LYTTPqHUDeaUtJiYnK8oxnrV5Z8zmn0i7KPNQGfstbdde
 sZTTreJHXp6zFoOJdoGfpdmDY388UnFw6PcVjDPR+f9I2OcP7lS3RYAi8zXEV0QT
 J49mSj2f1k3lelTwdV+CvA==
 -----END PRIVATE KEY-----
-""")
+""", publicAllowed: false)!
 
 private let fuzzJWKs: [[String: String]] = {
-    let point = ecKey.publicKey.x963Representation // 0x04 | x | y
-    let primitives = try! rsaKey.publicKey.getKeyPrimitives()
+    let point = ecKey.publicMembers!
+    let rsa = rsaKey.publicMembers!
     return [
-        ["kty": "EC", "crv": "P-256", "kid": "fuzz-ec", "use": "sig",
-         "x": base64URL(point[1..<33]), "y": base64URL(point[33..<65])],
-        ["kty": "RSA", "kid": "fuzz-rsa", "n": base64URL(primitives.modulus), "e": base64URL(primitives.publicExponent)],
+        ["kty": "EC", "crv": "P-256", "kid": "fuzz-ec", "use": "sig", "x": base64URL(point.first), "y": base64URL(point.second)],
+        ["kty": "RSA", "kid": "fuzz-rsa", "n": base64URL(rsa.first), "e": base64URL(rsa.second)],
     ]
 }()
 
@@ -85,9 +89,9 @@ private func sign(header: [UInt8], payload: [UInt8], rsa: Bool, pss: Bool = fals
     let input = base64URL(header) + "." + base64URL(payload)
     let signature: [UInt8]
     if rsa {
-        signature = Array(try! rsaKey.signature(for: Array(input.utf8), padding: pss ? .PSS : .insecurePKCS1v1_5).rawRepresentation)
+        signature = try! rsaKey.sign(input, pss ? .ps256 : .rs256)
     } else {
-        signature = Array(try! ecKey.signature(for: Array(input.utf8)).rawRepresentation)
+        signature = try! ecKey.sign(input, .es256)
     }
     return input + "." + base64URL(signature)
 }

@@ -48,7 +48,8 @@ public struct ResourceServerKey: Sendable {
         var keys: [ResourceServerKey] = []
         for (index, entry) in entries.enumerated() {
             let name = "key \(index + 1) of \(entries.count)"
-            guard let alg = entry["alg"]?.stringValue, let algorithm = VerificationKey.Algorithm(rawValue: alg) else {
+            guard let alg = entry["alg"]?.stringValue, let algorithm = VerificationKey.Algorithm(rawValue: alg),
+                  DPoPProof.accepted.contains(algorithm) else {
                 return .failure(ConfigValueError("\(name) needs an alg, one of \(DPoPProof.algorithmNames)"))
             }
             let keyID = entry["kid"]?.stringValue

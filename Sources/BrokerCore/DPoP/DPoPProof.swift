@@ -25,7 +25,8 @@ struct DPoPProof: Sendable {
     /// How far ahead of the broker's clock a client's may run.
     static let clockSkew = 10.0
     /// The algorithms accepted, as the metadata's `dpop_signing_alg_values_supported` lists them.
-    static let algorithms = VerificationKey.Algorithm.allCases.map(\.rawValue)
+    static let accepted: [VerificationKey.Algorithm] = [.es256, .es384, .rs256, .ps256, .edDSA]
+    static let algorithms = accepted.map(\.rawValue)
     static let algorithmNames = algorithms.joined(separator: " ")
 
     /// Checks `text` as the proof of a request with `method` to `url`, presenting the token
@@ -66,7 +67,9 @@ struct DPoPProof: Sendable {
         }
         guard header["typ"]?.stringValue == "dpop+jwt" else { throw .wrongType }
         let alg = header["alg"]?.stringValue ?? "(none)"
-        guard let algorithm = VerificationKey.Algorithm(rawValue: alg) else { throw .unsupportedAlgorithm(alg) }
+        guard let algorithm = VerificationKey.Algorithm(rawValue: alg), Self.accepted.contains(algorithm) else {
+            throw .unsupportedAlgorithm(alg)
+        }
         guard header["crit"] == nil else { throw .malformed("crit names an extension the broker does not know") }
         guard let jwk = header["jwk"] else { throw .malformed("the header has no jwk") }
         return try ProofKey(jwk, algorithm: algorithm)

@@ -37,7 +37,7 @@ struct DevelopmentLogout: Sendable {
             ("events", .object([(LogoutTokenVerifier.event, .object([]))])),
             ("sub", .string(DevelopmentProvider.subject(user))),
         ])
-        guard let token = try? await signer.sign(claims: claims, type: "logout+jwt") else {
+        guard let token = try? signer.sign(claims: claims, type: "logout+jwt") else {
             return DevelopmentPages.signedOut(user: user, brokerStatus: nil)
         }
         var request = URLRequest(url: backChannelLogoutURL)

@@ -110,10 +110,10 @@ struct DevelopmentProvider: Sendable {
             if authorization.scopes.contains("openid") {
                 let claims = DevelopmentIDToken(
                     iss: issuer, sub: Self.subject(authorization.user), aud: DevelopmentMode.clientID,
-                    exp: Int(now) + 600, iat: Int(now), auth_time: Int(authorization.signedInAt), nonce: authorization.nonce,
-                    name: authorization.user, email: "\(authorization.user)@example.test", email_verified: true
+                    exp: Int(now) + 600, iat: Int(now), authTime: Int(authorization.signedInAt), nonce: authorization.nonce,
+                    name: authorization.user, email: "\(authorization.user)@example.test", emailVerified: true
                 )
-                guard let idToken = try? await signer.sign(claims) else {
+                guard let idToken = try? signer.sign(claims) else {
                     throw HTTPError(status: 500, code: "server_error", description: "The ID token could not be signed.")
                 }
                 fields.append(("id_token", .string(idToken)))

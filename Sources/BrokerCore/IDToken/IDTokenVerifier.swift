@@ -7,7 +7,7 @@ import WireValues
 ///
 /// Checks, in this order, each failure with its own `IDTokenError`: the compact JWS shape; the
 /// header's `alg` in the allowlist; its `kid` in the provider's key set (refetched once on a miss,
-/// within the cache's rate limit); the signature (by jwt-kit); `iss`; `aud`; `azp`; `exp`; `iat`
+/// within the cache's rate limit); the signature (libcrypto, through BrokerCrypto); `iss`; `aud`; `azp`; `exp`; `iat`
 /// and `nbf`; `nonce`. Safe for concurrent use.
 public struct IDTokenVerifier: Sendable {
     /// The algorithms accepted when none are given: every asymmetric JWS algorithm.
@@ -67,7 +67,7 @@ public struct IDTokenVerifier: Sendable {
         guard let algorithm = SignatureAlgorithm(rawValue: header.algorithm), allowedAlgorithms.contains(algorithm)
         else { throw .algorithmNotAllowed(header.algorithm) }
         let key = try await jwks.key(for: header.keyID, algorithm: algorithm, at: jwksURI)
-        return try await key.verifiedPayload(of: token, algorithm: algorithm)
+        return try key.verifiedPayload(of: token, algorithm: algorithm)
     }
 
     private func check(_ claims: IDTokenClaims, issuer: String, clientID: String, nonce: String?) throws(IDTokenError) {

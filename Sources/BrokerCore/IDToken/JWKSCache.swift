@@ -120,7 +120,7 @@ public final class JWKSCache: Sendable {
         let result: Result<SigningKeySet, IDTokenError>
         do throws(IDTokenError) {
             let body = try await fetch(uri)
-            result = .success(try await SigningKeySet.parse(body, host: uri.host ?? "?"))
+            result = .success(try SigningKeySet.parse(body, host: uri.host ?? "?"))
             outages?(uri.absoluteString).succeeded()
         } catch {
             result = .failure(error)

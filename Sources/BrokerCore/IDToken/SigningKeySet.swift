@@ -1,5 +1,4 @@
-import Foundation
-import JWTKit
+import BrokerCrypto
 #if canImport(WireValues)
 import WireValues  // JSONValue lives there in the broker; in a package without it, BrokerCore has it
 #endif
@@ -9,20 +8,16 @@ import WireValues  // JSONValue lives there in the broker; in a package without 
 /// Keys the verifier cannot use are left out when the document is read, not refused one token
 /// at a time: symmetric keys (`kty: oct`), encryption keys (`use: enc`, or `key_ops` without
 /// `verify`), keys declaring a non-signature or unknown `alg`, unknown types and curves, and
-/// key material jwt-kit cannot build.
+/// key material libcrypto cannot build.
 struct SigningKeySet: Sendable {
     let keys: [SigningKey]
 
     /// Reads a JWKS document (RFC 7517 §5). `host` only names the source in an error.
-    static func parse(_ body: [UInt8], host: String) async throws(IDTokenError) -> SigningKeySet {
+    static func parse(_ body: [UInt8], host: String) throws(IDTokenError) -> SigningKeySet {
         guard let document = try? JSONValue.parse(body), case .array(let entries)? = document["keys"] else {
             throw .jwksUnavailable("the key set from \(host) is not a JSON object with a keys array")
         }
-        var keys: [SigningKey] = []
-        for entry in entries {
-            if let key = await usableKey(entry) { keys.append(key) }
-        }
-        return SigningKeySet(keys: keys)
+        return SigningKeySet(keys: entries.compactMap(usableKey))
     }
 
     /// The key that checks a token with this `kid` and `alg`, or nil when there is none.
@@ -37,7 +32,7 @@ struct SigningKeySet: Sendable {
         return keys.first { $0.keyID == keyID && $0.fits(algorithm) }
     }
 
-    private static func usableKey(_ entry: JSONValue) async -> SigningKey? {
+    private static func usableKey(_ entry: JSONValue) -> SigningKey? {
         guard let kty = entry["kty"]?.stringValue,
               let family = KeyFamily(kty: kty, crv: entry["crv"]?.stringValue)
         else { return nil }
@@ -53,23 +48,16 @@ struct SigningKeySet: Sendable {
             declared = algorithm
         }
         if let kid = entry["kid"], kid.stringValue == nil { return nil }
-        let keyID = entry["kid"]?.stringValue
 
         // Public members only: a set that publishes private parts by mistake must not become a
-        // set of signing keys here. jwt-kit wants a kid on every key it stores; a key without
-        // one gets a placeholder that no token's kid is ever compared with (see `key(for:)`).
-        var members = ["kty", "crv", "n", "e", "x", "y"].compactMap { name in entry[name].map { (name, $0) } }
-        members.append(("kid", .string(keyID ?? "(no kid)")))
-        guard let jwk = try? JSONDecoder().decode(JWK.self, from: Data(JSONValue.object(members).serialized()))
-        else { return nil }
-        let key = SigningKey(keyID: keyID, family: family, declaredAlgorithm: declared, jwk: jwk)
-
-        // Build the key once now, so broken material (a point off the curve, a bad modulus)
-        // drops that key here instead of failing every token signed with it later.
+        // set of signing keys here.
+        let members = JSONValue.object(["kty", "crv", "n", "e", "x", "y"].compactMap { name in entry[name].map { (name, $0) } })
+        // Built once now, so broken material (a point off the curve, a bad modulus) drops that
+        // key here instead of failing every token signed with it later.
         guard let probe = declared ?? SignatureAlgorithm.representative(of: family),
-              (try? await key.keyCollection(for: probe)) != nil
+              let built = SigningKey.verificationKey(members, probe)
         else { return nil }
-        return key
+        return SigningKey(keyID: entry["kid"]?.stringValue, family: family, declaredAlgorithm: declared, members: members, built: built)
     }
 }
 
@@ -80,35 +68,36 @@ struct SigningKey: Sendable {
     let family: KeyFamily
     /// The key's own `alg`, when the set states one: then only that algorithm may use it.
     let declaredAlgorithm: SignatureAlgorithm?
-    /// The key's public members as jwt-kit reads them.
-    let jwk: JWK
+    /// The key's public JWK members.
+    let members: JSONValue
+    /// The key built for its declared algorithm (else its family's first): used for tokens of
+    /// that algorithm; another algorithm of the family builds its own.
+    let built: VerificationKey
 
     /// Whether a token signed with `algorithm` may be checked with this key.
     func fits(_ algorithm: SignatureAlgorithm) -> Bool {
         algorithm.keyFamily == family && (declaredAlgorithm == nil || declaredAlgorithm == algorithm)
     }
 
-    /// Checks `token`'s signature with this key under `algorithm`, and returns its payload.
-    ///
-    /// The key collection holds this one key, bound to the token's algorithm, so jwt-kit can
-    /// neither fall back to another key nor reuse a signer made for another algorithm.
-    func verifiedPayload(of token: String, algorithm: SignatureAlgorithm) async throws(IDTokenError) -> JSONValue {
-        do {
-            let keys = try await keyCollection(for: algorithm)
-            return try await keys.verify(token, as: SignedPayload.self).claims
-        } catch let error as JWTError where error.errorType == .malformedToken {
+    /// Checks `token`'s signature with this key under `algorithm`, and returns its payload: a
+    /// JSON object. The key checks that one algorithm alone (its digest and padding), whatever
+    /// else the token says.
+    func verifiedPayload(of token: String, algorithm: SignatureAlgorithm) throws(IDTokenError) -> JSONValue {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let signature = Base64URL.decode(parts[2]) else { throw .malformed }
+        guard fits(algorithm),
+              let key = built.algorithm.rawValue == algorithm.rawValue ? built : Self.verificationKey(members, algorithm),
+              key.isValid(signature, of: token[token.startIndex..<parts[1].endIndex])
+        else { throw .badSignature }
+        guard let payload = Base64URL.decode(parts[1]), let claims = try? JSONValue.parse(payload), case .object = claims else {
             throw .malformed
-        } catch {
-            throw .badSignature
         }
+        return claims
     }
 
-    /// A jwt-kit key collection holding this key alone, for `algorithm`.
-    func keyCollection(for algorithm: SignatureAlgorithm) async throws -> JWTKeyCollection {
-        var bound = jwk
-        bound.algorithm = JWK.Algorithm(rawValue: algorithm.rawValue)
-        let keys = JWTKeyCollection()
-        try await keys.add(jwk: bound)
-        return keys
+    /// The libcrypto key of `members` for `algorithm`, or nil when they make none.
+    static func verificationKey(_ members: JSONValue, _ algorithm: SignatureAlgorithm) -> VerificationKey? {
+        guard let checked = VerificationKey.Algorithm(rawValue: algorithm.rawValue) else { return nil }
+        return try? PublicJWK(members, algorithm: checked).key
     }
 }

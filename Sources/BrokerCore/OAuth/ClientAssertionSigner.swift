@@ -1,5 +1,4 @@
 import BrokerCrypto
-import JWTKit
 import WireValues
 
 /// Signs the broker's client assertions for one provider (`private_key_jwt`: RFC 7523 §2.2 and
@@ -13,9 +12,8 @@ public struct ClientAssertionSigner: Sendable, CustomStringConvertible, CustomDe
     public let signingKey: ClientAssertionKey
     /// The algorithm it signs with: RS256 or PS256 for an RSA key, ES256 for an EC key.
     let algorithm: SignatureAlgorithm
-    /// jwt-kit's key collection holding the signing key, made once (it is an actor to build):
-    /// every assertion signs with it.
-    private let keys: Task<JWTKeyCollection, Never>
+    /// The algorithm as libcrypto's key signs it.
+    private let signature: PEMKey.Algorithm
     /// Published, never used to sign.
     public let secondKey: ClientAssertionKey?
     /// What `aud` names.
@@ -38,22 +36,20 @@ public struct ClientAssertionSigner: Sendable, CustomStringConvertible, CustomDe
             return .failure(ConfigValueError("\(chosen.rawValue) does not go with an \(signingKey.family) key (use "
                 + signingKey.algorithms.map(\.rawValue).joined(separator: " or ") + ")"))
         }
-        let kid = JWKIdentifier(string: signingKey.keyID)
-        return .success(ClientAssertionSigner(signingKey: signingKey, algorithm: chosen, keys: Task { await key.keyCollection(kid: kid) },
-                                              secondKey: secondKey, audience: audience))
+        return .success(ClientAssertionSigner(signingKey: signingKey, algorithm: chosen, signature: key, secondKey: secondKey, audience: audience))
     }
 
     /// A fresh client assertion: `iss` and `sub` the client id, `aud` the given audience, a
     /// unique `jti` (128 random bits), `iat` now and `exp` a minute later; the header names the
     /// algorithm and the signing key's `kid`.
-    func assertion(clientID: String, audience: String, now: Double) async throws -> String {
-        let kid = JWKIdentifier(string: signingKey.keyID)
+    func assertion(clientID: String, audience: String, now: Double) throws(CryptoError) -> String {
         let issuedAt = Int(now)
-        let claims = ClientAssertionClaims(
-            iss: clientID, sub: clientID, aud: audience, jti: Base64URL.encode(SecureRandom.bytes(count: 16)),
-            iat: issuedAt, exp: issuedAt + Self.lifetimeSeconds
-        )
-        return try await keys.value.sign(claims, kid: kid)
+        let claims = JSONValue.object([
+            ("iss", .string(clientID)), ("sub", .string(clientID)), ("aud", .string(audience)),
+            ("jti", .string(Base64URL.encode(SecureRandom.bytes(count: 16)))), ("iat", .int(issuedAt)), ("exp", .int(issuedAt + Self.lifetimeSeconds)),
+        ])
+        let header = JSONValue.object([("alg", .string(algorithm.rawValue)), ("typ", .string("JWT")), ("kid", .string(signingKey.keyID))])
+        return try CompactJWS.make(header: header, claims: claims) { input throws(CryptoError) in try signingKey.material.sign(input, signature) }
     }
 
     /// `{"keys": [...]}`: the signing key's public JWK, then the second key's.
@@ -64,16 +60,4 @@ public struct ClientAssertionSigner: Sendable, CustomStringConvertible, CustomDe
         }
         return .object([("keys", .array(keys))])
     }
-}
-
-/// The claims of a client assertion (RFC 7523 §3).
-struct ClientAssertionClaims: JWTPayload {
-    let iss: String
-    let sub: String
-    let aud: String
-    let jti: String
-    let iat: Int
-    let exp: Int
-
-    func verify(using algorithm: some JWTAlgorithm) async throws {}
 }

@@ -104,7 +104,7 @@ struct ProviderCalls: Sendable {
     private func sendPost(_ url: URL, provider: Provider, fields: [(String, String)], key: ProofSigningKey?, endpoint: String)
         async throws(ProviderCallError) -> UpstreamResponse {
         try await proved(key, url, method: "POST", accessToken: nil, provider: provider.id, endpoint: endpoint) { () async throws(ProviderCallError) in
-            try await authenticatedPost(url, provider: provider, fields: fields)
+            try authenticatedPost(url, provider: provider, fields: fields)
         }
     }
 
@@ -157,7 +157,7 @@ struct ProviderCalls: Sendable {
     /// A form POST to `url` with client authentication: HTTP Basic with the form-encoded id and
     /// secret, both in the body (RFC 6749 §2.3.1), or a client assertion signed for this call
     /// (RFC 7523 §2.2; `aud` as ``ClientAssertionAudience`` says).
-    private func authenticatedPost(_ url: URL, provider: Provider, fields: [(String, String)]) async throws(ProviderCallError) -> URLRequest {
+    private func authenticatedPost(_ url: URL, provider: Provider, fields: [(String, String)]) throws(ProviderCallError) -> URLRequest {
         let config = provider.config
         var fields = fields
         // A pushed authorization request carries client_id already (RFC 9126 §2.1); never twice.
@@ -178,7 +178,7 @@ struct ProviderCalls: Sendable {
             let audience = signer.audience == .issuer ? provider.issuer ?? url.absoluteString : url.absoluteString
             let assertion: String
             do {
-                assertion = try await signer.assertion(clientID: config.clientID, audience: audience, now: now())
+                assertion = try signer.assertion(clientID: config.clientID, audience: audience, now: now())
             } catch {
                 throw .clientAssertion("\(error)")
             }

@@ -35,13 +35,13 @@ struct PublicJWK: Sendable {
         let canonical: [(String, JSONValue)]
         let built: VerificationKey?
         switch algorithm {
-        case .es256, .es384:
-            let curve = algorithm == .es256 ? "P-256" : "P-384"
+        case .es256, .es384, .es512:
+            let curve = algorithm == .es256 ? "P-256" : algorithm == .es384 ? "P-384" : "P-521"
             guard kty == "EC", jwk["crv"]?.stringValue == curve else { throw .wrongType }
             let x = try member("x"), y = try member("y")
             built = VerificationKey(algorithm, first: x.bytes, second: y.bytes)
             canonical = [("crv", .string(curve)), ("kty", .string("EC")), ("x", .string(x.text)), ("y", .string(y.text))]
-        case .rs256, .ps256:
+        case .rs256, .rs384, .rs512, .ps256, .ps384, .ps512:
             guard kty == "RSA" else { throw .wrongType }
             let n = try member("n"), e = try member("e")
             built = VerificationKey(algorithm, first: n.bytes, second: e.bytes)

@@ -57,12 +57,17 @@ void tb_crypto_cleanse(void *_Nullable data, size_t count);
 #define TB_CRYPTO_RS256 3
 #define TB_CRYPTO_PS256 4
 #define TB_CRYPTO_ED25519 5
+#define TB_CRYPTO_RS384 6
+#define TB_CRYPTO_RS512 7
+#define TB_CRYPTO_PS384 8
+#define TB_CRYPTO_PS512 9
+#define TB_CRYPTO_ES512 10
 
 // A public key built from its JWK members, to check JWS signatures with (signature.c): `x` and
-// `y` for ES256/ES384 (each the curve's coordinate length), `n` and `e` for RS256/PS256 (n of
-// 2048 bits or more), `x` for Ed25519 (`b` empty). NULL when the key is unusable (a point off
-// the curve, a short modulus, a wrong length). Free it with tb_crypto_public_key_free; it may be
-// used by several threads at once.
+// `y` for ES256/ES384/ES512 (each the curve's coordinate length), `n` and `e` for RS* and PS*
+// (n of 2048 bits or more), `x` for Ed25519 (`b` empty). NULL when the key is unusable (a point
+// off the curve, a short modulus, a wrong length). Free it with tb_crypto_public_key_free; it may
+// be used by several threads at once.
 void *_Nullable tb_crypto_public_key_new(int algorithm, const void *a, size_t a_count,
                                          const void *_Nullable b, size_t b_count);
 void tb_crypto_public_key_free(void *_Nullable key);
@@ -81,6 +86,27 @@ int tb_crypto_p256_generate(void *private_key, void *public_point);
 // bytes) as JWS does. Returns 1, or 0 when the bytes are no key or signing failed.
 int tb_crypto_p256_sign(const void *private_key, const void *public_point,
                         const void *_Nullable data, size_t data_count, void *signature);
+
+// Kinds of the keys tb_crypto_pem_key_new reads.
+#define TB_CRYPTO_KEY_RSA 1
+#define TB_CRYPTO_KEY_EC_P256 2
+
+// A key read from PEM text (signing_key.c): RSA of 2048 bits or more, or EC P-256; a private key
+// (PKCS#8, PKCS#1 or SEC 1, unencrypted), or, when `allow_public`, a public one
+// (SubjectPublicKeyInfo). Sets `kind` and `is_private`. NULL when the text holds no such key.
+// Free it with tb_crypto_public_key_free; it may be used by several threads at once.
+void *_Nullable tb_crypto_pem_key_new(const void *pem, size_t pem_count, int allow_public,
+                                      int *kind, int *is_private);
+
+// A PEM key's public members as a JWK writes them, big-endian: `n` and `e` of an RSA key, `x`
+// and `y` of an EC P-256 key; `a` holds 1024 bytes, `b` 32. The counts are set
+// to the lengths written. Returns 1, or 0.
+int tb_crypto_pem_key_public_members(void *key, void *a, size_t *a_count, void *b, size_t *b_count);
+
+// Signs `data` with a private PEM key: RS256 or PS256 with an RSA key, ES256 (R || S) with an
+// EC one. `signature` holds 1024 bytes; `signature_count` is set. Returns 1, or 0.
+int tb_crypto_pem_key_sign(void *key, int algorithm, const void *_Nullable data, size_t data_count,
+                           void *signature, size_t *signature_count);
 
 #pragma clang assume_nonnull end
 
