@@ -31,6 +31,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", exact: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", exact: "2.4.1"),
         .package(url: "https://github.com/jpsim/Yams.git", exact: "6.2.2"),
+        // swift-prometheus's own dependencies, pinned here so that they move only when this file
+        // says so (SwiftPM pins only what a manifest names; BrokerCore names their products).
+        .package(url: "https://github.com/apple/swift-metrics.git", exact: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-atomics.git", exact: "1.3.0"),
     ],
     targets: [
         .systemLibrary(
@@ -85,6 +89,9 @@ let package = Package(
                 "BuildStamp",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                // Linked through Prometheus anyway; named for the pins above.
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Atomics", package: "swift-atomics"),
                 .product(name: "Yams", package: "Yams"),
             ]
         ),
