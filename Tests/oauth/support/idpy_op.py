@@ -33,8 +33,9 @@ What the HTTP front in idpyop/server.py adds around the library, and why, is lis
 The server runs in its own process group on 127.0.0.1:<free port>, its key and database files in
 a temporary directory removed by stop(); it exits by itself if the test process dies.
 
-By hand (docs/enterprise.md, "Signing in without a client secret"), from Tests/oauth:
-    python -m support.idpy_op --client-for http://127.0.0.1:8080 --provider corp [--require-par]
+By hand (docs/enterprise.md, "Signing in without a client secret"; docs/dpop.md with --dpop),
+from Tests/oauth:
+    python -m support.idpy_op --client-for http://127.0.0.1:8080 --provider corp [--require-par] [--dpop]
 starts one with the user alice/alice-password and a private_key_jwt client registered for a
 broker at that URL (its /callback, its /providers/corp/client-jwks), prints `issuer=...` and
 `client_id=...` lines, and runs until interrupted.
@@ -285,9 +286,10 @@ def main() -> None:
     parser.add_argument("--client-for", required=True, help="the broker's public URL")
     parser.add_argument("--provider", default="corp", help="the broker's id for this provider")
     parser.add_argument("--require-par", action="store_true", help="refuse authorization requests that were not pushed")
+    parser.add_argument("--dpop", action="store_true", help="bind tokens to the client's DPoP key, with nonces, and serve a DPoP API under {issuer}/api")
     args = parser.parse_args()
     broker = args.client_for.rstrip("/")
-    with IdpyOP(require_par=args.require_par) as op:
+    with IdpyOP(require_par=args.require_par, dpop=args.dpop, dpop_nonce=args.dpop) as op:
         op.create_user("alice", "alice-password", name="Alice Liddell", email="alice@example.test")
         client_id, _ = op.register_client([f"{broker}/callback"], jwks_uri=f"{broker}/providers/{args.provider}/client-jwks")
         print(f"issuer={op.issuer}\nclient_id={client_id}", flush=True)
