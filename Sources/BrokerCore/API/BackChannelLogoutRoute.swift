@@ -9,10 +9,15 @@ import WireValues
 struct BackChannelLogoutRoute: Sendable {
     let services: BrokerServices
     let logout: BackChannelLogout
+    /// A provider posts from few addresses, each token is checked against its keys (fetched at
+    /// most as the key-set cache allows) and accepted once.
+    static let policy = RoutePolicy(
+        caller: .provider, limit: .none(because: "a bogus token costs one signature check, a known one is accepted once"), body: .form
+    )
 
-    func register(in router: inout Router) {
+    func register(in routes: inout RouteTable) {
         for (provider, _) in services.config.backChannelLogoutURLs {
-            router.add("POST", "/providers/\(provider)/backchannel_logout") { [logout] request throws(HTTPError) in
+            routes.add("POST", "/providers/\(provider)/backchannel_logout", Self.policy) { [logout] request throws(HTTPError) in
                 let token = try request.form().required("logout_token")
                 return .deferredCatching { () async throws(HTTPError) -> Response in
                     do throws(BackChannelLogout.Failure) {

@@ -12,9 +12,8 @@ import WireValues
 struct CallbackRoute: Sendable {
     let services: BrokerServices
 
-    func register(in router: inout Router) {
-        router.add("GET", "/callback") { [services] request throws(HTTPError) in
-            try services.admit(request, to: services.loginLimiter)
+    func register(in routes: inout RouteTable) {
+        routes.add("GET", "/callback", RoutePolicy(caller: .person, limit: .perClient(services.loginLimiter, name: "login_requests_per_minute"), body: .none)) { [services] request throws(HTTPError) in
             let wantsHTML = BrokerPage.wanted(by: request)
             let fields: FormFields
             let state: String

@@ -12,11 +12,13 @@ struct ClientKeysRoute: Sendable {
     /// The path of `provider`'s key set.
     static func path(of provider: String) -> String { "/providers/\(provider)/client-jwks" }
 
-    func register(in router: inout Router) {
+    func register(in routes: inout RouteTable) {
         for provider in providers {
             guard let signer = provider.clientAssertionSigner else { continue }
             let keys = Response.json(signer.jwks)
-            router.add("GET", Self.path(of: provider.id)) { _ in .now(keys) }
+            routes.add("GET", Self.path(of: provider.id), RoutePolicy(caller: .anyone, limit: .none(because: "a key set made at start"), body: .none)) { _ in
+                .now(keys)
+            }
         }
     }
 }

@@ -13,17 +13,17 @@ struct DeviceRoutes: Sendable {
 
     private var csrf: DeviceCSRF { DeviceCSRF(secure: services.config.server.publicURL.scheme == "https", binding: services.binding) }
 
-    func register(in router: inout Router) {
-        router.add("POST", "/device/authorize") { [self] request throws(HTTPError) in
-            try services.admit(request, to: services.loginLimiter)
+    func register(in routes: inout RouteTable) {
+        routes.add("POST", "/device/authorize", RoutePolicy(caller: .app, limit: .perClient(services.loginLimiter, name: "login_requests_per_minute"), body: .form)) { [self] request throws(HTTPError) in
             return try authorize(try request.form(), route: request.route)
         }
-        router.add("GET", "/device") { [self] request throws(HTTPError) in
+        routes.add("GET", "/device", RoutePolicy(caller: .person, limit: .none(because: "a page and a CSRF cookie, made in memory"), body: .none)) {
+            [self] request throws(HTTPError) in
             let typed = (try? request.query())?["user_code"]
             let (token, cookie) = csrf.token(request)
             return .now(DevicePages.entry(userCode: typed.flatMap(UserCode.normalise).map(UserCode.display), csrf: token, cookie: cookie))
         }
-        router.add("POST", "/device") { [self] request throws(HTTPError) in
+        routes.add("POST", "/device", RoutePolicy(caller: .person, limit: .inHandler("device_code_entries_per_minute and the user-code guard, answered as a page"), body: .form)) { [self] request throws(HTTPError) in
             switch admitForm(request) {
             case .failure(let page): return .now(page.response)
             case .success(let form):
@@ -31,7 +31,7 @@ struct DeviceRoutes: Sendable {
                 return .deferred { [self] in await enter(form, client: client) }
             }
         }
-        router.add("POST", "/device/decision") { [self] request throws(HTTPError) in
+        routes.add("POST", "/device/decision", RoutePolicy(caller: .person, limit: .inHandler("device_code_entries_per_minute and the user-code guard, answered as a page"), body: .form)) { [self] request throws(HTTPError) in
             switch admitForm(request) {
             case .failure(let page): return .now(page.response)
             case .success(let form):
@@ -39,7 +39,9 @@ struct DeviceRoutes: Sendable {
                 return .deferred { [self] in await decide(form, client: client) }
             }
         }
-        router.add("GET", "/device/confirm") { [self] request throws(HTTPError) in
+        routes.add("GET", "/device/confirm", RoutePolicy(
+            caller: .person, limit: .none(because: "it answers only the browser whose sign-in it confirms (its cookie)"), body: .none
+        )) { [self] request throws(HTTPError) in
             let query: FormFields
             do throws(HTTPError) {
                 query = try request.query()
@@ -57,8 +59,9 @@ struct DeviceRoutes: Sendable {
             }
             return .deferred { [self] in await askToConfirm(device, state: state) }
         }
-        router.add("POST", "/device/confirm") { [self] request throws(HTTPError) in
-            try services.admit(request, to: services.deviceEntryLimiter)
+        routes.add("POST", "/device/confirm", RoutePolicy(
+            caller: .person, limit: .perClient(services.deviceEntryLimiter, name: "device_code_entries_per_minute"), body: .form
+        )) { [self] request throws(HTTPError) in
             let form: FormFields
             do throws(HTTPError) {
                 form = try request.form()

@@ -46,8 +46,12 @@ struct IntrospectionRoute: Sendable {
 
     /// Registered whether or not resource servers are configured: without any, nobody can
     /// authenticate, and every call is a 401 that says so.
-    func register(in router: inout Router) {
-        router.add("POST", "/introspect") { [self] request throws(HTTPError) in try introspect(request) }
+    func register(in routes: inout RouteTable) {
+        routes.add("POST", "/introspect", RoutePolicy(
+            caller: .resourceServer, limit: .inHandler("each resource server's requests_per_minute, once it is known"), body: .form
+        )) { [self] request throws(HTTPError) in
+            try introspect(request)
+        }
     }
 
     private func introspect(_ request: Request) throws(HTTPError) -> Reply {

@@ -7,10 +7,10 @@ import HTTPServer
 struct LandingPages: Sendable {
     let providers: [(id: String, name: String)]
 
-    func register(in router: inout Router) {
+    func register(in routes: inout RouteTable) {
         let home = home()
         let notFound = Self.notFound
-        router.unmatched = { request throws(HTTPError) in
+        routes.setUnmatched { request throws(HTTPError) in
             guard BrokerPage.wanted(by: request) else { throw .notFound }
             let isHome = request.path == "/" && (request.method == "GET" || request.method == "HEAD")
             return .now(isHome ? home : notFound)

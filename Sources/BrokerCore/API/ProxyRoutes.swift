@@ -12,12 +12,17 @@ import WireValues
 /// answer comes back with its status and the headers ``ProxyHeaders`` lets through.
 struct ProxyRoutes: Sendable {
     static let methods = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
+    /// Every proxied method: a session's, limited once the session is known.
+    static let policy = RoutePolicy(
+        caller: .session, limit: .inHandler("proxy_requests_per_minute per session, and the transfers per session and per address"),
+        body: .forwarded
+    )
 
     let services: BrokerServices
     /// The proxy's event loop (its transfers).
     let transfers: APITransfers
 
-    func register(in router: inout Router) {
+    func register(in routes: inout RouteTable) {
         let limits = services.config.server.limits
         let slots = ProxyTransferSlots(perSession: limits.proxyMaxTransfersPerSession, perClient: limits.proxyMaxTransfersPerIP)
         for provider in services.config.providers {
@@ -28,8 +33,8 @@ struct ProxyRoutes: Sendable {
                     try forward(request, provider: provider, path: request.path.dropFirst(prefix.utf8.count), route: label,
                                 transfers: transfers, slots: slots)
                 }
-                router.addPrefix(method, prefix + "/", label: label, handler)
-                router.add(method, prefix, handler)
+                routes.addPrefix(method, prefix + "/", label: label, Self.policy, handler)
+                routes.add(method, prefix, Self.policy, handler)
             }
         }
     }

@@ -6,8 +6,8 @@ import WireValues
 struct SessionRoutes: Sendable {
     let services: BrokerServices
 
-    func register(in router: inout Router) {
-        router.add("GET", "/session") { [services] request throws(HTTPError) in
+    func register(in routes: inout RouteTable) {
+        routes.add("GET", "/session", RoutePolicy(caller: .session, limit: .none(because: "a session token (256 random bits) cannot be guessed, and the answer comes from memory"), body: .none)) { [services] request throws(HTTPError) in
             try services.withBearerSession(request) { session throws(HTTPError) in .now(.json(.object([
                 ("provider", .string(session.provider)),
                 ("subject", .string(session.subject)),
@@ -19,8 +19,12 @@ struct SessionRoutes: Sendable {
                 ("provider_token_type", .string(session.providerProofKey == nil ? "Bearer" : "DPoP")),
             ]))) }
         }
-        router.add("POST", "/revoke") { [self] request throws(HTTPError) in try revoke(request) }
-        router.add("GET", "/profile") { [self] request throws(HTTPError) in try profile(request) }
+        routes.add("POST", "/revoke", RoutePolicy(caller: .session, limit: .none(because: "a session token (256 random bits) cannot be guessed, and a session ends once"), body: .none)) { [self] request throws(HTTPError) in
+            try revoke(request)
+        }
+        routes.add("GET", "/profile", RoutePolicy(caller: .session, limit: .none(because: "a session token (256 random bits) cannot be guessed, and its profile is cached"), body: .none)) { [self] request throws(HTTPError) in
+            try profile(request)
+        }
     }
 
     /// Ends the session here, then at the provider (``SessionOperations/end(_:_:)``): what the

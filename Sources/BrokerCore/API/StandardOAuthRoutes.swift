@@ -11,14 +11,14 @@ import WireValues
 struct StandardOAuthRoutes: Sendable {
     let services: BrokerServices
 
-    func register(in router: inout Router) {
+    func register(in routes: inout RouteTable) {
         for provider in services.config.providers.map(\.id) {
             let issuer = services.issuer(of: provider)
             let metadata = Response.json(services.authorizationServerMetadata(of: provider))
             // RFC 8414 §3: the well-known segment goes between the host and the issuer's path.
-            router.add("GET", "/.well-known/oauth-authorization-server/providers/\(provider)") { _ in .now(metadata) }
-            router.add("GET", "/providers/\(provider)/authorize") { [self] request throws(HTTPError) in
-                try services.admit(request, to: services.loginLimiter)
+            routes.add("GET", "/.well-known/oauth-authorization-server/providers/\(provider)",
+                       RoutePolicy(caller: .anyone, limit: .none(because: "a document made at start"), body: .none)) { _ in .now(metadata) }
+            routes.add("GET", "/providers/\(provider)/authorize", RoutePolicy(caller: .app, limit: .perClient(services.loginLimiter, name: "login_requests_per_minute"), body: .none)) { [self] request throws(HTTPError) in
                 do throws(HTTPError) {
                     return try authorize(try request.query(), provider: provider, issuer: issuer)
                 } catch {

@@ -14,9 +14,11 @@ struct StandardTokenRoutes: Sendable {
     /// The grants of the standard token endpoint, each the type every endpoint offering it uses.
     static let grants = GrantTypes(offered: [AuthorizationCodeGrant.self, RefreshTokenGrant.self, DeviceCodeGrant.self])
 
-    func register(in router: inout Router) {
+    func register(in routes: inout RouteTable) {
         for provider in services.config.providers.map(\.id) {
-            router.add("POST", "/providers/\(provider)/token") { [self] request throws(HTTPError) in
+            routes.add("POST", "/providers/\(provider)/token", RoutePolicy(
+                caller: .app, limit: .inHandler("token_requests_per_minute, charged per refused code (GrantLimit)"), body: .form
+            )) { [self] request throws(HTTPError) in
                 let form = try request.form()
                 let grant = try Self.grants.grant(form, client: TokenClient(id: try clientID(request, form), parameter: "client_id"))
                 let limit = try GrantLimit(grant, request, services)
@@ -28,14 +30,16 @@ struct StandardTokenRoutes: Sendable {
                                                                   sessionEnd: services.sessionEnd(granted.session))
                 }
             }
-            router.add("POST", "/providers/\(provider)/revoke") { [self] request throws(HTTPError) in
+            routes.add("POST", "/providers/\(provider)/revoke", RoutePolicy(
+                caller: .app, limit: .none(because: "a session token (256 random bits) cannot be guessed, and a session ends once"), body: .form
+            )) { [self] request throws(HTTPError) in
                 let form = try request.form()
                 let proof = try services.tokenRequestProof(request)
                 return revoke(try form.required("token"), client: try clientID(request, form), provider: provider, proof: proof)
             }
             // RFC 8628 §3.1 at this issuer: the provider is the issuer's.
-            router.add("POST", "/providers/\(provider)/device_authorization") { [self] request throws(HTTPError) in
-                try services.admit(request, to: services.loginLimiter)
+            routes.add("POST", "/providers/\(provider)/device_authorization", RoutePolicy(caller: .app, limit: .perClient(services.loginLimiter, name: "login_requests_per_minute"), body: .form)) {
+                [self] request throws(HTTPError) in
                 let form = try request.form()
                 let client = try TokenClient(id: try clientID(request, form), parameter: "client_id").required()
                 return try DeviceRoutes(services: services).authorize(app: client, provider: provider, scopes: try BrokerServices.scopes(form), route: request.route)

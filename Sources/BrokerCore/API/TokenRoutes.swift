@@ -16,8 +16,8 @@ struct TokenRoutes: Sendable {
     /// and a device's poll (RFC 8628); the same types as the standard token endpoint's.
     static let grants = GrantTypes(offered: [AuthorizationCodeGrant.self, DeviceCodeGrant.self])
 
-    func register(in router: inout Router) {
-        router.add("POST", "/token") { [services] request throws(HTTPError) in
+    func register(in routes: inout RouteTable) {
+        routes.add("POST", "/token", RoutePolicy(caller: .app, limit: .inHandler("token_requests_per_minute, charged per refused code (GrantLimit)"), body: .form)) { [services] request throws(HTTPError) in
             let form = try request.form()
             let grant = try Self.grants.grant(form, client: TokenClient(id: try DeviceRoutes.app(form), parameter: "app"))
             let limit = try GrantLimit(grant, request, services)
@@ -28,8 +28,10 @@ struct TokenRoutes: Sendable {
                 return granted.session.tokenAnswer(at: services.now(), sessionToken: granted.token)
             }
         }
-        router.add("GET", "/token") { [self] request throws(HTTPError) in try current(request) }
-        router.add("POST", "/refresh") { [self] request throws(HTTPError) in
+        routes.add("GET", "/token", RoutePolicy(caller: .session, limit: .inHandler("refresh_requests_per_minute, for refreshes asked for early"), body: .none)) { [self] request throws(HTTPError) in
+            try current(request)
+        }
+        routes.add("POST", "/refresh", RoutePolicy(caller: .session, limit: .inHandler("refresh_requests_per_minute, once the session is known"), body: .none)) { [self] request throws(HTTPError) in
             let client = request.clientIP
             return try services.withBearerSession(request) { [self] session throws(HTTPError) in
                 try services.admit(client: client, to: services.refreshLimiter, route: "/refresh")
