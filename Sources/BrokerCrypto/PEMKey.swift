@@ -63,7 +63,7 @@ public final class PEMKey: Sendable, CustomStringConvertible {
         var signature = [UInt8](repeating: 0, count: 1024)
         var count = 0
         let signed = data.withUTF8Bytes { data in
-            tb_crypto_pem_key_sign(key, algorithm.shimValue, data.baseAddress, data.count, &signature, &count)
+            tb_crypto_private_key_sign(key, algorithm.shimValue, data.baseAddress, data.count, &signature, &count)
         }
         guard isPrivate, signed == 1 else { throw .libraryFailure }
         return Array(signature.prefix(count))

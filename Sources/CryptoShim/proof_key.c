@@ -5,12 +5,10 @@
 // OpenSSL 3.0 EVP and OSSL_PARAM API only; no deprecated calls.
 
 #include "crypto_shim.h"
-#include "fetched_digests.h"
 
 #include <string.h>
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
-#include <openssl/ec.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/param_build.h>
@@ -68,27 +66,12 @@ done:
 
 int tb_crypto_p256_sign(const void *private_key, const void *public_point, const void *data, size_t data_count,
                         void *signature) {
-    static const unsigned char empty = 0;
-    int ok = 0;
-    unsigned char der[80];
-    size_t der_count = sizeof der;
-    const unsigned char *cursor = der;
-    ECDSA_SIG *parsed = NULL;
-    const BIGNUM *r = NULL, *s = NULL;
-    EVP_MD_CTX *md = NULL;
+    unsigned char signed_bytes[1024];
+    size_t count = 0;
     EVP_PKEY *key = tb_crypto_p256_key(private_key, public_point);
-    const EVP_MD *sha256 = tb_crypto_fetched_sha256();
-    if (key == NULL || sha256 == NULL || (md = EVP_MD_CTX_new()) == NULL) goto done;
-    if (EVP_DigestSignInit(md, NULL, sha256, NULL, key) != 1) goto done;
-    if (EVP_DigestSign(md, der, &der_count, data_count ? data : &empty, data_count) != 1) goto done;
-    if ((parsed = d2i_ECDSA_SIG(NULL, &cursor, (long)der_count)) == NULL) goto done;
-    ECDSA_SIG_get0(parsed, &r, &s);
-    if (BN_bn2binpad(r, signature, COORDINATE) != COORDINATE) goto done;
-    if (BN_bn2binpad(s, (unsigned char *)signature + COORDINATE, COORDINATE) != COORDINATE) goto done;
-    ok = 1;
-done:
-    ECDSA_SIG_free(parsed);
-    EVP_MD_CTX_free(md);
+    int ok = key != NULL && tb_crypto_private_key_sign(key, TB_CRYPTO_ES256, data, data_count, signed_bytes, &count) == 1
+        && count == 2 * COORDINATE;
+    if (ok) memcpy(signature, signed_bytes, 2 * COORDINATE);
     EVP_PKEY_free(key);
     ERR_clear_error();
     return ok;

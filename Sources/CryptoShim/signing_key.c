@@ -89,7 +89,7 @@ int tb_crypto_pem_key_public_members(void *key, void *a, size_t *a_count, void *
     return ok;
 }
 
-int tb_crypto_pem_key_sign(void *key, int algorithm, const void *data, size_t data_count, void *signature,
+int tb_crypto_private_key_sign(void *key, int algorithm, const void *data, size_t data_count, void *signature,
                            size_t *signature_count) {
     static const unsigned char empty = 0;
     unsigned char der[160];

@@ -7,6 +7,8 @@ Fixtures
   broker_factory (function) starts real token-broker processes against auth_server (support.broker)
   idpy_op       (session)  support.idpy_op.IdpyOP, idpyoidc's OpenID Provider (private_key_jwt, PAR,
                            back-channel logout), started, with users alice and bob
+  postgres      (module)   support.postgres.PostgresCluster, a throwaway cluster
+  store_env     (function) the broker's environment per store: {} (embedded), or a database on `postgres`
 After every test that used auth_server, its run-time config (token lifetime, faults) is reset;
 on a failure the server's log lines written during that test are added to the report.
 """
@@ -23,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from support.authserver import AuthServer  # noqa: E402
 from support.browser import Browser  # noqa: E402
 from support.idpy_op import IdpyOP  # noqa: E402
+from support.postgres import PostgresCluster  # noqa: E402
 from support.tamper_proxy import TamperProxy  # noqa: E402
 from support.broker import ADMIN_TOKEN, App, BrokerProcess, broker_config, free_port, provider_config  # noqa: E402
 
@@ -97,6 +100,25 @@ def token_file():
     os.chmod(path, 0o600)
     yield str(path)
     directory.cleanup()
+
+
+@pytest.fixture(scope="module")
+def postgres():
+    """A throwaway PostgreSQL cluster for a module's tests (support.postgres)."""
+    with PostgresCluster() as cluster:
+        yield cluster
+
+
+@pytest.fixture(params=["embedded", "postgres"])
+def store_env(request):
+    """The broker's environment for each store: the embedded one, or a database of its own on
+    the module's cluster."""
+    if request.param == "embedded":
+        yield {}
+        return
+    cluster = request.getfixturevalue("postgres")
+    yield {"BROKER_STATE_BACKEND": "postgres", "BROKER_POSTGRES_URL": cluster.create_database(),
+           "BROKER_POSTGRES_PASSWORD": cluster.password}
 
 
 @pytest.fixture

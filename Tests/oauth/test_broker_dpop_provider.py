@@ -4,7 +4,8 @@ a DPoP-protected API, and PAR and private_key_jwt as the AT Protocol's profile a
 together. The OP checks every proof (signature, htm, htu, iat, jti once, ath, its nonce, the key a
 token is bound to) and records what it saw; the tests read that record.
 
-On the embedded store, and on PostgreSQL with two instances taking turns (no stickiness): the
+On the embedded store, and on PostgreSQL with two instances taking turns (no stickiness; conftest's
+`store_env`): the
 key made where the login began proves the code exchange on the other instance, and a session's
 refresh, proxy calls and revocation on either.
 """
@@ -14,7 +15,6 @@ import pytest
 from conftest import add_idpy_users
 from support.broker import wait_for
 from support.idpy_op import IdpyOP
-from support.postgres import PostgresCluster
 from test_broker_private_key_jwt import Deployment
 
 
@@ -24,22 +24,6 @@ def dpop_op():
     with IdpyOP(dpop=True, dpop_nonce=True, require_par=True, assertion_audience="issuer") as op:
         add_idpy_users(op)
         yield op
-
-
-@pytest.fixture(scope="module")
-def postgres():
-    with PostgresCluster() as cluster:
-        yield cluster
-
-
-@pytest.fixture(params=["embedded", "postgres"])
-def store_env(request):
-    if request.param == "embedded":
-        yield {}
-        return
-    cluster = request.getfixturevalue("postgres")
-    yield {"BROKER_STATE_BACKEND": "postgres", "BROKER_POSTGRES_URL": cluster.create_database(),
-           "BROKER_POSTGRES_PASSWORD": cluster.password}
 
 
 def api_settings(op, dpop="auto") -> str:

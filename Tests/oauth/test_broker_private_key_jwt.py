@@ -20,7 +20,6 @@ from support.broker import STATE_KEY, App, BrokerProcess, broker_binary, broker_
 from support.browser import Browser, BrowserError, query_params
 from support.client_keys import public_jwks, thumbprint, write_key
 from support.idpy_op import IdpyOP
-from support.postgres import PostgresCluster
 
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 
@@ -31,22 +30,6 @@ def issuer_op():
     with IdpyOP(assertion_audience="issuer") as op:
         add_idpy_users(op)
         yield op
-
-
-@pytest.fixture(scope="module")
-def postgres():
-    with PostgresCluster() as cluster:
-        yield cluster
-
-
-@pytest.fixture(params=["embedded", "postgres"])
-def store_env(request):
-    if request.param == "embedded":
-        yield {}
-        return
-    cluster = request.getfixturevalue("postgres")
-    yield {"BROKER_STATE_BACKEND": "postgres", "BROKER_POSTGRES_URL": cluster.create_database(),
-           "BROKER_POSTGRES_PASSWORD": cluster.password}
 
 
 def op_provider(op, client_id, key_file, *, extra="") -> str:

@@ -103,9 +103,10 @@ void *_Nullable tb_crypto_pem_key_new(const void *pem, size_t pem_count, int all
 // to the lengths written. Returns 1, or 0.
 int tb_crypto_pem_key_public_members(void *key, void *a, size_t *a_count, void *b, size_t *b_count);
 
-// Signs `data` with a private PEM key: RS256 or PS256 with an RSA key, ES256 (R || S) with an
-// EC one. `signature` holds 1024 bytes; `signature_count` is set. Returns 1, or 0.
-int tb_crypto_pem_key_sign(void *key, int algorithm, const void *_Nullable data, size_t data_count,
+// Signs `data` with a private key (a PEM key's, or the EVP_PKEY proof_key.c builds): RS256 or
+// PS256 with an RSA key, ES256 (R || S) with a P-256 one. `signature` holds 1024 bytes;
+// `signature_count` is set. Returns 1, or 0.
+int tb_crypto_private_key_sign(void *key, int algorithm, const void *_Nullable data, size_t data_count,
                            void *signature, size_t *signature_count);
 
 #pragma clang assume_nonnull end
