@@ -27,6 +27,6 @@ struct SessionLifetimeTests {
         #expect(store.read(id, now: 50) { $0.usedAt } == 0, "within a minute of the last mark")
         #expect(store.read(id, now: 90) { $0.usedAt } == 90)
         #expect(store.read(id, now: 180) { $0.subject } == "tbs_used", "idle for 90 s of 100, not 180")
-        #expect(store.capture().flatMap(\.values).first?.usedAt == 180)
+        #expect(store.capture().flatMap(\.values).first?.session.usedAt == 180)
     }
 }

@@ -121,7 +121,7 @@ extension EmbeddedStateStore {
         let written: Result<(records: Int, bytes: Int), StateWriteError> = await Self.onOwnThread {
             do throws(StateWriteError) {
                 return .success(try SnapshotWriter.write(directory: disk.directory, generation: generation, keys: disk.keys) { emit in
-                    for shard in shards { for session in shard.values { emit(.session(session)) } }
+                    for shard in shards { for stored in shard.values { emit(.session(stored.session)) } }
                     for record in tables.records() { emit(record) }
                 })
             } catch {

@@ -167,7 +167,7 @@ final class EmbeddedStateStore: StateStore {
     func findSessions(_ filter: SessionFilter, after: SHA256Digest?, limit: Int, now: Double) async throws(StateReadError) -> SessionPage {
         var matching: [Session] = []
         for shard in sessions.capture() {
-            for session in shard.values where sessions.isLive(session, now: now) && filter.matches(session) {
+            for session in shard.values.lazy.map(\.session) where sessions.isLive(session, now: now) && filter.matches(session) {
                 if let after, !(after.hex < session.id.hex) { continue }
                 matching.append(session)
             }

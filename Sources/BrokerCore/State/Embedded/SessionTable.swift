@@ -5,6 +5,11 @@ import Synchronization
 /// that requests on different sessions almost never contend for the same lock. Every change is
 /// handed to the change log under the shard's lock, so the journal holds a key's changes in the
 /// order they were made.
+///
+/// Each session is held in a ``StoredSession`` of its own, never changed: a change puts a new
+/// one. A dictionary keeps its slots a quarter to a half empty, and a slot of a session itself
+/// (over 200 bytes) left that much memory unused per session; a slot of a reference is 8 bytes.
+/// And a copy of a shard (``capture()``) shares the sessions it holds with no lock.
 final class SessionTable: Sendable {
     private let shards: [Shard]
     private let log: any ChangeLog
@@ -14,7 +19,7 @@ final class SessionTable: Sendable {
     private let scopeLists = Mutex(ScopeTable())
 
     private final class Shard: Sendable {
-        let sessions = Mutex<[SHA256Digest: Session]>([:])
+        let sessions = Mutex<[SHA256Digest: StoredSession]>([:])
     }
 
     init(log: any ChangeLog, lifetimes: SessionLifetimes, shardCount: Int = 64) {
@@ -31,29 +36,27 @@ final class SessionTable: Sendable {
 
     /// Runs `body` on the live session `id` where it lies (no copy: on the hot path, copying a
     /// session costs a retain of each of its strings, memory no other request touches), marking
-    /// it used. `usedAt` is refreshed at most once a minute and only in memory (snapshots keep
-    /// it): the hot path writes nothing to disk.
+    /// it used. `usedAt` is refreshed at most once a minute (a new ``StoredSession``) and only in
+    /// memory (snapshots keep it): the hot path writes nothing to disk.
     func read<T: Sendable>(_ id: SHA256Digest, now: Double, _ body: (borrowing Session) -> T) -> T? {
         shard(id).sessions.withLock { sessions in
-            guard let index = sessions.index(forKey: id) else { return nil }
-            return Self.read(&sessions.values[index], now: now, lifetimes: lifetimes, body)
+            guard let stored = sessions[id] else { return nil }
+            // Fields read in place: a copy of the session would retain each of its strings.
+            guard lifetimes.isLive(usedAt: stored.session.usedAt, createdAt: stored.session.createdAt, now: now) else { return nil }
+            guard now - stored.session.usedAt > 60 else { return body(stored.session) }
+            var used = stored.session
+            used.usedAt = now
+            let marked = StoredSession(used)
+            sessions[id] = marked
+            return body(marked.session)
         }
-    }
-
-    /// `session` is the dictionary's storage, lent in place.
-    private static func read<T>(
-        _ session: inout Session, now: Double, lifetimes: SessionLifetimes, _ body: (borrowing Session) -> T
-    ) -> T? {
-        guard lifetimes.isLive(usedAt: session.usedAt, createdAt: session.createdAt, now: now) else { return nil }
-        if now - session.usedAt > 60 { session.usedAt = now }
-        return body(session)
     }
 
     func put(_ session: Session) -> DurabilityTicket {
         var session = session
         session.scopes = shared(session.scopes)
         return shard(session.id).sessions.withLock { sessions in
-            sessions[session.id] = session
+            sessions[session.id] = StoredSession(session)
             return log.enqueue([.session(session)])
         }
     }
@@ -61,10 +64,10 @@ final class SessionTable: Sendable {
     /// Applies `change` to the session if it exists.
     func update(_ id: SHA256Digest, _ change: (inout Session) -> Void) -> (Session?, DurabilityTicket) {
         shard(id).sessions.withLock { sessions in
-            guard var session = sessions[id] else { return (nil, .immediate) }
+            guard var session = sessions[id]?.session else { return (nil, .immediate) }
             change(&session)
             session.scopes = shared(session.scopes)
-            sessions[id] = session
+            sessions[id] = StoredSession(session)
             return (session, log.enqueue([.session(session)]))
         }
     }
@@ -76,7 +79,7 @@ final class SessionTable: Sendable {
         var session = session
         session.scopes = shared(session.scopes)
         return shard(session.id).sessions.withLock { sessions in
-            sessions[session.id] = session
+            sessions[session.id] = StoredSession(session)
             return log.enqueue(records + [.session(session)])
         }
     }
@@ -88,7 +91,7 @@ final class SessionTable: Sendable {
     func remove(_ id: SHA256Digest, if ending: (Session) -> Bool = { _ in true },
                 logging records: (Session?) -> [StateRecord]) -> (Session?, DurabilityTicket) {
         shard(id).sessions.withLock { sessions in
-            let removed = sessions[id].flatMap { ending($0) ? sessions.removeValue(forKey: id) : nil }
+            let removed = sessions[id].flatMap { ending($0.session) ? sessions.removeValue(forKey: id)?.session : nil }
             let logged = records(removed) + (removed == nil ? [] : [.sessionRemoved(id)])
             return (removed, logged.isEmpty ? .immediate : log.enqueue(logged))
         }
@@ -97,7 +100,7 @@ final class SessionTable: Sendable {
     /// The ids of the sessions past their lifetimes at `now`.
     func expired(now: Double) -> [SHA256Digest] {
         shards.flatMap { shard in
-            shard.sessions.withLock { sessions in sessions.compactMap { lifetimes.isLive($0.value, now: now) ? nil : $0.key } }
+            shard.sessions.withLock { sessions in sessions.compactMap { lifetimes.isLive($0.value.session, now: now) ? nil : $0.key } }
         }
     }
 
@@ -107,15 +110,16 @@ final class SessionTable: Sendable {
 
     /// Applies a recovered record (no logging).
     func restore(_ session: Session) {
-        shard(session.id).sessions.withLock { $0[session.id] = session }
+        shard(session.id).sessions.withLock { $0[session.id] = StoredSession(session) }
     }
 
     func restoreRemoval(_ id: SHA256Digest) {
         shard(id).sessions.withLock { $0[id] = nil }
     }
 
-    /// Every shard's sessions, as copies that cost nothing until the shard next changes.
-    func capture() -> [[SHA256Digest: Session]] {
+    /// Every shard's sessions, as copies that cost nothing until the shard next changes (the
+    /// sessions in them are never changed: a change puts a new one).
+    func capture() -> [[SHA256Digest: StoredSession]] {
         shards.map { shard in shard.sessions.withLock { $0 } }
     }
 
@@ -126,6 +130,15 @@ final class SessionTable: Sendable {
 
     var count: Int {
         shards.reduce(0) { total, shard in total + shard.sessions.withLock { $0.count } }
+    }
+}
+
+/// A session as the table holds it: one allocation, never changed.
+final class StoredSession: Sendable {
+    let session: Session
+
+    init(_ session: Session) {
+        self.session = session
     }
 }
 
