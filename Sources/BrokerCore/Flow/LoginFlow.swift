@@ -232,7 +232,7 @@ struct LoginFlow: Sendable {
         let authenticated = (claims?.authTime ?? claims?.issuedAt)?.timeIntervalSince1970 ?? now()
         let signedInAt = max(authenticated, pending.beganAt)
         var grant = Grant(response, provider: provider.id, subject: subject, requestedScopes: pending.requestedScopes,
-                          idTokenClaims: claims?.raw.serialized(), signedInAt: signedInAt, proofKey: proofKey, at: now())
+                          idTokenClaims: claims?.kept, signedInAt: signedInAt, proofKey: proofKey, at: now())
         grant.signInID = pending.signInID
         // `dpop: required`: a token the provider did not bind is never held, and is revoked.
         if provider.config.dpop == .required, !response.boundToKey {

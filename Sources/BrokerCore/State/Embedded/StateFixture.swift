@@ -1,5 +1,6 @@
 import BrokerCrypto
 import Foundation
+import WireValues
 
 /// Bench-only: builds a state directory holding many live sessions, through the broker's own
 /// code — sessions made as `POST /token` makes them, kept in a `SessionTable`, written by
@@ -87,18 +88,20 @@ package enum StateFixture {
             let claims = #"{"iss":"\#(issuer)","sub":"\#(subject)","aud":"dev-client","exp":\#(Int(now) + 600),"#
                 + #""iat":\#(Int(now)),"nonce":"\#(Base64URL.encode(SecureRandom.bytes(count: 32)))","#
                 + #""name":"\#(user)","email":"\#(user)@example.test","email_verified":true}"#
+            // As a sign-in keeps them (``IDTokenClaims/kept``).
+            let kept = IDTokenClaims.kept((try? JSONValue.parse(Array(claims.utf8))) ?? .null)
             let session = Session(
                 id: OpaqueToken.hash(token), provider: provider, app: app, subject: subject, scopes: scopes,
                 accessToken: "dev_at_" + Base64URL.encode(SecureRandom.bytes(count: 24)),
                 accessTokenExpiresAt: now + accessTokenLifetime,
                 refreshToken: "dev_rt_" + Base64URL.encode(SecureRandom.bytes(count: 24)),
-                idTokenClaims: Array(claims.utf8), createdAt: now, signedInAt: now, usedAt: now
+                idTokenClaims: kept, createdAt: now, signedInAt: now, usedAt: now
             )
             _ = store.put(session)
             if index == 0 {
                 tokenBytes = SHA256Digest.byteCount + session.accessToken.utf8.count + (session.refreshToken?.utf8.count ?? 0)
                 payloadBytes = tokenBytes + subject.utf8.count + provider.utf8.count + app.utf8.count
-                    + scopes.reduce(0) { $0 + $1.utf8.count } + claims.utf8.count + 3 * 8
+                    + scopes.reduce(0) { $0 + $1.utf8.count } + kept.count + 3 * 8
             }
             lines += token.utf8
             lines.append(UInt8(ascii: "\n"))
@@ -115,7 +118,7 @@ package enum StateFixture {
         let written: (records: Int, bytes: Int)
         do {
             written = try SnapshotWriter.write(directory: directory, generation: 1, keys: keys) { emit in
-                for shard in shards { for session in shard.values { emit(.session(session)) } }
+                for shard in shards { for stored in shard.values { emit(.session(stored.session)) } }
             }
         } catch {
             throw Failure(description: error.description)
