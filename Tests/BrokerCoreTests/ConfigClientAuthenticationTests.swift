@@ -1,3 +1,4 @@
+import BrokerCrypto
 import Foundation
 import Testing
 

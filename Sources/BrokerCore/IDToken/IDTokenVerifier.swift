@@ -1,3 +1,4 @@
+import BrokerCrypto
 public import Foundation
 #if canImport(WireValues)
 import WireValues

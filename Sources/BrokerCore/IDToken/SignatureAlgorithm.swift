@@ -1,20 +1,14 @@
-/// The asymmetric JWS algorithms (RFC 7518 §3, RFC 8037) an ID token may be signed with.
+import BrokerCrypto
+
+/// The asymmetric JWS algorithms (RFC 7518 §3, RFC 8037) an ID token may be signed with: the
+/// ones libcrypto checks for the broker (``VerificationKey/Algorithm``).
 ///
 /// There is deliberately no case for `none` or for the HMAC family: an HMAC token "verified"
 /// with a provider's public key bytes as the secret is the classic JWT forgery, so those names
 /// are not even representable here.
-enum SignatureAlgorithm: String, Sendable, CaseIterable {
-    case rs256 = "RS256"
-    case rs384 = "RS384"
-    case rs512 = "RS512"
-    case ps256 = "PS256"
-    case ps384 = "PS384"
-    case ps512 = "PS512"
-    case es256 = "ES256"
-    case es384 = "ES384"
-    case es512 = "ES512"
-    case edDSA = "EdDSA"
+typealias SignatureAlgorithm = VerificationKey.Algorithm
 
+extension VerificationKey.Algorithm {
     /// What the broker signs its client assertions with (`token_endpoint_auth_signing_alg`).
     static let clientAssertion: [SignatureAlgorithm] = [.rs256, .ps256, .es256]
 

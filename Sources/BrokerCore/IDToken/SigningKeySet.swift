@@ -86,7 +86,7 @@ struct SigningKey: Sendable {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let signature = Base64URL.decode(parts[2]) else { throw .malformed }
         guard fits(algorithm),
-              let key = built.algorithm.rawValue == algorithm.rawValue ? built : Self.verificationKey(members, algorithm),
+              let key = built.algorithm == algorithm ? built : Self.verificationKey(members, algorithm),
               key.isValid(signature, of: token[token.startIndex..<parts[1].endIndex])
         else { throw .badSignature }
         guard let payload = Base64URL.decode(parts[1]), let claims = try? JSONValue.parse(payload), case .object = claims else {
@@ -97,7 +97,6 @@ struct SigningKey: Sendable {
 
     /// The libcrypto key of `members` for `algorithm`, or nil when they make none.
     static func verificationKey(_ members: JSONValue, _ algorithm: SignatureAlgorithm) -> VerificationKey? {
-        guard let checked = VerificationKey.Algorithm(rawValue: algorithm.rawValue) else { return nil }
-        return try? PublicJWK(members, algorithm: checked).key
+        try? PublicJWK(members, algorithm: algorithm).key
     }
 }
