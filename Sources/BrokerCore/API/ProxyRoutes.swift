@@ -177,6 +177,13 @@ struct ProxyRoutes: Sendable {
         switch failure {
         case .refresh(let error):
             return error.httpError
+        case .nonceNotRetried:
+            return HTTPError(
+                status: 401, code: "token_refreshed",
+                description: "The API asked for a new DPoP nonce, which the broker now has, and the broker did not send the request "
+                    + "again (its body is longer than it keeps to replay): send it again.",
+                headers: [HTTPHeader("WWW-Authenticate", #"Bearer error="invalid_token""#)]
+            )
         case .refreshedNotRetried:
             return HTTPError(
                 status: 401, code: "token_refreshed",

@@ -128,15 +128,15 @@ struct APIProxy: Sendable {
     /// `answer` as it is, unless the API refused the token (401): then, when it asked for a DPoP
     /// nonce (``learnt(_:from:bound:)`` kept it), the request once more with it; else (or refused
     /// again) one refresh, joining any under way, and the request sent once more — each only when
-    /// its body was kept to replay. A nonce challenge to a request that cannot be replayed is the
-    /// API's answer: the next request carries the nonce.
+    /// its body was kept to replay. A request refused for a nonce that cannot be replayed is
+    /// answered "send it again": the next one carries the nonce.
     private func retried(_ request: Forward, after answer: APIAnswer, token: String, key: ProofSigningKey?, session: Session,
                          provider: ProviderConfig, on transfers: some APITransport, stream: @escaping StreamChoice) async throws(ProxyFailure) -> APIAnswer {
         guard case .whole(var first) = answer, first.status == 401 else { return answer }
         let replayable = request.body.map { $0.count <= settings.retryMaxBodyBytes } ?? true
         if let key, ProviderProofs.asksForNonce(status: first.status, body: first.body, authenticate: first.header("WWW-Authenticate")),
            first.header("DPoP-Nonce") != nil {
-            guard replayable else { return answer }
+            guard replayable else { throw .nonceNotRetried }
             let again: APIAnswer
             switch await transfers.perform(try exchange(request, token: token, key: key, session: session, provider: provider),
                                            stream: Self.never401(stream)) {
@@ -215,5 +215,7 @@ enum ProxyFailure: Error, Sendable {
     case refresh(RefreshFailure)
     /// The API refused the token, which was then refreshed; the request was not replayed.
     case refreshedNotRetried
+    /// The API asked for a DPoP nonce, which the broker has now; the request was not replayed.
+    case nonceNotRetried
     case exchange(APIExchangeError)
 }
