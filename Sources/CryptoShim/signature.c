@@ -52,6 +52,7 @@ static EVP_PKEY *tb_crypto_rsa_key(const unsigned char *n, size_t n_count, const
     if (n_count < TB_CRYPTO_RSA_MIN_BYTES || n_count > TB_CRYPTO_RSA_MAX_BYTES) return NULL;
     if (e_count == 0 || e_count > 8) return NULL;
     if ((modulus = BN_bin2bn(n, (int)n_count, NULL)) == NULL) goto done;
+    if (BN_num_bits(modulus) < 8 * TB_CRYPTO_RSA_MIN_BYTES) goto done; // 2048 bits, not 2041
     if ((exponent = BN_bin2bn(e, (int)e_count, NULL)) == NULL) goto done;
     if ((build = OSSL_PARAM_BLD_new()) == NULL) goto done;
     if (OSSL_PARAM_BLD_push_BN(build, OSSL_PKEY_PARAM_RSA_N, modulus) != 1) goto done;

@@ -50,8 +50,10 @@ struct SigningKeySet: Sendable {
         if let kid = entry["kid"], kid.stringValue == nil { return nil }
 
         // Public members only: a set that publishes private parts by mistake must not become a
-        // set of signing keys here.
-        let members = JSONValue.object(["kty", "crv", "n", "e", "x", "y"].compactMap { name in entry[name].map { (name, $0) } })
+        // set of signing keys here. Base64url padding, which some providers write, is dropped.
+        let members = JSONValue.object(["kty", "crv", "n", "e", "x", "y"].compactMap { name in
+            entry[name].map { value in (name, value.stringValue.map { JSONValue.string(String($0.prefix { $0 != "=" })) } ?? value) }
+        })
         // Built once now, so broken material (a point off the curve, a bad modulus) drops that
         // key here instead of failing every token signed with it later.
         guard let probe = declared ?? SignatureAlgorithm.representative(of: family),
