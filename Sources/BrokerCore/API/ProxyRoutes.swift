@@ -173,24 +173,21 @@ struct ProxyRoutes: Sendable {
         }
     }
 
+    /// 401 `token_refreshed`: the request was not sent again (its body is longer than the proxy
+    /// keeps to replay), and would now succeed.
+    private static func sendAgain(_ what: String) -> HTTPError {
+        HTTPError(status: 401, code: "token_refreshed", description: what + " (its body is longer than it keeps to replay): send it again.",
+                  headers: [HTTPHeader("WWW-Authenticate", #"Bearer error="invalid_token""#)])
+    }
+
     private static func httpError(_ failure: ProxyFailure) -> HTTPError {
         switch failure {
         case .refresh(let error):
             return error.httpError
         case .nonceNotRetried:
-            return HTTPError(
-                status: 401, code: "token_refreshed",
-                description: "The API asked for a new DPoP nonce, which the broker now has, and the broker did not send the request "
-                    + "again (its body is longer than it keeps to replay): send it again.",
-                headers: [HTTPHeader("WWW-Authenticate", #"Bearer error="invalid_token""#)]
-            )
+            return sendAgain("The API asked for a new DPoP nonce, which the broker now has, and the broker did not send the request again")
         case .refreshedNotRetried:
-            return HTTPError(
-                status: 401, code: "token_refreshed",
-                description: "The API refused the provider's token; the broker refreshed it but did not send the request again "
-                    + "(its body is longer than it keeps to replay): send it again.",
-                headers: [HTTPHeader("WWW-Authenticate", #"Bearer error="invalid_token""#)]
-            )
+            return sendAgain("The API refused the provider's token; the broker refreshed it but did not send the request again")
         case .exchange(.addressRefused):
             return HTTPError(status: 502, code: "upstream_address_refused",
                              description: "The API's host resolves to an address the proxy does not connect to (loopback, private, link-local or metadata).")
