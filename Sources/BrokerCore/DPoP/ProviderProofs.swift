@@ -9,7 +9,7 @@ import WireValues
 /// —, the last one it sent, used in every proof to it until it sends another. A call a provider
 /// refused for want of a nonce is made once more with it.
 final class ProviderProofs: Sendable {
-    /// Origins with a nonce kept; more are not learned (providers' origins are the configuration's).
+    /// Origins (per role) with a nonce kept; more are not learnt (providers' origins are the configuration's).
     static let maxOrigins = 256
     private let nonces = Mutex<[String: String]>([:])
     private let now: BrokerClock

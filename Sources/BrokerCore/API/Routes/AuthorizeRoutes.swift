@@ -10,7 +10,7 @@ struct AuthorizeRoutes: Sendable {
     let services: BrokerServices
 
     func register(in routes: inout RouteTable) {
-        routes.add("GET", "/authorize", RoutePolicy(caller: .app, limit: .perClient(services.loginLimiter, name: "login_requests_per_minute"), body: .none)) { [self] request throws(HTTPError) in
+        routes.add("GET", "/authorize", services.signInPolicy(.app, body: .none)) { [self] request throws(HTTPError) in
             let wantsJSON = request.header("Accept")?.contains("application/json") == true
             do throws(HTTPError) {
                 return try start(try request.query(), session: nil, json: wantsJSON, route: request.route)
@@ -20,7 +20,7 @@ struct AuthorizeRoutes: Sendable {
                 return .now(Self.page(error))
             }
         }
-        routes.add("POST", "/authorize", RoutePolicy(caller: .session, limit: .perClient(services.loginLimiter, name: "login_requests_per_minute"), body: .form)) { [self] request throws(HTTPError) in
+        routes.add("POST", "/authorize", services.signInPolicy(.session, body: .form)) { [self] request throws(HTTPError) in
             // The form is read now (the request is gone later), its error answered after the session's.
             let form = Result { () throws(HTTPError) in try request.form() }
             let route = request.route

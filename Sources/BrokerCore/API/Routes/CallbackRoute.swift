@@ -13,7 +13,7 @@ struct CallbackRoute: Sendable {
     let services: BrokerServices
 
     func register(in routes: inout RouteTable) {
-        routes.add("GET", "/callback", RoutePolicy(caller: .person, limit: .perClient(services.loginLimiter, name: "login_requests_per_minute"), body: .none)) { [services] request throws(HTTPError) in
+        routes.add("GET", "/callback", services.signInPolicy(.person, body: .none)) { [services] request throws(HTTPError) in
             let wantsHTML = BrokerPage.wanted(by: request)
             let fields: FormFields
             let state: String

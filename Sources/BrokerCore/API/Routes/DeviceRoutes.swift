@@ -10,12 +10,16 @@ import WireValues
 /// clients together.
 struct DeviceRoutes: Sendable {
     let services: BrokerServices
+    /// A person's code or decision: limited in the handler, which answers a refusal as a page.
+    private static let entryPolicy = RoutePolicy(
+        caller: .person, limit: .inHandler("device_code_entries_per_minute and the user-code guard, answered as a page"), body: .form
+    )
 
     private var csrf: DeviceCSRF { DeviceCSRF(secure: services.config.server.publicURL.scheme == "https", binding: services.binding) }
 
     func register(in routes: inout RouteTable) {
-        routes.add("POST", "/device/authorize", RoutePolicy(caller: .app, limit: .perClient(services.loginLimiter, name: "login_requests_per_minute"), body: .form)) { [self] request throws(HTTPError) in
-            return try authorize(try request.form(), route: request.route)
+        routes.add("POST", "/device/authorize", services.signInPolicy(.app, body: .form)) { [self] request throws(HTTPError) in
+            try authorize(try request.form(), route: request.route)
         }
         routes.add("GET", "/device", RoutePolicy(caller: .person, limit: .none(because: "a page and a CSRF cookie, made in memory"), body: .none)) {
             [self] request throws(HTTPError) in
@@ -23,7 +27,7 @@ struct DeviceRoutes: Sendable {
             let (token, cookie) = csrf.token(request)
             return .now(DevicePages.entry(userCode: typed.flatMap(UserCode.normalise).map(UserCode.display), csrf: token, cookie: cookie))
         }
-        routes.add("POST", "/device", RoutePolicy(caller: .person, limit: .inHandler("device_code_entries_per_minute and the user-code guard, answered as a page"), body: .form)) { [self] request throws(HTTPError) in
+        routes.add("POST", "/device", Self.entryPolicy) { [self] request throws(HTTPError) in
             switch admitForm(request) {
             case .failure(let page): return .now(page.response)
             case .success(let form):
@@ -31,7 +35,7 @@ struct DeviceRoutes: Sendable {
                 return .deferred { [self] in await enter(form, client: client) }
             }
         }
-        routes.add("POST", "/device/decision", RoutePolicy(caller: .person, limit: .inHandler("device_code_entries_per_minute and the user-code guard, answered as a page"), body: .form)) { [self] request throws(HTTPError) in
+        routes.add("POST", "/device/decision", Self.entryPolicy) { [self] request throws(HTTPError) in
             switch admitForm(request) {
             case .failure(let page): return .now(page.response)
             case .success(let form):

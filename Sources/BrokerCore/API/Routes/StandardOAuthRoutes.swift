@@ -18,7 +18,7 @@ struct StandardOAuthRoutes: Sendable {
             // RFC 8414 §3: the well-known segment goes between the host and the issuer's path.
             routes.add("GET", "/.well-known/oauth-authorization-server/providers/\(provider)",
                        RoutePolicy(caller: .anyone, limit: .none(because: "a document made at start"), body: .none)) { _ in .now(metadata) }
-            routes.add("GET", "/providers/\(provider)/authorize", RoutePolicy(caller: .app, limit: .perClient(services.loginLimiter, name: "login_requests_per_minute"), body: .none)) { [self] request throws(HTTPError) in
+            routes.add("GET", "/providers/\(provider)/authorize", services.signInPolicy(.app, body: .none)) { [self] request throws(HTTPError) in
                 do throws(HTTPError) {
                     return try authorize(try request.query(), provider: provider, issuer: issuer)
                 } catch {

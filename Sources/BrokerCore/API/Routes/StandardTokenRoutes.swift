@@ -38,7 +38,7 @@ struct StandardTokenRoutes: Sendable {
                 return revoke(try form.required("token"), client: try clientID(request, form), provider: provider, proof: proof)
             }
             // RFC 8628 §3.1 at this issuer: the provider is the issuer's.
-            routes.add("POST", "/providers/\(provider)/device_authorization", RoutePolicy(caller: .app, limit: .perClient(services.loginLimiter, name: "login_requests_per_minute"), body: .form)) {
+            routes.add("POST", "/providers/\(provider)/device_authorization", services.signInPolicy(.app, body: .form)) {
                 [self] request throws(HTTPError) in
                 let form = try request.form()
                 let client = try TokenClient(id: try clientID(request, form), parameter: "client_id").required()
