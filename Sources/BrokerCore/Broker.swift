@@ -140,7 +140,7 @@ public final class Broker: Sendable {
             guard adminServer != nil || settings.token != nil else {
                 throw BrokerStartError("the admin API is never served on the public listener without admin.token_file")
             }
-            let routes = AdminRoutes(services: services, administration: administration, audit: audit, token: settings.token)
+            let routes = AdminRoutes(config: config, metrics: metrics, administration: administration, audit: audit, token: settings.token)
             // Its own listener, or the public one (the loader allows that only with a token).
             if adminServer != nil { routes.register(in: &adminRouter) } else { routes.register(in: &router) }
         }

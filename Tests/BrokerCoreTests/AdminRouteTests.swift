@@ -20,7 +20,7 @@ struct AdminRouteTests {
         init(_ kind: StoreKind, token: String? = AdminRouteTests.token) async throws {
             bed = try await FlowTestBed(kind)
             var router = Router()
-            AdminRoutes(services: bed.services, administration: SessionAdministration(store: bed.store, sessions: bed.sessions),
+            AdminRoutes(config: bed.services.config, metrics: bed.services.metrics, administration: SessionAdministration(store: bed.store, sessions: bed.sessions),
                         audit: bed.endings.audit, token: token.map { Secret($0, source: "test") }).register(in: &router)
             self.router = router
         }

@@ -18,7 +18,7 @@ struct FlowTestBed {
     /// The store: the embedded one, or three PostgreSQL instances; either can be told to fail
     /// (``RoundRobinStore/failNextSessionLookup()``).
     let store: RoundRobinStore
-    /// The broker's services as `serve` assembles them (``BrokerServices/assemble(_:store:providers:upstream:logger:metrics:now:)``).
+    /// The broker's services as `serve` assembles them (``BrokerServices/assemble(_:store:providers:upstream:trust:logger:metrics:now:)``).
     let services: BrokerServices
     let settings: SessionSettings
     /// What the audit trail recorded, in order (the services log to it).

@@ -5,9 +5,10 @@ import WireValues
 
 @testable import BrokerCore
 
-/// Each grant type on its own (``GrantType``): read from a token request's form and carried out
+/// Each grant type's handler (``GrantType``): read from a token request's form and carried out
 /// against the flow services, without a socket or a router — on both stores, PostgreSQL as three
-/// instances taking the steps in turn.
+/// instances taking the steps in turn. A refusal is the flow's (``GrantRefusal``), checked as
+/// the token endpoints answer it.
 struct GrantTests {
     private static let broker = TokenClient(id: nil, parameter: "app")
 
@@ -17,32 +18,44 @@ struct GrantTests {
 
     private static func client(_ id: String?) -> TokenClient { TokenClient(id: id, parameter: "client_id") }
 
-    /// The grant's refusal: its status and OAuth error code.
-    private static func refusal(_ work: () async throws(HTTPError) -> RedeemedSession) async -> (Int, String?)? {
-        do throws(HTTPError) {
-            _ = try await work()
+    /// The grant's refusal, as a token endpoint answers it: its status and OAuth error code.
+    private static func refusal(_ grant: RequestedGrant, at provider: String? = "idp", proof: DPoPProof? = nil) async -> (Int, String?)? {
+        do throws(GrantRefusal) {
+            _ = try await grant.carryOut(provider, proof)
             return nil
         } catch {
-            return (error.status, error.code)
+            return (error.httpError.status, error.httpError.code)
         }
     }
 
-    @Test func anEndpointNamesTheGrantsItOffersAndReadsOnlyThose() throws {
-        let grants = GrantTypes(offered: [AuthorizationCodeGrant.self, DeviceCodeGrant.self])
-        #expect(throws: HTTPError.self) { try grants.grant(try Self.form([("grant_type", "refresh_token"), ("refresh_token", "tbs_x")]), client: Self.broker) }
-        do {
-            _ = try grants.grant(try Self.form([("grant_type", "password")]), client: Self.broker)
-            Issue.record("a password grant was read")
-        } catch let error as HTTPError {
-            #expect(error.code == "unsupported_grant_type")
-            #expect(error.description.contains("authorization_code") && error.description.contains(DeviceCodeGrant.type))
-        }
-        do {
-            _ = try grants.grant(try Self.form([("grant_type", "authorization_code"), ("code", "c"), ("code_verifier", "v"), ("redirect_uri", "u")]),
-                                 client: Self.broker)
-            Issue.record("a code without its client was read")
-        } catch let error as HTTPError {
-            #expect(error.status == 400 && error.description == "Missing required parameter app.")
+    /// Every grant handler, over the bed's services, as the broker registers them.
+    private static func grants(_ bed: FlowTestBed) -> GrantTypes {
+        let keys = GrantKeys(callers: bed.services.callers)
+        return GrantTypes(offered: [AuthorizationCodeGrant(login: bed.login, keys: keys), RefreshTokenGrant(sessions: bed.sessions, keys: keys),
+                                    DeviceCodeGrant(devices: bed.services.devices, keys: keys)])
+    }
+
+    @Test func anEndpointNamesTheGrantsItOffersAndReadsOnlyThose() async throws {
+        let bed = try await FlowTestBed(.embedded)
+        try await bed.closing {
+            let all = Self.grants(bed).offered
+            let grants = GrantTypes(offered: [all[0], all[2]])
+            #expect(grants.types == ["authorization_code", DeviceCodeGrant.type])
+            #expect(throws: HTTPError.self) { try grants.grant(try Self.form([("grant_type", "refresh_token"), ("refresh_token", "tbs_x")]), client: Self.broker) }
+            do {
+                _ = try grants.grant(try Self.form([("grant_type", "password")]), client: Self.broker)
+                Issue.record("a password grant was read")
+            } catch let error as HTTPError {
+                #expect(error.code == "unsupported_grant_type")
+                #expect(error.description.contains("authorization_code") && error.description.contains(DeviceCodeGrant.type))
+            }
+            do {
+                _ = try grants.grant(try Self.form([("grant_type", "authorization_code"), ("code", "c"), ("code_verifier", "v"), ("redirect_uri", "u")]),
+                                     client: Self.broker)
+                Issue.record("a code without its client was read")
+            } catch let error as HTTPError {
+                #expect(error.status == 400 && error.description == "Missing required parameter app.")
+            }
         }
     }
 
@@ -50,25 +63,25 @@ struct GrantTests {
     func aCodeGrantGivesTheNewSessionOnceAndNothingAtAnotherIssuer(_ kind: StoreKind) async throws {
         let bed = try await FlowTestBed(kind)
         try await bed.closing {
-            let services = bed.services
-            func codeGrant() async throws -> AuthorizationCodeGrant {
+            let grants = Self.grants(bed)
+            func codeGrant() async throws -> RequestedGrant {
                 let verifier = PKCE.makeVerifier()
                 let code = try #require(try await bed.signIn(verifier: verifier).handoffCode)
-                return try AuthorizationCodeGrant(try Self.form([("code", code), ("code_verifier", verifier), ("redirect_uri", FlowTestBed.redirectURI)]),
-                                                  client: Self.client(FlowTestBed.app))
+                return try grants.grant(try Self.form([("grant_type", "authorization_code"), ("code", code), ("code_verifier", verifier),
+                                                       ("redirect_uri", FlowTestBed.redirectURI)]), client: Self.client(FlowTestBed.app))
             }
             let ours = try await codeGrant()
-            let granted = try await ours.grant(at: "idp", proof: nil, services)
+            #expect(ours.limitedPerAddress)
+            let granted = try await ours.carryOut("idp", nil)
             let token = try #require(granted.token)
             #expect(OpaqueToken.hash(token) == granted.session.id && granted.session.subject == "alice")
             #expect(try await bed.stored(granted.session.id) != nil)
-            #expect(await Self.refusal { () async throws(HTTPError) in try await ours.grant(at: "idp", proof: nil, services) } ?? (0, nil) == (400, "invalid_grant"),
-                    "a code is redeemed once")
+            #expect(await Self.refusal(ours) ?? (0, nil) == (400, "invalid_grant"), "a code is redeemed once")
             #expect(try await bed.stored(granted.session.id) == nil, "a replayed code ends the session it created")
 
             let elsewhere = try await codeGrant()
             let revokedBefore = bed.provider.revoked.count
-            #expect(await Self.refusal { () async throws(HTTPError) in try await elsewhere.grant(at: "other", proof: nil, services) } ?? (0, nil) == (400, "invalid_grant"))
+            #expect(await Self.refusal(elsewhere, at: "other") ?? (0, nil) == (400, "invalid_grant"))
             await bed.endings.revocations.deliverDue()
             #expect(bed.provider.revoked.count > revokedBefore, "the session the code created is ended, and its grant revoked")
         }
@@ -78,13 +91,16 @@ struct GrantTests {
     func aRefreshGrantNeedsNoClientButRefusesAnotherOne(_ kind: StoreKind) async throws {
         let bed = try await FlowTestBed(kind)
         try await bed.closing {
-            let services = bed.services
+            let grants = Self.grants(bed)
             let redeemed = try await bed.newSession()
             let token = try #require(redeemed.token)
-            func refresh(_ pairs: [(String, String)], client: String?, at provider: String? = "idp") async throws -> (Int, String?)? {
-                let grant = try RefreshTokenGrant(try Self.form([("refresh_token", token)] + pairs), client: Self.client(client))
-                return await Self.refusal { () async throws(HTTPError) in try await grant.grant(at: provider, proof: nil, services) }
+            func refreshGrant(_ token: String, _ pairs: [(String, String)] = [], client: String? = nil) throws -> RequestedGrant {
+                try grants.grant(try Self.form([("grant_type", "refresh_token"), ("refresh_token", token)] + pairs), client: Self.client(client))
             }
+            func refresh(_ pairs: [(String, String)], client: String?, at provider: String? = "idp") async throws -> (Int, String?)? {
+                await Self.refusal(try refreshGrant(token, pairs, client: client), at: provider)
+            }
+            #expect(try !refreshGrant(token).limitedPerAddress)
             #expect(try await refresh([], client: nil) == nil)
             #expect(try await refresh([], client: FlowTestBed.app) == nil)
             #expect(try await refresh([], client: "another-app") ?? (0, nil) == (400, "invalid_grant"))
@@ -94,13 +110,11 @@ struct GrantTests {
 
             // Due: the provider refreshes it, and the client keeps its refresh token.
             bed.clock.advance(by: 3600)
-            let due = try RefreshTokenGrant(try Self.form([("refresh_token", token)]), client: Self.client(nil))
-            let fresh = try await due.grant(at: "idp", proof: nil, services)
+            let fresh = try await refreshGrant(token).carryOut("idp", nil)
             #expect(fresh.token == token && fresh.session.accessToken != redeemed.session.accessToken && bed.provider.accepts(fresh.session.accessToken))
             #expect(bed.provider.refreshes == 1)
 
-            let unknown = try RefreshTokenGrant(try Self.form([("refresh_token", "tbs_unknown")]), client: Self.client(nil))
-            #expect(await Self.refusal { () async throws(HTTPError) in try await unknown.grant(at: "idp", proof: nil, services) } ?? (0, nil) == (400, "invalid_grant"))
+            #expect(await Self.refusal(try refreshGrant("tbs_unknown")) ?? (0, nil) == (400, "invalid_grant"))
         }
     }
 
@@ -108,23 +122,23 @@ struct GrantTests {
     func aCodeRedeemedWithAProofBindsTheSessionAndItsRefreshesToThatKey(_ kind: StoreKind) async throws {
         let bed = try await FlowTestBed(kind)
         try await bed.closing {
-            let services = bed.services
+            let grants = Self.grants(bed)
             let vectors = DPoPProofTests.vectors.proofs
             try #require(vectors.count >= 2)
             let proof = try DPoPProofTests.check(vectors[0].proof, token: nil)
             let another = try DPoPProofTests.check(vectors[1].proof, token: nil)
             let verifier = PKCE.makeVerifier()
             let code = try #require(try await bed.signIn(verifier: verifier).handoffCode)
-            let grant = try AuthorizationCodeGrant(try Self.form([("code", code), ("code_verifier", verifier), ("redirect_uri", FlowTestBed.redirectURI)]),
-                                                   client: Self.client(FlowTestBed.app))
-            let granted = try await grant.grant(at: "idp", proof: proof, services)
+            let grant = try grants.grant(try Self.form([("grant_type", "authorization_code"), ("code", code), ("code_verifier", verifier),
+                                                        ("redirect_uri", FlowTestBed.redirectURI)]), client: Self.client(FlowTestBed.app))
+            let granted = try await grant.carryOut("idp", proof)
             let token = try #require(granted.token)
             #expect(granted.session.keyThumbprint == vectors[0].thumbprint)
             #expect(try await bed.stored(granted.session.id)?.keyThumbprint == vectors[0].thumbprint, "the binding is kept with the session")
 
             func refresh(_ proof: DPoPProof?) async throws -> (Int, String?)? {
-                let grant = try RefreshTokenGrant(try Self.form([("refresh_token", token)]), client: Self.client(nil))
-                return await Self.refusal { () async throws(HTTPError) in try await grant.grant(at: "idp", proof: proof, services) }
+                let grant = try grants.grant(try Self.form([("grant_type", "refresh_token"), ("refresh_token", token)]), client: Self.client(nil))
+                return await Self.refusal(grant, proof: proof)
             }
             #expect(try await refresh(proof) == nil)
             #expect(try await refresh(nil) ?? (0, nil) == (400, "invalid_dpop_proof"), "a bound refresh token without a proof")
@@ -137,26 +151,26 @@ struct GrantTests {
     func aDeviceGrantWaitsForTheConfirmedAccount(_ kind: StoreKind) async throws {
         let bed = try await FlowTestBed(kind)
         try await bed.closing {
-            let services = bed.services
-            let codes = try await services.devices.start(app: FlowTestBed.app, provider: ScriptedProvider.config(), scopes: [])
-            let grant = try DeviceCodeGrant(try Self.form([("device_code", codes.deviceCode)]), client: Self.client(FlowTestBed.app))
-            #expect(await Self.refusal { () async throws(HTTPError) in try await grant.grant(at: "idp", proof: nil, services) } ?? (0, nil) == (400, "authorization_pending"))
+            let devices = bed.services.devices
+            let grants = Self.grants(bed)
+            let codes = try await devices.start(app: FlowTestBed.app, provider: ScriptedProvider.config(), scopes: [])
+            let form = try Self.form([("grant_type", DeviceCodeGrant.type), ("device_code", codes.deviceCode)])
+            let grant = try grants.grant(form, client: Self.client(FlowTestBed.app))
+            #expect(await Self.refusal(grant) ?? (0, nil) == (400, "authorization_pending"))
 
-            let waiting = try #require(try await services.devices.find(typed: codes.userCode))
-            let started = try await services.devices.signIn(waiting, at: try await bed.login.providers.resolve("idp"))
+            let waiting = try #require(try await devices.find(typed: codes.userCode))
+            let started = try await devices.signIn(waiting, at: try await bed.login.providers.resolve("idp"))
             let (code, state) = try bed.provider.signIn(started.location, subject: "alice")
             let pending = try #require(try await bed.login.takeLogin(state: state))
             _ = await bed.login.complete(pending, state: state, with: CallbackAnswer(code: code, error: nil, errorDescription: nil, issuer: nil))
-            #expect(try await services.devices.confirm(OpaqueToken.hash(codes.deviceCode), state: state, approve: true))
+            #expect(try await devices.confirm(OpaqueToken.hash(codes.deviceCode), state: state, approve: true))
             bed.clock.advance(by: codes.interval)
 
-            #expect(await Self.refusal { () async throws(HTTPError) in try await grant.grant(at: "other", proof: nil, services) } ?? (0, nil) == (400, "invalid_grant"),
-                    "another issuer's endpoint gets nothing")
+            #expect(await Self.refusal(grant, at: "other") ?? (0, nil) == (400, "invalid_grant"), "another issuer's endpoint gets nothing")
             bed.clock.advance(by: codes.interval)
-            #expect(await Self.refusal { () async throws(HTTPError) in try await grant.grant(at: "idp", proof: nil, services) } ?? (0, nil) == (400, "invalid_grant"),
-                    "the code was spent by the refused collection")
+            #expect(await Self.refusal(grant) ?? (0, nil) == (400, "invalid_grant"), "the code was spent by the refused collection")
 
-            #expect(throws: HTTPError.self) { try DeviceCodeGrant(try Self.form([("device_code", codes.deviceCode)]), client: Self.client(nil)) }
+            #expect(throws: HTTPError.self) { try grants.grant(form, client: Self.client(nil)) }
         }
     }
 }

@@ -36,7 +36,7 @@ struct RoutePolicyTests {
                         Issue.record("\(route): a sign-in start without its per-client limit")
                         continue
                     }
-                    #expect(limiter === bed.services.loginLimiter, "\(route)")
+                    #expect(limiter === bed.services.admission.loginLimiter, "\(route)")
                 }
             }
         }

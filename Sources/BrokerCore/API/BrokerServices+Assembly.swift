@@ -49,23 +49,13 @@ extension BrokerServices {
                 retryMaxBodyBytes: limits.proxyRetryMaxBodyBytes, trust: trust
             ), proofs: calls.proofs),
             store: store,
-            // What starts a sign-in creates state: an IPv6 client counts by its site's /56.
-            loginLimiter: RateLimiter(perMinute: limits.loginRequestsPerMinute, key: ClientKey.site),
-            tokenLimiter: RateLimiter(perMinute: limits.tokenRequestsPerMinute),
-            refreshLimiter: RateLimiter(perMinute: limits.refreshRequestsPerMinute),
-            deviceEntryLimiter: RateLimiter(perMinute: limits.deviceCodeEntriesPerMinute),
-            userCodeGuard: UserCodeGuard(missesPerMinute: limits.deviceCodeMissesPerMinute),
-            proxyLimiter: RateLimiter(perMinute: limits.proxyRequestsPerMinute),
-            signInCeiling: SignInCeiling(limit: limits.maxPendingSignIns, store: store, metrics: metrics),
+            callers: Callers(store: store, proofs: ProofChecker(publicURL: config.server.publicURL, binding: binding, now: now()),
+                             apps: config.apps, metrics: metrics, now: now),
+            admission: Admission(limits, store: store, metrics: metrics, now: now),
             binding: binding,
-            proofs: ProofChecker(publicURL: config.server.publicURL, binding: binding, now: now()),
-            webhooks: webhooks,
             metrics: metrics,
             logger: logger,
             now: now
         )
     }
-
-    /// The one way grants end (``GrantEndings``).
-    var endings: GrantEndings { sessions.endings }
 }

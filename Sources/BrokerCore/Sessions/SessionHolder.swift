@@ -1,6 +1,6 @@
 /// How a request presents a session token: as a bearer token, or with the DPoP scheme, claiming
 /// to hold the key the session is bound to (its proof is checked once the session is found:
-/// ``BrokerServices/admit(_:to:route:)``, so that a token naming no session costs no signature
+/// ``Callers/admit(_:to:route:)``, so that a token naming no session costs no signature
 /// check).
 enum SessionHolder: Sendable, Equatable {
     case bearer

@@ -2,7 +2,7 @@ import BrokerCrypto
 import HTTPServer
 import WireValues
 
-extension BrokerServices {
+extension Callers {
     /// Runs `then` with the session named by `Authorization: Bearer <session token>` (or `DPoP
     /// <session token>` with its proof, for a session bound to a key: ``presentedToken(_:)``): at
     /// once when this instance has it in memory; else, with a store shared by several instances (a
@@ -74,46 +74,5 @@ extension BrokerServices {
             }
             return (SHA256.hash(token), scheme)
         }
-    }
-}
-
-extension BrokerServices {
-    /// Applies a per-client rate limit, counting refusals under the request's route.
-    func admit(_ request: Request, to limiter: RateLimiter) throws(HTTPError) {
-        try admit(client: request.clientIP, to: limiter, route: request.route)
-    }
-
-    /// Applies a per-client rate limit to the client at address `client`, counting refusals
-    /// under `route`, a route label (never text from the request).
-    func admit(client: String, to limiter: RateLimiter, route: String) throws(HTTPError) {
-        try counting(route) { () throws(HTTPError) in try limiter.admit(client, now: now()) }
-    }
-
-    /// Refuses (429, counted under the request's route) while the request's client has spent its
-    /// budget in `limiter`, taking nothing: for a limit charged afterwards, by outcome.
-    func refuseWhileSpent(_ request: Request, in limiter: RateLimiter) throws(HTTPError) {
-        try counting(request.route) { () throws(HTTPError) in try limiter.refuseWhileSpent(request.clientIP, now: now()) }
-    }
-
-    private func counting(_ route: String, _ check: () throws(HTTPError) -> Void) throws(HTTPError) {
-        do {
-            try check()
-        } catch {
-            metrics.rejected(route: route, reason: "rate_limited")
-            throw error
-        }
-    }
-}
-
-extension BrokerServices {
-    /// Applies the per-address refresh limit to a refresh asked for before it is due (`early`:
-    /// a `min_ttl` beyond the refresh skew while the token is still valid for the skew). A
-    /// refresh that is due is never refused here: a backend reading tokens for many users from
-    /// one address makes them all day, each session's are already bounded by the provider's
-    /// token lifetime (and joined, one at a time, by the refresher), and refusing them would
-    /// fail ordinary reads. `POST /refresh` is always early and counted (`admit`).
-    func admitRefresh(early: Bool, client: String, route: String) throws(HTTPError) {
-        guard early else { return }
-        try admit(client: client, to: refreshLimiter, route: route)
     }
 }

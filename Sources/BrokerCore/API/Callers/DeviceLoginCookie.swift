@@ -1,3 +1,4 @@
+import Foundation
 import HTTPServer
 
 /// Binds a device login to the browser that chose, at `/device`, to sign in: the redirect to the
@@ -32,5 +33,13 @@ struct DeviceLoginCookie: Sendable {
     func accepts(_ value: String?, state: String) -> Bool {
         guard let value else { return false }
         return binding.accepts(value, Self.purpose, state)
+    }
+}
+
+extension DeviceLoginCookie {
+    /// The cookie of a broker at `config`'s public URL: secure under HTTPS, for as long as a
+    /// login may take.
+    init(_ config: BrokerConfig, binding: BrowserBinding) {
+        self.init(secure: config.server.publicURL.scheme == "https", binding: binding, lifetimeSeconds: config.sessions.loginLifetimeSeconds)
     }
 }

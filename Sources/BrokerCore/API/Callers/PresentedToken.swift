@@ -3,7 +3,7 @@ import HTTPServer
 
 /// A session token as a request presents it: `Authorization: Bearer <token>`, or
 /// `Authorization: DPoP <token>` with the `DPoP` proof for this request (RFC 9449 §7.1), which is
-/// checked once the session is found and bound (``BrokerServices/admit(_:to:route:)``): a token
+/// checked once the session is found and bound (``Callers/admit(_:to:route:)``): a token
 /// that names no session costs no signature check.
 struct PresentedToken: Sendable {
     /// The token's hash: the session's id.
@@ -22,7 +22,7 @@ struct ClaimedProof: Sendable {
     let path: Substring
 }
 
-extension BrokerServices {
+extension Callers {
     /// The request's presented session token; a missing or malformed one is a 401 (RFC 6750 §3).
     func presentedToken(_ request: Request) throws(HTTPError) -> PresentedToken {
         let (id, scheme) = try sessionID(request)
@@ -101,7 +101,7 @@ extension BrokerServices {
     /// Whether `app` asks for nonces (`dpop_nonce`) and `proof` has no nonce the broker gave out
     /// lately.
     func nonceMissing(_ proof: DPoPProof, app: String) -> Bool {
-        config.app(id: app)?.dpopNonce == true && !proofs.nonces.accepts(proof.nonce, at: now())
+        apps[app]?.dpopNonce == true && !proofs.nonces.accepts(proof.nonce, at: now())
     }
 
     /// The key a token request proves it holds (RFC 9449 §5): its `DPoP` proof checked for this

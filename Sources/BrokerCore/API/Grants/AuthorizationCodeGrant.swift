@@ -7,25 +7,25 @@ import WireValues
 struct AuthorizationCodeGrant: GrantType {
     static let type = "authorization_code"
     static let limitedPerAddress = true
-    let request: HandoffRedemptionRequest
+    let login: LoginFlow
+    let keys: GrantKeys
 
-    init(_ form: FormFields, client: TokenClient) throws(HTTPError) {
-        request = HandoffRedemptionRequest(
+    static func parameters(_ form: FormFields, client: TokenClient) throws(HTTPError) -> HandoffRedemptionRequest {
+        HandoffRedemptionRequest(
             code: try form.required("code"), verifier: try form.required("code_verifier"),
             redirectURI: try form.required("redirect_uri"), app: try client.required()
         )
     }
 
-    func grant(at provider: String?, proof: DPoPProof?, _ services: BrokerServices) async throws(HTTPError) -> RedeemedSession {
+    func grant(_ request: HandoffRedemptionRequest, at provider: String?, proof: DPoPProof?) async throws(GrantRefusal) -> RedeemedSession {
         var request = request
-        request.keyThumbprint = try services.keyThumbprint(of: proof, for: request.app)
+        request.keyThumbprint = try keys.thumbprint(of: proof, for: request.app)
         let redeemed: RedeemedSession
         do throws(HandoffRefusal) {
-            redeemed = try await services.login.redeem(request)
+            redeemed = try await login.redeem(request)
         } catch {
-            throw error.httpError
+            throw .handoff(error)
         }
-        return try await services.granted(redeemed, at: provider,
-                                          refusal: "The code was issued by another issuer.")
+        return try await redeemed.atIssuer(of: provider, endings: login.endings, otherwise: "The code was issued by another issuer.")
     }
 }

@@ -3,10 +3,15 @@ import WireValues
 
 /// One grant type a token endpoint offers (RFC 6749 §4.1.3 and §6, RFC 8628 §3.4). As
 /// ory/fosite composes its token endpoint from a handler per grant type, every endpoint that
-/// offers a grant uses its one type: the broker's `POST /token` and the standard
+/// offers a grant uses its one handler: the broker's `POST /token` and the standard
 /// `/providers/{provider}/token` read, check and carry out a grant the same way, and differ only
-/// in the grants they offer and in how they write the answer.
+/// in the grants they offer and in how they write the answer. A handler holds the few services
+/// it uses; it reads its parameters from the request's form (a 400 for a missing one), and
+/// carries the grant out to a session or a refusal in the flow's own terms
+/// (``GrantRefusal``), which the endpoint turns into its answer.
 protocol GrantType: Sendable {
+    /// A grant's parameters, as read from a token request.
+    associatedtype Parameters: Sendable
     /// The `grant_type` value.
     static var type: String { get }
     /// Whether the grant is under the token endpoints' per-address limit (``GrantLimit``). A
@@ -14,12 +19,12 @@ protocol GrantType: Sendable {
     /// per address.
     static var limitedPerAddress: Bool { get }
     /// The grant's parameters from the token request's form, for the client it names.
-    init(_ form: FormFields, client: TokenClient) throws(HTTPError)
+    static func parameters(_ form: FormFields, client: TokenClient) throws(HTTPError) -> Parameters
     /// Carries the grant out at the issuer of `provider` (nil at the broker's own endpoint,
     /// which serves every provider), for a request that proved it holds the key of `proof`
     /// (DPoP, checked and new to every instance) or none: the session and the token its client
     /// is to hold.
-    func grant(at provider: String?, proof: DPoPProof?, _ services: BrokerServices) async throws(HTTPError) -> RedeemedSession
+    func grant(_ parameters: Parameters, at provider: String?, proof: DPoPProof?) async throws(GrantRefusal) -> RedeemedSession
 }
 
 /// The client a token request names, as its endpoint reads it: `app` or `client_id` at the
@@ -36,109 +41,51 @@ struct TokenClient: Sendable {
     }
 }
 
-/// The token endpoints' per-address limit (`token_requests_per_minute`), applied the same way
-/// by every endpoint that carries out a grant: it counts the grants of a limited type refused
-/// as `invalid_grant` — an unknown, expired, replayed or spent code, another client's, a wrong
-/// PKCE verifier: what guessing looks like — and the device polls a device that follows RFC
-/// 8628 gets at most once (`slow_down`: sooner than told; `access_denied`, `expired_token`:
-/// polled again after being told to stop), and once an address has spent it, refuses that
-/// address's grants of those types (429) until it refills. A grant carried out, or a device's
-/// `authorization_pending`, never counts: a backend that redeems the codes of many users from
-/// one address, or devices behind one address polling as told, spend nothing with codes that
-/// work. Refusals are counted once their outcome is known, each of them
-/// (``RateLimiter/charge(_:now:)``), so that guesses sent together while the budget had room
-/// are all paid for.
-struct GrantLimit: Sendable {
-    private let limiter: RateLimiter
-    private let client: String
-
-    /// The limit `grant` is under for `request`'s client; nil when its type is not limited.
-    /// Throws 429 (counted under the request's route) while the client's budget is spent.
-    init?(_ grant: any GrantType, _ request: Request, _ services: BrokerServices) throws(HTTPError) {
-        guard type(of: grant).limitedPerAddress else { return nil }
-        try services.refuseWhileSpent(request, in: services.tokenLimiter)
-        limiter = services.tokenLimiter
-        client = request.clientIP
-    }
-
-    /// The refusals that count.
-    private static let counted: Set<String> = ["invalid_grant", "slow_down", "access_denied", "expired_token"]
-
-    /// Carries `grant` out, its DPoP proof (if any) first recorded where the instances share
-    /// them; a refusal that counts is charged to the client's budget, and one for the proof is
-    /// counted under `route`.
-    static func carryOut(_ grant: any GrantType, at provider: String?, proof: DPoPProof?, under limit: GrantLimit?, route: String,
-                         _ services: BrokerServices) async throws(HTTPError) -> RedeemedSession {
-        do throws(HTTPError) {
-            if let proof, try await !services.firstAnywhere(proof) {
-                throw .badRequest(DPoPProofError.replayed.description, code: "invalid_dpop_proof")
-            }
-            return try await grant.grant(at: provider, proof: proof, services)
-        } catch {
-            if let limit, counted.contains(error.code) { limit.limiter.charge(limit.client, now: services.now()) }
-            if let reason = proofRefusals[error.code] { services.metrics.rejected(route: route, reason: reason) }
-            throw error
-        }
-    }
-
-    /// The refusals of a grant's DPoP proof, and their metrics reasons.
-    private static let proofRefusals = ["invalid_dpop_proof": "dpop_proof_invalid", "use_dpop_nonce": DPoPProofError.nonceRequired.reason]
+/// A grant read from a token request, ready to be carried out.
+struct RequestedGrant: Sendable {
+    let limitedPerAddress: Bool
+    let carryOut: @Sendable (_ provider: String?, _ proof: DPoPProof?) async throws(GrantRefusal) -> RedeemedSession
 }
 
 /// The grants a token endpoint offers.
 struct GrantTypes: Sendable {
-    let offered: [any GrantType.Type]
+    let offered: [any GrantType]
 
     /// The grant the form's `grant_type` names, its parameters read; `unsupported_grant_type`
     /// for any other, with the ones offered.
-    func grant(_ form: FormFields, client: TokenClient) throws(HTTPError) -> any GrantType {
+    func grant(_ form: FormFields, client: TokenClient) throws(HTTPError) -> RequestedGrant {
         let type = try form.required("grant_type")
-        for grant in offered where grant.type == type {
-            return try grant.init(form, client: client)
+        for handler in offered where Swift.type(of: handler).type == type {
+            return try Self.read(handler, form, client: client)
         }
         throw .badRequest("grant_type must be one of: \(types.joined(separator: ", ")).", code: "unsupported_grant_type")
     }
 
+    private static func read<Handler: GrantType>(_ handler: Handler, _ form: FormFields, client: TokenClient) throws(HTTPError) -> RequestedGrant {
+        let parameters = try Handler.parameters(form, client: client)
+        return RequestedGrant(limitedPerAddress: Handler.limitedPerAddress) { provider, proof throws(GrantRefusal) in
+            try await handler.grant(parameters, at: provider, proof: proof)
+        }
+    }
+
     /// The `grant_type` values offered, in order.
-    var types: [String] { offered.map { $0.type } }
+    var types: [String] { offered.map { Swift.type(of: $0).type } }
 }
 
-extension BrokerServices {
-    /// A granted session at the issuer of `provider`: one issued for another issuer's provider
-    /// is not handed out, and a session it created is ended (a 503 when that cannot be saved: the
-    /// session is then left to end by its lifetimes, nobody holding its token).
-    func granted(_ granted: RedeemedSession, at provider: String?, refusal: String) async throws(HTTPError) -> RedeemedSession {
-        guard let provider, granted.session.provider != provider else { return granted }
-        if granted.token != nil {
+extension RedeemedSession {
+    /// This session, granted at the issuer of `provider`: one issued for another issuer's
+    /// provider is not handed out, and a session it created is ended (``GrantRefusal/unsaved(_:)``
+    /// when that cannot be saved: the session is then left to end by its lifetimes, nobody
+    /// holding its token).
+    func atIssuer(of provider: String?, endings: GrantEndings, otherwise refusal: String) async throws(GrantRefusal) -> RedeemedSession {
+        guard let provider, session.provider != provider else { return self }
+        if token != nil {
             do throws(StateWriteError) {
-                _ = try await sessions.endings.endSession(granted.session.id, .otherIssuer)
+                _ = try await endings.endSession(session.id, .otherIssuer)
             } catch {
-                throw error.httpError
+                throw .unsaved(error)
             }
         }
-        throw .badRequest(refusal, code: "invalid_grant")
-    }
-}
-
-extension BrokerServices {
-    /// The key a new session of `app` is bound to: the proof's, else none — unless the app
-    /// requires DPoP (`dpop: required`), which is a 400 `invalid_dpop_proof`.
-    func keyThumbprint(of proof: DPoPProof?, for app: String) throws(HTTPError) -> String? {
-        guard let proof else {
-            if config.app(id: app)?.dpop == .required {
-                throw .badRequest("The app \(app) binds its sessions to a key: send a DPoP proof (RFC 9449) with the token request.",
-                                  code: "invalid_dpop_proof")
-            }
-            return nil
-        }
-        try requireNonce(proof, app: app)
-        return proof.thumbprint
-    }
-
-    /// A 400 `use_dpop_nonce` at a token endpoint when `app` asks for nonces and `proof` has
-    /// none the broker gave out lately (RFC 9449 §8).
-    func requireNonce(_ proof: DPoPProof?, app: String) throws(HTTPError) {
-        guard let proof, nonceMissing(proof, app: app) else { return }
-        throw .useNonce(proofs.nonces.current(at: now()), status: 400)
+        throw .invalidGrant(refusal)
     }
 }

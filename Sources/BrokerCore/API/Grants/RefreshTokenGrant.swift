@@ -9,39 +9,45 @@ import WireValues
 struct RefreshTokenGrant: GrantType {
     static let type = "refresh_token"
     static let limitedPerAddress = false
-    let token: String
-    let scope: [String]?
-    let client: String?
+    let sessions: SessionOperations
+    let keys: GrantKeys
 
-    init(_ form: FormFields, client: TokenClient) throws(HTTPError) {
-        token = try form.required("refresh_token")
-        scope = try form.optional("scope").map { $0.split(separator: " ").map(String.init) }
-        self.client = client.id
+    struct Parameters: Sendable {
+        let token: String
+        let scope: [String]?
+        let client: String?
     }
 
-    func grant(at provider: String?, proof: DPoPProof?, _ services: BrokerServices) async throws(HTTPError) -> RedeemedSession {
-        let invalid = HTTPError.badRequest("The refresh token is unknown, expired or revoked, or was issued to another client.",
-                                           code: "invalid_grant")
-        guard token.hasPrefix(OpaqueToken.sessionPrefix) else { throw invalid }
-        guard let session = try await services.load(OpaqueToken.hash(token)), session.app == client ?? session.app,
-              session.provider == provider ?? session.provider else { throw invalid }
-        try services.requireNonce(proof, app: session.app)
+    static func parameters(_ form: FormFields, client: TokenClient) throws(HTTPError) -> Parameters {
+        Parameters(token: try form.required("refresh_token"),
+                   scope: try form.optional("scope").map { $0.split(separator: " ").map(String.init) }, client: client.id)
+    }
+
+    func grant(_ refresh: Parameters, at provider: String?, proof: DPoPProof?) async throws(GrantRefusal) -> RedeemedSession {
+        let invalid = GrantRefusal.invalidGrant("The refresh token is unknown, expired or revoked, or was issued to another client.")
+        guard refresh.token.hasPrefix(OpaqueToken.sessionPrefix) else { throw invalid }
+        let found: Session?
+        do throws(StateReadError) {
+            found = try await sessions.store.findSession(OpaqueToken.hash(refresh.token), now: sessions.now())
+        } catch {
+            throw .unreadable(error)
+        }
+        guard let session = found, session.app == refresh.client ?? session.app, session.provider == provider ?? session.provider else { throw invalid }
+        try keys.requireNonce(proof, app: session.app)
         // RFC 9449 §5: a bound refresh token is used only with a proof of its key.
         if let mismatch = session.mismatch(proof: proof) {
-            throw .badRequest(mismatch == .notBound ? "The refresh token is bound to no key: send no DPoP proof with it."
-                : DPoPProofError.otherKey.description, code: "invalid_dpop_proof")
+            throw .invalidProof(mismatch == .notBound ? "The refresh token is bound to no key: send no DPoP proof with it."
+                : DPoPProofError.otherKey.description)
         }
-        if let scope, !Set(scope).isSubset(of: session.scopes) {
-            throw .badRequest("scope may only name scopes the grant has.", code: "invalid_scope")
+        if let scope = refresh.scope, !Set(scope).isSubset(of: session.scopes) {
+            throw .invalidScope("scope may only name scopes the grant has.")
         }
         do throws(RefreshFailure) {
-            return RedeemedSession(session: try await services.sessions.fresh(session, validFor: services.refreshSkew), token: token)
+            return RedeemedSession(session: try await sessions.fresh(session, validFor: sessions.refreshSkew), token: refresh.token)
         } catch {
             switch error {
-            case .loginRequired, .gone:
-                throw .badRequest("The provider no longer honours this sign-in; sign in again.", code: "invalid_grant")
-            case .tooSoon, .failed, .unsaved:
-                throw error.httpError
+            case .loginRequired, .gone: throw .invalidGrant("The provider no longer honours this sign-in; sign in again.")
+            case .tooSoon, .failed, .unsaved: throw .refresh(error)
             }
         }
     }

@@ -10,14 +10,16 @@ import WireValues
 /// own), a request a web page could have sent — one with `Origin`, a cross-site
 /// `Sec-Fetch-Site`, or a `Host` that is not loopback (DNS rebinding) — is refused.
 struct AdminRoutes: Sendable {
-    let services: BrokerServices
+    let config: BrokerConfig
+    let metrics: BrokerMetrics
     let administration: SessionAdministration
     let audit: AuditTrail
     /// The SHA-256 of the token every call must carry; nil: none (a loopback listener of its own).
     private let tokenHash: [UInt8]?
 
-    init(services: BrokerServices, administration: SessionAdministration, audit: AuditTrail, token: Secret?) {
-        self.services = services
+    init(config: BrokerConfig, metrics: BrokerMetrics, administration: SessionAdministration, audit: AuditTrail, token: Secret?) {
+        self.config = config
+        self.metrics = metrics
         self.administration = administration
         self.audit = audit
         tokenHash = token.map { SHA256.hash(Array($0.reveal().utf8)).bytes }
@@ -41,7 +43,7 @@ struct AdminRoutes: Sendable {
             return String(header.dropFirst(7))
         }
         guard let given, constantTimeEquals(SHA256.hash(Array(given.utf8)).bytes, tokenHash) else {
-            services.metrics.rejected(route: request.route, reason: "admin_credential")
+            metrics.rejected(route: request.route, reason: "admin_credential")
             audit.refused("admin.refused", [("route", .string(request.route)), ("client", .string(request.clientIP))])
             throw HTTPError(status: 401, code: "invalid_token", description: "Send the admin token as Authorization: Bearer <token>.",
                             headers: [HTTPHeader("WWW-Authenticate", #"Bearer realm="admin", error="invalid_token""#)])
@@ -123,7 +125,7 @@ struct AdminRoutes: Sendable {
         try authenticate(request)
         let form = try request.form()
         let provider = try form.required("provider")
-        guard services.config.provider(id: provider) != nil else { throw .badRequest("Unknown provider.") }
+        guard config.provider(id: provider) != nil else { throw .badRequest("Unknown provider.") }
         let subject = try form.required("subject")
         let filter = SessionFilter(provider: provider, subject: subject)
         let client = request.clientIP
@@ -160,8 +162,8 @@ struct AdminRoutes: Sendable {
         let filter = SessionFilter(provider: try query.optional("provider"), app: try query.optional("app"),
                                    subject: try query.optional("subject"), providerSessionID: try query.optional("sid"))
         guard filter.isValid else { throw .badRequest("A subject or sid is a provider's: give the provider too.") }
-        if let provider = filter.provider, services.config.provider(id: provider) == nil { throw .badRequest("Unknown provider.") }
-        if let app = filter.app, services.config.app(id: app) == nil { throw .badRequest("Unknown app.") }
+        if let provider = filter.provider, config.provider(id: provider) == nil { throw .badRequest("Unknown provider.") }
+        if let app = filter.app, config.app(id: app) == nil { throw .badRequest("Unknown app.") }
         return filter
     }
 

@@ -7,10 +7,12 @@ import WireValues
 /// answer invalid input with a 400 — JSON, or a page for a browser; never a redirect, which could
 /// be an open redirector.
 struct AuthorizeRoutes: Sendable {
-    let services: BrokerServices
+    let signIns: SignInStart
+    let callers: Callers
+    let admission: Admission
 
     func register(in routes: inout RouteTable) {
-        routes.add("GET", "/authorize", services.signInPolicy(.app, body: .none)) { [self] request throws(HTTPError) in
+        routes.add("GET", "/authorize", admission.signInPolicy(.app, body: .none)) { [self] request throws(HTTPError) in
             let wantsJSON = request.header("Accept")?.contains("application/json") == true
             do throws(HTTPError) {
                 return try start(try request.query(), session: nil, json: wantsJSON, route: request.route)
@@ -20,11 +22,11 @@ struct AuthorizeRoutes: Sendable {
                 return .now(Self.page(error))
             }
         }
-        routes.add("POST", "/authorize", services.signInPolicy(.session, body: .form)) { [self] request throws(HTTPError) in
+        routes.add("POST", "/authorize", admission.signInPolicy(.session, body: .form)) { [self] request throws(HTTPError) in
             // The form is read now (the request is gone later), its error answered after the session's.
             let form = Result { () throws(HTTPError) in try request.form() }
             let route = request.route
-            return try services.withBearerSession(request) { [self] session throws(HTTPError) in
+            return try callers.withBearerSession(request) { [self] session throws(HTTPError) in
                 try start(try form.get(), session: session, json: true, route: route)
             }
         }
@@ -41,7 +43,7 @@ struct AuthorizeRoutes: Sendable {
 
     private func start(_ fields: FormFields, session: Session?, json: Bool, route: String) throws(HTTPError) -> Reply {
         let login = try validate(fields, session: session)
-        return services.begin(login, route: route) { location in
+        return signIns.begin(login, route: route) { location in
             json ? .json(.object([("authorization_url", .string(location))])) : .redirect(to: location)
         }
     }
@@ -55,6 +57,6 @@ struct AuthorizeRoutes: Sendable {
         if let session, let named = try fields.optional("provider"), named != session.provider {
             throw .badRequest("The session belongs to another provider.")
         }
-        return try services.loginRequest(fields, app: appID, provider: providerID, session: session)
+        return try signIns.loginRequest(fields, app: appID, provider: providerID, session: session)
     }
 }

@@ -7,7 +7,8 @@ import WireValues
 /// or 400 with `invalid_request` and a sentence that quotes nothing of the token; 503 when the
 /// provider's keys or the store cannot be reached. `Cache-Control: no-store`, as every answer.
 struct BackChannelLogoutRoute: Sendable {
-    let services: BrokerServices
+    /// The providers that post logout tokens here.
+    let providers: [String]
     let logout: BackChannelLogout
     /// A provider posts from few addresses, each token is checked against its keys (fetched at
     /// most as the key-set cache allows) and accepted once.
@@ -16,7 +17,7 @@ struct BackChannelLogoutRoute: Sendable {
     )
 
     func register(in routes: inout RouteTable) {
-        for (provider, _) in services.config.backChannelLogoutURLs {
+        for provider in providers {
             routes.add("POST", "/providers/\(provider)/backchannel_logout", Self.policy) { [logout] request throws(HTTPError) in
                 let token = try request.form().required("logout_token")
                 return .deferredCatching { () async throws(HTTPError) -> Response in

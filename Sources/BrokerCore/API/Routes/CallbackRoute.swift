@@ -10,10 +10,14 @@ import WireValues
 /// (`/device/confirm`, an address of its own: a reload asks again, where replaying the callback
 /// would find its login used).
 struct CallbackRoute: Sendable {
-    let services: BrokerServices
+    let login: LoginFlow
+    let config: BrokerConfig
+    let deviceLoginCookie: DeviceLoginCookie
+    let admission: Admission
+    let metrics: BrokerMetrics
 
     func register(in routes: inout RouteTable) {
-        routes.add("GET", "/callback", services.signInPolicy(.person, body: .none)) { [services] request throws(HTTPError) in
+        routes.add("GET", "/callback", admission.signInPolicy(.person, body: .none)) { [login, config, deviceLoginCookie, metrics] request throws(HTTPError) in
             let wantsHTML = BrokerPage.wanted(by: request)
             let fields: FormFields
             let state: String
@@ -24,13 +28,13 @@ struct CallbackRoute: Sendable {
                 return .now(wantsHTML ? Self.page(error) : error.response)
             }
             let answer = CallbackAnswer(code: fields["code"], error: fields["error"], errorDescription: fields["error_description"], issuer: fields["iss"])
-            let deviceLoginCookie = services.deviceLoginCookie.value(in: request)
-            return .deferred { [services] in
+            let cookie = deviceLoginCookie.value(in: request)
+            return .deferred {
                 let pending: PendingAuthorization
                 do throws(HTTPError) {
                     let found: PendingAuthorization?
                     do throws(StateWriteError) {
-                        found = try await services.login.takeLogin(state: state)
+                        found = try await login.takeLogin(state: state)
                     } catch {
                         throw error.httpError
                     }
@@ -43,18 +47,18 @@ struct CallbackRoute: Sendable {
                 }
                 if case .device = pending.purpose {
                     // A device login ends here, in the browser that chose to sign in and no other.
-                    guard services.deviceLoginCookie.accepts(deviceLoginCookie, state: state) else {
-                        services.metrics.rejected(route: "/callback", reason: "device_login_other_browser")
+                    guard deviceLoginCookie.accepts(cookie, state: state) else {
+                        metrics.rejected(route: "/callback", reason: "device_login_other_browser")
                         return wantsHTML ? DevicePages.otherBrowser() : DevicePages.otherBrowserError.response
                     }
                 }
-                switch await services.login.complete(pending, state: state, with: answer) {
+                switch await login.complete(pending, state: state, with: answer) {
                 case .app(let back, let outcome):
                     // RFC 9207: the issuer the app's answer comes from (its standard metadata names it).
-                    let issuer = ("iss", services.issuer(of: pending.provider))
+                    let issuer = ("iss", config.issuer(of: pending.provider))
                     return .redirect(to: FormFields.url(back.redirectURI, adding: back.parameters(outcome) + [issuer]))
                 case .device(let device, .signedIn):
-                    let confirmation = services.config.server.publicURL.absoluteString + DevicePages.confirmationPath(device: device, state: state)
+                    let confirmation = config.server.publicURL.absoluteString + DevicePages.confirmationPath(device: device, state: state)
                     return Response(status: 303, headers: [HTTPHeader("Location", confirmation)])
                 case .device(_, .refused(let refusal)):
                     return DevicePages.refused(refusal)

@@ -9,16 +9,23 @@ import WireValues
 /// (``TokenRoutes``). User-code entry is rate-limited per client and, for wrong codes, for all
 /// clients together.
 struct DeviceRoutes: Sendable {
-    let services: BrokerServices
+    let config: BrokerConfig
+    let providers: ProviderDirectory
+    let devices: DeviceFlow
+    let admission: Admission
+    /// Tags that bind a browser to the device pages and to a device login.
+    let binding: BrowserBinding
+    let metrics: BrokerMetrics
     /// A person's code or decision: limited in the handler, which answers a refusal as a page.
     private static let entryPolicy = RoutePolicy(
         caller: .person, limit: .inHandler("device_code_entries_per_minute and the user-code guard, answered as a page"), body: .form
     )
 
-    private var csrf: DeviceCSRF { DeviceCSRF(secure: services.config.server.publicURL.scheme == "https", binding: services.binding) }
+    private var csrf: DeviceCSRF { DeviceCSRF(secure: config.server.publicURL.scheme == "https", binding: binding) }
+    private var deviceLoginCookie: DeviceLoginCookie { DeviceLoginCookie(config, binding: binding) }
 
     func register(in routes: inout RouteTable) {
-        routes.add("POST", "/device/authorize", services.signInPolicy(.app, body: .form)) { [self] request throws(HTTPError) in
+        routes.add("POST", "/device/authorize", admission.signInPolicy(.app, body: .form)) { [self] request throws(HTTPError) in
             try authorize(try request.form(), route: request.route)
         }
         routes.add("GET", "/device", RoutePolicy(caller: .person, limit: .none(because: "a page and a CSRF cookie, made in memory"), body: .none)) {
@@ -56,15 +63,15 @@ struct DeviceRoutes: Sendable {
                   let device = SHA256Digest(bytes: raw) else {
                 return .now(Self.page(.badRequest("This address is incomplete; enter the code again.")))
             }
-            let cookie = services.deviceLoginCookie
+            let cookie = deviceLoginCookie
             guard cookie.accepts(cookie.value(in: request), state: state) else {
-                services.metrics.rejected(route: "/device/confirm", reason: "device_login_other_browser")
+                metrics.rejected(route: "/device/confirm", reason: "device_login_other_browser")
                 return .now(DevicePages.otherBrowser())
             }
             return .deferred { [self] in await askToConfirm(device, state: state) }
         }
         routes.add("POST", "/device/confirm", RoutePolicy(
-            caller: .person, limit: .perClient(services.deviceEntryLimiter, name: "device_code_entries_per_minute"), body: .form
+            caller: .person, limit: .perClient(admission.deviceEntryLimiter, name: "device_code_entries_per_minute"), body: .form
         )) { [self] request throws(HTTPError) in
             let form: FormFields
             do throws(HTTPError) {
@@ -72,9 +79,9 @@ struct DeviceRoutes: Sendable {
             } catch {
                 return .now(Self.page(error))
             }
-            let cookie = services.deviceLoginCookie
+            let cookie = deviceLoginCookie
             guard let state = form["state"], cookie.accepts(cookie.value(in: request), state: state) else {
-                services.metrics.rejected(route: "/device/confirm", reason: "device_login_other_browser")
+                metrics.rejected(route: "/device/confirm", reason: "device_login_other_browser")
                 return .now(DevicePages.otherBrowser())
             }
             return .deferred { [self] in await confirm(form, state: state) }
@@ -84,27 +91,27 @@ struct DeviceRoutes: Sendable {
     /// RFC 8628 §3.1–3.2, the broker's own spelling: the provider named in the form.
     private func authorize(_ form: FormFields, route: String) throws(HTTPError) -> Reply {
         guard let appID = try DeviceRoutes.app(form) else { throw .badRequest("Missing parameter: app (or client_id).") }
-        return try authorize(app: appID, provider: try form.required("provider"), scopes: try BrokerServices.scopes(form), route: route)
+        return try authorize(app: appID, provider: try form.required("provider"), scopes: try SignInStart.scopes(form), route: route)
     }
 
     /// RFC 8628 §3.1–3.2 for `app` at `providerID`, asking for the provider's configured scopes
     /// and `scopes`: here and at the standard endpoint (``StandardTokenRoutes``), where the
     /// provider is the issuer's.
     func authorize(app appID: String, provider providerID: String, scopes: [String], route: String) throws(HTTPError) -> Reply {
-        guard let app = services.config.app(id: appID) else { throw .badRequest("Unknown app.") }
+        guard let app = config.app(id: appID) else { throw .badRequest("Unknown app.") }
         guard app.deviceFlow else {
             throw .badRequest("This app is not registered for the device flow (device_flow: true).", code: "unauthorized_client")
         }
-        guard let provider = services.providers.config(providerID) else { throw .badRequest("Unknown provider.") }
+        guard let provider = providers.config(providerID) else { throw .badRequest("Unknown provider.") }
         guard app.allows(provider: providerID) else {
             throw .badRequest("This app may not use this provider.", code: "unauthorized_client")
         }
-        let verification = services.config.server.publicURL.appendingPathComponent("device").absoluteString
-        return .deferredCatching { [services] () async throws(HTTPError) -> Response in
-            try await services.signInCeiling.admit(now: services.now(), route: route)
+        let verification = config.server.publicURL.appendingPathComponent("device").absoluteString
+        return .deferredCatching { [devices, admission] () async throws(HTTPError) -> Response in
+            try await admission.signInCeiling.admit(now: admission.now(), route: route)
             let codes: DeviceFlow.Codes
             do throws(StateWriteError) {
-                codes = try await services.devices.start(app: app.id, provider: provider, scopes: scopes)
+                codes = try await devices.start(app: app.id, provider: provider, scopes: scopes)
             } catch {
                 throw error.httpError
             }
@@ -129,15 +136,15 @@ struct DeviceRoutes: Sendable {
             return .failure(Page(Self.page(error)))
         }
         guard csrf.accepts(request, form) else {
-            services.metrics.rejected(route: request.route, reason: "csrf")
+            metrics.rejected(route: request.route, reason: "csrf")
             return .failure(Page(Self.page(HTTPError(
                 status: 403, code: "forbidden",
                 description: "This form is out of date or did not come from this page; open the device page again."))))
         }
         do throws(HTTPError) {
-            try services.admit(request, to: services.deviceEntryLimiter)
+            try admission.admit(request, to: admission.deviceEntryLimiter)
         } catch {
-            services.metrics.userCodeEntry(outcome: "rate_limited")
+            metrics.userCodeEntry(outcome: "rate_limited")
             return .failure(Page(Self.page(error)))
         }
         return .success(form)
@@ -150,13 +157,13 @@ struct DeviceRoutes: Sendable {
         case .success(let waiting):
             let providerOrigin: String?
             do throws(HTTPError) {
-                let provider = try await services.providers.provider(waiting.device.provider)
+                let provider = try await providers.provider(waiting.device.provider)
                 providerOrigin = Self.origin(provider.authorizationEndpoint)
             } catch {
                 return Self.page(error)
             }
-            let appName = services.config.app(id: waiting.device.app)?.shownName ?? waiting.device.app
-            let providerName = services.providers.config(waiting.device.provider)?.shownName ?? waiting.device.provider
+            let appName = config.app(id: waiting.device.app)?.shownName ?? waiting.device.app
+            let providerName = providers.config(waiting.device.provider)?.shownName ?? waiting.device.provider
             return DevicePages.confirm(waiting, appName: appName, providerName: providerName, providerOrigin: providerOrigin,
                                        csrf: form["csrf"] ?? "")
         }
@@ -176,22 +183,22 @@ struct DeviceRoutes: Sendable {
             if decision == "deny" {
                 let denied: Bool
                 do throws(StateWriteError) {
-                    denied = try await services.devices.deny(waiting)
+                    denied = try await devices.deny(waiting)
                 } catch {
                     throw error.httpError
                 }
                 guard denied else { throw .badRequest(Self.gone) }
                 return DevicePages.denied()
             }
-            let provider = try await services.providers.provider(waiting.device.provider)
+            let provider = try await providers.provider(waiting.device.provider)
             let login: (location: String, state: String)
             do throws(LoginStartError) {
-                login = try await services.devices.signIn(waiting, at: provider)
+                login = try await devices.signIn(waiting, at: provider)
             } catch {
                 throw error.httpError
             }
             // Only this browser may finish the login (a provider URL passed on is refused).
-            return Response(status: 303, headers: [HTTPHeader("Location", login.location), services.deviceLoginCookie.set(state: login.state)])
+            return Response(status: 303, headers: [HTTPHeader("Location", login.location), deviceLoginCookie.set(state: login.state)])
         } catch {
             return Self.page(error)
         }
@@ -202,14 +209,14 @@ struct DeviceRoutes: Sendable {
     private func askToConfirm(_ device: SHA256Digest, state: String) async -> Response {
         let confirmation: DeviceFlow.Confirmation
         do throws(StateReadError) {
-            confirmation = try await services.devices.confirmation(device, state: state)
+            confirmation = try await devices.confirmation(device, state: state)
         } catch {
             return Self.page(error.httpError)
         }
         switch confirmation {
         case .ask(let account, let app, let provider):
-            return DevicePages.confirmAccount(account, app: services.config.app(id: app)?.shownName ?? app,
-                                              provider: services.providers.config(provider)?.shownName ?? provider, device: device, state: state)
+            return DevicePages.confirmAccount(account, app: config.app(id: app)?.shownName ?? app,
+                                              provider: providers.config(provider)?.shownName ?? provider, device: device, state: state)
         case .confirmed:
             return DevicePages.finished()
         case .refused:
@@ -229,14 +236,14 @@ struct DeviceRoutes: Sendable {
         }
         let done: Bool
         do throws(StateWriteError) {
-            done = try await services.devices.confirm(device, state: state, approve: decision == "approve")
+            done = try await devices.confirm(device, state: state, approve: decision == "approve")
         } catch {
             return Self.page(error.httpError)
         }
         guard done else { return Self.page(.badRequest(Self.gone)) }
         // Answered by the confirmation's own address, which now says what became of the device:
         // a reload shows that again, rather than sending the answer twice.
-        let location = services.config.server.publicURL.absoluteString + DevicePages.confirmationPath(device: device, state: state)
+        let location = config.server.publicURL.absoluteString + DevicePages.confirmationPath(device: device, state: state)
         return Response(status: 303, headers: [HTTPHeader("Location", location)])
     }
 
@@ -256,14 +263,14 @@ struct DeviceRoutes: Sendable {
     /// everyone's is, only one from a network that sent no wrong code lately, slowly.
     private func find(_ form: FormFields, client: String) async -> Result<DeviceFlow.Waiting, Page> {
         let csrfToken = form["csrf"] ?? ""
-        switch services.userCodeGuard.admit(client, now: services.now()) {
+        switch admission.userCodeGuard.admit(client, now: admission.now()) {
         case .now:
             break
         case .slowed(let seconds):
-            services.metrics.userCodeEntry(outcome: "slowed")
+            metrics.userCodeEntry(outcome: "slowed")
             try? await Task.sleep(for: .seconds(seconds))
         case .refused(let wait):
-            services.metrics.userCodeEntry(outcome: "rate_limited")
+            metrics.userCodeEntry(outcome: "rate_limited")
             let seconds = Int(wait.rounded(.up))
             return .failure(Page(DevicePages.failure(
                 "Too many wrong codes were entered; try again in \(seconds) second\(seconds == 1 ? "" : "s").", status: 429,
@@ -271,22 +278,22 @@ struct DeviceRoutes: Sendable {
         }
         let typed = form["user_code"] ?? ""
         guard UserCode.normalise(typed) != nil else {
-            services.metrics.userCodeEntry(outcome: "malformed")
+            metrics.userCodeEntry(outcome: "malformed")
             return .failure(Page(DevicePages.entry(userCode: Self.retyped(typed), csrf: csrfToken,
                                                    message: "A code has 8 letters, like BCDF-GHJK. Check the code your device shows.", status: 400)))
         }
         let found: DeviceFlow.Waiting?
         do throws(StateReadError) {
-            found = try await services.devices.find(typed: typed)
+            found = try await devices.find(typed: typed)
         } catch {
             return .failure(Page(Self.page(error.httpError)))
         }
         guard let found else {
-            services.userCodeGuard.miss(client, now: services.now())
-            services.metrics.userCodeEntry(outcome: "unknown")
+            admission.userCodeGuard.miss(client, now: admission.now())
+            metrics.userCodeEntry(outcome: "unknown")
             return .failure(Page(DevicePages.entry(userCode: Self.retyped(typed), csrf: csrfToken, message: Self.gone, status: 400)))
         }
-        services.metrics.userCodeEntry(outcome: "found")
+        metrics.userCodeEntry(outcome: "found")
         return .success(found)
     }
 

@@ -14,7 +14,9 @@ import WireValues
 /// unknown, expired or revoked token is `{"active": false}` and nothing more; a revocation on
 /// any instance reaches this answer as it reaches `GET /token`.
 struct IntrospectionRoute: Sendable {
-    let services: BrokerServices
+    let config: BrokerConfig
+    let callers: Callers
+    let logger: Logger
     /// Each resource server's secret, hashed (compared in constant time, length included).
     private let secrets: [String: [UInt8]]
     /// Each `private_key_jwt` resource server's keys.
@@ -26,9 +28,11 @@ struct IntrospectionRoute: Sendable {
     /// Each resource server's own limit.
     private let limiters: [String: RateLimiter]
 
-    init(services: BrokerServices) {
-        self.services = services
-        let servers = services.config.resourceServers
+    init(config: BrokerConfig, callers: Callers, logger: Logger) {
+        self.config = config
+        self.callers = callers
+        self.logger = logger
+        let servers = config.resourceServers
         secrets = Dictionary(uniqueKeysWithValues: servers.compactMap { server in
             guard case .secret(let secret) = server.credential else { return nil }
             return (server.id, SHA256.hash(Array(secret.reveal().utf8)).bytes)
@@ -37,10 +41,10 @@ struct IntrospectionRoute: Sendable {
             guard case .keys(let keys, _) = server.credential else { return nil }
             return (server.id, keys)
         })
-        var base = services.config.server.publicURL.absoluteString
+        var base = config.server.publicURL.absoluteString
         while base.hasSuffix("/") { base.removeLast() }
         audiences = [base + "/introspect", base]
-        assertions = ReplayMemory(now: services.now(), span: ClientAssertionCheck.maximumLifetime + 2 * ClientAssertionCheck.clockSkew)
+        assertions = ReplayMemory(now: callers.now(), span: ClientAssertionCheck.maximumLifetime + 2 * ClientAssertionCheck.clockSkew)
         limiters = Dictionary(uniqueKeysWithValues: servers.map { ($0.id, RateLimiter(perMinute: $0.requestsPerMinute) { $0 }) })
     }
 
@@ -61,14 +65,14 @@ struct IntrospectionRoute: Sendable {
         let token = try form.required("token")
         let route = request.route
         if let assertion {
-            guard assertions.firstHere(assertion.replayID, now: services.now()) else { throw refused(route: route, "the assertion was used before") }
+            guard assertions.firstHere(assertion.replayID, now: callers.now()) else { throw refused(route: route, "the assertion was used before") }
         }
         // Only session tokens are the broker's to describe; a hint does not change where it looks.
         let id = token.hasPrefix(OpaqueToken.sessionPrefix) ? OpaqueToken.hash(token) : nil
-        let shared = !services.store.holdsEverySession
+        let shared = !callers.store.holdsEverySession
         if !(shared && assertion != nil) {
             guard let id else { return .now(answer(nil)) }
-            if let session = services.store.session(id, now: services.now()) { return .now(answer(session)) }
+            if let session = callers.store.session(id, now: callers.now()) { return .now(answer(session)) }
             guard shared else { return .now(answer(nil)) }
         }
         return .deferredCatching { [self] () async throws(HTTPError) -> Response in
@@ -76,14 +80,14 @@ struct IntrospectionRoute: Sendable {
             if let assertion, shared {
                 let first: Bool
                 do throws(StateWriteError) {
-                    first = try await ReplayMemory.firstAnywhere(assertion.replayID, until: assertion.rememberUntil, in: services.store)
+                    first = try await ReplayMemory.firstAnywhere(assertion.replayID, until: assertion.rememberUntil, in: callers.store)
                 } catch {
                     throw error.httpError
                 }
                 guard first else { throw refused(route: route, "the assertion was used before") }
             }
             guard let id else { return answer(nil) }
-            return answer(try await services.load(id))
+            return answer(try await callers.load(id))
         }
     }
 
@@ -97,7 +101,7 @@ struct IntrospectionRoute: Sendable {
                 throw refused(route: route, "client_assertion_type must be \(ClientAssertionCheck.assertionType), with client_assertion")
             }
             do throws(ClientAssertionCheck.Refusal) {
-                let checked = try ClientAssertionCheck(assertion, keys: { keys[$0] }, audiences: audiences, now: services.now())
+                let checked = try ClientAssertionCheck(assertion, keys: { keys[$0] }, audiences: audiences, now: callers.now())
                 if let named = form["client_id"], named != checked.client { throw ClientAssertionCheck.Refusal(reason: "client_id is not its iss") }
                 return (checked.client, checked)
             } catch {
@@ -125,9 +129,9 @@ struct IntrospectionRoute: Sendable {
     /// The 401 for a caller that is no configured resource server, counted; an assertion's
     /// `reason` is logged (it says nothing a holder of the key would not know), never a secret.
     private func refused(route: String, _ reason: String?) -> HTTPError {
-        services.metrics.introspection(outcome: "unauthenticated")
-        services.metrics.rejected(route: route, reason: "resource_server_credential")
-        if let reason { services.logger.notice("introspection refused a client assertion", metadata: ["reason": "\(reason)"]) }
+        callers.metrics.introspection(outcome: "unauthenticated")
+        callers.metrics.rejected(route: route, reason: "resource_server_credential")
+        if let reason { logger.notice("introspection refused a client assertion", metadata: ["reason": "\(reason)"]) }
         let description = secrets.isEmpty && keys.isEmpty
             ? "No resource servers are configured (resource_servers): nobody may introspect."
             : "Authenticate as a configured resource server (HTTP Basic, or a client assertion: private_key_jwt)."
@@ -138,9 +142,9 @@ struct IntrospectionRoute: Sendable {
     /// Takes one of `server`'s requests per minute, or 429.
     private func admit(_ server: String) throws(HTTPError) {
         do throws(HTTPError) {
-            try limiters[server]?.admit(server, now: services.now())
+            try limiters[server]?.admit(server, now: callers.now())
         } catch {
-            services.metrics.introspection(outcome: "rate_limited")
+            callers.metrics.introspection(outcome: "rate_limited")
             throw error
         }
     }
@@ -148,10 +152,10 @@ struct IntrospectionRoute: Sendable {
     /// RFC 7662 §2.2: `{"active": false}` alone for a token that names no live session.
     private func answer(_ session: Session?) -> Response {
         guard let session else {
-            services.metrics.introspection(outcome: "inactive")
+            callers.metrics.introspection(outcome: "inactive")
             return .json(.object([("active", .bool(false))]))
         }
-        services.metrics.introspection(outcome: "active")
+        callers.metrics.introspection(outcome: "active")
         return .json(.object([
             ("active", .bool(true)),
             ("sub", .string(session.subject)),
@@ -159,17 +163,17 @@ struct IntrospectionRoute: Sendable {
             ("client_id", .string(session.app)),
             ("scope", .string(session.scopes.joined(separator: " "))),
             ("token_type", .string(session.keyThumbprint == nil ? "Bearer" : "DPoP")),
-            ("iss", .string(services.issuer(of: session.provider))),
+            ("iss", .string(config.issuer(of: session.provider))),
             ("iat", .int(Int(session.createdAt))),
-            ("exp", .int(Int(services.sessionEnd(session)))),
+            ("exp", .int(Int(config.sessions.end(of: session)))),
         ] + (session.keyThumbprint.map { [("cnf", .object([("jkt", .string($0))]))] } ?? [])))
     }
 }
 
-extension BrokerServices {
+extension SessionSettings {
     /// When `session` ends unless it is used again: its absolute lifetime's end, or sooner its
     /// idle lifetime's (counted from its last use).
-    func sessionEnd(_ session: Session) -> Double {
-        min(session.createdAt + config.sessions.absoluteLifetimeSeconds, session.usedAt + config.sessions.idleLifetimeSeconds)
+    func end(of session: Session) -> Double {
+        min(session.createdAt + absoluteLifetimeSeconds, session.usedAt + idleLifetimeSeconds)
     }
 }

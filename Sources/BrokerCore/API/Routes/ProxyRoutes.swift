@@ -10,7 +10,8 @@ import WireValues
 /// be the provider's; each session has its own rate limit and bound on transfers in flight, and
 /// each client address a bound on the answers streaming to it (``ProxyTransferSlots``); the API's
 /// answer comes back with its status and the headers ``ProxyHeaders`` lets through.
-struct ProxyRoutes: Sendable {
+/// A class: each request's closures capture it, one reference rather than a retain per field.
+final class ProxyRoutes: Sendable {
     static let methods = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
     /// Every proxied method: a session's, limited once the session is known.
     static let policy = RoutePolicy(
@@ -18,14 +19,27 @@ struct ProxyRoutes: Sendable {
         body: .forwarded
     )
 
-    let services: BrokerServices
+    let config: BrokerConfig
+    let proxy: APIProxy
+    let callers: Callers
+    let admission: Admission
+    let logger: Logger
     /// The proxy's event loop (its transfers).
     let transfers: APITransfers
 
+    init(config: BrokerConfig, proxy: APIProxy, callers: Callers, admission: Admission, logger: Logger, transfers: APITransfers) {
+        self.config = config
+        self.proxy = proxy
+        self.callers = callers
+        self.admission = admission
+        self.logger = logger
+        self.transfers = transfers
+    }
+
     func register(in routes: inout RouteTable) {
-        let limits = services.config.server.limits
+        let limits = config.server.limits
         let slots = ProxyTransferSlots(perSession: limits.proxyMaxTransfersPerSession, perClient: limits.proxyMaxTransfersPerIP)
-        for provider in services.config.providers {
+        for provider in config.providers {
             let prefix = "/proxy/\(provider.id)"
             let label = "\(prefix)/{path}"
             for method in Self.methods {
@@ -48,22 +62,22 @@ struct ProxyRoutes: Sendable {
         switch ProxyPath.target(base: base.absoluteString, path: path, query: request.rawQuery) {
         case .success(let target): url = target
         case .failure(let refusal):
-            services.metrics.rejected(route: route, reason: "proxy_path")
+            callers.metrics.rejected(route: route, reason: "proxy_path")
             throw .badRequest(refusal.reason)
         }
         let headers = Self.clientHeaders(request, extras: provider.apiHeaders)
         let method = request.method
         let client = ClientKey.of(request.clientIP) // an IPv6 client by its /64, as every per-client limit
         let body: [UInt8]? = ["POST", "PUT", "PATCH"].contains(method) || !request.body.isEmpty ? request.body : nil
-        return try services.withBearerSession(request) { [services] session throws(HTTPError) in
+        return try callers.withBearerSession(request) { [self] session throws(HTTPError) in
             guard session.provider == provider.id else {
-                services.metrics.rejected(route: route, reason: "proxy_wrong_provider")
+                callers.metrics.rejected(route: route, reason: "proxy_wrong_provider")
                 throw HTTPError(status: 403, code: "wrong_provider", description: "This session is for another provider.")
             }
             let sessionKey = session.id.hex
-            try services.admit(client: sessionKey, to: services.proxyLimiter, route: route)
+            try admission.admit(client: sessionKey, to: admission.proxyLimiter, route: route)
             guard let slot = slots.take(session: sessionKey, client: client) else {
-                services.metrics.rejected(route: route, reason: "proxy_in_flight")
+                callers.metrics.rejected(route: route, reason: "proxy_in_flight")
                 throw HTTPError(status: 429, code: "rate_limited",
                                 description: "Too many API calls of this session, or answers streaming to this address, are under way; retry when one has ended.",
                                 headers: [HTTPHeader("Retry-After", "1")])
@@ -73,8 +87,8 @@ struct ProxyRoutes: Sendable {
             let holder = StreamHolder(slot: slot)
             // Answered from the proxy's loop thread when the token is fresh in hand (APIProxy.start).
             return .later { answer in
-                services.proxy.start(forward, session: session, provider: provider, on: transfers, stream: { _, length in
-                    holder.choose(method: method, length: length, cap: services.proxy.settings.maxResponseBytes)
+                self.proxy.start(forward, session: session, provider: provider, on: transfers, stream: { _, length in
+                    holder.choose(method: method, length: length, cap: self.proxy.settings.maxResponseBytes)
                 }, completion: { result in
                     let response: Response
                     switch result {
@@ -86,11 +100,11 @@ struct ProxyRoutes: Sendable {
                         slot.release()
                         if case .exchange(let reason) = error {
                             // The reason is libcurl's fixed text for its error code: never the URL or a header.
-                            services.logger.warning("API call failed", metadata: ["provider": "\(provider.id)", "reason": "\(reason)"])
+                            self.logger.warning("API call failed", metadata: ["provider": "\(provider.id)", "reason": "\(reason)"])
                         }
                         response = Self.httpError(error).response
                     }
-                    services.metrics.proxyRequest(provider: provider.id, status: response.status, seconds: (ContinuousClock.now - started).seconds)
+                    self.callers.metrics.proxyRequest(provider: provider.id, status: response.status, seconds: (ContinuousClock.now - started).seconds)
                     answer(response)
                 })
             }

@@ -45,11 +45,3 @@ struct RoutePolicy: Sendable {
     let limit: Limit
     let body: Body
 }
-
-extension BrokerServices {
-    /// The policy of a route that starts a sign-in or takes one back: the login limit per client,
-    /// applied before the request is read (a sign-in stores state and may cost a provider call).
-    func signInPolicy(_ caller: RoutePolicy.Caller, body: RoutePolicy.Body) -> RoutePolicy {
-        RoutePolicy(caller: caller, limit: .perClient(loginLimiter, name: "login_requests_per_minute"), body: body)
-    }
-}

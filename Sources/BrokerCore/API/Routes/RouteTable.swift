@@ -15,7 +15,7 @@ struct RouteTable {
 
     private(set) var router: Router
     private(set) var entries: [Entry] = []
-    /// Applies a per-client limit (``BrokerServices/admit(_:to:)``).
+    /// Applies a per-client limit (``Admission/admit(_:to:)``).
     private let admit: @Sendable (Request, RateLimiter) throws(HTTPError) -> Void
 
     init(router: Router, admit: @escaping @Sendable (Request, RateLimiter) throws(HTTPError) -> Void) {

@@ -4,11 +4,12 @@ import WireValues
 /// `GET /session` describes the session, `GET /profile` says who the user is, and
 /// `POST /revoke` ends the session at the provider and here.
 struct SessionRoutes: Sendable {
-    let services: BrokerServices
+    let callers: Callers
+    let sessions: SessionOperations
 
     func register(in routes: inout RouteTable) {
-        routes.add("GET", "/session", RoutePolicy(caller: .session, limit: .none(because: "a session token (256 random bits) cannot be guessed, and the answer comes from memory"), body: .none)) { [services] request throws(HTTPError) in
-            try services.withBearerSession(request) { session throws(HTTPError) in .now(.json(.object([
+        routes.add("GET", "/session", RoutePolicy(caller: .session, limit: .none(because: "a session token (256 random bits) cannot be guessed, and the answer comes from memory"), body: .none)) { [callers] request throws(HTTPError) in
+            try callers.withBearerSession(request) { session throws(HTTPError) in .now(.json(.object([
                 ("provider", .string(session.provider)),
                 ("subject", .string(session.subject)),
                 ("scopes", .array(session.scopes.map(JSONValue.string))),
@@ -32,15 +33,15 @@ struct SessionRoutes: Sendable {
     /// unknown session token is answered 200 with `not_attempted`. A session bound to a key ends
     /// only for a proof of it.
     private func revoke(_ request: Request) throws(HTTPError) -> Reply {
-        let presented = try services.presentedToken(request)
+        let presented = try callers.presentedToken(request)
         let route = request.route
-        return .deferredCatching { [services] () async throws(HTTPError) -> Response in
-            if let session = try await services.load(presented.id) {
-                try await services.spendAnywhere(try services.admit(presented, to: session, route: route), route: route)
+        return .deferredCatching { [callers, sessions] () async throws(HTTPError) -> Response in
+            if let session = try await callers.load(presented.id) {
+                try await callers.spendAnywhere(try callers.admit(presented, to: session, route: route), route: route)
             }
             let revocation: ProviderRevocation?
             do throws(StateWriteError) {
-                revocation = try await services.sessions.end(presented.id, .revoked)
+                revocation = try await sessions.end(presented.id, .revoked)
             } catch {
                 throw error.httpError
             }
@@ -52,11 +53,11 @@ struct SessionRoutes: Sendable {
 
     /// The user's profile (``SessionOperations/profile(of:)``), from the cache when it can.
     private func profile(_ request: Request) throws(HTTPError) -> Reply {
-        try services.withBearerSession(request) { [services] session throws(HTTPError) in
-            if let cached = services.sessions.cachedProfile(of: session) { return .now(.json(cached)) }
+        try callers.withBearerSession(request) { [sessions] session throws(HTTPError) in
+            if let cached = sessions.cachedProfile(of: session) { return .now(.json(cached)) }
             return .deferredCatching { () async throws(HTTPError) -> Response in
                 do throws(ProfileFailure) {
-                    return .json(try await services.sessions.profile(of: session))
+                    return .json(try await sessions.profile(of: session))
                 } catch {
                     throw error.httpError
                 }

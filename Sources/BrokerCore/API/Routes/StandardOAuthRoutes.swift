@@ -9,16 +9,20 @@ import WireValues
 /// revocation endpoints in ``StandardTokenRoutes``. The client id is the app id; the provider
 /// comes from the issuer's path, so the broker's own endpoints stay as they are.
 struct StandardOAuthRoutes: Sendable {
-    let services: BrokerServices
+    let config: BrokerConfig
+    let signIns: SignInStart
+    /// The grants of the standard token endpoint (``StandardTokenRoutes``), which the metadata names.
+    let grants: GrantTypes
+    let admission: Admission
 
     func register(in routes: inout RouteTable) {
-        for provider in services.config.providers.map(\.id) {
-            let issuer = services.issuer(of: provider)
-            let metadata = Response.json(services.authorizationServerMetadata(of: provider))
+        for provider in config.providers.map(\.id) {
+            let issuer = config.issuer(of: provider)
+            let metadata = Response.json(config.authorizationServerMetadata(of: provider, grantTypes: grants.types))
             // RFC 8414 §3: the well-known segment goes between the host and the issuer's path.
             routes.add("GET", "/.well-known/oauth-authorization-server/providers/\(provider)",
                        RoutePolicy(caller: .anyone, limit: .none(because: "a document made at start"), body: .none)) { _ in .now(metadata) }
-            routes.add("GET", "/providers/\(provider)/authorize", services.signInPolicy(.app, body: .none)) { [self] request throws(HTTPError) in
+            routes.add("GET", "/providers/\(provider)/authorize", admission.signInPolicy(.app, body: .none)) { [self] request throws(HTTPError) in
                 do throws(HTTPError) {
                     return try authorize(try request.query(), provider: provider, issuer: issuer)
                 } catch {
@@ -36,7 +40,7 @@ struct StandardOAuthRoutes: Sendable {
     /// every error goes back to the app's redirect URI with `state` and `iss` (RFC 9207).
     private func authorize(_ query: FormFields, provider: String, issuer: String) throws(HTTPError) -> Reply {
         let clientID = try query.required("client_id")
-        guard let app = services.config.app(id: clientID) else { throw .badRequest("Unknown client_id.") }
+        guard let app = config.app(id: clientID) else { throw .badRequest("Unknown client_id.") }
         let redirectURI = try query.required("redirect_uri")
         guard app.matchRegistered(redirectURI) != nil else { throw .badRequest("redirect_uri is not registered for this client.") }
         // The app's state goes back only if it is one the broker would keep (printable, bounded).
@@ -60,31 +64,31 @@ struct StandardOAuthRoutes: Sendable {
             return refuse("invalid_request", "code_challenge_method must be S256 (plain is not supported).")
         }
         do throws(HTTPError) {
-            let login = try services.loginRequest(query, app: clientID, provider: provider, session: nil)
-            return services.begin(login, route: "/providers/\(provider)/authorize") { .redirect(to: $0) }
+            let login = try signIns.loginRequest(query, app: clientID, provider: provider, session: nil)
+            return signIns.begin(login, route: "/providers/\(provider)/authorize") { .redirect(to: $0) }
         } catch {
             return refuse(error.code, error.description)
         }
     }
 }
 
-extension BrokerServices {
+extension BrokerConfig {
     /// The issuer of provider `provider`'s authorization server: `<public_url>/providers/{provider}`.
     func issuer(of provider: String) -> String {
-        config.server.publicURL.appendingPathComponent("providers").appendingPathComponent(provider).absoluteString
+        server.publicURL.appendingPathComponent("providers").appendingPathComponent(provider).absoluteString
     }
 
     /// RFC 8414 metadata of provider `provider`'s authorization server: public clients, PKCE
     /// with S256, the authorization-code, refresh-token and device (RFC 8628) grants, RFC 9207's
     /// `iss`, DPoP (RFC 9449) and the introspection endpoint (RFC 7662) when resource servers are
-    /// configured.
-    func authorizationServerMetadata(of provider: String) -> JSONValue {
+    /// configured; `grantTypes`, those its token endpoint offers.
+    func authorizationServerMetadata(of provider: String, grantTypes: [String]) -> JSONValue {
         let issuer = issuer(of: provider)
         let strings = { (values: [String]) in JSONValue.array(values.map(JSONValue.string)) }
         // RFC 7662's endpoint, for the resource servers configured (one for every provider).
-        let signing = config.resourceServers.contains { if case .keys = $0.credential { true } else { false } }
-        let introspection: [(String, JSONValue)] = config.resourceServers.isEmpty ? [] : [
-            ("introspection_endpoint", .string(config.server.publicURL.appendingPathComponent("introspect").absoluteString)),
+        let signing = resourceServers.contains { if case .keys = $0.credential { true } else { false } }
+        let introspection: [(String, JSONValue)] = resourceServers.isEmpty ? [] : [
+            ("introspection_endpoint", .string(server.publicURL.appendingPathComponent("introspect").absoluteString)),
             ("introspection_endpoint_auth_methods_supported",
              strings(["client_secret_basic", "client_secret_post"] + (signing ? ["private_key_jwt"] : []))),
         ] + (signing ? [("introspection_endpoint_auth_signing_alg_values_supported", strings(DPoPProof.algorithms))] : [])
@@ -96,11 +100,11 @@ extension BrokerServices {
             ("device_authorization_endpoint", .string(issuer + "/device_authorization")),
             ("response_types_supported", strings(["code"])),
             ("response_modes_supported", strings(["query"])),
-            ("grant_types_supported", strings(StandardTokenRoutes.grants.types)),
+            ("grant_types_supported", strings(grantTypes)),
             ("code_challenge_methods_supported", strings(["S256"])),
             ("token_endpoint_auth_methods_supported", strings(["none"])),
             ("revocation_endpoint_auth_methods_supported", strings(["none"])),
-            ("scopes_supported", strings(providers.config(provider)?.scopes ?? [])),
+            ("scopes_supported", strings(self.provider(id: provider)?.scopes ?? [])),
             ("authorization_response_iss_parameter_supported", .bool(true)),
             ("dpop_signing_alg_values_supported", strings(DPoPProof.algorithms)),
         ] + introspection)

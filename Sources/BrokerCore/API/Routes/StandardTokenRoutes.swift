@@ -9,40 +9,44 @@ import WireValues
 /// The app's refresh token is its broker session token; its access token is the provider's,
 /// refreshed upstream when due by the same rules as `GET /token`.
 struct StandardTokenRoutes: Sendable {
-    let services: BrokerServices
-
-    /// The grants of the standard token endpoint, each the type every endpoint offering it uses.
-    static let grants = GrantTypes(offered: [AuthorizationCodeGrant.self, RefreshTokenGrant.self, DeviceCodeGrant.self])
+    /// The grants of the standard token endpoint, each the handler every endpoint offering it uses.
+    let grants: GrantTypes
+    let sessions: SessionOperations
+    let callers: Callers
+    let admission: Admission
+    let config: BrokerConfig
+    /// The device authorization endpoint answers as `POST /device/authorize` does.
+    let devices: DeviceRoutes
 
     func register(in routes: inout RouteTable) {
-        for provider in services.config.providers.map(\.id) {
+        for provider in config.providers.map(\.id) {
             routes.add("POST", "/providers/\(provider)/token", RoutePolicy(
                 caller: .app, limit: .inHandler("token_requests_per_minute, charged per refused code (GrantLimit)"), body: .form
             )) { [self] request throws(HTTPError) in
                 let form = try request.form()
-                let grant = try Self.grants.grant(form, client: TokenClient(id: try clientID(request, form), parameter: "client_id"))
-                let limit = try GrantLimit(grant, request, services)
-                let proof = try services.tokenRequestProof(request)
+                let grant = try grants.grant(form, client: TokenClient(id: try clientID(request, form), parameter: "client_id"))
+                let limit = try GrantLimit(grant, request, admission)
+                let proof = try callers.tokenRequestProof(request)
                 let route = request.route
-                return .deferredCatching { [services] () async throws(HTTPError) -> Response in
-                    let granted = try await GrantLimit.carryOut(grant, at: provider, proof: proof, under: limit, route: route, services)
-                    return try granted.session.standardTokenAnswer(at: services.now(), refreshToken: granted.token,
-                                                                  sessionEnd: services.sessionEnd(granted.session))
+                return .deferredCatching { [callers, config] () async throws(HTTPError) -> Response in
+                    let granted = try await GrantLimit.carryOut(grant, at: provider, proof: proof, under: limit, route: route, callers)
+                    return try granted.session.standardTokenAnswer(at: callers.now(), refreshToken: granted.token,
+                                                                  sessionEnd: config.sessions.end(of: granted.session))
                 }
             }
             routes.add("POST", "/providers/\(provider)/revoke", RoutePolicy(
                 caller: .app, limit: .none(because: "a session token (256 random bits) cannot be guessed, and a session ends once"), body: .form
             )) { [self] request throws(HTTPError) in
                 let form = try request.form()
-                let proof = try services.tokenRequestProof(request)
+                let proof = try callers.tokenRequestProof(request)
                 return revoke(try form.required("token"), client: try clientID(request, form), provider: provider, proof: proof)
             }
             // RFC 8628 §3.1 at this issuer: the provider is the issuer's.
-            routes.add("POST", "/providers/\(provider)/device_authorization", services.signInPolicy(.app, body: .form)) {
+            routes.add("POST", "/providers/\(provider)/device_authorization", admission.signInPolicy(.app, body: .form)) {
                 [self] request throws(HTTPError) in
                 let form = try request.form()
                 let client = try TokenClient(id: try clientID(request, form), parameter: "client_id").required()
-                return try DeviceRoutes(services: services).authorize(app: client, provider: provider, scopes: try BrokerServices.scopes(form), route: request.route)
+                return try devices.authorize(app: client, provider: provider, scopes: try SignInStart.scopes(form), route: request.route)
             }
         }
     }
@@ -57,7 +61,7 @@ struct StandardTokenRoutes: Sendable {
         let named = try form.optional("client_id")
         if let basic, let named, basic != named { throw .badRequest("client_id and the Authorization header name different clients.") }
         guard let client = basic ?? named else { return nil }
-        guard services.config.app(id: client) != nil else { throw Self.invalidClient("Unknown client_id.") }
+        guard config.app(id: client) != nil else { throw Self.invalidClient("Unknown client_id.") }
         return client
     }
 
@@ -90,18 +94,22 @@ struct StandardTokenRoutes: Sendable {
     private func revoke(_ token: String, client: String?, provider: String, proof: DPoPProof?) -> Reply {
         guard token.hasPrefix(OpaqueToken.sessionPrefix) else { return .now(Response(status: 200)) }
         let id = OpaqueToken.hash(token)
-        return .deferredCatching { [services] () async throws(HTTPError) -> Response in
-            if let proof, try await !services.firstAnywhere(proof) {
+        return .deferredCatching { [callers, sessions] () async throws(HTTPError) -> Response in
+            if let proof, try await !callers.firstAnywhere(proof) {
                 throw .badRequest(DPoPProofError.replayed.description, code: "invalid_dpop_proof")
             }
-            let found = try await services.load(id)
+            let found = try await callers.load(id)
             guard let session = found, client.map({ session.app == $0 }) ?? true, session.provider == provider else { return Response(status: 200) }
-            try services.requireNonce(proof, app: session.app)
+            do throws(GrantRefusal) {
+                try GrantKeys(callers: callers).requireNonce(proof, app: session.app)
+            } catch {
+                throw error.httpError
+            }
             if session.keyThumbprint != nil, session.mismatch(proof: proof) != nil {
                 throw .badRequest("The token is bound to a key: send a DPoP proof of it with the revocation request.", code: "invalid_dpop_proof")
             }
             do throws(StateWriteError) {
-                _ = try await services.sessions.end(id, .revoked)
+                _ = try await sessions.end(id, .revoked)
             } catch {
                 throw error.httpError
             }

@@ -2,13 +2,20 @@ import HTTPServer
 import WireValues
 
 /// What the broker's own `/authorize` and the standard authorization endpoint
-/// (`/providers/{provider}/authorize`) share: checking an authorization request and starting it.
-extension BrokerServices {
+/// (`/providers/{provider}/authorize`) share: checking an authorization request and starting it,
+/// within the ceiling of sign-ins under way.
+struct SignInStart: Sendable {
+    let config: BrokerConfig
+    let providers: ProviderDirectory
+    let login: LoginFlow
+    let ceiling: SignInCeiling
+    let now: BrokerClock
+
     /// Starts the login `login` (``LoginFlow/begin(_:at:)``) and answers with `answer` of the
     /// provider's authorization URL.
     func begin(_ login: LoginRequest, route: String, _ answer: @escaping @Sendable (String) -> Response) -> Reply {
         .deferredCatching { [self] () async throws(HTTPError) -> Response in
-            try await signInCeiling.admit(now: now(), route: route)
+            try await ceiling.admit(now: now(), route: route)
             let provider = try await providers.provider(login.provider)
             do throws(LoginStartError) {
                 return answer(try await self.login.begin(login, at: provider))
