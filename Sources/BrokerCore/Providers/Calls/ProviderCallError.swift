@@ -40,7 +40,7 @@ enum ProviderCallError: Error, Sendable, CustomStringConvertible {
     }
 
     /// The failure in one word, a `refresh.failing` event's reason: the `error` code a client
-    /// gets for it (`ProviderCallError+HTTPError`), `upstream_unavailable` when a retry may
+    /// gets for it (its answer in `API/Errors/`), `upstream_unavailable` when a retry may
     /// succeed, `upstream_error` otherwise.
     var code: String {
         if case .unavailable = self { return "upstream_unavailable" }
