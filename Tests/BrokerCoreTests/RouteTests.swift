@@ -136,6 +136,25 @@ struct RouteTests {
         return try FormFields(parsing: try #require(callback.header("Location")?.split(separator: "?", maxSplits: 1).last))
     }
 
+    /// A login past its lifetime (`login_lifetime_seconds`, on the bed's clock): its callback is a
+    /// 400 that goes back to no app, and the provider's code is never exchanged.
+    @Test(arguments: StoreKind.allCases)
+    func aCallbackPastTheLoginsLifetimeIsA400ThatRedirectsNowhere(_ kind: StoreKind) async throws {
+        let routes = try await Routes(kind)
+        try await routes.bed.closing {
+            let app = [("app", FlowTestBed.app), ("provider", "idp"), ("redirect_uri", FlowTestBed.redirectURI),
+                       ("code_challenge", PKCE.challenge(for: PKCE.makeVerifier())), ("code_challenge_method", "S256")]
+            let started = await routes.send("GET", "/authorize?" + FormFields.encode(app))
+            let (code, state) = try routes.bed.provider.signIn(try #require(started.header("Location")), subject: "alice")
+            routes.bed.clock.advance(by: routes.bed.settings.loginLifetimeSeconds + 1)
+            let callback = await routes.send("GET", "/callback?" + FormFields.encode([("code", code), ("state", state)]))
+            #expect(callback.status == 400 && callback.header("Location") == nil)
+            #expect(try callback.jsonObject()["error"] as? String == "invalid_request")
+            #expect(routes.bed.provider.accessTokensIssued == 0, "the code is not exchanged")
+            #expect(routes.bed.store.sessionCount == 0)
+        }
+    }
+
     @Test(arguments: StoreKind.allCases)
     func theBrokersOwnRoutesSignInAddScopesAndEndASession(_ kind: StoreKind) async throws {
         let routes = try await Routes(kind)

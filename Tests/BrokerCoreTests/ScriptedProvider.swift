@@ -92,6 +92,8 @@ final class ScriptedProvider: UpstreamTransport, Sendable {
 
     /// Tokens the revocation endpoint was asked to revoke, in order.
     var revoked: [String] { state.withLock { $0.revoked } }
+    /// Access tokens issued, by code exchanges and refreshes.
+    var accessTokensIssued: Int { state.withLock { $0.accessTokens.count } }
     /// Refresh grants answered (successfully or not).
     var refreshes: Int { state.withLock { $0.refreshes } }
     /// The next refresh answers this status and JSON body instead.
