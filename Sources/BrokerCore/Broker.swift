@@ -90,7 +90,7 @@ public final class Broker: Sendable {
         for warning in StartChecks.warnings(config) {
             logger.warning("\(warning)")
         }
-        var router = Router()
+        var routes = RouteTable(router: Router())
         if development {
             let secret = Base64URL.encode(SecureRandom.bytes(count: 32))
             do {
@@ -108,10 +108,10 @@ public final class Broker: Sendable {
             DevelopmentProvider(
                 issuer: issuer, callbackURL: config.server.callbackURL.absoluteString,
                 clientSecret: secret, signer: signer, now: systemClock
-            ).register(in: &router)
+            ).register(in: &routes)
             if let logoutURL = config.backChannelLogoutURLs.first(where: { $0.provider == DevelopmentMode.providerID })?.url {
                 DevelopmentLogout(issuer: issuer, backChannelLogoutURL: logoutURL, signer: signer,
-                                  client: upstream, now: systemClock).register(in: &router)
+                                  client: upstream, now: systemClock).register(in: &routes)
             }
         }
         let discovery = DiscoveryCache(client: upstream, logger: logger)
@@ -132,17 +132,19 @@ public final class Broker: Sendable {
         guard let transfers = APITransfers(maxInFlight: config.server.limits.proxyMaxTransfers) else {
             throw BrokerStartError("libcurl could not set up the API proxy's event loop")
         }
+        var router = routes.router
         BrokerRoutes.register(services, transfers: transfers, in: &router)
+        routes = RouteTable(router: router)
         let audit = services.endings.audit
         let administration = SessionAdministration(store: store, sessions: services.sessions)
-        var adminRouter = Router()
+        var adminRoutes = RouteTable(router: Router())
         if let settings = config.admin {
             guard adminServer != nil || settings.token != nil else {
                 throw BrokerStartError("the admin API is never served on the public listener without admin.token_file")
             }
-            let routes = AdminRoutes(config: config, metrics: metrics, administration: administration, audit: audit, token: settings.token)
+            let admin = AdminRoutes(config: config, metrics: metrics, administration: administration, audit: audit, token: settings.token)
             // Its own listener, or the public one (the loader allows that only with a token).
-            if adminServer != nil { routes.register(in: &adminRouter) } else { routes.register(in: &router) }
+            if adminServer != nil { admin.register(in: &adminRoutes) } else { admin.register(in: &routes) }
         }
         let operations = OperationsRoutes(
             readiness: Readiness(providers: config.providers.filter { $0.endpoints.issuer != nil }, discovery: discovery,
@@ -154,14 +156,14 @@ public final class Broker: Sendable {
                 return [("api_proxy", proxy.opened, proxy.reused, proxy.open), ("providers", providers.opened, providers.reused, providers.open)]
             }
         )
-        operations.register(in: &router, metrics: !(config.admin?.metricsOnly ?? false))
-        if adminServer != nil { operations.registerMetrics(in: &adminRouter) }
+        operations.register(in: &routes, metrics: !(config.admin?.metricsOnly ?? false))
+        if adminServer != nil { operations.registerMetrics(in: &adminRoutes) }
         self.config = config
         self.logger = logger
         self.metrics = metrics
         self.server = server
-        self.router = router
-        admin = adminServer.map { ($0, adminRouter) }
+        self.router = routes.router
+        self.admin = adminServer.map { ($0, adminRoutes.router) }
         self.store = store
         self.logOutput = logOutput
         refresher = services.sessions.refresher

@@ -19,10 +19,10 @@ struct AdminRouteTests {
 
         init(_ kind: StoreKind, token: String? = AdminRouteTests.token) async throws {
             bed = try await FlowTestBed(kind)
-            var router = Router()
+            var routes = RouteTable(router: Router())
             AdminRoutes(config: bed.services.config, metrics: bed.services.metrics, administration: SessionAdministration(store: bed.store, sessions: bed.sessions),
-                        audit: bed.endings.audit, token: token.map { Secret($0, source: "test") }).register(in: &router)
-            self.router = router
+                        audit: bed.endings.audit, token: token.map { Secret($0, source: "test") }).register(in: &routes)
+            router = routes.router
         }
 
         func send(_ method: String, _ target: String, bearer: String? = AdminRouteTests.token, form: [(String, String)]? = nil,

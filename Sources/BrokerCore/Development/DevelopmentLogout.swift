@@ -20,9 +20,9 @@ struct DevelopmentLogout: Sendable {
     let client: UpstreamClient
     let now: @Sendable () -> Double
 
-    func register(in router: inout Router) {
-        router.add("GET", "/dev/logout") { _ in .now(DevelopmentPages.signOut()) }
-        router.add("POST", "/dev/logout") { [self] request throws(HTTPError) in
+    func register(in routes: inout RouteTable) {
+        routes.add("GET", "/dev/logout", DevelopmentMode.policy(body: .none)) { _ in .now(DevelopmentPages.signOut()) }
+        routes.add("POST", "/dev/logout", DevelopmentMode.policy(body: .form)) { [self] request throws(HTTPError) in
             let user = try DevelopmentProvider.validUser(try request.form().required("user"))
             return .deferred { [self] in await signOut(user) }
         }

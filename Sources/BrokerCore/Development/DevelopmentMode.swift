@@ -12,6 +12,13 @@ public enum DevelopmentMode {
     /// The demo app's redirect URI: nothing listens there; curl reads the redirect instead.
     public static let demoRedirectURI = "http://127.0.0.1/callback"
 
+    /// What the built-in provider's routes declare: the developer and the broker call them, on a
+    /// loopback listener only.
+    static func policy(body: RoutePolicy.Body) -> RoutePolicy {
+        RoutePolicy(caller: .developer, limit: .none(because: "development mode listens on loopback only, and signs in no real user"),
+                    body: body)
+    }
+
     /// Why development mode cannot run with `config`, or nil when it can.
     public static func refusal(_ config: BrokerConfig) -> String? {
         guard config.server.listen.isLoopback else {

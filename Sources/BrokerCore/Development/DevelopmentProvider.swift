@@ -15,8 +15,8 @@ struct DevelopmentProvider: Sendable {
     let now: @Sendable () -> Double
     static let accessTokenLifetime = 3600.0
 
-    func register(in router: inout Router) {
-        router.add("GET", "/dev/.well-known/openid-configuration") { [issuer] _ in
+    func register(in routes: inout RouteTable) {
+        routes.add("GET", "/dev/.well-known/openid-configuration", DevelopmentMode.policy(body: .none)) { [issuer] _ in
             .now(.json(.object([
                 ("issuer", .string(issuer)),
                 ("authorization_endpoint", .string(issuer + "/authorize")),
@@ -30,24 +30,24 @@ struct DevelopmentProvider: Sendable {
                 ("code_challenge_methods_supported", .array([.string("S256")])),
             ])))
         }
-        router.add("GET", "/dev/jwks") { [signer] _ in
+        routes.add("GET", "/dev/jwks", DevelopmentMode.policy(body: .none)) { [signer] _ in
             .now(Response.json(serialized: Array(signer.jwks.utf8)))
         }
-        router.add("GET", "/dev/authorize") { [self] request throws(HTTPError) in
+        routes.add("GET", "/dev/authorize", DevelopmentMode.policy(body: .none)) { [self] request throws(HTTPError) in
             let query = try request.query()
             _ = try validateAuthorization(query)
             return .now(DevelopmentPages.signIn(query: String(request.rawQuery ?? "")))
         }
-        router.add("POST", "/dev/authorize") { [self] request throws(HTTPError) in
+        routes.add("POST", "/dev/authorize", DevelopmentMode.policy(body: .form)) { [self] request throws(HTTPError) in
             .now(try decide(query: try request.query(), form: try request.form()))
         }
-        router.add("POST", "/dev/token") { [self] request throws(HTTPError) in
+        routes.add("POST", "/dev/token", DevelopmentMode.policy(body: .form)) { [self] request throws(HTTPError) in
             let form = try request.form()
             try authenticateClient(request, form)
             return .deferredCatching { [self] () async throws(HTTPError) -> Response in try await token(form) }
         }
-        router.add("GET", "/dev/userinfo") { [self] request throws(HTTPError) in .now(try userinfo(request)) }
-        router.add("POST", "/dev/revoke") { [self] request throws(HTTPError) in
+        routes.add("GET", "/dev/userinfo", DevelopmentMode.policy(body: .none)) { [self] request throws(HTTPError) in .now(try userinfo(request)) }
+        routes.add("POST", "/dev/revoke", DevelopmentMode.policy(body: .form)) { [self] request throws(HTTPError) in
             let form = try request.form()
             try authenticateClient(request, form)
             grants.revoke(try form.required("token"))

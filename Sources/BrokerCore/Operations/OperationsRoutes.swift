@@ -11,18 +11,21 @@ struct OperationsRoutes: Sendable {
     /// The outbound HTTP clients' connection counts, by client name.
     let connections: @Sendable () -> [(client: String, opened: Int, reused: Int, open: Int)]
 
-    func register(in router: inout Router, metrics withMetrics: Bool) {
-        router.add("GET", "/healthz") { _ in
+    /// A probe's or a scraper's: answered from memory, nothing in it a secret.
+    static let policy = RoutePolicy(caller: .monitor, limit: .none(because: "answered from memory, for probes and scrapers"), body: .none)
+
+    func register(in routes: inout RouteTable, metrics withMetrics: Bool) {
+        routes.add("GET", "/healthz", Self.policy) { _ in
             .now(.json(.object([("status", .string("ok"))])))
         }
-        router.add("GET", "/readyz") { [readiness] _ in
+        routes.add("GET", "/readyz", Self.policy) { [readiness] _ in
             readiness.reply()
         }
-        if withMetrics { registerMetrics(in: &router) }
+        if withMetrics { registerMetrics(in: &routes) }
     }
 
-    func registerMetrics(in router: inout Router) {
-        router.add("GET", "/metrics") { [metrics, liveSessions, requestsInFlight, connections] _ in
+    func registerMetrics(in routes: inout RouteTable) {
+        routes.add("GET", "/metrics", Self.policy) { [metrics, liveSessions, requestsInFlight, connections] _ in
             metrics.sessions(liveSessions())
             metrics.requestsInFlight(requestsInFlight())
             for counts in connections() {

@@ -28,10 +28,16 @@ struct AdminRoutes: Sendable {
     /// Where its routes are: no route of another kind is under it.
     static let pathPrefix = "/admin/"
 
-    func register(in router: inout Router) {
-        router.add("GET", "/admin/sessions") { [self] request throws(HTTPError) in try list(request) }
-        router.add("POST", "/admin/sessions/end") { [self] request throws(HTTPError) in try end(request) }
-        router.add("POST", "/admin/subjects/end") { [self] request throws(HTTPError) in try endSubject(request) }
+    func register(in routes: inout RouteTable) {
+        routes.add("GET", "/admin/sessions", Self.policy(body: .none)) { [self] request throws(HTTPError) in try list(request) }
+        routes.add("POST", "/admin/sessions/end", Self.policy(body: .form)) { [self] request throws(HTTPError) in try end(request) }
+        routes.add("POST", "/admin/subjects/end", Self.policy(body: .form)) { [self] request throws(HTTPError) in try endSubject(request) }
+    }
+
+    /// An operator's call: the token (256 bits, compared in constant time) or this machine only.
+    private static func policy(body: RoutePolicy.Body) -> RoutePolicy {
+        RoutePolicy(caller: .operator, limit: .none(because: "the admin token cannot be guessed, and without one only this machine calls"),
+                    body: body)
     }
 
     /// `Authorization: Bearer <admin token>`, when one is configured: both sides hashed first,

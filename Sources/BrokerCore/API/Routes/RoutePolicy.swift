@@ -1,5 +1,7 @@
 /// What a route declares where it is registered (``RouteTable``): who calls it and how they
-/// prove it, how often a client may, and what body it reads. The route's metrics label is its
+/// prove it, how often a client may, and what body it reads. Every route the broker serves
+/// declares one: the API's (``BrokerRoutes``), the admin API's, the operations routes and
+/// development mode's provider. The route's metrics label is its
 /// path (or its prefix's label). A route cannot be registered without one, and `RouteTests`
 /// walks the table for routes whose declarations do not hold together.
 struct RoutePolicy: Sendable {
@@ -17,6 +19,14 @@ struct RoutePolicy: Sendable {
         case provider
         /// A resource server, by its credentials (`resource_servers`).
         case resourceServer
+        /// An operator's tool, by the admin token, or without one from this machine and not from a
+        /// web page (``AdminRoutes``).
+        case `operator`
+        /// An orchestrator's probe or a metrics scraper: nothing it answers is a secret.
+        case monitor
+        /// Development mode's built-in provider (`serve --dev` only): the broker itself, and the
+        /// developer signing in at its page.
+        case developer
     }
 
     /// How often a client may call the route.

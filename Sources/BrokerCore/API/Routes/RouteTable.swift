@@ -15,10 +15,11 @@ struct RouteTable {
 
     private(set) var router: Router
     private(set) var entries: [Entry] = []
-    /// Applies a per-client limit (``Admission/admit(_:to:)``).
-    private let admit: @Sendable (Request, RateLimiter) throws(HTTPError) -> Void
+    /// Applies a per-client limit (``Admission/admit(_:to:)``); nil in a table of routes that
+    /// declare none (the operations routes, the admin API, development mode's provider).
+    private let admit: (@Sendable (Request, RateLimiter) throws(HTTPError) -> Void)?
 
-    init(router: Router, admit: @escaping @Sendable (Request, RateLimiter) throws(HTTPError) -> Void) {
+    init(router: Router, admit: (@Sendable (Request, RateLimiter) throws(HTTPError) -> Void)? = nil) {
         self.router = router
         self.admit = admit
     }
@@ -41,7 +42,7 @@ struct RouteTable {
 
     private func limited(_ policy: RoutePolicy, _ handler: @escaping Handler) -> Handler {
         guard case .perClient(let limiter, _) = policy.limit else { return handler }
-        let admit = admit
+        guard let admit else { preconditionFailure("a route declares a per-client limit in a table that cannot apply it") }
         return { request throws(HTTPError) in
             try admit(request, limiter)
             return try handler(request)
