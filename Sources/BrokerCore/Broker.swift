@@ -90,7 +90,8 @@ public final class Broker: Sendable {
         for warning in StartChecks.warnings(config) {
             logger.warning("\(warning)")
         }
-        var routes = RouteTable(router: Router())
+        // Development mode's provider and its logout page, registered with the other routes below.
+        var developmentRoutes: [@Sendable (inout RouteTable) -> Void] = []
         if development {
             let secret = Base64URL.encode(SecureRandom.bytes(count: 32))
             do {
@@ -105,13 +106,14 @@ public final class Broker: Sendable {
                 throw BrokerStartError("the development provider's key could not be made: \(error)")
             }
             let issuer = DevelopmentMode.issuer(of: config).absoluteString
-            DevelopmentProvider(
+            let provider = DevelopmentProvider(
                 issuer: issuer, callbackURL: config.server.callbackURL.absoluteString,
                 clientSecret: secret, signer: signer, now: systemClock
-            ).register(in: &routes)
+            )
+            developmentRoutes.append(provider.register)
             if let logoutURL = config.backChannelLogoutURLs.first(where: { $0.provider == DevelopmentMode.providerID })?.url {
-                DevelopmentLogout(issuer: issuer, backChannelLogoutURL: logoutURL, signer: signer,
-                                  client: upstream, now: systemClock).register(in: &routes)
+                developmentRoutes.append(DevelopmentLogout(issuer: issuer, backChannelLogoutURL: logoutURL, signer: signer,
+                                                           client: upstream, now: systemClock).register)
             }
         }
         let discovery = DiscoveryCache(client: upstream, logger: logger)
@@ -132,12 +134,13 @@ public final class Broker: Sendable {
         guard let transfers = APITransfers(maxInFlight: config.server.limits.proxyMaxTransfers) else {
             throw BrokerStartError("libcurl could not set up the API proxy's event loop")
         }
-        var router = routes.router
-        BrokerRoutes.register(services, transfers: transfers, in: &router)
-        routes = RouteTable(router: router)
+        // Every route in one table, each with its policy (RoutePolicy); the admin API's listener has its own.
+        var routes = services.admission.routeTable()
+        for register in developmentRoutes { register(&routes) }
+        BrokerRoutes.register(services, transfers: transfers, in: &routes)
         let audit = services.endings.audit
         let administration = SessionAdministration(store: store, sessions: services.sessions)
-        var adminRoutes = RouteTable(router: Router())
+        var adminRoutes = services.admission.routeTable()
         if let settings = config.admin {
             guard adminServer != nil || settings.token != nil else {
                 throw BrokerStartError("the admin API is never served on the public listener without admin.token_file")

@@ -28,18 +28,15 @@ struct GrantTests {
         }
     }
 
-    /// Every grant handler, over the bed's services, as the broker registers them.
+    /// Every grant handler, made as the broker makes them (``GrantHandlers``) over the bed's services.
     private static func grants(_ bed: FlowTestBed) -> GrantTypes {
-        let keys = GrantKeys(callers: bed.services.callers)
-        return GrantTypes(offered: [AuthorizationCodeGrant(login: bed.login, keys: keys), RefreshTokenGrant(sessions: bed.sessions, keys: keys),
-                                    DeviceCodeGrant(devices: bed.services.devices, keys: keys)])
+        GrantHandlers(bed.services).standard
     }
 
     @Test func anEndpointNamesTheGrantsItOffersAndReadsOnlyThose() async throws {
         let bed = try await FlowTestBed(.embedded)
         try await bed.closing {
-            let all = Self.grants(bed).offered
-            let grants = GrantTypes(offered: [all[0], all[2]])
+            let grants = GrantHandlers(bed.services).brokers
             #expect(grants.types == ["authorization_code", DeviceCodeGrant.type])
             #expect(throws: HTTPError.self) { try grants.grant(try Self.form([("grant_type", "refresh_token"), ("refresh_token", "tbs_x")]), client: Self.broker) }
             do {
@@ -172,5 +169,33 @@ struct GrantTests {
 
             #expect(throws: HTTPError.self) { try grants.grant(form, client: Self.client(nil)) }
         }
+    }
+
+    /// What the per-address limit charges (``GrantLimit``) is what RFC 6749 and RFC 8628 call
+    /// a code that does not work and what a device is told at most once: every refusal, by the
+    /// error code the endpoints answer it with.
+    @Test func theLimitChargesTheRefusalsThatLookLikeGuessing() {
+        let failure = ProviderCallError.oauth(code: "invalid_grant", description: nil, status: 400)
+        let refusals: [GrantRefusal] = [
+            .invalidGrant("x"), .invalidScope("x"), .invalidProof("x"), .nonceRequired(nonce: "n"),
+            .handoff(.unknownCode), .handoff(.replayed), .handoff(.wrongClient), .handoff(.malformedVerifier), .handoff(.wrongVerifier),
+            .handoff(.sessionGone), .handoff(.refusedTooOften), .handoff(.signedOut), .handoff(.unsaved),
+            .device(.unknownCode), .device(.used), .device(.expired), .device(.pending), .device(.slowDown(interval: 5)), .device(.denied),
+            .device(.signedOut), .device(.unsaved),
+            .refresh(.loginRequired), .refresh(.gone), .refresh(.failed(failure)), .refresh(.tooSoon(retryAfter: 1)), .refresh(.unsaved),
+            .unreadable(StateReadError(description: "x")), .unsaved(StateWriteError(description: "x")),
+        ]
+        let guessing: Set = ["invalid_grant", "slow_down", "access_denied", "expired_token"]
+        for refusal in refusals where !refusal.isRefresh {
+            #expect(refusal.looksLikeGuessing == guessing.contains(refusal.httpError.code), "\(refusal) answered \(refusal.httpError.code)")
+        }
+        #expect(refusals.filter(\.looksLikeGuessing).count == 14)
+        #expect(refusals.allSatisfy { !$0.isRefresh || !$0.looksLikeGuessing }, "a refresh is never limited per address")
+    }
+}
+
+private extension GrantRefusal {
+    var isRefresh: Bool {
+        if case .refresh = self { true } else { false }
     }
 }

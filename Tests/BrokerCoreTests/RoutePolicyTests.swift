@@ -42,8 +42,9 @@ struct RoutePolicyTests {
     @Test func everyRouteOfTheBrokersTableDeclaresAPolicyThatHoldsTogether() async throws {
         let bed = try await FlowTestBed(.embedded)
         try await bed.closing {
-            var router = Router()
-            let entries = BrokerRoutes.register(bed.services, transfers: try #require(APITransfers(maxInFlight: 8)), in: &router)
+            var routes = bed.services.admission.routeTable()
+            BrokerRoutes.register(bed.services, transfers: try #require(APITransfers(maxInFlight: 8)), in: &routes)
+            let entries = routes.entries
             #expect(entries.count > 30, "the whole API, per provider routes included")
             Self.check(entries, login: bed.services.admission.loginLimiter)
         }

@@ -19,9 +19,9 @@ struct RouteTests {
         /// The broker's own route table (``BrokerRoutes``) over the test bed.
         init(_ kind: StoreKind) async throws {
             bed = try await FlowTestBed(kind)
-            var router = Router()
-            BrokerRoutes.register(bed.services, transfers: try #require(APITransfers(maxInFlight: 8)), in: &router)
-            self.router = router
+            var routes = bed.services.admission.routeTable()
+            BrokerRoutes.register(bed.services, transfers: try #require(APITransfers(maxInFlight: 8)), in: &routes)
+            router = routes.router
         }
 
         /// The answer to `method target` with a form `body`, as the server would send it.

@@ -67,3 +67,11 @@ public struct SessionSettings: Sendable, Equatable {
     /// Accepted range of `revocation_retry_seconds`: a minute to ninety days.
     static let revocationRetrySecondsRange = 60.0...7_776_000.0
 }
+
+extension SessionSettings {
+    /// When `session` ends unless it is used again: its absolute lifetime's end, or sooner its
+    /// idle lifetime's (counted from its last use).
+    func end(of session: Session) -> Double {
+        min(session.createdAt + absoluteLifetimeSeconds, session.usedAt + idleLifetimeSeconds)
+    }
+}

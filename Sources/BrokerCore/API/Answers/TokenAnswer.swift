@@ -6,7 +6,7 @@ extension Session {
     /// `{[session_token, session_token_type,] access_token, token_type, expires_in, scope,
     /// provider}`, written straight to bytes — `GET /token` is the hot path. A provider token
     /// bound to the broker's key (DPoP) is of no use to the app: the answer leaves it out and says
-    /// `token_type: DPoP` (`GET /token` refuses such a session: ``HTTPError/providerTokenBound(provider:)``).
+    /// `token_type: DPoP` (`GET /token` refuses such a session: ``HTTPError/providerTokenBound(provider:proxied:)``).
     func tokenAnswer(at now: Double, sessionToken: String? = nil) -> Response {
         var body: [UInt8] = []
         body.reserveCapacity(160 + accessToken.utf8.count)

@@ -43,6 +43,11 @@ final class Admission: Sendable {
         RoutePolicy(caller: caller, limit: .perClient(loginLimiter, name: "login_requests_per_minute"), body: body)
     }
 
+    /// A table of routes over `router` that applies the per-client limits its routes declare.
+    func routeTable(_ router: Router = Router()) -> RouteTable {
+        RouteTable(router: router) { [self] request, limiter throws(HTTPError) in try admit(request, to: limiter) }
+    }
+
     /// Applies a per-client rate limit, counting refusals under the request's route.
     func admit(_ request: Request, to limiter: RateLimiter) throws(HTTPError) {
         try admit(client: request.clientIP, to: limiter, route: request.route)

@@ -1,6 +1,6 @@
 /// Who is calling, as the handlers learn it: the session a session token names (from memory, or
 /// the store the instances share) and the DPoP proofs that come with it or with a token request,
-/// each checked and spent once (``BearerAuthentication.swift``, ``PresentedToken.swift``). A
+/// each checked and spent once (``withBearerSession(_:_:)``, ``tokenRequestProof(_:)``). A
 /// class: the handlers' closures capture it, one reference rather than a retain per field.
 final class Callers: Sendable {
     let store: any StateStore

@@ -4,11 +4,19 @@ import WireValues
 /// RFC 6749 §4.1.3: a handoff code with its PKCE verifier, for the app and redirect URI it was
 /// issued to (``LoginFlow/redeem(_:)``): a new session, or the session an incremental
 /// authorization merged into.
-struct AuthorizationCodeGrant: GrantType {
+final class AuthorizationCodeGrant: GrantType {
     static let type = "authorization_code"
     static let limitedPerAddress = true
     let login: LoginFlow
-    let keys: GrantKeys
+    /// Where a session granted at another issuer ends.
+    let endings: GrantEndings
+    let rules: GrantProofRules
+
+    init(login: LoginFlow, endings: GrantEndings, rules: GrantProofRules) {
+        self.login = login
+        self.endings = endings
+        self.rules = rules
+    }
 
     static func parameters(_ form: FormFields, client: TokenClient) throws(HTTPError) -> HandoffRedemptionRequest {
         HandoffRedemptionRequest(
@@ -19,13 +27,13 @@ struct AuthorizationCodeGrant: GrantType {
 
     func grant(_ request: HandoffRedemptionRequest, at provider: String?, proof: DPoPProof?) async throws(GrantRefusal) -> RedeemedSession {
         var request = request
-        request.keyThumbprint = try keys.thumbprint(of: proof, for: request.app)
+        request.keyThumbprint = try rules.thumbprint(of: proof, for: request.app)
         let redeemed: RedeemedSession
         do throws(HandoffRefusal) {
             redeemed = try await login.redeem(request)
         } catch {
             throw .handoff(error)
         }
-        return try await redeemed.atIssuer(of: provider, endings: login.endings, otherwise: "The code was issued by another issuer.")
+        return try await redeemed.atIssuer(of: provider, endings: endings, otherwise: "The code was issued by another issuer.")
     }
 }

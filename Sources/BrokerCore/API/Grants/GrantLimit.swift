@@ -25,30 +25,51 @@ struct GrantLimit: Sendable {
         client = request.clientIP
     }
 
-    /// The refusals that count.
-    private static let counted: Set<String> = ["invalid_grant", "slow_down", "access_denied", "expired_token"]
-
     /// Carries `grant` out, its DPoP proof (if any) first recorded where the instances share
-    /// them: the session, or the refusal as the endpoint answers it. A refusal that counts is
-    /// charged to the client's budget, and one for the proof is counted under `route`.
+    /// them: the session, or the refusal as the endpoint answers it. A refusal that looks like
+    /// guessing is charged to the client's budget, and one of the proof is counted under `route`.
     static func carryOut(_ grant: RequestedGrant, at provider: String?, proof: DPoPProof?, under limit: GrantLimit?, route: String,
-                         _ callers: Callers) async throws(HTTPError) -> RedeemedSession {
-        do throws(HTTPError) {
-            if let proof, try await !callers.firstAnywhere(proof) {
-                throw .badRequest(DPoPProofError.replayed.description, code: "invalid_dpop_proof")
-            }
-            do throws(GrantRefusal) {
-                return try await grant.carryOut(provider, proof)
-            } catch {
-                throw error.httpError
-            }
+                         _ callers: Callers, metrics: BrokerMetrics) async throws(HTTPError) -> RedeemedSession {
+        if let proof, try await !callers.firstAnywhere(proof) {
+            metrics.rejected(route: route, reason: GrantRefusal.proofInvalid)
+            throw .badRequest(DPoPProofError.replayed.description, code: "invalid_dpop_proof")
+        }
+        do throws(GrantRefusal) {
+            return try await grant.carryOut(provider, proof)
         } catch {
-            if let limit, counted.contains(error.code) { limit.limiter.charge(limit.client, now: callers.now()) }
-            if let reason = proofRefusals[error.code] { callers.metrics.rejected(route: route, reason: reason) }
-            throw error
+            if let limit, error.looksLikeGuessing { limit.limiter.charge(limit.client, now: callers.now()) }
+            if let reason = error.proofReason { metrics.rejected(route: route, reason: reason) }
+            throw error.httpError
+        }
+    }
+}
+
+extension GrantRefusal {
+    /// The metrics reason of a proof that does not do.
+    fileprivate static let proofInvalid = "dpop_proof_invalid"
+
+    /// What ``GrantLimit`` charges: a code or device code that does not work (`invalid_grant`),
+    /// and what a device that follows RFC 8628 is told at most once (`slow_down`,
+    /// `access_denied`, `expired_token`).
+    var looksLikeGuessing: Bool {
+        switch self {
+        case .invalidGrant: true
+        case .handoff(let refusal): refusal != .malformedVerifier && refusal != .unsaved
+        case .device(let refusal):
+            switch refusal {
+            case .pending, .unsaved: false
+            case .unknownCode, .used, .expired, .slowDown, .denied, .signedOut: true
+            }
+        case .invalidScope, .invalidProof, .nonceRequired, .refresh, .unreadable, .unsaved: false
         }
     }
 
-    /// The refusals of a grant's DPoP proof, and their metrics reasons.
-    private static let proofRefusals = ["invalid_dpop_proof": "dpop_proof_invalid", "use_dpop_nonce": DPoPProofError.nonceRequired.reason]
+    /// The metrics reason of a refusal of the request's DPoP proof.
+    var proofReason: String? {
+        switch self {
+        case .invalidProof: Self.proofInvalid
+        case .nonceRequired: DPoPProofError.nonceRequired.reason
+        default: nil
+        }
+    }
 }

@@ -6,11 +6,16 @@ import WireValues
 /// with the refresher's single-flight), and the same refresh token. A public client's refresh
 /// token names its app, so `client_id` may be left out (requests-oauthlib sends none); one that
 /// names another app is refused. A refresh token bound to a key (DPoP) needs a proof of it.
-struct RefreshTokenGrant: GrantType {
+final class RefreshTokenGrant: GrantType {
     static let type = "refresh_token"
     static let limitedPerAddress = false
     let sessions: SessionOperations
-    let keys: GrantKeys
+    let rules: GrantProofRules
+
+    init(sessions: SessionOperations, rules: GrantProofRules) {
+        self.sessions = sessions
+        self.rules = rules
+    }
 
     struct Parameters: Sendable {
         let token: String
@@ -33,7 +38,7 @@ struct RefreshTokenGrant: GrantType {
             throw .unreadable(error)
         }
         guard let session = found, session.app == refresh.client ?? session.app, session.provider == provider ?? session.provider else { throw invalid }
-        try keys.requireNonce(proof, app: session.app)
+        try rules.requireNonce(proof, app: session.app)
         // RFC 9449 §5: a bound refresh token is used only with a proof of its key.
         if let mismatch = session.mismatch(proof: proof) {
             throw .invalidProof(mismatch == .notBound ? "The refresh token is bound to no key: send no DPoP proof with it."

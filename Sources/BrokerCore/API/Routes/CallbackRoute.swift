@@ -9,15 +9,25 @@ import WireValues
 /// (``DeviceLoginCookie``), is sent on to the page that asks its person to confirm the account
 /// (`/device/confirm`, an address of its own: a reload asks again, where replaying the callback
 /// would find its login used).
-struct CallbackRoute: Sendable {
+///
+/// A class: a callback's closures capture it, one reference rather than a retain per field.
+final class CallbackRoute: Sendable {
     let login: LoginFlow
     let config: BrokerConfig
     let deviceLoginCookie: DeviceLoginCookie
     let admission: Admission
     let metrics: BrokerMetrics
 
+    init(login: LoginFlow, config: BrokerConfig, deviceLoginCookie: DeviceLoginCookie, admission: Admission, metrics: BrokerMetrics) {
+        self.login = login
+        self.config = config
+        self.deviceLoginCookie = deviceLoginCookie
+        self.admission = admission
+        self.metrics = metrics
+    }
+
     func register(in routes: inout RouteTable) {
-        routes.add("GET", "/callback", admission.signInPolicy(.person, body: .none)) { [login, config, deviceLoginCookie, metrics] request throws(HTTPError) in
+        routes.add("GET", "/callback", admission.signInPolicy(.person, body: .none)) { [self] request throws(HTTPError) in
             let wantsHTML = BrokerPage.wanted(by: request)
             let fields: FormFields
             let state: String
@@ -29,7 +39,7 @@ struct CallbackRoute: Sendable {
             }
             let answer = CallbackAnswer(code: fields["code"], error: fields["error"], errorDescription: fields["error_description"], issuer: fields["iss"])
             let cookie = deviceLoginCookie.value(in: request)
-            return .deferred {
+            return .deferred { [self] in
                 let pending: PendingAuthorization
                 do throws(HTTPError) {
                     let found: PendingAuthorization?

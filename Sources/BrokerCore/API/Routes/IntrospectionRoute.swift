@@ -13,9 +13,12 @@ import WireValues
 /// `provider`), for which app (`client_id`), with which scopes, since when and until when. An
 /// unknown, expired or revoked token is `{"active": false}` and nothing more; a revocation on
 /// any instance reaches this answer as it reaches `GET /token`.
-struct IntrospectionRoute: Sendable {
+///
+/// A class: a request's closures capture it, one reference rather than a retain per field.
+final class IntrospectionRoute: Sendable {
     let config: BrokerConfig
     let callers: Callers
+    let metrics: BrokerMetrics
     let logger: Logger
     /// Each resource server's secret, hashed (compared in constant time, length included).
     private let secrets: [String: [UInt8]]
@@ -28,9 +31,10 @@ struct IntrospectionRoute: Sendable {
     /// Each resource server's own limit.
     private let limiters: [String: RateLimiter]
 
-    init(config: BrokerConfig, callers: Callers, logger: Logger) {
+    init(config: BrokerConfig, callers: Callers, metrics: BrokerMetrics, logger: Logger) {
         self.config = config
         self.callers = callers
+        self.metrics = metrics
         self.logger = logger
         let servers = config.resourceServers
         secrets = Dictionary(uniqueKeysWithValues: servers.compactMap { server in
@@ -129,8 +133,8 @@ struct IntrospectionRoute: Sendable {
     /// The 401 for a caller that is no configured resource server, counted; an assertion's
     /// `reason` is logged (it says nothing a holder of the key would not know), never a secret.
     private func refused(route: String, _ reason: String?) -> HTTPError {
-        callers.metrics.introspection(outcome: "unauthenticated")
-        callers.metrics.rejected(route: route, reason: "resource_server_credential")
+        metrics.introspection(outcome: "unauthenticated")
+        metrics.rejected(route: route, reason: "resource_server_credential")
         if let reason { logger.notice("introspection refused a client assertion", metadata: ["reason": "\(reason)"]) }
         let description = secrets.isEmpty && keys.isEmpty
             ? "No resource servers are configured (resource_servers): nobody may introspect."
@@ -144,7 +148,7 @@ struct IntrospectionRoute: Sendable {
         do throws(HTTPError) {
             try limiters[server]?.admit(server, now: callers.now())
         } catch {
-            callers.metrics.introspection(outcome: "rate_limited")
+            metrics.introspection(outcome: "rate_limited")
             throw error
         }
     }
@@ -152,10 +156,10 @@ struct IntrospectionRoute: Sendable {
     /// RFC 7662 §2.2: `{"active": false}` alone for a token that names no live session.
     private func answer(_ session: Session?) -> Response {
         guard let session else {
-            callers.metrics.introspection(outcome: "inactive")
+            metrics.introspection(outcome: "inactive")
             return .json(.object([("active", .bool(false))]))
         }
-        callers.metrics.introspection(outcome: "active")
+        metrics.introspection(outcome: "active")
         return .json(.object([
             ("active", .bool(true)),
             ("sub", .string(session.subject)),
@@ -167,13 +171,5 @@ struct IntrospectionRoute: Sendable {
             ("iat", .int(Int(session.createdAt))),
             ("exp", .int(Int(config.sessions.end(of: session)))),
         ] + (session.keyThumbprint.map { [("cnf", .object([("jkt", .string($0))]))] } ?? [])))
-    }
-}
-
-extension SessionSettings {
-    /// When `session` ends unless it is used again: its absolute lifetime's end, or sooner its
-    /// idle lifetime's (counted from its last use).
-    func end(of session: Session) -> Double {
-        min(session.createdAt + absoluteLifetimeSeconds, session.usedAt + idleLifetimeSeconds)
     }
 }

@@ -23,15 +23,18 @@ final class ProxyRoutes: Sendable {
     let proxy: APIProxy
     let callers: Callers
     let admission: Admission
+    let metrics: BrokerMetrics
     let logger: Logger
     /// The proxy's event loop (its transfers).
     let transfers: APITransfers
 
-    init(config: BrokerConfig, proxy: APIProxy, callers: Callers, admission: Admission, logger: Logger, transfers: APITransfers) {
+    init(config: BrokerConfig, proxy: APIProxy, callers: Callers, admission: Admission, metrics: BrokerMetrics, logger: Logger,
+         transfers: APITransfers) {
         self.config = config
         self.proxy = proxy
         self.callers = callers
         self.admission = admission
+        self.metrics = metrics
         self.logger = logger
         self.transfers = transfers
     }
@@ -44,8 +47,7 @@ final class ProxyRoutes: Sendable {
             let label = "\(prefix)/{path}"
             for method in Self.methods {
                 let handler: Handler = { [self] request throws(HTTPError) in
-                    try forward(request, provider: provider, path: request.path.dropFirst(prefix.utf8.count), route: label,
-                                transfers: transfers, slots: slots)
+                    try forward(request, provider: provider, path: request.path.dropFirst(prefix.utf8.count), route: label, slots: slots)
                 }
                 routes.addPrefix(method, prefix + "/", label: label, Self.policy, handler)
                 routes.add(method, prefix, Self.policy, handler)
@@ -53,8 +55,8 @@ final class ProxyRoutes: Sendable {
         }
     }
 
-    private func forward(_ request: Request, provider: ProviderConfig, path: Substring, route: String, transfers: APITransfers,
-                         slots: ProxyTransferSlots) throws(HTTPError) -> Reply {
+    private func forward(_ request: Request, provider: ProviderConfig, path: Substring, route: String, slots: ProxyTransferSlots)
+        throws(HTTPError) -> Reply {
         guard let base = provider.apiBaseURL else {
             throw HTTPError(status: 404, code: "not_found", description: "This provider has no API proxy: its configuration sets no api_base_url.")
         }
@@ -62,7 +64,7 @@ final class ProxyRoutes: Sendable {
         switch ProxyPath.target(base: base.absoluteString, path: path, query: request.rawQuery) {
         case .success(let target): url = target
         case .failure(let refusal):
-            callers.metrics.rejected(route: route, reason: "proxy_path")
+            metrics.rejected(route: route, reason: "proxy_path")
             throw .badRequest(refusal.reason)
         }
         let headers = Self.clientHeaders(request, extras: provider.apiHeaders)
@@ -71,13 +73,13 @@ final class ProxyRoutes: Sendable {
         let body: [UInt8]? = ["POST", "PUT", "PATCH"].contains(method) || !request.body.isEmpty ? request.body : nil
         return try callers.withBearerSession(request) { [self] session throws(HTTPError) in
             guard session.provider == provider.id else {
-                callers.metrics.rejected(route: route, reason: "proxy_wrong_provider")
+                metrics.rejected(route: route, reason: "proxy_wrong_provider")
                 throw HTTPError(status: 403, code: "wrong_provider", description: "This session is for another provider.")
             }
             let sessionKey = session.id.hex
             try admission.admit(client: sessionKey, to: admission.proxyLimiter, route: route)
             guard let slot = slots.take(session: sessionKey, client: client) else {
-                callers.metrics.rejected(route: route, reason: "proxy_in_flight")
+                metrics.rejected(route: route, reason: "proxy_in_flight")
                 throw HTTPError(status: 429, code: "rate_limited",
                                 description: "Too many API calls of this session, or answers streaming to this address, are under way; retry when one has ended.",
                                 headers: [HTTPHeader("Retry-After", "1")])
@@ -87,7 +89,7 @@ final class ProxyRoutes: Sendable {
             let holder = StreamHolder(slot: slot)
             // Answered from the proxy's loop thread when the token is fresh in hand (APIProxy.start).
             return .later { answer in
-                self.proxy.start(forward, session: session, provider: provider, on: transfers, stream: { _, length in
+                self.proxy.start(forward, session: session, provider: provider, on: self.transfers, stream: { _, length in
                     holder.choose(method: method, length: length, cap: self.proxy.settings.maxResponseBytes)
                 }, completion: { result in
                     let response: Response
@@ -104,7 +106,7 @@ final class ProxyRoutes: Sendable {
                         }
                         response = Self.httpError(error).response
                     }
-                    self.callers.metrics.proxyRequest(provider: provider.id, status: response.status, seconds: (ContinuousClock.now - started).seconds)
+                    self.metrics.proxyRequest(provider: provider.id, status: response.status, seconds: (ContinuousClock.now - started).seconds)
                     answer(response)
                 })
             }

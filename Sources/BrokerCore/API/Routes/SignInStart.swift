@@ -3,13 +3,22 @@ import WireValues
 
 /// What the broker's own `/authorize` and the standard authorization endpoint
 /// (`/providers/{provider}/authorize`) share: checking an authorization request and starting it,
-/// within the ceiling of sign-ins under way.
-struct SignInStart: Sendable {
+/// within the ceiling of sign-ins under way. A class: a sign-in's closures capture it, one
+/// reference rather than a retain per field.
+final class SignInStart: Sendable {
     let config: BrokerConfig
     let providers: ProviderDirectory
     let login: LoginFlow
     let ceiling: SignInCeiling
     let now: BrokerClock
+
+    init(config: BrokerConfig, providers: ProviderDirectory, login: LoginFlow, ceiling: SignInCeiling, now: @escaping BrokerClock) {
+        self.config = config
+        self.providers = providers
+        self.login = login
+        self.ceiling = ceiling
+        self.now = now
+    }
 
     /// Starts the login `login` (``LoginFlow/begin(_:at:)``) and answers with `answer` of the
     /// provider's authorization URL.

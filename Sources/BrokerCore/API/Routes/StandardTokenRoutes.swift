@@ -17,6 +17,9 @@ struct StandardTokenRoutes: Sendable {
     let config: BrokerConfig
     /// The device authorization endpoint answers as `POST /device/authorize` does.
     let devices: DeviceRoutes
+    /// The nonce an app may ask for with a revocation's proof.
+    let rules: GrantProofRules
+    let metrics: BrokerMetrics
 
     func register(in routes: inout RouteTable) {
         for provider in config.providers.map(\.id) {
@@ -28,10 +31,11 @@ struct StandardTokenRoutes: Sendable {
                 let limit = try GrantLimit(grant, request, admission)
                 let proof = try callers.tokenRequestProof(request)
                 let route = request.route
-                return .deferredCatching { [callers, config] () async throws(HTTPError) -> Response in
-                    let granted = try await GrantLimit.carryOut(grant, at: provider, proof: proof, under: limit, route: route, callers)
+                let settings = config.sessions
+                return .deferredCatching { [callers, metrics] () async throws(HTTPError) -> Response in
+                    let granted = try await GrantLimit.carryOut(grant, at: provider, proof: proof, under: limit, route: route, callers, metrics: metrics)
                     return try granted.session.standardTokenAnswer(at: callers.now(), refreshToken: granted.token,
-                                                                  sessionEnd: config.sessions.end(of: granted.session))
+                                                                  sessionEnd: settings.end(of: granted.session))
                 }
             }
             routes.add("POST", "/providers/\(provider)/revoke", RoutePolicy(
@@ -94,14 +98,14 @@ struct StandardTokenRoutes: Sendable {
     private func revoke(_ token: String, client: String?, provider: String, proof: DPoPProof?) -> Reply {
         guard token.hasPrefix(OpaqueToken.sessionPrefix) else { return .now(Response(status: 200)) }
         let id = OpaqueToken.hash(token)
-        return .deferredCatching { [callers, sessions] () async throws(HTTPError) -> Response in
+        return .deferredCatching { [callers, sessions, rules] () async throws(HTTPError) -> Response in
             if let proof, try await !callers.firstAnywhere(proof) {
                 throw .badRequest(DPoPProofError.replayed.description, code: "invalid_dpop_proof")
             }
             let found = try await callers.load(id)
             guard let session = found, client.map({ session.app == $0 }) ?? true, session.provider == provider else { return Response(status: 200) }
             do throws(GrantRefusal) {
-                try GrantKeys(callers: callers).requireNonce(proof, app: session.app)
+                try rules.requireNonce(proof, app: session.app)
             } catch {
                 throw error.httpError
             }

@@ -8,7 +8,9 @@ import WireValues
 /// client's `refresh_requests_per_minute` (``Admission/admitRefresh(early:client:route:)``), and the
 /// refresher bounds refreshes per session (`Refresher`); a `GET /token` answered from memory does
 /// neither.
-struct TokenRoutes: Sendable {
+///
+/// A class: a request's closures capture it, one reference rather than a retain per field.
+final class TokenRoutes: Sendable {
     /// `POST /token`'s grants: a handoff code (``LoginFlow/redeem(_:)``) — the new session's
     /// token, or the current token of the session an incremental authorization merged into —
     /// and a device's poll (RFC 8628); the same handlers as the standard token endpoint's.
@@ -16,17 +18,29 @@ struct TokenRoutes: Sendable {
     let sessions: SessionOperations
     let callers: Callers
     let admission: Admission
-    let config: BrokerConfig
+    /// The providers whose tokens the API proxy can use (an `api_base_url`), for the 409 of a
+    /// session whose provider token is bound to the broker's key.
+    let proxied: Set<String>
+    let metrics: BrokerMetrics
+
+    init(grants: GrantTypes, sessions: SessionOperations, callers: Callers, admission: Admission, config: BrokerConfig, metrics: BrokerMetrics) {
+        self.grants = grants
+        self.sessions = sessions
+        self.callers = callers
+        self.admission = admission
+        proxied = Set(config.providers.filter { $0.apiBaseURL != nil }.map(\.id))
+        self.metrics = metrics
+    }
 
     func register(in routes: inout RouteTable) {
-        routes.add("POST", "/token", RoutePolicy(caller: .app, limit: .inHandler("token_requests_per_minute, charged per refused code (GrantLimit)"), body: .form)) { [grants, callers, admission] request throws(HTTPError) in
+        routes.add("POST", "/token", RoutePolicy(caller: .app, limit: .inHandler("token_requests_per_minute, charged per refused code (GrantLimit)"), body: .form)) { [grants, callers, admission, metrics] request throws(HTTPError) in
             let form = try request.form()
             let grant = try grants.grant(form, client: TokenClient(id: try DeviceRoutes.app(form), parameter: "app"))
             let limit = try GrantLimit(grant, request, admission)
             let proof = try callers.tokenRequestProof(request)
             let route = request.route
             return .deferredCatching { () async throws(HTTPError) -> Response in
-                let granted = try await GrantLimit.carryOut(grant, at: nil, proof: proof, under: limit, route: route, callers)
+                let granted = try await GrantLimit.carryOut(grant, at: nil, proof: proof, under: limit, route: route, callers, metrics: metrics)
                 return granted.session.tokenAnswer(at: callers.now(), sessionToken: granted.token)
             }
         }
@@ -119,7 +133,7 @@ struct TokenRoutes: Sendable {
 
     /// The 409 of a session whose provider bound its token to the broker's key.
     private func tokenBound(_ provider: String) -> HTTPError {
-        .providerTokenBound(provider: provider, proxied: config.provider(id: provider)?.apiBaseURL != nil)
+        .providerTokenBound(provider: provider, proxied: proxied.contains(provider))
     }
 
     /// How long the handed-out token must stay valid: the refresh skew, or `min_ttl` if longer.
@@ -135,7 +149,7 @@ struct TokenRoutes: Sendable {
         do throws(RefreshFailure) {
             return try await sessions.refresh(id, force: force, minimumValidity: minimumValidity).tokenAnswer(at: sessions.now())
         } catch {
-            if case .tooSoon = error { callers.metrics.rejected(route: "/refresh", reason: "refreshed_moments_ago") }
+            if case .tooSoon = error { metrics.rejected(route: "/refresh", reason: "refreshed_moments_ago") }
             throw error.httpError
         }
     }

@@ -1,7 +1,7 @@
 /// The key a grant binds a new session to (RFC 9449 §5), by the rules of the app that asks:
 /// the request's proof's key, or none — unless the app requires DPoP (`dpop: required`); with
 /// the nonce the app may ask for (`dpop_nonce`, §8).
-struct GrantKeys: Sendable {
+struct GrantProofRules: Sendable {
     let callers: Callers
 
     /// The key a new session of `app` is bound to: the proof's, else none.
