@@ -1,9 +1,10 @@
 /// What a route declares where it is registered (``RouteTable``): who calls it and how they
 /// prove it, how often a client may, and what body it reads. Every route the broker serves
 /// declares one: the API's (``BrokerRoutes``), the admin API's, the operations routes and
-/// development mode's provider. The route's metrics label is its
-/// path (or its prefix's label). A route cannot be registered without one, and `RouteTests`
-/// walks the table for routes whose declarations do not hold together.
+/// development mode's provider. The route's metrics label is its path (or its prefix's label).
+/// A route cannot be registered without one; `RoutePolicyTests` walks the tables for routes
+/// whose declarations do not hold together, and `LayeringTests` fails on a route added to a
+/// router around a table.
 struct RoutePolicy: Sendable {
     /// Who calls the route, and how the route knows them.
     enum Caller: String, Sendable {
