@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import os
 import re
 import signal
 import socket
@@ -16,10 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from debian_packages import (
+    base_image_packages, dependency_closure, installed_packages, ldd, packages_owning, swift_static_link_libraries,
+)
 from deploy_support import (
-    DEPLOY, DOCKERFILE, REPO, Dockerfile, base_image_packages, broker_binary, clean_env,
-    cmd_config_path, dependency_closure, exec_form, gen_key, installed_packages, ldd, load_yaml,
-    packages_owning, placeholder_secret_env, run, swift_static_link_libraries, venv_tool,
+    DEPLOY, DOCKERFILE, REPO, Dockerfile, broker_binary, clean_env, cmd_config_path, exec_form, gen_key,
+    load_yaml, placeholder_secret_env, run, venv_tool,
 )
 
 STATE_DIR = "/var/lib/token-broker"
@@ -69,7 +70,7 @@ def test_runtime_contract(df):
     assert [v for i in runtime.all("EXPOSE") for v in i.value] == ["8080"]
     user = runtime.last("USER").value[0]
     assert user == f"{UID}:{UID}", "a numeric non-root user, so that runAsNonRoot can verify it"
-    assert f"--uid \"${{BROKER_UID}}\"" in runtime.run_text() and "ARG BROKER_UID=10001" in DOCKERFILE.read_text()
+    assert "--uid \"${BROKER_UID}\"" in runtime.run_text() and "ARG BROKER_UID=10001" in DOCKERFILE.read_text()
     assert f"install -d -o token-broker -g token-broker -m 0700 {STATE_DIR}" in runtime.run_text()
     assert runtime.last("STOPSIGNAL").value == ("SIGTERM",)
     assert exec_form(runtime.last("ENTRYPOINT")) == ["token-broker"]
