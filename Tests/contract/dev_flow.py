@@ -1,7 +1,8 @@
 """The real token-broker in development mode, and the README's walk-through as a thin client.
 
-Used by test_schemathesis.py (which starts the broker and signs in) and by schemathesis_hooks.py
-(which signs in once per generated test case when a run needs a session it may destroy).
+Used by contract_broker.py (which starts the broker), test_schemathesis.py and
+test_schemathesis_flow.py (which sign in), and by schemathesis_hooks.py (which signs in once per
+generated test case when a run needs a session it may destroy).
 Development mode needs no state key: it has the built-in provider `dev` and the app `demo`,
 whose redirect URI is http://127.0.0.1/callback.
 """
