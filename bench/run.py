@@ -11,9 +11,9 @@ restart-to-ready at 1M sessions; single-flight refresh; logins and refreshes per
 the development provider. Over TLS (bench/tls_peers.py): the same nginx API behind a TLS server
 block with a private CA's certificate, reached by the broker's proxy (spread over 1,000 sessions
 with pauses, and one busy session) and by Envoy with and without its filter, new connections and
-full TLS handshakes counted from nginx's log; and logins and refreshes against the tests'
-authorization server over plain HTTP and over TLS. With `--baseline-bin`, another build's
-`GET /token` in the same rounds.
+full TLS handshakes counted from nginx's log; and (bench/tls_auth.py) logins and refreshes
+against the tests' authorization server over plain HTTP and over TLS. With `--baseline-bin`,
+another build's `GET /token` in the same rounds.
 
 Everything listens on 127.0.0.1 only, every load is bounded in time and count, and every
 process this script starts is stopped (by its own pid) before it exits. Runs with the tests'
@@ -51,6 +51,7 @@ from typing import Callable
 import dpop_proofs
 import envoy_peer
 import several
+import tls_auth
 import tls_peers
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -1058,9 +1059,9 @@ def run(args, broker_bin: str, fixture_bin: str, workdir: str, run_started: floa
 
 def authorization_server_over_tls(args, broker_bin: str, workdir: str, key: str, tls_api: tls_peers.TLSAPI) -> dict:
     """Logins and forced refreshes at the tests' authorization server behind nginx, over plain HTTP
-    and over TLS (bench/tls_peers.py), on one broker with a provider on each: the broker's CPU per
+    and over TLS (bench/tls_auth.py), on one broker with a provider on each: the broker's CPU per
     operation on each, in alternating rounds."""
-    fronts = tls_peers.AuthFronts(workdir, sys.executable, tls_api.ca, which("nginx") or "nginx").start()
+    fronts = tls_auth.AuthFronts(workdir, sys.executable, tls_api.ca, which("nginx") or "nginx").start()
     STOPPERS.append(fronts.stop)
     state = os.path.join(workdir, "state-auth")
     os.makedirs(state)
@@ -1075,7 +1076,7 @@ def authorization_server_over_tls(args, broker_bin: str, workdir: str, key: str,
     if args.pin:
         pin([broker.pid] + fronts.pids, args.server_cpus)
     try:
-        return tls_peers.logins_and_refreshes(broker.port, lambda: tls_peers.process_cpu_seconds(broker.pid),
+        return tls_auth.logins_and_refreshes(broker.port, lambda: tls_auth.process_cpu_seconds(broker.pid),
                                               lambda: cpu_ticks([broker.pid]) / CLK_TCK, fronts,
                                               args.auth_rounds, args.load_seconds, args.auth_clients, log)
     finally:
@@ -1216,7 +1217,7 @@ def report(args, results, targets, rss, summaries, large, medium, first_ready, f
                  "client=\"api_proxy\")", "", "", "", "", "; ".join(
                      f"{label}: opened {per_thousand(name, 'opened'):.2f}, reused {per_thousand(name, 'reused'):,.0f}"
                      for label, name in (("spread", PROXY_TLS), ("one busy session", PROXY_TLS_BUSY))), ""))
-    rows += tls_peers.report_rows(summaries["tls_auth"], summaries["tls_auth_clients"])
+    rows += tls_auth.report_rows(summaries["tls_auth"], summaries["tls_auth_clients"])
     counters = summaries["envoy_filter"]
     signed_in = counters.get("oauth_success", 0) >= counters["wrk_requests"] and not counters.get("oauth_unauthorized_rq") and not counters.get("oauth_failure")
     rows.append(("Envoy OAuth2 filter: every request on its signed-in path (its own counters)", "", "", "", "",
