@@ -5,6 +5,9 @@ Fixtures
   browser       (function) support.browser.Browser allowed to follow redirects on auth_server
   tamper_proxy  (function) support.tamper_proxy.TamperProxy: an OIDC issuer forging auth_server's ID tokens
   broker_factory (function) starts real token-broker processes against auth_server (support.broker)
+  upstream      (function) support.recording_upstream.RecordingUpstream, an API on loopback keeping what it receives
+  proxied       (function) proxied(extra="", env=None) -> (broker, app): a broker whose provider `dot`
+                           has `upstream` as its API, and a signed-in app
   idpy_op       (session)  support.idpy_op.IdpyOP, idpyoidc's OpenID Provider (private_key_jwt, PAR,
                            back-channel logout), started, with users alice and bob
   postgres      (module)   support.postgres.PostgresCluster, a throwaway cluster
@@ -27,7 +30,8 @@ from support.browser import Browser  # noqa: E402
 from support.idpy_op import IdpyOP  # noqa: E402
 from support.postgres import PostgresCluster  # noqa: E402
 from support.tamper_proxy import TamperProxy  # noqa: E402
-from support.broker import ADMIN_TOKEN, App, BrokerProcess, broker_config, free_port, provider_config  # noqa: E402
+from support.broker import ADMIN_TOKEN, App, BrokerProcess, api, broker_config, free_port, provider_config  # noqa: E402
+from support.recording_upstream import RecordingUpstream  # noqa: E402
 
 USERS = {
     "alice": dict(password="alice-password", name="Alice Liddell", email="alice@example.test", email_verified=True),
@@ -173,6 +177,23 @@ def broker_factory(auth_server, browser):
     yield start
     for broker in started:
         broker.stop()
+
+
+@pytest.fixture
+def upstream():
+    server = RecordingUpstream()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def proxied(broker_factory, upstream):
+    """A broker whose provider `dot` has the recording upstream as its API, and a signed-in app."""
+    def start(extra="", env=None):
+        broker, app, _, _ = broker_factory(provider_extra=api(upstream.base_url, extra=extra), env=env)
+        app.login()
+        return broker, app
+    return start
 
 
 def pytest_configure(config):

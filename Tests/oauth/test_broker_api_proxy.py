@@ -5,74 +5,19 @@ that keeps what it receives. The client's credentials and cookies never arrive; 
 provider's session is refused; path tricks are refused before any connection; redirects are not
 followed; a 401 from the API means one refresh and one retry (none for a body over the replay
 cap); bodies over the caps are refused; a large answer passes whole; concurrent calls on an
-expiring session share one refresh; no token reaches a log line."""
+expiring session share one refresh; no token reaches a log line. (Its connections and
+transfers: test_broker_api_proxy_connections.py.)"""
 
 import concurrent.futures
 import hashlib
 import signal
-import socket
-import subprocess
-import threading
 import time
-from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 import requests
 
-from support.broker import App, wait_for
-from support.recording_upstream import MisbehavingUpstream, RecordingUpstream
-
-
-@pytest.fixture
-def upstream():
-    server = RecordingUpstream()
-    yield server
-    server.close()
-
-
-def api(base_url: str, allow_private: bool = True, extra: str = "") -> str:
-    return f"    api_base_url: {base_url}\n" + ("    api_allow_private_addresses: true\n" if allow_private else "") + extra
-
-
-def second_provider(auth_server, name: str, api_lines: str) -> str:
-    """Configuration of another provider at the tests' authorization server (client
-    `<name>-client`, the same secret as the first) with its own API lines."""
-    return f"""
-  {name}:
-    issuer: {auth_server.issuer}
-    client_id: {name}-client
-    client_secret_env: DOT_CLIENT_SECRET
-    scopes: [openid, profile, email, read]
-{api_lines}"""
-
-
-def signed_in(broker, browser, auth_server, secret: str, name: str) -> App:
-    """An app signed in through the provider `second_provider` configured, its client registered."""
-    auth_server.register_client([broker.url("/callback")], client_id=f"{name}-client", client_secret=secret)
-    app = App(broker, browser, provider=name)
-    app.login()
-    return app
-
-
-@pytest.fixture
-def proxied(broker_factory, upstream):
-    """A broker whose provider `dot` has the recording upstream as its API, and a signed-in app."""
-    def start(extra="", env=None):
-        broker, app, _, _ = broker_factory(provider_extra=api(upstream.base_url, extra=extra), env=env)
-        app.login()
-        return broker, app
-    return start
-
-
-def raw_get(broker, target: str, token: str) -> int:
-    """The status of a GET sent exactly as written (no client-side normalisation of the path)."""
-    with socket.create_connection(("127.0.0.1", broker.port), timeout=10) as connection:
-        connection.sendall(f"GET {target} HTTP/1.1\r\nHost: {broker.host}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n".encode())
-        answer = b""
-        while chunk := connection.recv(65536):
-            answer += chunk
-    return int(answer.split(b" ", 2)[1])
+from support.broker import api, wait_for
+from support.raw_http import open_request, raw_get, read_head
 
 
 def test_the_provider_token_reaches_the_real_servers_userinfo(broker_factory, auth_server):
@@ -139,7 +84,7 @@ def test_path_tricks_are_refused_before_any_connection(proxied, upstream, target
 
 def test_an_absolute_form_target_goes_nowhere(proxied, upstream):
     broker, app = proxied()
-    status = raw_get(broker, f"http://evil.example/proxy/dot/json", app.session_token)
+    status = raw_get(broker, "http://evil.example/proxy/dot/json", app.session_token)
     assert status in (400, 404)
     assert upstream.count() == 0
 
@@ -322,177 +267,3 @@ def test_a_provider_without_an_api_has_no_proxy(broker_factory):
     app.login()
     answer = app.call("GET", "/proxy/dot/anything")
     assert answer.status_code == 404 and "api_base_url" in answer.json()["error_description"]
-
-
-@pytest.fixture
-def misbehaving():
-    server = MisbehavingUpstream()
-    yield server
-    server.close()
-
-
-@pytest.mark.parametrize("method, path", [("GET", "/no-content"), ("GET", "/not-modified"), ("HEAD", "/json"), ("GET", "/extra-now"),
-                                          ("GET", "/extra")])
-def test_bytes_after_an_answer_never_reach_another_request(broker_factory, browser, misbehaving, method, path):
-    """An API that sends more after an answer — a body after a 204 or 304 or a HEAD answer, more
-    than Content-Length in the same segment or a moment later — with both sessions on the API's
-    one pool: the next request of either session gets its own answer, never those bytes. (Bytes
-    that arrive after the next request was written on the connection cannot be told from its
-    answer, on any HTTP/1.1 connection; here they arrive while it is idle, and a connection with
-    bytes waiting is not reused.)"""
-    broker, first, _, _ = broker_factory(provider_extra=api(misbehaving.base_url))
-    first.login()
-    second = App(broker, browser)
-    second.login("bob")
-    answer = first.call(method, f"/proxy/dot{path}")
-    assert answer.status_code in (200, 204, 304), answer.text
-    if path.startswith("/extra"):
-        # Sent on loopback: the bytes wait on the idle connection.
-        assert wait_for(lambda: misbehaving.smuggled == 1, timeout=5)
-    for app in (second, first):
-        own = app.call("GET", "/proxy/dot/own")
-        assert own.status_code == 200 and own.json()["path"] == "/own", own.text
-        assert own.json()["auth"] == f"Bearer {app.call('GET', '/token').json()['access_token']}"
-
-
-def test_a_switching_protocols_answer_is_a_502_at_once(broker_factory, misbehaving):
-    broker, app, _, _ = broker_factory(provider_extra=api(misbehaving.base_url))
-    app.login()
-    started = time.monotonic()
-    answer = app.call("GET", "/proxy/dot/switch")
-    assert answer.status_code == 502 and answer.json()["error"] == "upstream_error", answer.text
-    assert time.monotonic() - started < 3, "not held until the upstream timeout"
-    assert app.call("GET", "/proxy/dot/own").json()["path"] == "/own"
-
-
-def test_an_answer_with_headers_too_large_to_read_is_a_502(broker_factory, misbehaving):
-    """The API was reached and answered, with more headers than libcurl reads: its answer could not
-    be read (502), not "could not be reached" (503), which would send clients to retry."""
-    broker, app, _, _ = broker_factory(provider_extra=api(misbehaving.base_url))
-    app.login()
-    answer = app.call("GET", "/proxy/dot/huge-headers")
-    assert answer.status_code == 502 and answer.json()["error"] == "upstream_error", answer.text
-    assert app.call("GET", "/proxy/dot/own").json()["path"] == "/own"
-
-
-def test_the_address_policy_holds_on_a_reused_connection(broker_factory, browser, auth_server, upstream):
-    """Two providers with one API host, one allowing private addresses and one not: a connection
-    the first opened never carries the second's call past the address check."""
-    strict = second_provider(auth_server, "strict", api(upstream.base_url, allow_private=False))
-    broker, lenient, _, secret = broker_factory(provider_extra=api(upstream.base_url) + strict)
-    lenient.login()
-    refused = signed_in(broker, browser, auth_server, secret, "strict")
-    assert lenient.call("GET", "/proxy/dot/json").status_code == 200
-    answer = refused.call("GET", "/proxy/strict/json")
-    assert answer.status_code == 502 and answer.json()["error"] == "upstream_address_refused", answer.text
-    assert upstream.count() == 1
-
-
-def test_a_name_slow_to_resolve_holds_up_no_other_call(broker_factory, browser, auth_server, upstream, tmp_path):
-    """One API host whose name takes seconds to resolve (an interposed getaddrinfo): its call ends
-    by its own timeout, and the calls of other providers, which share the proxy's one event loop,
-    are answered meanwhile — the loop never waits for the resolver."""
-    library = tmp_path / "slow_dns.so"
-    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-o", str(library),
-                    str(Path(__file__).parent / "support" / "slow_dns.c"), "-ldl"], check=True)
-    stuck = second_provider(auth_server, "stuck", api("https://api.slow-dns.test", allow_private=False))
-    broker, app, _, secret = broker_factory(provider_extra=api(upstream.base_url) + stuck,
-                                            env={"LD_PRELOAD": str(library), "SLOW_DNS_SECONDS": "5", "BROKER_UPSTREAM_TIMEOUT_SECONDS": "2"})
-    app.login()
-    waiting = signed_in(broker, browser, auth_server, secret, "stuck")
-    outcome = {}
-    caller = threading.Thread(target=lambda: outcome.update(answer=waiting.call("GET", "/proxy/stuck/anything"), at=time.monotonic()))
-    started = time.monotonic()
-    caller.start()
-    time.sleep(1.5)  # past its connect timeout (half the upstream timeout): libcurl has given it up
-    for _ in range(5):
-        asked = time.monotonic()
-        assert app.call("GET", "/proxy/dot/json").status_code == 200
-        assert time.monotonic() - asked < 0.5, "another provider's call waited for the resolver"
-    caller.join(timeout=10)
-    assert outcome["answer"].status_code == 503 and outcome["answer"].json()["error"] == "upstream_unavailable", outcome["answer"].text
-    assert outcome["at"] - started < 3, "the slow name's call ended by its own timeout"
-
-
-def open_request(broker, target: str, token: str, source: str = "127.0.0.1") -> socket.socket:
-    """A connection that sends a GET and reads nothing yet (a small receive window)."""
-    connection = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    connection.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    connection.bind((source, 0))
-    connection.settimeout(10)
-    connection.connect(("127.0.0.1", broker.port))
-    connection.sendall(f"GET {target} HTTP/1.1\r\nHost: {broker.host}\r\nAuthorization: Bearer {token}\r\n\r\n".encode())
-    return connection
-
-
-def read_head(connection: socket.socket) -> tuple[int, str]:
-    """The status and head of the answer, reading byte by byte so that no body is taken."""
-    head = b""
-    while not head.endswith(b"\r\n\r\n"):
-        byte = connection.recv(1)
-        if not byte:
-            break
-        head += byte
-    return int(head.split(b" ", 2)[1]), head.decode("latin-1")
-
-
-def test_clients_that_do_not_read_hold_up_no_one_else(proxied, upstream, browser):
-    """Connections that ask for a large answer and never read it, or trickle it: each session holds
-    at most its bound of transfers, another session's call is served at once, and every held
-    transfer ends by the upstream timeout."""
-    broker, reader = proxied(env={"BROKER_UPSTREAM_TIMEOUT_SECONDS": "3", "BROKER_PROXY_MAX_TRANSFERS": "8",
-                                  "BROKER_PROXY_MAX_TRANSFERS_PER_SESSION": "2", "BROKER_PROXY_MAX_TRANSFERS_PER_IP": "6",
-                                  "BROKER_PROXY_MAX_RESPONSE_BYTES": "104857600"})
-    stalled, trickler = App(broker, browser), App(broker, browser)
-    stalled.login("bob")
-    trickler.login("bob")
-    big = "/proxy/dot/bytes/60000000"
-    started = time.monotonic()
-    held = [open_request(broker, big, stalled.session_token) for _ in range(6)]
-    statuses = [read_head(connection) for connection in held]
-    assert sorted(status for status, _ in statuses) == [200, 200, 429, 429, 429, 429], statuses
-    assert all("Retry-After:" in head for status, head in statuses if status == 429)
-    trickled = [open_request(broker, big, trickler.session_token) for _ in range(2)]
-    assert [read_head(connection)[0] for connection in trickled] == [200, 200]
-    stop = threading.Event()
-
-    def trickle(connection):
-        try:
-            while not stop.is_set() and connection.recv(256):
-                time.sleep(0.2)
-        except OSError:
-            pass
-    threads = [threading.Thread(target=trickle, args=(connection,), daemon=True) for connection in trickled]
-    for thread in threads:
-        thread.start()
-    assert wait_for(lambda: upstream.count() >= 4, timeout=5)
-    # Another session, from the same address: served at once.
-    asked = time.monotonic()
-    answer = reader.call("GET", "/proxy/dot/json")
-    assert answer.status_code == 200 and time.monotonic() - asked < 1.5
-    # Every held transfer ends by the upstream timeout (the API sees its connection closed).
-    assert wait_for(lambda: len(upstream.bytes_ended) >= 4, timeout=8)
-    assert max(upstream.bytes_ended) - started < 3 + 2, "within the upstream timeout"
-    stop.set()
-    for connection in held + trickled:
-        connection.close()
-    assert stalled.call("GET", "/proxy/dot/json").status_code == 200, "the session's transfers are its own again"
-
-
-def test_a_full_line_of_transfers_is_a_503_with_retry_after(proxied, upstream):
-    broker, app = proxied(env={"BROKER_UPSTREAM_TIMEOUT_SECONDS": "3", "BROKER_PROXY_MAX_TRANSFERS": "1",
-                               "BROKER_PROXY_MAX_RESPONSE_BYTES": "104857600"})
-    running = open_request(broker, "/proxy/dot/bytes/60000000", app.session_token)
-    assert read_head(running)[0] == 200
-    waiting = open_request(broker, "/proxy/dot/json", app.session_token)  # the one place in line
-    time.sleep(0.3)
-    asked = time.monotonic()
-    answer = app.call("GET", "/proxy/dot/json")
-    assert answer.status_code == 503 and answer.json()["error"] == "proxy_busy", answer.text
-    assert answer.headers["Retry-After"] and time.monotonic() - asked < 1.5
-    # The running transfer ends by its deadline; the line moves.
-    status, _ = read_head(waiting)
-    assert status in (200, 503)
-    running.close()
-    waiting.close()
-    assert wait_for(lambda: app.call("GET", "/proxy/dot/json").status_code == 200, timeout=6)

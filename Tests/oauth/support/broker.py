@@ -173,6 +173,10 @@ def provider_config(auth_server, client_id: str, *, provider_id="dot", issuer=No
 {extra}"""
 
 
+def api(base_url: str, allow_private: bool = True, extra: str = "") -> str:
+    return f"    api_base_url: {base_url}\n" + ("    api_allow_private_addresses: true\n" if allow_private else "") + extra
+
+
 # The admin API's token in the tests (conftest's `token_file` holds it).
 ADMIN_TOKEN = secrets.token_urlsafe(32)
 
