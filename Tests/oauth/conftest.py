@@ -11,6 +11,9 @@ Fixtures
   idpy_op       (session)  support.idpy_op.IdpyOP, idpyoidc's OpenID Provider (private_key_jwt, PAR,
                            back-channel logout), started, with users alice and bob
   postgres      (module)   support.postgres.PostgresCluster, a throwaway cluster
+  instances     (function) (brokers, apps, start): three brokers on a fresh database of `postgres`
+                           (test_broker_several_instances*.py); a test marked `instance_env` adds to
+                           their environment
   store_env     (function) the broker's environment per store: {} (embedded), or a database on `postgres`
 After every test that used auth_server, its run-time config (token lifetime, faults) is reset;
 on a failure the server's log lines written during that test are added to the report.
@@ -196,5 +199,39 @@ def proxied(broker_factory, upstream):
     return start
 
 
+@pytest.fixture
+def instances(postgres, auth_server, browser, request):
+    """Starts three brokers on a fresh database; returns (brokers, apps, start) where `start(port)`
+    starts one more on the same database (`start(port, {...})`: with more environment). A test
+    marked `instance_env` adds to their environment."""
+    ports = [free_port() for _ in range(3)]
+    client_id, secret = auth_server.register_client([f"http://127.0.0.1:{ports[1]}/callback"])
+    # The provider's API is the authorization server itself (its userinfo), for the proxy.
+    api = auth_server.userinfo_endpoint.rsplit("/userinfo/", 1)[0]
+    extra = f"    api_base_url: {api}\n    api_allow_private_addresses: true\n"
+    # `narrow`: the same client with fewer default scopes, for scopes added by a later sign-in.
+    providers = provider_config(auth_server, client_id, extra=extra) + provider_config(
+        auth_server, client_id, provider_id="narrow", scopes="[openid, read]")
+    config = broker_config(providers) + "  tv:\n    device_flow: true\n"
+    env = {
+        "DOT_CLIENT_SECRET": secret, "BROKER_STATE_BACKEND": "postgres", "BROKER_POSTGRES_URL": postgres.create_database(),
+        "BROKER_POSTGRES_PASSWORD": postgres.password, "BROKER_PUBLIC_URL": f"http://127.0.0.1:{ports[1]}",
+    }
+    marker = request.node.get_closest_marker("instance_env")
+    env.update(marker.args[0] if marker else {})
+    started = []
+
+    def start(port, more_env=None):
+        broker = BrokerProcess(config, env={**env, **(more_env or {})}, port=port)
+        started.append(broker)
+        return broker
+
+    brokers = [start(port) for port in ports]
+    apps = [App(broker, browser) for broker in brokers]
+    yield brokers, apps, start
+    for broker in started:
+        broker.stop()
+
+
 def pytest_configure(config):
-    config.addinivalue_line("markers", "instance_env(env): extra environment for the brokers of test_broker_several_instances.py")
+    config.addinivalue_line("markers", "instance_env(env): extra environment for the brokers of the `instances` fixture")

@@ -185,6 +185,10 @@ def broker_config(providers: str, apps: str = "  web:\n    redirect_uris: [http:
     return f"server:\n  shutdown_grace_seconds: 2\nproviders:{providers}\napps:\n{apps}"
 
 
+def bearer(token):
+    return {"Authorization": f"Bearer {token}"}
+
+
 def wait_for(condition, timeout=10.0):
     deadline = time.time() + timeout
     while time.time() < deadline:
