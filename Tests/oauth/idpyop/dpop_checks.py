@@ -1,4 +1,5 @@
-"""DPoP (RFC 9449) checks for the tests' OpenID Provider (server.py, which wires them in).
+"""DPoP (RFC 9449) checks for the tests' OpenID Provider (server.py; op_provider.py and
+dpop_handler.py wire them in).
 
 idpyoidc 5's own DPoP add-on is incomplete (its proof check is installed only as a userinfo hook,
 compares `ath` with a hex digest where §4.2 says base64url, and has no nonces), so the proof is

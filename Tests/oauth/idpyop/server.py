@@ -5,24 +5,26 @@ requests but leaves the HTTP to its caller (its repository's example/flask_op do
 Flask). This file is that caller, shaped after example/flask_op/views.py, with the standard
 library's threaded HTTP server instead of Flask. Every OAuth decision (client authentication,
 PKCE, PAR, codes, tokens, refresh, revocation, ID tokens, sessions, logout tokens) is
-idpyoidc's; what this file adds is stated where it is done:
+idpyoidc's; what this file and the modules beside it (op_provider.py: idpyoidc's Server and its
+configuration; dpop_handler.py; routes_for_tests.py) add is stated where it is done:
 
 - discovery also lists `authorization_response_iss_parameter_supported` (idpyoidc always puts
   `iss` in the authorization response, RFC 9207, but does not say so) and, when started with
   `require_par`, `require_pushed_authorization_requests`; and `backchannel_logout_session_supported`,
   Back-Channel Logout 1.0's name for what idpyoidc lists as `backchannel_logout_session_required`;
   it leaves out `end_session_endpoint` (RP-initiated logout is not served: sessions end through
-  /test/end_sessions);
+  /test/end_sessions) (op_provider.py);
 - a front-channel authorization request without a pushed `request_uri` is refused for a client
   registered with `require_pushed_authorization_requests`, or for every client under
-  `require_par` (RFC 9126 §5/§6; idpyoidc 5 accepts PAR but does not enforce it);
+  `require_par` (RFC 9126 §5/§6; idpyoidc 5 accepts PAR but does not enforce it) (here);
 - a client's registered `token_endpoint_auth_method` is the only method its token, revocation
   and PAR calls may use (idpyoidc enforces a per-client method list; registration does not fill
-  it in);
+  it in) (op_provider.py, on each registration here);
 - `assertion_audience` chooses which `aud` a client assertion must carry: "endpoint" (idpyoidc's
-  own rule: the URL of the endpoint called), "issuer" (the issuer identifier only), or "both";
+  own rule: the URL of the endpoint called), "issuer" (the issuer identifier only), or "both"
+  (op_provider.py);
 - a revoked or expired refresh token is answered `invalid_grant` (RFC 6749 §5.2), where idpyoidc 5
-  says `invalid_request`;
+  says `invalid_request` (op_provider.py);
 - when started with `dpop`, DPoP (RFC 9449), with the checks of dpop_checks.py: idpyoidc 5 mints
   DPoP-bound tokens (`token_type` DPoP, `cnf.jkt` in the JWT access token) once its DPoP context
   is set and the parsed token request carries `dpop_jkt`, but its add-on does not check proofs
@@ -35,14 +37,18 @@ idpyoidc's; what this file adds is stated where it is done:
   needs one made with the same key (§5's rule for public clients, applied to every client);
   at /userinfo with `Authorization: DPoP` (401 with `WWW-Authenticate: DPoP error=...`; a
   DPoP-bound token sent as Bearer is `invalid_token`); with `dpop_nonce`, the OP's nonce is
-  required in every proof and sent as `DPoP-Nonce` in every answer of those endpoints (§8, §9);
+  required in every proof and sent as `DPoP-Nonce` in every answer of those endpoints (§8, §9)
+  (idpyoidc's DPoP context and the token endpoint's hook: op_provider.py; the checks where a
+  proof is sent: dpop_handler.py);
 - when started with `dpop`, a DPoP-protected API, any GET or POST under /api/ (idpyoidc has no
   resource server): it takes only a DPoP-bound access token of this OP with a proof of its key,
-  and answers who called and how, so the tests can use a DPoP token as a resource server would;
+  and answers who called and how, so the tests can use a DPoP token as a resource server would
+  (dpop_handler.py);
 - /test/... routes for the tests: create users, end a user's sessions at the OP (which sends the
   back-channel logout tokens, through idpyoidc's own Session endpoint), read what the OP saw
   (pushed requests, authorization requests, verified client assertions, logout deliveries, DPoP
-  checks), and change the OP's DPoP nonce (so a client must learn the new one).
+  checks), and change the OP's DPoP nonce (so a client must learn the new one)
+  (routes_for_tests.py; what they read and do: op_provider.py).
 
 Run: python server.py CONFIG.json  (written by Tests/oauth/support/idpy_op.py). It prints
 "ready" on stdout once listening, and exits when its parent process dies.
@@ -60,315 +66,21 @@ import traceback
 from http import cookies as http_cookies
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from cryptojwt.utils import b64d
 from idpyoidc.message.oauth2 import ResponseMessage
 from idpyoidc.message.oidc import AccessTokenRequest, AuthorizationRequest, verified_claim_name
-from idpyoidc.server import Server
-from idpyoidc.server.configure import OPConfiguration
 from idpyoidc.server.exception import FailedAuthentication
-from idpyoidc.server.oauth2.add_on import dpop as dpop_add_on
 from idpyoidc.server.oidc.token import Token
 
-import dpop_checks  # beside this file, which is run as a script
-from dpop_checks import DPoPChecker, DPoPError
-
-HERE = Path(__file__).resolve().parent
-AUTHENTICATED_ENDPOINTS = ("token", "token_revocation", "pushed_authorization")
-# idpyoidc's endpoint name -> the name in seen["dpop"], for the endpoints that take a DPoP proof
-DPOP_AS_ENDPOINTS = {"pushed_authorization": "par", "token": "token", "token_revocation": "revoke"}
+# beside this file, which is run as a script
+from dpop_handler import DPoPHandling
+from op_provider import AUTHENTICATED_ENDPOINTS, Provider, standard_error
+from routes_for_tests import RoutesForTests
 
 
-def op_configuration(cfg: dict) -> dict:
-    data = Path(cfg["data_dir"])
-    authn_methods = ["private_key_jwt", "client_secret_basic", "client_secret_post"]
-    return {
-        "issuer": cfg["issuer"],
-        "entity_id": cfg["issuer"],
-        "httpc_params": {"verify": False, "timeout": 5},
-        "keys": {
-            "private_path": str(data / "op-keys.json"),
-            "key_defs": [{"type": "RSA", "use": ["sig"]}, {"type": "EC", "crv": "P-256", "use": ["sig"]}],
-            "read_only": False,
-            "uri_path": "jwks",
-        },
-        "template_dir": str(HERE / "templates"),
-        "add_on": {
-            "pkce": {
-                "function": "idpyoidc.server.oauth2.add_on.pkce.add_support",
-                "kwargs": {"essential": True, "code_challenge_method": "S256"},
-            }
-        },
-        "authz": {
-            "class": "idpyoidc.server.authz.AuthzHandling",
-            "kwargs": {
-                "grant_config": {
-                    "usage_rules": {
-                        "authorization_code": {
-                            "supports_minting": ["access_token", "refresh_token", "id_token"],
-                            "max_usage": 1,
-                        },
-                        "access_token": {},
-                        "refresh_token": {"supports_minting": ["access_token", "refresh_token", "id_token"]},
-                    },
-                    "expires_in": 43200,
-                }
-            },
-        },
-        "authentication": {
-            "user": {
-                "acr": "urn:oasis:names:tc:SAML:2.0:ac:classes:InternetProtocolPassword",
-                "class": "idpyoidc.server.user_authn.user.UserPassJinja2",
-                "kwargs": {
-                    "verify_endpoint": "/verify/user",
-                    "template": "user_pass.jinja2",
-                    "db": {"class": "idpyoidc.server.util.JSONDictDB", "kwargs": {"filename": str(data / "passwd.json")}},
-                },
-            }
-        },
-        "userinfo": {"class": "idpyoidc.server.user_info.UserInfo", "kwargs": {"db_file": str(data / "users.json")}},
-        "cookie_handler": {
-            "class": "idpyoidc.server.cookie_handler.CookieHandler",
-            "kwargs": {
-                "keys": {
-                    "private_path": str(data / "cookie-keys.json"),
-                    "key_defs": [
-                        {"type": "OCT", "use": ["enc"], "kid": "enc"},
-                        {"type": "OCT", "use": ["sig"], "kid": "sig"},
-                    ],
-                    "read_only": False,
-                },
-                "name": {"session": "oidc_op", "register": "oidc_op_rp", "session_management": "sman"},
-            },
-        },
-        "token_handler_args": {
-            "jwks_def": {
-                "private_path": str(data / "token-keys.json"),
-                "read_only": False,
-                "key_defs": [
-                    {"type": "oct", "bytes": "24", "use": ["enc"], "kid": "code"},
-                    {"type": "oct", "bytes": "24", "use": ["enc"], "kid": "refresh"},
-                ],
-            },
-            "code": {"kwargs": {"lifetime": 600}},
-            "token": {
-                "class": "idpyoidc.server.token.jwt_token.JWTToken",
-                "kwargs": {"lifetime": int(cfg.get("access_token_lifetime", 3600)), "add_claims_by_scope": True},
-            },
-            "refresh": {"kwargs": {"lifetime": 86400}},
-            "id_token": {"class": "idpyoidc.server.token.id_token.IDToken", "kwargs": {}},
-        },
-        "preference": {
-            "subject_types_supported": ["public"],
-            "grant_types_supported": ["authorization_code", "refresh_token"],
-            "id_token_signing_alg_values_supported": ["RS256", "ES256"],
-        },
-        "endpoint": {
-            "provider_config": {
-                "path": ".well-known/openid-configuration",
-                "class": "idpyoidc.server.oidc.provider_config.ProviderConfiguration",
-                "kwargs": {"client_authn_method": None},
-            },
-            "registration": {
-                "path": "registration",
-                "class": "idpyoidc.server.oidc.registration.Registration",
-                "kwargs": {"client_authn_method": None, "client_secret_expiration_time": 0},
-            },
-            "authorization": {
-                "path": "authorization",
-                "class": "idpyoidc.server.oidc.authorization.Authorization",
-                "kwargs": {
-                    "client_authn_method": None,
-                    "claims_parameter_supported": True,
-                    "request_parameter_supported": False,
-                    "request_uri_parameter_supported": True,
-                    "response_types_supported": ["code"],
-                    "response_modes_supported": ["query"],
-                },
-            },
-            "pushed_authorization": {
-                "path": "par",
-                "class": "idpyoidc.server.oauth2.pushed_authorization.PushedAuthorization",
-                "kwargs": {"client_authn_method": authn_methods},
-            },
-            "token": {
-                "path": "token",
-                "class": "idpyoidc.server.oidc.token.Token",
-                "kwargs": {"client_authn_method": authn_methods},
-            },
-            "token_revocation": {
-                "path": "revoke",
-                "class": "idpyoidc.server.oauth2.token_revocation.TokenRevocation",
-                "kwargs": {"client_authn_method": authn_methods},
-            },
-            "userinfo": {"path": "userinfo", "class": "idpyoidc.server.oidc.userinfo.UserInfo", "kwargs": {}},
-            "end_session": {
-                "path": "session",
-                "class": "idpyoidc.server.oidc.session.Session",
-                "kwargs": {
-                    "signing_alg": "ES256",
-                    "frontchannel_logout_supported": False,
-                    "backchannel_logout_supported": True,
-                    "backchannel_logout_session_required": True,
-                },
-            },
-        },
-    }
-
-
-def standard_error(error: ResponseMessage) -> ResponseMessage:
-    """RFC 6749 §5.2: a revoked or expired refresh token is `invalid_grant`; idpyoidc 5 says
-    `invalid_request` ("Refresh token inactive")."""
-    if error.get("error_description") == "Refresh token inactive":
-        error["error"] = "invalid_grant"
-    return error
-
-
-class Provider:
-    """idpyoidc's Server plus the bookkeeping the tests read."""
-
-    def __init__(self, cfg: dict):
-        self.cfg = cfg
-        self.issuer = cfg["issuer"]
-        self.data = Path(cfg["data_dir"])
-        self.lock = threading.RLock()  # idpyoidc's in-memory databases are not meant for concurrent writers
-        self.server = Server(OPConfiguration(conf=op_configuration(cfg), base_path=str(self.data)), cwd=str(self.data))
-        self.context = self.server.context
-        self._set_assertion_audience(cfg.get("assertion_audience", "endpoint"))
-        self.seen: dict[str, list] = {"pushed": [], "authorization": [], "assertions": [], "logouts": [], "dpop": []}
-        self._patch_logout_delivery()
-        self.dpop: DPoPChecker | None = None
-        if cfg.get("dpop"):
-            self._add_dpop_support()
-
-    def _set_assertion_audience(self, mode: str) -> None:
-        # Endpoint.allowed_targets lists what a client assertion's `aud` may name: an endpoint's
-        # name stands for its URL, "" for the issuer (idpyoidc's own convention, see userinfo).
-        for name in AUTHENTICATED_ENDPOINTS:
-            endpoint = self.server.get_endpoint(name)
-            endpoint.allowed_targets = {"endpoint": [name], "issuer": [""], "both": [name, ""]}[mode]
-
-    def _patch_logout_delivery(self) -> None:
-        # Record each back-channel delivery's answer (idpyoidc only logs it) by wrapping the HTTP
-        # client it sends with; the request itself is idpyoidc's.
-        send = self.context.httpc
-
-        def recording_httpc(method, url, **kwargs):
-            response = send(method, url, **kwargs)
-            data = kwargs.get("data") or ""
-            if isinstance(data, str) and data.startswith("logout_token="):
-                self.seen["logouts"].append(
-                    {"url": url, "status": response.status_code, "logout_token": data[len("logout_token="):]}
-                )
-            return response
-
-        self.context.httpc = recording_httpc
-
-    def _add_dpop_support(self) -> None:
-        # idpyoidc's own DPoP context (what its token helpers look for before they bind a token
-        # to `dpop_jkt`; also its "DPoP" scheme for userinfo's Authorization header), without its
-        # add_support(), whose only hook is the broken userinfo check: proofs are checked by the
-        # handler, which puts a good proof's key thumbprint into http_info for the hook below.
-        dpop_add_on._add_to_context(self.server.get_endpoint("userinfo"), dpop_checks.ALGS)
-        # userinfo tries every method in turn and stops at the first usable one; "none" (always
-        # usable, no token) comes before the add-on's "dpop", so "dpop" is moved next to Bearer.
-        methods = self.context.client_authn_methods
-        dpop_method = methods.pop("dpop")
-        reordered = {}
-        for name, method in methods.items():
-            reordered[name] = method
-            if name == "bearer_header":
-                reordered["dpop"] = dpop_method
-        self.context.client_authn_methods = reordered
-        self.dpop = DPoPChecker(require_nonce=bool(self.cfg.get("dpop_nonce")))
-
-        def bind_to_proof_key(request, client_id, context=None, http_info=None, **kwargs):
-            jkt = (http_info or {}).get("dpop_jkt")
-            if jkt and not (isinstance(request, ResponseMessage) and "error" in request):
-                request["dpop_jkt"] = jkt
-            return request
-
-        self.server.get_endpoint("token").post_parse_request.append(bind_to_proof_key)
-
-    def refresh_token_binding(self, refresh_token: str) -> str | None:
-        """The key thumbprint the grant of `refresh_token` is bound to, if any."""
-        try:
-            info = self.context.session_manager.get_session_info_by_token(
-                refresh_token, handler_key="refresh_token", grant=True
-            )
-        except Exception:  # not a refresh token of this OP: idpyoidc refuses it
-            return None
-        return info["grant"].extra.get("dpop_jkt")
-
-    def record_dpop(self, endpoint: str, proofs: list, *, accepted: bool, error=None, grant_type=None, jkt=None) -> None:
-        entry = {"endpoint": endpoint, **dpop_checks.peek(proofs[0] if len(proofs) == 1 else None)}
-        if jkt:
-            entry["jkt"] = jkt
-        if endpoint == "token":
-            entry["grant_type"] = grant_type
-        entry.update(accepted=accepted, error=error)
-        self.seen["dpop"].append(entry)
-
-    def discovery(self) -> dict:
-        info = dict(self.context.provider_info)
-        info["authorization_response_iss_parameter_supported"] = True
-        info["require_pushed_authorization_requests"] = bool(self.cfg.get("require_par"))
-        # Back-Channel Logout 1.0 §2.1 names it so; idpyoidc 5 says "backchannel_logout_session_required".
-        info["backchannel_logout_session_supported"] = info.get("backchannel_logout_session_required", False)
-        info.pop("end_session_endpoint", None)  # RP-initiated logout is not served here
-        return info
-
-    def requires_par(self, client_id: str) -> bool:
-        if self.cfg.get("require_par"):
-            return True
-        client = self.context.cdb.get(client_id) or {}
-        return bool(client.get("require_pushed_authorization_requests"))
-
-    def enforce_registered_method(self, client_id: str) -> None:
-        client = self.context.cdb[client_id]
-        method = client.get("token_endpoint_auth_method") or "client_secret_basic"
-        for name in AUTHENTICATED_ENDPOINTS:
-            endpoint_name = self.server.get_endpoint(name).endpoint_name
-            client[f"{endpoint_name}_client_authn_method"] = [method]
-
-    def add_user(self, user: dict) -> dict:
-        """Adds a user to both of idpyoidc's user databases (the password one the login form
-        checks, the claims one userinfo and ID tokens read); both keep their file in memory.
-        The `sub` clients see is idpyoidc's public subject identifier (a hash of the username),
-        not a claim given here."""
-        claims = {
-            "name": user.get("name") or user["username"],
-            "email": user.get("email") or f"{user['username']}@example.test",
-            "email_verified": bool(user.get("email_verified", True)),
-        }
-        self.context.authn_broker.get_method_by_id("user").user_db._db[user["username"]] = user["password"]
-        self.context.userinfo.db[user["username"]] = claims
-        return {"username": user["username"], **claims}
-
-    def end_user_sessions(self, username: str) -> dict:
-        """Ends every session of `username` at the OP, as an administrator would, through
-        idpyoidc's Session endpoint: each client with a `backchannel_logout_uri` gets a logout token."""
-        manager = self.context.session_manager
-        session_endpoint = self.server.get_endpoint("session")
-        before = len(self.seen["logouts"])
-        ended = []
-        user_session = manager.get([username]) if username in manager.db.db else None
-        if user_session is None:
-            return {"ended": [], "deliveries": []}
-        for client_key in list(user_session.subordinate):
-            client_path = manager.unpack_branch_key(client_key)
-            client_session = manager.get(client_path)
-            for grant_key in list(client_session.subordinate):
-                grant = manager.get(manager.unpack_branch_key(grant_key))
-                id_token = grant.last_issued_token_of_type("id_token")
-                if grant.is_active() and id_token is not None:
-                    session_endpoint.do_verified_logout(sid=id_token.session_id, alla=False)
-                    ended.append({"client_id": client_path[-1]})
-        return {"ended": ended, "deliveries": self.seen["logouts"][before:]}
-
-
-class Handler(BaseHTTPRequestHandler):
+class Handler(DPoPHandling, RoutesForTests, BaseHTTPRequestHandler):
     provider: Provider
     protocol_version = "HTTP/1.1"
     extra_headers = ()  # sent with whatever answers the current request (DPoP-Nonce); a list per request
@@ -579,139 +291,6 @@ class Handler(BaseHTTPRequestHandler):
         if isinstance(result, ResponseMessage) and "error" in result:
             return self._send(400, result.to_json())
         return self._respond(endpoint, authz_request, result)
-
-    # ------------------------------------------------------------------ DPoP (RFC 9449)
-    def _dpop_refused(self, endpoint, args, http_info: dict) -> bool:
-        """Checks the DPoP proof of a request to /par, /token, /revoke or /userinfo before
-        idpyoidc parses it; answers a refused one (and returns True). A good proof at /token
-        leaves its key's thumbprint in http_info["dpop_jkt"]."""
-        provider, dpop = self.provider, self.provider.dpop
-        if endpoint.name == "userinfo":
-            return self._dpop_userinfo_refused()
-        name = DPOP_AS_ENDPOINTS.get(endpoint.name)
-        if name is None:
-            return False
-        if dpop.require_nonce:
-            self.extra_headers.append(("DPoP-Nonce", dpop.nonce))
-        form = args if isinstance(args, dict) else {}
-        grant_type = form.get("grant_type") if name == "token" else None
-        bound = None
-        if grant_type == "refresh_token" and form.get("refresh_token"):
-            bound = provider.refresh_token_binding(form["refresh_token"])
-        proofs = self.headers.get_all("DPoP") or []
-        try:
-            if not proofs:
-                if name == "token" and provider.cfg.get("dpop_required"):
-                    raise DPoPError("invalid_dpop_proof", "a DPoP proof is required at this token endpoint")
-                if bound:
-                    raise DPoPError("invalid_dpop_proof", "the grant is DPoP-bound: a refresh needs a proof of its key")
-                return False
-            proof = dpop.check(proofs, self.command, http_info["url"], bound_jkt=bound)
-        except DPoPError as err:
-            provider.record_dpop(name, proofs, accepted=False, error=err.error, grant_type=grant_type)
-            self._send(400, {"error": err.error, "error_description": err.description})
-            return True
-        provider.record_dpop(name, proofs, accepted=True, grant_type=grant_type)
-        if name == "token":
-            http_info["dpop_jkt"] = proof.jkt
-        return False
-
-    def _dpop_userinfo_refused(self) -> bool:
-        # `Authorization: DPoP`: checked as at the API, then idpyoidc answers (its "DPoP" scheme
-        # takes the token like a bearer one). A DPoP-bound token sent as Bearer is refused.
-        scheme, _, token = (self.headers.get("Authorization") or "").partition(" ")
-        if scheme.lower() == "dpop":
-            return self._dpop_resource("userinfo", token.strip()) is None
-        if scheme.lower() == "bearer":
-            try:
-                claims = dpop_checks.access_token_claims(
-                    self.provider.context.keyjar, self.provider.issuer, token.strip())
-            except DPoPError:
-                return False  # not one of its JWTs: idpyoidc decides, as before
-            jkt = (claims.get("cnf") or {}).get("jkt")
-            if jkt:
-                if self.provider.dpop.require_nonce:
-                    self.extra_headers.append(("DPoP-Nonce", self.provider.dpop.nonce))
-                error = DPoPError("invalid_token", "a DPoP-bound access token must be sent with the DPoP scheme")
-                self.provider.record_dpop("userinfo", [], accepted=False, error=error.error, jkt=jkt)
-                self._send_dpop_challenge(error)
-                return True
-        return False
-
-    def _dpop_resource(self, name: str, token: str):
-        """(token claims, Proof) of a request with `Authorization: DPoP <token>` at a protected
-        resource, or None once its 401 is sent."""
-        provider, dpop = self.provider, self.provider.dpop
-        if dpop.require_nonce:
-            self.extra_headers.append(("DPoP-Nonce", dpop.nonce))
-        proofs = self.headers.get_all("DPoP") or []
-        try:
-            if not token:
-                raise DPoPError("invalid_token", "a DPoP access token is required (Authorization: DPoP <token>)")
-            claims = dpop_checks.access_token_claims(provider.context.keyjar, provider.issuer, token)
-            jkt = (claims.get("cnf") or {}).get("jkt")
-            if not jkt:
-                raise DPoPError("invalid_token", "the access token is not DPoP-bound (no cnf.jkt)")
-            url = f"http://{self.headers.get('Host', '')}{self.path}"
-            proof = dpop.check(proofs, self.command, url, access_token=token, bound_jkt=jkt)
-        except DPoPError as err:
-            provider.record_dpop(name, proofs, accepted=False, error=err.error)
-            self._send_dpop_challenge(err)
-            return None
-        provider.record_dpop(name, proofs, accepted=True)
-        return claims, proof
-
-    def _send_dpop_challenge(self, err: DPoPError) -> None:
-        # RFC 9449 §7.1 / RFC 6750 §3: a 401 naming the DPoP scheme, the error and the algorithms.
-        description = err.description.replace("\\", "").replace('"', "'")
-        challenge = f'DPoP error="{err.error}", error_description="{description}", algs="{" ".join(dpop_checks.ALGS)}"'
-        self._send(401, {"error": err.error, "error_description": err.description},
-                   headers=[("WWW-Authenticate", challenge)])
-
-    def _dpop_api(self, query: str):
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0)) if self.command == "POST" else b""
-        scheme, _, token = (self.headers.get("Authorization") or "").partition(" ")
-        checked = self._dpop_resource("api", token.strip() if scheme.lower() == "dpop" else "")
-        if checked is None:
-            return None
-        claims, proof = checked
-        answer = {"sub": claims.get("sub"), "jkt": proof.jkt, "method": self.command,
-                  "path": self.path.partition("?")[0], "query": query}
-        if self.command == "POST":
-            answer["body_length"] = len(body)
-        return self._send(200, answer)
-
-    # ------------------------------------------------------------------ test API
-    def _test_api(self, path: str, query: str):
-        provider = self.provider
-        if path == "/test/users" and self.command == "POST":
-            with provider.lock:
-                return self._send(200, provider.add_user(json.loads(self._body())))
-        if path == "/test/end_sessions" and self.command == "POST":
-            username = json.loads(self._body())["username"]
-            with provider.lock:
-                result = provider.end_user_sessions(username)
-            return self._send(200, result)
-        if path == "/test/seen":
-            with provider.lock:
-                return self._send(200, provider.seen)
-        if path == "/test/seen/reset" and self.command == "POST":
-            with provider.lock:
-                for entries in provider.seen.values():
-                    entries.clear()
-            return self._send(200, {})
-        if path == "/test/dpop/rotate_nonce" and self.command == "POST":
-            if provider.dpop is None:
-                return self._send(404, {"error": "DPoP is off"})
-            with provider.lock:
-                return self._send(200, {"nonce": provider.dpop.rotate_nonce()})
-        if path == "/test/clients":
-            client_id = parse_qs(query).get("client_id", [""])[0]
-            client = provider.context.cdb.get(client_id)
-            if client is None:
-                return self._send(404, {"error": "unknown client"})
-            return self._send(200, {k: v for k, v in client.items() if k != "client_secret"})
-        self._send(404, {"error": "not_found"})
 
 
 def watch_parent(parent_pid: int) -> None:
