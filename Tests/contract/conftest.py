@@ -1,7 +1,19 @@
-"""Puts the contract fuzzing's counts in pytest's closing summary, where `make test` shows them."""
+"""The contract tests' fixtures: openapi.yaml as parsed (`doc`), and the contract fuzzing's counts
+in pytest's closing summary, where `make test` shows them."""
+from typing import Any
+
 import pytest
+import yaml
+
+from openapi_doc import OPENAPI_PATH
 
 _SUMMARY = pytest.StashKey[list]()
+
+
+@pytest.fixture(scope="session")
+def doc() -> dict[str, Any]:
+    with OPENAPI_PATH.open(encoding="utf-8") as f:
+        return yaml.safe_load(f)
 
 
 def pytest_configure(config):
