@@ -38,8 +38,9 @@ import requests  # noqa: E402 - after the path to the tests' support modules
 from support.authserver import AuthServer  # noqa: E402
 from support.browser import Browser, query_params  # noqa: E402
 from support.private_ca import PrivateCA  # noqa: E402
+from processes import CLK_TCK, STOPPERS, Broker, cpu_ticks, log, pin, which  # noqa: E402
 from tls_peers import (  # noqa: E402
-    BROKER_AGENT, LOCAL, LOG_FORMAT, AccessLog, free_port, listen_lines, tls_lines, upstream_counts,
+    BROKER_AGENT, LOCAL, LOG_FORMAT, TLSAPI, AccessLog, free_port, listen_lines, tls_lines, upstream_counts,
 )
 
 REDIRECT_URI = "http://127.0.0.1/callback"
@@ -294,7 +295,7 @@ def process_cpu_seconds(pid: int) -> float:
 
 
 def report_rows(out: dict, clients: int) -> list[tuple[str, ...]]:
-    """The benchmark table's rows (run.py's columns) for logins_and_refreshes' figures."""
+    """The benchmark table's rows (report.py's columns) for logins_and_refreshes' figures."""
     def total(kind: str, op: str, key: str) -> float:
         return sum(r[key] for r in out[(kind, op)])
 
@@ -326,3 +327,31 @@ def report_rows(out: dict, clients: int) -> list[tuple[str, ...]]:
                      f"{ratio:.2f}× (by round " + " / ".join(f"{r:.2f}" for r in by_round) + ")",
                      f"≤ 1.3× {'✓' if ratio <= 1.3 else '✗ missed'}"))
     return rows
+
+
+def authorization_server_over_tls(args, broker_bin: str, workdir: str, key: str, tls_api: TLSAPI) -> dict:
+    """Logins and forced refreshes at the tests' authorization server behind nginx, over plain HTTP
+    and over TLS (AuthFronts), on one broker with a provider on each: the broker's CPU per
+    operation on each, in alternating rounds."""
+    fronts = AuthFronts(workdir, sys.executable, tls_api.ca, which("nginx") or "nginx").start()
+    STOPPERS.append(fronts.stop)
+    state = os.path.join(workdir, "state-auth")
+    os.makedirs(state)
+    broker = Broker("auth", broker_bin, workdir, state, key)
+    clients = fronts.register(f"http://127.0.0.1:{broker.port}/callback")
+    config = os.path.join(workdir, "auth.yaml")
+    with open(config, "w") as f:
+        f.write(fronts.broker_config(clients))
+    broker.arguments = ("--config", config)
+    broker.env.update(fronts.broker_env(clients) | {"BROKER_PUBLIC_URL": f"http://127.0.0.1:{broker.port}"})
+    broker.start()
+    if args.pin:
+        pin([broker.pid] + fronts.pids, args.server_cpus)
+    try:
+        return logins_and_refreshes(broker.port, lambda: process_cpu_seconds(broker.pid),
+                                    lambda: cpu_ticks([broker.pid]) / CLK_TCK, fronts,
+                                    args.auth_rounds, args.load_seconds, args.auth_clients, log)
+    finally:
+        broker.stop()
+        STOPPERS.remove(fronts.stop)
+        fronts.stop()

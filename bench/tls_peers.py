@@ -114,7 +114,7 @@ class AccessLog:
 
 
 class TLSAPI:
-    """The benchmark nginx's TLS server block: its port, certificate and log (run.py's start_nginx
+    """The benchmark nginx's TLS server block: its port, certificate and log (peers.py's start_nginx
     writes it into that nginx's configuration with the same locations as the plain one)."""
 
     def __init__(self, workdir: str):

@@ -1,5 +1,5 @@
 """A throwaway PostgreSQL server for the tests and the benchmark (Debian's postgresql, which
-`make test` and `make bench` install). Standard library only: bench/run.py loads it too.
+`make test` and `make bench` install). Standard library only: bench/processes.py loads it too.
 
 initdb in a temporary directory (as the `postgres` user when the tests run as root), a free
 loopback port, password authentication over TCP (the broker's password path), trust on its own
