@@ -62,15 +62,10 @@ enum StateFileIO {
     }
 }
 
-/// Reads a file front to back in large chunks.
-final class SequentialFile {
+/// A file read at given offsets, by any number of threads at once.
+final class PositionalFile: Sendable {
     let path: String
     private let descriptor: Int32
-    private var buffer: [UInt8] = []
-    private var position = 0
-    private var atEnd = false
-    /// Bytes consumed so far: the offset of the next byte.
-    private(set) var offset = 0
     let size: Int
 
     init(_ path: String) throws(StateFileIO.Failure) {
@@ -78,35 +73,26 @@ final class SequentialFile {
         descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { throw StateFileIO.Failure(description: "cannot open \(path): \(String(cString: strerror(errno)))") }
         size = Int(lseek(descriptor, 0, SEEK_END))
-        lseek(descriptor, 0, SEEK_SET)
     }
 
     deinit {
         close(descriptor)
     }
 
-    /// The next `count` bytes, or fewer at the end of the file.
-    func read(_ count: Int) throws(StateFileIO.Failure) -> ArraySlice<UInt8> {
-        while buffer.count - position < count && !atEnd {
-            try fill(max(1 << 20, count - (buffer.count - position)))
+    /// The `count` bytes at `offset`, or fewer at the end of the file.
+    func read(at offset: Int, count: Int) throws(StateFileIO.Failure) -> [UInt8] {
+        var failed: Int32 = 0
+        let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            initialized = 0
+            while initialized < count {
+                let got = pread(descriptor, buffer.baseAddress! + initialized, count - initialized, off_t(offset + initialized))
+                if got < 0 && errno == EINTR { continue }
+                if got < 0 { failed = errno }
+                if got <= 0 { break }
+                initialized += got
+            }
         }
-        let available = min(count, buffer.count - position)
-        let slice = buffer[position..<(position + available)]
-        position += available
-        offset += available
-        return slice
-    }
-
-    private func fill(_ want: Int) throws(StateFileIO.Failure) {
-        if position > 0 {
-            buffer.removeFirst(position)
-            position = 0
-        }
-        let start = buffer.count
-        buffer += [UInt8](repeating: 0, count: want)
-        let got = buffer[start...].withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
-        guard got >= 0 else { throw StateFileIO.Failure(description: "cannot read \(path): \(String(cString: strerror(errno)))") }
-        buffer.removeLast(want - got)
-        if got == 0 { atEnd = true }
+        guard failed == 0 else { throw StateFileIO.Failure(description: "cannot read \(path): \(String(cString: strerror(failed)))") }
+        return bytes
     }
 }
