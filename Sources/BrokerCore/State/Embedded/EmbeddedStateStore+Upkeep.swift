@@ -120,9 +120,11 @@ extension EmbeddedStateStore {
         let tables = flows.capture()
         let written: Result<(records: Int, bytes: Int), StateWriteError> = await Self.onOwnThread {
             do throws(StateWriteError) {
-                return .success(try SnapshotWriter.write(directory: disk.directory, generation: generation, keys: disk.keys) { emit in
-                    for shard in shards { for stored in shard.values { emit(.session(stored.session)) } }
-                    for record in tables.records() { emit(record) }
+                // A part per shard, and the flow tables' records last.
+                return .success(try SnapshotWriter.write(directory: disk.directory, generation: generation, keys: disk.keys,
+                                                         parts: shards.count + 1) { part, emit in
+                    guard part < shards.count else { return tables.records().forEach(emit) }
+                    for stored in shards[part].values { emit(.session(stored.session)) }
                 })
             } catch {
                 return .failure(error)

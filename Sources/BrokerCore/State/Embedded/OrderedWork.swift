@@ -3,7 +3,8 @@ import Synchronization
 
 /// Numbered items made on threads of their own and taken in their order by the calling thread:
 /// a state file's frames are decrypted and decoded on every core while the caller applies
-/// their records in the file's order.
+/// their records in the file's order, and a snapshot's parts are encoded on every core while
+/// the caller seals and writes them in order.
 ///
 /// At most ``window`` items per thread are made ahead of the one the caller takes next, so
 /// that memory stays bounded whatever the number of items. Every thread has ended when

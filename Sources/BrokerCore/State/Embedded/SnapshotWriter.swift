@@ -12,11 +12,16 @@ enum SnapshotWriter {
     /// Plaintext per frame.
     private static let frameBytes = 256 << 10
 
-    /// Writes `records` (produced by `contents`, which hands each record to its argument) as the
-    /// snapshot that covers every journal before `generation`. Returns the records and bytes written.
+    /// Writes the records of `parts` parts (`contents` hands those of one part to its
+    /// argument) as the snapshot that covers every journal before `generation`. Returns the
+    /// records and bytes written.
+    ///
+    /// The parts are encoded on every core (``OrderedWork``), each into frames of its own; this
+    /// thread seals the frames in order, as their index is in what they authenticate, and writes
+    /// them.
     static func write(
-        directory: String, generation: UInt64, keys: StateKeys,
-        contents: ((StateRecord) -> Void) -> Void
+        directory: String, generation: UInt64, keys: StateKeys, parts: Int,
+        contents: @escaping @Sendable (_ part: Int, _ emit: (StateRecord) -> Void) -> Void
     ) throws(StateWriteError) -> (records: Int, bytes: Int) {
         let final = path(directory)
         let temporary = final + ".tmp"
@@ -25,37 +30,25 @@ enum SnapshotWriter {
             let descriptor = try StateFileIO.openForWriting(temporary, truncate: true)
             defer { close(descriptor) }
             var out = header
-            var plaintext: [UInt8] = []
-            plaintext.reserveCapacity(frameBytes + 4096)
             var frames: UInt64 = 0
             var records = 0
             var written = 0
-            var failure: (any Error)?
-            func flushFrame() {
-                guard failure == nil, !plaintext.isEmpty else { return }
-                do {
-                    out += try FrameLayout.seal(plaintext, type: .records, index: frames, header: header, key: keys.current)
-                    frames += 1
-                    plaintext.removeAll(keepingCapacity: true)
-                    if out.count >= 4 << 20 {
-                        try StateFileIO.writeAll(descriptor, out, path: temporary)
-                        written += out.count
-                        out.removeAll(keepingCapacity: true)
-                    }
-                } catch {
-                    failure = error
+            func append(_ plaintext: [UInt8], type: FrameType) throws {
+                out += try FrameLayout.seal(plaintext, type: type, index: frames, header: header, key: keys.current)
+                frames += 1
+                if out.count >= 4 << 20 {
+                    try StateFileIO.writeAll(descriptor, out, path: temporary)
+                    written += out.count
+                    out.removeAll(keepingCapacity: true)
                 }
             }
-            contents { record in
-                record.encode(into: &plaintext)
-                records += 1
-                if plaintext.count >= frameBytes { flushFrame() }
+            try OrderedWork.run(items: parts, makeWorker: { { part in encode(part, contents) } }) { (part: EncodedPart) throws in
+                for plaintext in part.frames { try append(plaintext, type: .records) }
+                records += part.records
             }
-            flushFrame()
-            if let failure { throw StateWriteError(description: "the snapshot could not be written: \(failure)") }
             var count: [UInt8] = []
             BigEndian.append(UInt64(records), to: &count, width: 8)
-            out += try FrameLayout.seal(count, type: .end, index: frames, header: header, key: keys.current)
+            try append(count, type: .end)
             try StateFileIO.writeAll(descriptor, out, path: temporary)
             written += out.count
             try StateFileIO.sync(descriptor, path: temporary)
@@ -67,5 +60,27 @@ enum SnapshotWriter {
         } catch {
             throw StateWriteError(description: "the snapshot could not be written: \(error)")
         }
+    }
+
+    /// A part's records, encoded as the plaintext of its frames.
+    private struct EncodedPart: Sendable {
+        var frames: [[UInt8]] = []
+        var records = 0
+    }
+
+    private static func encode(_ part: Int, _ contents: (Int, (StateRecord) -> Void) -> Void) -> EncodedPart {
+        var encoded = EncodedPart()
+        var plaintext: [UInt8] = []
+        plaintext.reserveCapacity(frameBytes + 4096)
+        contents(part) { record in
+            record.encode(into: &plaintext)
+            encoded.records += 1
+            if plaintext.count >= frameBytes {
+                encoded.frames.append(plaintext)
+                plaintext.removeAll(keepingCapacity: true)
+            }
+        }
+        if !plaintext.isEmpty { encoded.frames.append(plaintext) }
+        return encoded
     }
 }

@@ -117,8 +117,8 @@ package enum StateFixture {
         let shards = store.capture()
         let written: (records: Int, bytes: Int)
         do {
-            written = try SnapshotWriter.write(directory: directory, generation: 1, keys: keys) { emit in
-                for shard in shards { for stored in shard.values { emit(.session(stored.session)) } }
+            written = try SnapshotWriter.write(directory: directory, generation: 1, keys: keys, parts: shards.count) { part, emit in
+                for stored in shards[part].values { emit(.session(stored.session)) }
             }
         } catch {
             throw Failure(description: error.description)
