@@ -127,6 +127,21 @@ struct StateFileParallelTests {
         #expect(begun.value == atReturn, "no thread goes on after the run ends")
     }
 
+    /// A thread the system refuses (a container's limit on processes) leaves its share to the
+    /// threads that started, or, when none did, to the calling thread: the work is done, in order.
+    @Test func orderedWorkGetsDoneWhenThreadsCannotStart() {
+        let attempts = Counter()
+        var taken: [Int] = []
+        OrderedWork.run(items: 200, threads: 4, start: { body in
+            attempts.add()
+            return attempts.value == 1 && OrderedWork.startThread(body) // the first starts, the others are refused
+        }, makeWorker: { { $0 } }) { taken.append($0) }
+        #expect(taken == Array(0..<200) && attempts.value == 4)
+        taken = []
+        OrderedWork.run(items: 200, threads: 4, start: { _ in false }, makeWorker: { { $0 } }) { taken.append($0) }
+        #expect(taken == Array(0..<200))
+    }
+
     private final class Counter: Sendable {
         private let count = Mutex(0)
         func add() { count.withLock { $0 += 1 } }

@@ -1,7 +1,7 @@
 /// Scope lists by their text: a broker's sessions have a handful of scope sets, and one array
 /// for each keeps the copies out of every session's memory (and, on `GET /token`, its cache
-/// misses). State files are decoded through one (which also saves a split per session), and the
-/// session store passes what it is given through one.
+/// misses). State files are decoded through one per decoding thread (which also saves a split
+/// per session), and the session store passes what it is given through one.
 struct ScopeTable {
     private var lists: [String: [String]] = [:]
 

@@ -7,8 +7,11 @@ import Synchronization
 /// the caller seals and writes them in order.
 ///
 /// At most ``window`` items per thread are made ahead of the one the caller takes next, so
-/// that memory stays bounded whatever the number of items. Every thread has ended when
-/// ``run(items:threads:makeWorker:take:)`` returns, whether it returns or throws.
+/// that the items in memory are bounded whatever their number (their size is the caller's to
+/// bound: the snapshot writer runs on fewer threads, its items being whole shards). Every
+/// thread has made its last item when ``run(items:threads:makeWorker:take:)`` returns, whether
+/// it returns or throws. A thread that cannot be started (a container's limit on processes)
+/// leaves the work to those that could, or to the calling thread.
 enum OrderedWork {
     /// Items a thread may make ahead of the caller.
     static let window = 2
@@ -19,9 +22,11 @@ enum OrderedWork {
     /// Makes items `0..<items`, each with a worker that `makeWorker` gives each thread (its own
     /// state, such as a scope table, lives in it), and hands them to `take` in order. When
     /// `take` throws, no further item is begun and the error is rethrown. With one item or
-    /// one thread, everything is done on the calling thread.
+    /// one thread, everything is done on the calling thread. `start` starts a thread (tests
+    /// pass one that refuses).
     static func run<Item: Sendable, Failure: Error>(
         items: Int, threads: Int = defaultThreads,
+        start: (@escaping @Sendable () -> Void) -> Bool = startThread,
         makeWorker: @escaping @Sendable () -> (Int) -> Item,
         take: (Item) throws(Failure) -> Void
     ) throws(Failure) {
@@ -32,12 +37,45 @@ enum OrderedWork {
             return
         }
         let shared = Shared<Item>(items: items, slots: threads * window)
-        for _ in 0..<threads {
-            Thread.detachNewThread { shared.work(with: makeWorker()) }
+        var started = 0
+        for _ in 0..<threads where start({ shared.work(with: makeWorker()) }) {
+            started += 1
         }
-        defer { shared.stop(threads: threads) }
+        guard started > 0 else {
+            let work = makeWorker()
+            for index in 0..<items { try take(work(index)) }
+            return
+        }
+        defer { shared.stop(threads: started) }
         for index in 0..<items {
             try take(shared.take(index))
+        }
+    }
+
+    /// Starts `body` on a detached thread of its own; false when the system refuses one.
+    /// (Foundation's `Thread.detachNewThread` ignores `pthread_create`'s failure: the work would
+    /// wait for a thread that never runs.)
+    static func startThread(_ body: @escaping @Sendable () -> Void) -> Bool {
+        let context = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
+        var thread = pthread_t()
+        let result = pthread_create(&thread, nil, { context in
+            guard let context else { return nil }
+            Unmanaged<ThreadBody>.fromOpaque(context).takeRetainedValue().body()
+            return nil
+        }, context)
+        guard result == 0 else {
+            Unmanaged<ThreadBody>.fromOpaque(context).release()
+            return false
+        }
+        pthread_detach(thread)
+        return true
+    }
+
+    private final class ThreadBody: Sendable {
+        let body: @Sendable () -> Void
+
+        init(_ body: @escaping @Sendable () -> Void) {
+            self.body = body
         }
     }
 
@@ -87,8 +125,8 @@ enum OrderedWork {
             return item
         }
 
-        /// Lets every thread end (those waiting for a slot get one, see the stop and end) and
-        /// waits until they have.
+        /// Lets the `threads` started end (one waiting for a slot gets one, sees `stopped` and
+        /// ends) and waits until each has made its last item.
         func stop(threads: Int) {
             stopped.store(true, ordering: .releasing)
             for _ in 0..<threads { slots.signal() }

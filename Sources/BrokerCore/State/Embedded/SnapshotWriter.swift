@@ -42,7 +42,10 @@ enum SnapshotWriter {
                     out.removeAll(keepingCapacity: true)
                 }
             }
-            try OrderedWork.run(items: parts, makeWorker: { { part in encode(part, contents) } }) { (part: EncodedPart) throws in
+            // Each part is a whole shard's plaintext: two threads (both cores of the machines this
+            // is measured on) keep at most 2 × OrderedWork.window of them in memory, whatever the cores.
+            try OrderedWork.run(items: parts, threads: min(2, OrderedWork.defaultThreads),
+                                makeWorker: { { part in encode(part, contents) } }) { (part: EncodedPart) throws in
                 for plaintext in part.frames { try append(plaintext, type: .records) }
                 records += part.records
             }
