@@ -14,7 +14,7 @@ from processes import cpu_list, load_average
 from targets import (
     BARE, BARE_FRESH, BASELINE, DPOP, ENVOY_DIRECT, ENVOY_FILTER, ENVOY_FILTER_TLS, ENVOY_PLAIN,
     ENVOY_PLAIN_TLS, FLOOR_ONE, FLOOR_SHARED, FLOOR_SPLIT, LABELS, NGINX, NOLOG, PAUSE, POSTGRES, PROXY,
-    PROXY_TLS, PROXY_TLS_BUSY, SAMPLE, TOKEN,
+    PROXY_TLS, PROXY_TLS_BUSY, PROXY_TLS_PACED, SAMPLE, TOKEN, WARM_UP_SECONDS,
 )
 
 
@@ -114,13 +114,22 @@ def report(args, results, targets, rss, summaries, large, medium, first_ready, f
 
     rows.append(("API over TLS, spread: broker ÷ Envoy OAuth2 filter, both → nginx https", "", "", "", "", versus(PROXY_TLS, ENVOY_FILTER_TLS), ""))
     rows.append(("API over TLS, spread: broker ÷ Envoy without filter, both → nginx https", "", "", "", "", versus(PROXY_TLS, ENVOY_PLAIN_TLS), ""))
-    rows.append(("API over TLS: new connections to nginx and full TLS handshakes per 1,000 requests (nginx's log); nginx's own CPU per request",
-                 "", "", "", "", "; ".join(
+    paced = med[PROXY_TLS]["cpu_us"] / med[PROXY_TLS_PACED]["cpu_us"]
+    rows.append(("API over TLS: broker CPU per request, 1,000 sessions spread ÷ one session at the same pace; ÷ one busy session", "", "", "", "",
+                 f"{paced:.2f}× (by round {round_ratios(PROXY_TLS, PROXY_TLS_PACED)}×); {med[PROXY_TLS]['cpu_us'] / med[PROXY_TLS_BUSY]['cpu_us']:.2f}×",
+                 f"≤ 1.3× {ok(paced <= 1.3)}"))
+    tls_rows = (("broker, spread", PROXY_TLS), ("broker, one busy session", PROXY_TLS_BUSY), ("broker, one session paced", PROXY_TLS_PACED),
+                ("Envoy's filter, spread", ENVOY_FILTER_TLS), ("Envoy, spread", ENVOY_PLAIN_TLS))
+    rows.append((f"API over TLS: new connections to nginx and full TLS handshakes per 1,000 requests (nginx's log), after {WARM_UP_SECONDS} s "
+                 "of the same load; nginx's own CPU per request", "", "", "", "", "; ".join(
                      f"{label} {per_thousand(name, 'tls_connections'):.2f}, {per_thousand(name, 'tls_handshakes'):.2f}, {med[name]['api_cpu_us']:.1f} µs"
-                     for label, name in (("broker, spread", PROXY_TLS), ("broker, one busy session", PROXY_TLS_BUSY),
-                                         ("Envoy's filter, spread", ENVOY_FILTER_TLS), ("Envoy, spread", ENVOY_PLAIN_TLS)))
+                     for label, name in tls_rows)
                  + "; TLS versions of those connections: " + (" ".join(sorted(set().union(*(r["tls_protocols"] for name in (
-                     PROXY_TLS, PROXY_TLS_BUSY, ENVOY_FILTER_TLS, ENVOY_PLAIN_TLS) for r in results[name])))) or "none"), ""))
+                     PROXY_TLS, PROXY_TLS_BUSY, PROXY_TLS_PACED, ENVOY_FILTER_TLS, ENVOY_PLAIN_TLS) for r in results[name])))) or "none"),
+                 f"broker spread ≤ 2× Envoy's filter {ok(per_thousand(PROXY_TLS, 'tls_connections') <= 2 * per_thousand(ENVOY_FILTER_TLS, 'tls_connections'))}"))
+    rows.append((f"API over TLS: new connections to nginx during each round's {WARM_UP_SECONDS} s warm-up (a load starting after the "
+                 "other targets' rounds), by round", "", "", "", "", "; ".join(
+                     f"{label} " + " / ".join(str(r["cold_connections"]) for r in results[name]) for label, name in tls_rows), ""))
     rows.append(("API over TLS: the broker's own count per 1,000 requests (broker_upstream_connections_opened_total, _reused_total, "
                  "client=\"api_proxy\")", "", "", "", "", "; ".join(
                      f"{label}: opened {per_thousand(name, 'opened'):.2f}, reused {per_thousand(name, 'reused'):,.0f}"
@@ -214,8 +223,9 @@ def report(args, results, targets, rss, summaries, large, medium, first_ready, f
           f"one pool every request shares, as keys.c keeps an API's)")
     print(f"Over TLS: nginx's second server block (https://localhost, a certificate of a private CA made for the run, which the broker's "
           f"provider names in ca_file and Envoy's cluster trusts alone; ssl_session_cache shared:SSL:10m, session tickets on, HTTP/1.1), "
-          f"its access log counting new connections and full handshakes; the spread rows' wrk connections each pause {PAUSE} ms before "
-          f"every request. The authorization server: django-oauth-toolkit behind nginx, plain HTTP and TLS, "
+          f"its access log counting new connections and full handshakes; the spread rows' wrk connections (and the paced one-session "
+          f"row's) each pause {PAUSE} ms before every request; each TLS row's round runs {WARM_UP_SECONDS} s of its load before it is "
+          f"measured, the connections that opened counted apart. The authorization server: django-oauth-toolkit behind nginx, plain HTTP and TLS, "
           f"{summaries['tls_auth_clients']} clients, {summaries['tls_auth_rounds']} alternating rounds of {args.load_seconds:g} s per operation")
     print()
     print("| " + " | ".join(header) + " |")

@@ -51,7 +51,7 @@ from report import report
 from targets import (
     BARE, BARE_FRESH, BASELINE, DPOP, DPOP_PROOFS_PER_SECOND, ENVOY_DIRECT, ENVOY_FILTER, ENVOY_FILTER_TLS,
     ENVOY_PLAIN, ENVOY_PLAIN_TLS, FLOOR_ONE, FLOOR_SHARED, FLOOR_SPLIT, HEALTHZ, NGINX, NOLOG, PAUSE,
-    POSTGRES, PROXY, PROXY_TLS, PROXY_TLS_BUSY, SAMPLE, TOKEN, Target, run_wrk,
+    POSTGRES, PROXY, PROXY_TLS, PROXY_TLS_BUSY, PROXY_TLS_PACED, SAMPLE, TOKEN, Target, run_wrk,
 )
 from tls_auth import authorization_server_over_tls
 
@@ -233,13 +233,16 @@ def run(args, broker_bin: str, fixture_bin: str, workdir: str, run_started: floa
     tls_upstream = lambda: tls_peers.upstream_counts(tls_proxy.port, "api_proxy")  # noqa: E731
     over_tls = [
         Target(PROXY_TLS, tls_proxy.port, "/proxy/tlsapi/token", lambda: [tls_proxy.pid], tls_tokens, api=api, pause=PAUSE,
-               tls_log=tls_api.log, upstream=tls_upstream),
+               tls_log=tls_api.log, upstream=tls_upstream, warm_up=True),
         Target(PROXY_TLS_BUSY, tls_proxy.port, "/proxy/tlsapi/token", lambda: [tls_proxy.pid], busy_token, api=api,
-               tls_log=tls_api.log, upstream=tls_upstream),
+               tls_log=tls_api.log, upstream=tls_upstream, warm_up=True),
+        # The spread row's pace with one session: what 1,000 sessions cost beyond one, apart from the pacing.
+        Target(PROXY_TLS_PACED, tls_proxy.port, "/proxy/tlsapi/token", lambda: [tls_proxy.pid], busy_token, api=api, pause=PAUSE,
+               tls_log=tls_api.log, upstream=tls_upstream, warm_up=True),
         Target(ENVOY_FILTER_TLS, envoy.filtered_port, envoy_peer.TLS_PREFIX + "token", lambda: [envoy.pid], cookie_file, header="Cookie: ",
-               api=api, pause=PAUSE, tls_log=tls_api.log),
+               api=api, pause=PAUSE, tls_log=tls_api.log, warm_up=True),
         Target(ENVOY_PLAIN_TLS, envoy.plain_port, envoy_peer.TLS_PREFIX + "token", lambda: [envoy.pid], sample, api=api, pause=PAUSE,
-               tls_log=tls_api.log),
+               tls_log=tls_api.log, warm_up=True),
     ]
     if args.baseline_bin:
         base = Broker("baseline", os.path.join(args.baseline_bin, "token-broker"), workdir, base_dir, key).start()

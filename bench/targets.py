@@ -42,6 +42,8 @@ PAUSE = tls_peers.PAUSE
 PROXY_TLS = (f"API proxy over TLS: broker GET /proxy/tlsapi/token → nginx https, one of {PROXY_SESSIONS:,} sessions "
              f"at random each request, {PAUSE} ms pauses (broker CPU)")
 PROXY_TLS_BUSY = "API proxy over TLS: broker GET /proxy/tlsapi/token → nginx https, one busy session, no pauses (broker CPU)"
+PROXY_TLS_PACED = f"API proxy over TLS: broker GET /proxy/tlsapi/token → nginx https, one session, {PAUSE} ms pauses (broker CPU)"
+WARM_UP_SECONDS = 1  # of the same load before each TLS row's measured run: its connection counts are the steady state's
 ENVOY_FILTER_TLS = f"Envoy OAuth2 filter, signed-in cookies → nginx https, {PAUSE} ms pauses (Envoy CPU)"
 ENVOY_PLAIN_TLS = f"Envoy, no filter → nginx https, {PAUSE} ms pauses (Envoy CPU)"
 LABELS = {TOKEN: "/token", NOLOG: "/token no access log", DPOP: "/token with DPoP", HEALTHZ: "/healthz", BASELINE: "baseline /token",
@@ -49,7 +51,8 @@ LABELS = {TOKEN: "/token", NOLOG: "/token no access log", DPOP: "/token with DPo
           ENVOY_FILTER: "Envoy filter → nginx", ENVOY_PLAIN: "Envoy → nginx", NGINX: "nginx",
           FLOOR_SPLIT: "floor, split → nginx", FLOOR_ONE: "floor, one thread → nginx",
           FLOOR_SHARED: "floor, split, one pool → nginx", PROXY_TLS: "proxy → nginx https, spread",
-          PROXY_TLS_BUSY: "proxy → nginx https, one busy session", ENVOY_FILTER_TLS: "Envoy filter → nginx https, spread",
+          PROXY_TLS_BUSY: "proxy → nginx https, one busy session", PROXY_TLS_PACED: "proxy → nginx https, one session, paced",
+          ENVOY_FILTER_TLS: "Envoy filter → nginx https, spread",
           ENVOY_PLAIN_TLS: "Envoy → nginx https, spread"}
 BEARER = "Authorization: Bearer "  # token.lua's header: this prefix, then a line of the tokens file
 
@@ -71,6 +74,7 @@ class Target:
     upstream: Callable[[], tuple[int, int]] | None = None  # the broker's own count of API connections opened, reused
     prepare: Callable[[int], None] | None = None  # makes `tokens` anew before each run of this many seconds (DPoP proofs)
     pick: str | None = None  # token.lua's PICK: "once:2", each line once
+    warm_up: bool = False  # WARM_UP_SECONDS of the same load first, its new API connections counted apart
 
 
 def parse_duration(text: str) -> float:
@@ -82,24 +86,37 @@ def parse_duration(text: str) -> float:
     return value * {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60000.0}[unit]
 
 
-def run_wrk(target: Target, seconds: int, wrk_cpus: set[int] | None = None) -> dict:
-    """One wrk run against `target`; on `wrk_cpus` when given."""
-    pids, api = target.pids(), target.api() if target.api else []
-    accepts = target.api_accepts or (lambda: 0)
-    upstream = target.upstream or (lambda: (0, 0))
-    if target.tls_log:
-        target.tls_log.read()  # what came before this run
-    if target.prepare:
-        target.prepare(seconds)
-    upstream_before = upstream()
-    before, api_before, accepts_before = cpu_ticks(pids), cpu_ticks(api), accepts()
-    output = subprocess.run(
+def wrk(target: Target, seconds: int, wrk_cpus: set[int] | None) -> str:
+    """What wrk prints after `seconds` of `target`'s load; on `wrk_cpus` when given."""
+    return subprocess.run(
         (["taskset", "-c", cpu_list(wrk_cpus)] if wrk_cpus else [])
         + ["wrk", "-t2", "-c64", f"-d{seconds}s", "--latency", "-s", os.path.join(HERE, "token.lua"),
            f"http://127.0.0.1:{target.port}", "--", target.tokens, target.path, target.header, target.pause or "",
            *([target.pick] if target.pick else [])],
         capture_output=True, text=True, timeout=seconds + 60,
     ).stdout
+
+
+def run_wrk(target: Target, seconds: int, wrk_cpus: set[int] | None = None) -> dict:
+    """One wrk run against `target`; on `wrk_cpus` when given. A target that warms up first
+    (`warm_up`) has the connections its warm-up opened to the API counted apart, as
+    `cold_connections`: the measured run's counts are those of a steady load."""
+    pids, api = target.pids(), target.api() if target.api else []
+    accepts = target.api_accepts or (lambda: 0)
+    upstream = target.upstream or (lambda: (0, 0))
+    if target.tls_log:
+        target.tls_log.read()  # what came before this run
+    cold = 0
+    if target.warm_up:
+        wrk(target, WARM_UP_SECONDS, wrk_cpus)
+        if target.tls_log:
+            time.sleep(0.1)
+            cold = target.tls_log.read().connections
+    if target.prepare:
+        target.prepare(seconds)
+    upstream_before = upstream()
+    before, api_before, accepts_before = cpu_ticks(pids), cpu_ticks(api), accepts()
+    output = wrk(target, seconds, wrk_cpus)
     after, api_after, accepts_after = cpu_ticks(pids), cpu_ticks(api), accepts()
     upstream_after = upstream()
     if target.tls_log:
@@ -125,6 +142,7 @@ def run_wrk(target: Target, seconds: int, wrk_cpus: set[int] | None = None) -> d
         "socket_errors": errors.group(1) if errors else "",
         "requests": requests,
         "tls_connections": tls.connections,
+        "cold_connections": cold,
         "tls_handshakes": tls.handshakes,
         "tls_protocols": tls.protocols,
         "opened": upstream_after[0] - upstream_before[0],
