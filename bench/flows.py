@@ -12,6 +12,7 @@ import secrets
 import time
 import urllib.parse
 
+import several
 from processes import CLK_TCK, Broker, cpu_ticks
 
 
@@ -183,25 +184,6 @@ async def logins_and_refreshes(broker: Broker, seconds: float) -> dict:
 
 
 async def single_flight(port: int, token: str, callers: int, min_ttl: int) -> dict:
-    """`callers` connections, opened first; then every one sends GET /token?min_ttl=... at once."""
-    connections = [Connection(port) for _ in range(callers)]
-    await asyncio.gather(*(c.open() for c in connections))
-    raw = Connection.encode("GET", f"/token?min_ttl={min_ttl}", {"Authorization": f"Bearer {token}"})
-    for c in connections:  # one burst: the writes go out before any answer is read
-        c.send(raw)
-    started = time.monotonic()
-    answers = await asyncio.gather(*(asyncio.wait_for(c.receive(), 30) for c in connections), return_exceptions=True)
-    elapsed = time.monotonic() - started
-    for c in connections:
-        c.close()
-    statuses: dict[str, int] = {}
-    access_tokens = set()
-    for answer in answers:
-        if isinstance(answer, BaseException):
-            statuses["error"] = statuses.get("error", 0) + 1
-            continue
-        status, _, body = answer
-        statuses[str(status)] = statuses.get(str(status), 0) + 1
-        if status == 200:
-            access_tokens.add(json.loads(body)["access_token"])
-    return {"statuses": statuses, "distinct_access_tokens": len(access_tokens), "seconds": elapsed}
+    """`callers` connections, opened first; then every one sends GET /token?min_ttl=... at once
+    (bench/several.py's crowd, on one instance)."""
+    return await several.crowd(Connection, [port], token, callers, min_ttl)
