@@ -176,7 +176,7 @@ public final class Broker: Sendable {
     private static func openState(
         _ config: BrokerConfig, development: Bool, acceptDamage: Bool, logger: Logger, metrics: BrokerMetrics
     ) async throws(BrokerStartError) -> any StateStore {
-        let lifetimes = SessionLifetimes(idle: config.sessions.idleLifetimeSeconds, absolute: config.sessions.absoluteLifetimeSeconds)
+        let lifetimes = config.sessions.lifetimes
         // Without a key outside development mode, StartChecks has refused the start already.
         guard let keys = config.state.keys else {
             logger.notice("development mode without a state key: sessions live in memory only and end with the process")

@@ -34,7 +34,7 @@ struct FlowTestBed {
         let audit = AuditLines()
         self.audit = audit
         let logger = Logger(label: "test") { _ in audit }
-        let lifetimes = SessionLifetimes(idle: settings.idleLifetimeSeconds, absolute: settings.absoluteLifetimeSeconds)
+        let lifetimes = settings.lifetimes
         switch kind {
         case .embedded:
             store = RoundRobinStore([EmbeddedStateStore(lifetimes: lifetimes, clock: clock.closure, logger: logger)])

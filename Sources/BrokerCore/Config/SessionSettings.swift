@@ -69,9 +69,6 @@ public struct SessionSettings: Sendable, Equatable {
 }
 
 extension SessionSettings {
-    /// When `session` ends unless it is used again: its absolute lifetime's end, or sooner its
-    /// idle lifetime's (counted from its last use).
-    func end(of session: Session) -> Double {
-        min(session.createdAt + absoluteLifetimeSeconds, session.usedAt + idleLifetimeSeconds)
-    }
+    /// How long sessions live, as the stores and the answers that say when a session ends use it.
+    var lifetimes: SessionLifetimes { SessionLifetimes(idle: idleLifetimeSeconds, absolute: absoluteLifetimeSeconds) }
 }

@@ -169,7 +169,7 @@ final class IntrospectionRoute: Sendable {
             ("token_type", .string(session.keyThumbprint == nil ? "Bearer" : "DPoP")),
             ("iss", .string(config.issuer(of: session.provider))),
             ("iat", .int(Int(session.createdAt))),
-            ("exp", .int(Int(config.sessions.end(of: session)))),
+            ("exp", .int(Int(config.sessions.lifetimes.end(of: session)))),
         ] + (session.keyThumbprint.map { [("cnf", .object([("jkt", .string($0))]))] } ?? [])))
     }
 }

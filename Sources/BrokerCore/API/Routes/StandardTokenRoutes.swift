@@ -31,11 +31,11 @@ struct StandardTokenRoutes: Sendable {
                 let limit = try GrantLimit(grant, request, admission)
                 let proof = try callers.tokenRequestProof(request)
                 let route = request.route
-                let settings = config.sessions
+                let lifetimes = config.sessions.lifetimes
                 return .deferredCatching { [callers, metrics] () async throws(HTTPError) -> Response in
                     let granted = try await GrantLimit.carryOut(grant, at: provider, proof: proof, under: limit, route: route, callers, metrics: metrics)
                     return try granted.session.standardTokenAnswer(at: callers.now(), refreshToken: granted.token,
-                                                                  sessionEnd: settings.end(of: granted.session))
+                                                                  sessionEnd: lifetimes.end(of: granted.session))
                 }
             }
             routes.add("POST", "/providers/\(provider)/revoke", RoutePolicy(

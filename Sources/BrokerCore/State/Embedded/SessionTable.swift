@@ -154,4 +154,10 @@ struct SessionLifetimes: Sendable {
     func isLive(usedAt: Double, createdAt: Double, now: Double) -> Bool {
         now - usedAt < idle && now - createdAt < absolute
     }
+
+    /// When `session` stops being live unless it is used again: its absolute lifetime's end, or
+    /// sooner its idle lifetime's (counted from its last use).
+    func end(of session: Session) -> Double {
+        min(session.usedAt + idle, session.createdAt + absolute)
+    }
 }

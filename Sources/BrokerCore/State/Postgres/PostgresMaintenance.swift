@@ -45,7 +45,7 @@ public enum PostgresMaintenance {
         guard config.state.backend == .postgres else { throw Failure(description: "state.backend is not postgres: nothing to import into") }
         guard let keys = config.state.keys else { throw Failure(description: "no state key: the directory cannot be read, nor rows sealed") }
         let logger = Logger(label: "token-broker") { _ in SwiftLogNoOpLogHandler() }
-        let lifetimes = SessionLifetimes(idle: config.sessions.idleLifetimeSeconds, absolute: config.sessions.absoluteLifetimeSeconds)
+        let lifetimes = config.sessions.lifetimes
         let sessions = try readSessions(directory, keys: keys)
         let target: PostgresStateStore
         do {

@@ -26,7 +26,7 @@ extension PostgresStateStore {
             ("id", .bytes(session.id.bytes)), ("version", .int(1)), ("key_id", .int(sealer.currentKeyID)),
             ("sealed", .bytes(try sealed(.session(session), table: "sessions", key: session.id))),
             ("provider", .text(session.provider)), ("app", .text(session.app)), ("created_at", .double(session.createdAt)),
-            ("used_at", .double(session.usedAt)), ("expires_at", .double(expiry(session))),
+            ("used_at", .double(session.usedAt)), ("expires_at", .double(lifetimes.end(of: session))),
             ("subject_index", index.subject), ("sid_index", index.sid),
         ]
         let values = columns.map { parameters($0.1) }
@@ -102,7 +102,7 @@ extension PostgresStateStore {
             UPDATE broker_sessions SET version = \(parameters(.int(version + 1))), key_id = \(parameters(.int(sealer.currentKeyID))),
                 sealed = \(parameters(.bytes(try sealed(.session(session), table: "sessions", key: session.id)))),
                 used_at = greatest(used_at, \(parameters(.double(session.usedAt)))),
-                expires_at = greatest(expires_at, \(parameters(.double(expiry(session))))),
+                expires_at = greatest(expires_at, \(parameters(.double(lifetimes.end(of: session))))),
                 subject_index = \(parameters(index.subject)), sid_index = \(parameters(index.sid))
             WHERE id = \(id) AND version = \(parameters(.int(version)))\(lease?.noOtherLiveLease(on: id, &parameters) ?? "")
             """, parameters.values)

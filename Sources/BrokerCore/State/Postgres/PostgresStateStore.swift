@@ -121,11 +121,6 @@ final class PostgresStateStore: StateStore {
 
     // MARK: Rows
 
-    /// When a session stops being live, for the `expires_at` column.
-    func expiry(_ session: Session) -> Double {
-        min(session.usedAt + lifetimes.idle, session.createdAt + lifetimes.absolute)
-    }
-
     /// `id:version:sent`, `sent` in milliseconds of the sender's clock (for the lag metric).
     func notification(_ id: SHA256Digest, _ version: Int64) -> String { "\(id.hex):\(version):\(Int64(clock() * 1000))" }
 
