@@ -6,9 +6,9 @@ import WireValues
 /// offers a grant uses its one handler: the broker's `POST /token` and the standard
 /// `/providers/{provider}/token` read, check and carry out a grant the same way, and differ only
 /// in the grants they offer and in how they write the answer (``GrantHandlers``). A handler is an
-/// object holding the few services it uses; it reads its parameters from the request's form (a 400 for a missing one), and
-/// carries the grant out to a session or a refusal in the flow's own terms
-/// (``GrantRefusal``), which the endpoint turns into its answer.
+/// object holding the few services it uses; it reads its parameters from the request's form (a
+/// 400 for a missing one), and carries the grant out to a session or a refusal in the flow's own
+/// terms (``GrantRefusal``), which the endpoint turns into its answer.
 protocol GrantType: AnyObject, Sendable {
     /// A grant's parameters, as read from a token request.
     associatedtype Parameters: Sendable
