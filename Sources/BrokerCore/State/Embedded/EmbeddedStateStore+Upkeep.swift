@@ -149,10 +149,12 @@ extension EmbeddedStateStore {
         try? StateFileIO.syncDirectory(directory)
     }
 
-    /// Runs blocking file work on a thread of its own, off the concurrency pool.
+    /// Runs blocking file work on a thread of its own, off the concurrency pool; on the
+    /// caller's when the system refuses a thread (``OrderedWork/startThread(_:)``).
     private static func onOwnThread<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in
-            Thread.detachNewThread { continuation.resume(returning: work()) }
+            let body: @Sendable () -> Void = { continuation.resume(returning: work()) }
+            if !OrderedWork.startThread(body) { body() }
         }
     }
 }

@@ -30,22 +30,18 @@ enum OrderedWork {
         makeWorker: @escaping @Sendable () -> (Int) -> Item,
         take: (Item) throws(Failure) -> Void
     ) throws(Failure) {
-        let threads = min(threads, items)
-        guard threads > 1 else {
+        func onThisThread() throws(Failure) {
             let work = makeWorker()
             for index in 0..<items { try take(work(index)) }
-            return
         }
+        let threads = min(threads, items)
+        guard threads > 1 else { return try onThisThread() }
         let shared = Shared<Item>(items: items, slots: threads * window)
         var started = 0
         for _ in 0..<threads where start({ shared.work(with: makeWorker()) }) {
             started += 1
         }
-        guard started > 0 else {
-            let work = makeWorker()
-            for index in 0..<items { try take(work(index)) }
-            return
-        }
+        guard started > 0 else { return try onThisThread() }
         defer { shared.stop(threads: started) }
         for index in 0..<items {
             try take(shared.take(index))
