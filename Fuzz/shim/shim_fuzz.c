@@ -163,6 +163,18 @@ static void on_connection_close(void *context, const char *client_ip) {
     if (__atomic_sub_fetch(&open_connections, 1, __ATOMIC_SEQ_CST) < 0) fuzz_fail("a connection was reported closed twice");
 }
 
+// A deferred answer here is the response itself, made on the thread that answered: the shim
+// hands it back on the connection's server thread to be queued, or to be freed.
+static tb_response *build_answer(void *context, void *answer) {
+    (void)context;
+    return answer;
+}
+
+static void drop_answer(void *context, void *answer) {
+    (void)context;
+    tb_response_free(answer);
+}
+
 static void on_log(void *context, const char *message) {
     (void)context;
     if (getenv("SHIM_FUZZ_VERBOSE") != NULL) fprintf(stderr, "libmicrohttpd: %s\n", message);
@@ -190,7 +202,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         .request_head_timeout_seconds = 10, // Limits.swift
         .request_body_min_rate = 1024,
     };
-    tb_callbacks callbacks = {on_request, on_connection_open, on_connection_close, on_log};
+    tb_callbacks callbacks = {on_request, on_connection_open, on_connection_close, on_log, build_answer, drop_answer};
     fuzz_server = tb_server_start(&options, callbacks, NULL, error, sizeof error);
     if (fuzz_server == NULL) {
         fprintf(stderr, "shim fuzz: %s\n", error);

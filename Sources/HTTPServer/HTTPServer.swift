@@ -57,7 +57,9 @@ public final class HTTPServer: Sendable {
                 on_request: shimOnRequest,
                 on_connection_open: shimOnConnectionOpen,
                 on_connection_close: shimOnConnectionClose,
-                on_log: shimOnLog
+                on_log: shimOnLog,
+                build_answer: shimBuildAnswer,
+                drop_answer: shimDropAnswer
             )
             // The daemon holds this retain until `shutdown` stops it.
             let context = Unmanaged.passRetained(core)
@@ -186,4 +188,17 @@ private func shimOnConnectionClose(_ context: UnsafeMutableRawPointer?, _ ip: Un
 private func shimOnLog(_ context: UnsafeMutableRawPointer?, _ message: UnsafePointer<CChar>?) {
     guard let message else { return }
     core(context)?.serverMessage(String(cString: message))
+}
+
+private func shimBuildAnswer(_ context: UnsafeMutableRawPointer?, _ answer: UnsafeMutableRawPointer?) -> OpaquePointer? {
+    guard let answer else { return nil }
+    guard let core = core(context) else {
+        ServerCore.drop(answer)
+        return nil
+    }
+    return core.build(answer)
+}
+
+private func shimDropAnswer(_ context: UnsafeMutableRawPointer?, _ answer: UnsafeMutableRawPointer?) {
+    if let answer { ServerCore.drop(answer) }
 }

@@ -4,7 +4,8 @@ internal import WireValues
 
 /// Where requests enter, on a server thread: limits first, then the router. A `Reply.now` is
 /// sent from the same thread (the fast path); a `Reply.later` (`Reply.deferred`: in a task) suspends
-/// the connection and resumes it with the answer, from the thread its work ends on.
+/// the connection and resumes it with the answer, from the thread its work ends on; the
+/// connection's server thread then makes the answer's response and sends it.
 final class ServerCore: Sendable {
     private let configuration: ServerConfiguration
     private let router: Router
@@ -47,7 +48,7 @@ final class ServerCore: Sendable {
     func answerDeferredRequests() -> Int {
         let cutShort = deferred.claimAll()
         for request in cutShort {
-            tb_request_complete(request.pointer, makeResponse(Self.shuttingDown.response, requestID: "shutdown", origin: nil))
+            tb_request_complete(request.pointer, PendingAnswer(Self.shuttingDown.response, requestID: "shutdown", origin: nil).handedOver())
         }
         return cutShort.count
     }
@@ -100,7 +101,7 @@ final class ServerCore: Sendable {
                 // The shutdown has already answered the waiting: answer this one the same way,
                 // now (completing inside the handler is allowed; the shim then queues it).
                 let response = Self.shuttingDown.response
-                tb_request_complete(pointer, makeResponse(response, requestID: request.id, origin: origin))
+                tb_request_complete(pointer, PendingAnswer(response, requestID: request.id, origin: origin).handedOver())
                 finish(record, response, startNanos: tb_request_start_ns(pointer))
                 return
             }
@@ -111,7 +112,7 @@ final class ServerCore: Sendable {
                     if let stream = response.stream { tb_stream_abandon(stream.pointer) }
                     return
                 }
-                tb_request_complete(claimed.pointer, self.makeResponse(response, requestID: record.requestID, origin: origin))
+                tb_request_complete(claimed.pointer, PendingAnswer(response, requestID: record.requestID, origin: origin).handedOver())
                 self.finish(record, response, startNanos: startNanos)
             }
             // The work started now (and the tasks it starts) passes the caller's trace on.
@@ -170,6 +171,22 @@ final class ServerCore: Sendable {
               configuration.corsOrigins.contains(origin),
               !configuration.corsClosedPrefixes.contains(where: { request.path.hasPrefix($0) }) else { return nil }
         return origin
+    }
+
+    /// A deferred request's answer, made into the shim's response on the server thread that sends
+    /// it (`tb_request_complete`): libmicrohttpd copies each header of a response into
+    /// allocations of its own, which that thread frees once the response is sent. Made on the
+    /// thread that answered (the proxy's loop), each would be freed by another thread than
+    /// the one that allocated it, and the two threads would contend for the allocator's locks.
+    func build(_ answer: UnsafeMutableRawPointer) -> OpaquePointer? {
+        let pending = Unmanaged<PendingAnswer>.fromOpaque(answer).takeRetainedValue()
+        return makeResponse(pending.response, requestID: pending.requestID, origin: pending.origin)
+    }
+
+    /// Lets go of an answer whose connection closed before it could be sent.
+    static func drop(_ answer: UnsafeMutableRawPointer) {
+        let pending = Unmanaged<PendingAnswer>.fromOpaque(answer).takeRetainedValue()
+        if let stream = pending.response.stream { tb_stream_abandon(stream.pointer) }
     }
 
     /// Builds the shim's response, adding the headers every answer carries. Returns nil when
@@ -274,4 +291,23 @@ final class ServerCore: Sendable {
     func connectionOpened(from ip: String) -> Bool { limiter.open(ip) }
     func connectionClosed(from ip: String) { limiter.close(ip) }
     func serverMessage(_ message: String) { observer.serverMessage(message) }
+}
+
+/// What a deferred request is answered with, until its server thread makes the response
+/// (``ServerCore/build(_:)``).
+private final class PendingAnswer {
+    let response: Response
+    let requestID: String
+    let origin: String?
+
+    init(_ response: Response, requestID: String, origin: String?) {
+        self.response = response
+        self.requestID = requestID
+        self.origin = origin
+    }
+
+    /// Retained for the shim, which gives it back once: to `build` or to `drop`.
+    func handedOver() -> UnsafeMutableRawPointer {
+        Unmanaged.passRetained(self).toOpaque()
+    }
 }

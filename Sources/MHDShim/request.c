@@ -18,7 +18,7 @@ void tb_request_release(tb_request *request) {
     int remaining = --request->references;
     pthread_mutex_unlock(&request->lock);
     if (remaining > 0) return;
-    if (request->pending != NULL) tb_response_free(request->pending);
+    if (request->pending != NULL) request->server->callbacks.drop_answer(request->server->context, request->pending);
     pthread_mutex_destroy(&request->lock);
     free(request->body);
     free(request);
@@ -36,6 +36,13 @@ enum MHD_Result tb_queue(tb_request *request, tb_response *response) {
     request->responded = result == MHD_YES;
     tb_response_free(response);
     return result;
+}
+
+enum MHD_Result tb_queue_pending(tb_request *request, void *answer) {
+    if (answer == NULL) return MHD_NO;
+    tb_response *response = request->server->callbacks.build_answer(request->server->context, answer);
+    // No response (no memory for one): close rather than hang.
+    return response != NULL ? tb_queue(request, response) : MHD_NO;
 }
 
 const char *tb_request_method(const tb_request *request) { return request->method; }
@@ -152,9 +159,9 @@ void tb_request_defer(tb_request *request) {
     pthread_mutex_unlock(&request->lock);
 }
 
-void tb_request_complete(tb_request *request, tb_response *response) {
+void tb_request_complete(tb_request *request, void *answer) {
     pthread_mutex_lock(&request->lock);
-    request->pending = response;
+    request->pending = answer;
     request->completed = 1;
     if (request->suspended) {
         request->suspended = 0;

@@ -139,7 +139,7 @@ static enum MHD_Result tb_dispatch(tb_server *server, tb_request *request) {
         return MHD_NO; // Swift gave no answer: close rather than hang.
     }
     int completed = request->completed;
-    tb_response *ready = request->pending;
+    void *ready = request->pending;
     request->pending = NULL;
     if (!completed) {
         MHD_suspend_connection(request->connection);
@@ -147,7 +147,7 @@ static enum MHD_Result tb_dispatch(tb_server *server, tb_request *request) {
     }
     pthread_mutex_unlock(&request->lock);
     if (!completed) return MHD_YES;
-    return ready != NULL ? tb_queue(request, ready) : MHD_NO;
+    return tb_queue_pending(request, ready);
 }
 
 static tb_limit tb_initial_limit(const tb_server *server, const tb_request *request,
@@ -250,11 +250,10 @@ static enum MHD_Result tb_on_access(void *cls, struct MHD_Connection *connection
     // Called again after tb_request_complete() resumed the connection.
     if (request->responded) return MHD_YES;
     pthread_mutex_lock(&request->lock);
-    tb_response *ready = request->pending;
+    void *ready = request->pending;
     request->pending = NULL;
     pthread_mutex_unlock(&request->lock);
-    // No response (Swift could not build one): close rather than hang.
-    return ready != NULL ? tb_queue(request, ready) : MHD_NO;
+    return tb_queue_pending(request, ready);
 }
 
 static int tb_fill_address(const char *host, uint16_t port, struct sockaddr_storage *storage,

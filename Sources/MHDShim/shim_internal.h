@@ -144,7 +144,7 @@ struct tb_request {
     int deferred;
     int suspended;
     int completed; // tb_request_complete() has run
-    tb_response *pending;
+    void *pending; // the answer given to tb_request_complete(), not yet built
     char target[]; // NUL-terminated: one allocation for the request and its target
 };
 
@@ -152,6 +152,9 @@ struct tb_request {
 void tb_request_release(tb_request *request);
 /// Queues `response` on the request's connection and frees it.
 enum MHD_Result tb_queue(tb_request *request, tb_response *response);
+/// Builds the pending answer (on the connection's server thread) and queues it; MHD_NO, which
+/// closes the connection, without one.
+enum MHD_Result tb_queue_pending(tb_request *request, void *answer);
 
 /// Checks the request's head for what libmicrohttpd 0.9.75 lets through (framing.c) and sets
 /// `request->header_bytes`, in one walk over the headers; on the first call of the access

@@ -10,7 +10,9 @@
 //      the body is read, and its connection closed. A connection whose request arrives too
 //      slowly (request_head_timeout_seconds, request_body_min_rate) is closed without a call.
 //   2. Inside that call Swift either answers with tb_request_respond(), or calls
-//      tb_request_defer() and answers later, from any thread, with tb_request_complete().
+//      tb_request_defer() and answers later, from any thread, with tb_request_complete(): an
+//      answer the shim has `build_answer` make into a response on the connection's server
+//      thread, which sends it and frees it.
 //   3. The shim frees the request when both libmicrohttpd and Swift are done with it.
 //
 // Every symbol starts with `tb_`. No libmicrohttpd type appears here.
@@ -51,6 +53,12 @@ typedef struct {
     /// A message from libmicrohttpd itself, or from the shim's request watchdog (already
     /// formatted; it may come from any thread).
     void (*on_log)(void *context, const char *message);
+    /// Makes the response for an answer given to tb_request_complete(), on the server thread of
+    /// the request's connection (NULL: no memory; the connection closes). Called once per answer,
+    /// unless the request ends first: then `drop_answer` is, on any thread.
+    tb_response *(*build_answer)(void *context, void *answer);
+    /// Lets go of an answer that will not be sent (its connection closed first).
+    void (*drop_answer)(void *context, void *answer);
 } tb_callbacks;
 
 typedef struct {
@@ -166,9 +174,11 @@ void tb_stream_abandon(tb_stream *stream);
 int tb_request_respond(tb_request *request, tb_response *response);
 /// Inside `on_request`: the answer will come later through tb_request_complete().
 void tb_request_defer(tb_request *request);
-/// Answers a deferred request, from any thread. Takes ownership of `response`; NULL closes the
+/// Answers a deferred request, from any thread: `answer` (the caller's own) is made into a
+/// response by `build_answer` on the connection's server thread, so that the response is made,
+/// sent and freed by one thread; or given back through `drop_answer`. NULL closes the
 /// connection without an answer.
-void tb_request_complete(tb_request *request, tb_response *response);
+void tb_request_complete(tb_request *request, void *answer);
 
 /// CLOCK_MONOTONIC in nanoseconds.
 uint64_t tb_monotonic_ns(void);
