@@ -71,8 +71,9 @@ struct StateFileParallelTests {
 
     /// Damage in a frame of a later batch: every record before that frame is applied, in order,
     /// none after it, and the error names that frame — not damage the walk of prefixes found
-    /// further on.
-    @Test func damageStopsTheReadingAfterEveryFrameBeforeIt() async throws {
+    /// further on. The same with the frames decoded on four threads and on the calling thread
+    /// alone, whatever the machine's cores.
+    @Test(arguments: [4, 1]) func damageStopsTheReadingAfterEveryFrameBeforeIt(threads: Int) async throws {
         let keys = StateKeys(current: .generate())
         let (path, _) = try await snapshotOfMany(6000, keys)
         let original = [UInt8](try Data(contentsOf: URL(fileURLWithPath: SnapshotWriter.path(path))))
@@ -85,7 +86,7 @@ struct StateFileParallelTests {
             _ = FileManager.default.createFile(atPath: file, contents: Data(bytes))
             var ids: [SHA256Digest] = []
             do {
-                _ = try StateFileReader.read(file, kind: .snapshot, keys: keys) { record in
+                _ = try StateFileReader.read(file, kind: .snapshot, keys: keys, threads: threads) { record in
                     if case .session(let session) = record { ids.append(session.id) }
                 }
                 return (ids, nil)

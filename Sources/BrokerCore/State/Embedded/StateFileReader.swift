@@ -31,8 +31,10 @@ extension StateFileHeader: @unchecked Sendable {}
 /// thrown, are those of a reading front to back: damage in a frame stops the reading after the
 /// records before it, wherever the walk found more damage later on.
 enum StateFileReader {
-    /// Reads `path`, handing every record to `apply` in order.
-    static func read(_ path: String, kind: StateFileHeader.Kind, keys: StateKeys, apply: (StateRecord) -> Void) throws(StateLoadError) -> StateFileScan {
+    /// Reads `path`, handing every record to `apply` in order; the frames are decoded on
+    /// `threads` threads (one: on the calling thread alone).
+    static func read(_ path: String, kind: StateFileHeader.Kind, keys: StateKeys, threads: Int = OrderedWork.defaultThreads,
+                     apply: (StateRecord) -> Void) throws(StateLoadError) -> StateFileScan {
         let file: PositionalFile
         let headerBytes: [UInt8]
         do {
@@ -56,7 +58,7 @@ enum StateFileReader {
         let frames = FrameDecoder(file: file, header: headerBytes, key: key, walk: walk)
         var scan = StateFileScan(header: header)
         var sawEnd = false
-        try OrderedWork.run(items: walk.batches.count, makeWorker: {
+        try OrderedWork.run(items: walk.batches.count, threads: threads, makeWorker: {
             var scopes = ScopeTable() // one for each thread: its sessions share their scope lists
             return { batch in frames.decode(batch, scopes: &scopes) }
         }) { (decoded: FrameDecoder.Batch) throws(StateLoadError) in
