@@ -14,6 +14,8 @@
 //   bit 2     the connection is refused by on_connection_open (TB_LIMIT_CONNECTIONS path)
 //   bit 3     the response asks for Connection: close
 //   bit 4     the response copies the request's X-Echo header (libmicrohttpd refuses some)
+//   bit 5     a deferred answer cannot be made into a response (build_answer gives up: the
+//             shim must close the connection)
 //
 // Invariants checked per input: the connection ends (EOF) within a bound, and afterwards the
 // shim's count of active requests returns to zero (every request is freed exactly once; ASan
@@ -163,10 +165,15 @@ static void on_connection_close(void *context, const char *client_ip) {
     if (__atomic_sub_fetch(&open_connections, 1, __ATOMIC_SEQ_CST) < 0) fuzz_fail("a connection was reported closed twice");
 }
 
-// A deferred answer here is the response itself, made on the thread that answered: the shim
-// hands it back on the connection's server thread to be queued, or to be freed.
+// A deferred answer here is the response itself, made in on_request: the shim hands it back on
+// the connection's server thread to be queued (with bit 5, given up as a failed build would),
+// or to be freed.
 static tb_response *build_answer(void *context, void *answer) {
     (void)context;
+    if (fuzz_control & 32) {
+        tb_response_free(answer);
+        return NULL;
+    }
     return answer;
 }
 

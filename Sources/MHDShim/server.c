@@ -309,9 +309,17 @@ void tb_close_socket(int socket) { close(socket); }
 
 tb_server *tb_server_start(const tb_server_options *options, tb_callbacks callbacks,
                            void *context, char *error, size_t error_size) {
+    if (callbacks.on_request == NULL || callbacks.on_connection_open == NULL ||
+        callbacks.on_connection_close == NULL || callbacks.on_log == NULL ||
+        callbacks.build_answer == NULL || callbacks.drop_answer == NULL) {
+        snprintf(error, error_size, "a callback is missing");
+        close(options->listen_socket);
+        return NULL;
+    }
     tb_server *server = calloc(1, sizeof(tb_server));
     if (server == NULL) {
         snprintf(error, error_size, "out of memory");
+        close(options->listen_socket);
         return NULL;
     }
     server->callbacks = callbacks;

@@ -54,10 +54,11 @@ typedef struct {
     /// formatted; it may come from any thread).
     void (*on_log)(void *context, const char *message);
     /// Makes the response for an answer given to tb_request_complete(), on the server thread of
-    /// the request's connection (NULL: no memory; the connection closes). Called once per answer,
-    /// unless the request ends first: then `drop_answer` is, on any thread.
+    /// the request's connection, and lets go of the answer (NULL: no response could be made; the
+    /// connection closes). Called once per answer, unless the request ends first: then
+    /// `drop_answer` is, on any thread.
     tb_response *(*build_answer)(void *context, void *answer);
-    /// Lets go of an answer that will not be sent (its connection closed first).
+    /// Lets go of an answer that will not be sent (its request ended first, however it ended).
     void (*drop_answer)(void *context, void *answer);
 } tb_callbacks;
 
