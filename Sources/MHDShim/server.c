@@ -309,9 +309,8 @@ void tb_close_socket(int socket) { close(socket); }
 
 tb_server *tb_server_start(const tb_server_options *options, tb_callbacks callbacks,
                            void *context, char *error, size_t error_size) {
-    if (callbacks.on_request == NULL || callbacks.on_connection_open == NULL ||
-        callbacks.on_connection_close == NULL || callbacks.on_log == NULL ||
-        callbacks.build_answer == NULL || callbacks.drop_answer == NULL) {
+    if (!callbacks.on_request || !callbacks.on_connection_open || !callbacks.on_connection_close ||
+        !callbacks.on_log || !callbacks.build_answer || !callbacks.drop_answer) {
         snprintf(error, error_size, "a callback is missing");
         close(options->listen_socket);
         return NULL;
