@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+import requests
 
 from support.broker import App, api, wait_for
 from support.raw_http import open_request, read_head
@@ -169,13 +170,22 @@ def test_clients_that_do_not_read_hold_up_no_one_else(proxied, upstream, browser
     assert stalled.call("GET", "/proxy/dot/json").status_code == 200, "the session's transfers are its own again"
 
 
+def requests_in_flight(broker) -> float:
+    """`broker_http_requests_in_flight` from /metrics (the scrape itself counts)."""
+    for line in requests.get(broker.url("/metrics"), timeout=10).text.splitlines():
+        if line.startswith("broker_http_requests_in_flight "):
+            return float(line.split()[1])
+    return 0.0
+
+
 def test_a_full_line_of_transfers_is_a_503_with_retry_after(proxied, upstream):
     broker, app = proxied(env={"BROKER_UPSTREAM_TIMEOUT_SECONDS": "3", "BROKER_PROXY_MAX_TRANSFERS": "1",
                                "BROKER_PROXY_MAX_RESPONSE_BYTES": "104857600"})
     running = open_request(broker, "/proxy/dot/bytes/60000000", app.session_token)
     assert read_head(running)[0] == 200
     waiting = open_request(broker, "/proxy/dot/json", app.session_token)  # the one place in line
-    time.sleep(0.3)
+    # Both received (and this scrape): the waiting one has taken the place in line.
+    assert wait_for(lambda: requests_in_flight(broker) >= 3, timeout=10)
     asked = time.monotonic()
     answer = app.call("GET", "/proxy/dot/json")
     assert answer.status_code == 503 and answer.json()["error"] == "proxy_busy", answer.text
