@@ -29,16 +29,16 @@ struct GrantLimit: Sendable {
     /// them: the session, or the refusal as the endpoint answers it. A refusal that looks like
     /// guessing is charged to the client's budget, and one of the proof is counted under `route`.
     static func carryOut(_ grant: RequestedGrant, at provider: String?, proof: DPoPProof?, under limit: GrantLimit?, route: String,
-                         _ callers: Callers, metrics: BrokerMetrics) async throws(HTTPError) -> RedeemedSession {
+                         _ callers: Callers) async throws(HTTPError) -> RedeemedSession {
         if let proof, try await !callers.firstAnywhere(proof) {
-            metrics.rejected(route: route, reason: GrantRefusal.proofInvalid)
+            callers.metrics.rejected(route: route, reason: GrantRefusal.proofInvalid)
             throw .badRequest(DPoPProofError.replayed.description, code: "invalid_dpop_proof")
         }
         do throws(GrantRefusal) {
             return try await grant.carryOut(provider, proof)
         } catch {
             if let limit, error.looksLikeGuessing { limit.limiter.charge(limit.client, now: callers.now()) }
-            if let reason = error.proofReason { metrics.rejected(route: route, reason: reason) }
+            if let reason = error.proofReason { callers.metrics.rejected(route: route, reason: reason) }
             throw error.httpError
         }
     }

@@ -26,7 +26,7 @@ enum BrokerRoutes {
         SessionRoutes(callers: callers, sessions: services.sessions).register(in: &routes)
         StandardOAuthRoutes(config: config, signIns: signIns, grants: grants.standard, admission: admission).register(in: &routes)
         StandardTokenRoutes(grants: grants.standard, sessions: services.sessions, callers: callers, admission: admission, config: config,
-                            devices: devices, rules: grants.code.rules, metrics: metrics).register(in: &routes)
+                            devices: devices, rules: grants.code.rules).register(in: &routes)
         IntrospectionRoute(config: config, callers: callers, metrics: metrics, logger: services.logger).register(in: &routes)
         devices.register(in: &routes)
         ProxyRoutes(config: config, proxy: services.proxy, callers: callers, admission: admission, metrics: metrics, logger: services.logger,

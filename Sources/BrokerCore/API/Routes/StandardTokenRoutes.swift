@@ -19,7 +19,6 @@ struct StandardTokenRoutes: Sendable {
     let devices: DeviceRoutes
     /// The nonce an app may ask for with a revocation's proof.
     let rules: GrantProofRules
-    let metrics: BrokerMetrics
 
     func register(in routes: inout RouteTable) {
         for provider in config.providers.map(\.id) {
@@ -32,8 +31,8 @@ struct StandardTokenRoutes: Sendable {
                 let proof = try callers.tokenRequestProof(request)
                 let route = request.route
                 let lifetimes = config.sessions.lifetimes
-                return .deferredCatching { [callers, metrics] () async throws(HTTPError) -> Response in
-                    let granted = try await GrantLimit.carryOut(grant, at: provider, proof: proof, under: limit, route: route, callers, metrics: metrics)
+                return .deferredCatching { [callers] () async throws(HTTPError) -> Response in
+                    let granted = try await GrantLimit.carryOut(grant, at: provider, proof: proof, under: limit, route: route, callers)
                     return try granted.session.standardTokenAnswer(at: callers.now(), refreshToken: granted.token,
                                                                   sessionEnd: lifetimes.end(of: granted.session))
                 }

@@ -33,14 +33,14 @@ final class TokenRoutes: Sendable {
     }
 
     func register(in routes: inout RouteTable) {
-        routes.add("POST", "/token", RoutePolicy(caller: .app, limit: .inHandler("token_requests_per_minute, charged per refused code (GrantLimit)"), body: .form)) { [grants, callers, admission, metrics] request throws(HTTPError) in
+        routes.add("POST", "/token", RoutePolicy(caller: .app, limit: .inHandler("token_requests_per_minute, charged per refused code (GrantLimit)"), body: .form)) { [grants, callers, admission] request throws(HTTPError) in
             let form = try request.form()
             let grant = try grants.grant(form, client: TokenClient(id: try DeviceRoutes.app(form), parameter: "app"))
             let limit = try GrantLimit(grant, request, admission)
             let proof = try callers.tokenRequestProof(request)
             let route = request.route
             return .deferredCatching { () async throws(HTTPError) -> Response in
-                let granted = try await GrantLimit.carryOut(grant, at: nil, proof: proof, under: limit, route: route, callers, metrics: metrics)
+                let granted = try await GrantLimit.carryOut(grant, at: nil, proof: proof, under: limit, route: route, callers)
                 return granted.session.tokenAnswer(at: callers.now(), sessionToken: granted.token)
             }
         }
