@@ -18,9 +18,7 @@ from support.device import DeviceClient
 
 selenium = pytest.importorskip("selenium")
 from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.common.exceptions import WebDriverException  # noqa: E402
-from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
-from support.chrome import chrome_at_each_width, new_chrome  # noqa: E402
+from support.chrome import chrome_at_each_width, new_chrome, press  # noqa: E402
 
 SCREENSHOTS = Path(os.environ.get("DEVICE_SCREENSHOTS", Path(__file__).resolve().parents[2] / ".build" / "device-screenshots"))
 
@@ -34,23 +32,6 @@ def other_chrome():
     driver = new_chrome()
     yield driver
     driver.quit()
-
-
-def press(driver, selector: str) -> None:
-    """Clicks the element and waits for the next page to replace this one and finish loading."""
-    page = driver.find_element(By.TAG_NAME, "html")
-    driver.find_element(By.CSS_SELECTOR, selector).click()
-
-    def replaced(_) -> bool:
-        try:
-            page.is_enabled()
-            return False
-        except WebDriverException:
-            # Stale, or (while the new document comes in) chromedriver's "node does not belong
-            # to the document": either way the old page is gone.
-            return True
-    WebDriverWait(driver, 20).until(replaced)
-    WebDriverWait(driver, 20).until(lambda d: d.execute_script("return document.readyState") == "complete")
 
 
 def shot(driver, name: str) -> None:

@@ -6,7 +6,10 @@ from pathlib import Path
 
 import pytest
 from selenium import webdriver
+from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
 
 # The widths a page is checked at: a phone's and a desktop's.
 WIDTHS = [412, 1280]
@@ -37,3 +40,20 @@ def new_chrome(width: int = 412):
     driver.set_page_load_timeout(30)
     driver.width = width
     return driver
+
+
+def press(driver, selector: str) -> None:
+    """Clicks the element and waits for the next page to replace this one and finish loading."""
+    page = driver.find_element(By.TAG_NAME, "html")
+    driver.find_element(By.CSS_SELECTOR, selector).click()
+
+    def replaced(_) -> bool:
+        try:
+            page.is_enabled()
+            return False
+        except WebDriverException:
+            # Stale, or (while the new document comes in) chromedriver's "node does not belong
+            # to the document": either way the old page is gone.
+            return True
+    WebDriverWait(driver, 20).until(replaced)
+    WebDriverWait(driver, 20).until(lambda d: d.execute_script("return document.readyState") == "complete")
