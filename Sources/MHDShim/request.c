@@ -163,10 +163,11 @@ void tb_request_complete(tb_request *request, void *answer) {
     pthread_mutex_lock(&request->lock);
     request->pending = answer;
     request->completed = 1;
-    if (request->suspended) {
-        request->suspended = 0;
-        MHD_resume_connection(request->connection);
-    }
+    int suspended = request->suspended;
+    request->suspended = 0;
     pthread_mutex_unlock(&request->lock);
+    // Resumed after the unlock: resuming wakes the connection's thread, whose first step is to
+    // take this lock. The connection stays suspended, and the request held, until then.
+    if (suspended) MHD_resume_connection(request->connection);
     tb_request_release(request);
 }
