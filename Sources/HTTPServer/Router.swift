@@ -1,3 +1,5 @@
+public import WireValues
+
 /// How a handler answers: at once on the server thread (the fast path), or deferred until some
 /// I/O has been awaited, during which the connection is suspended.
 public enum Reply: Sendable {
@@ -7,11 +9,15 @@ public enum Reply: Sendable {
     /// the work and hands the response to its ``Answer`` once, from whatever thread the work
     /// ends on (even before `start` returns). Work that ends on a thread of its own (the API
     /// proxy's transfers) answers from there, without a task between it and the connection.
+    /// A task the work starts binds `TraceContext.current` to the answer's `trace` first.
     case later(@Sendable (_ answer: Answer) -> Void)
 
-    /// The connection is suspended while `work` runs in a task; its response is the answer.
+    /// The connection is suspended while `work` runs in a task, which has the request's trace as
+    /// `TraceContext.current`; its response is the answer.
     public static func deferred(_ work: @escaping @Sendable () async -> Response) -> Reply {
-        .later { answer in Task { answer(await work()) } }
+        .later { answer in
+            TraceContext.$current.withValue(answer.trace) { _ = Task { answer(await work()) } }
+        }
     }
 
     /// Deferred like `deferred`, for work that may throw: the response `work` returns, or the
@@ -29,7 +35,7 @@ public enum Reply: Sendable {
             return response
         case .later(let start):
             return await withCheckedContinuation { continuation in
-                start(Answer { continuation.resume(returning: $0) })
+                start(Answer(trace: TraceContext.current) { continuation.resume(returning: $0) })
             }
         }
     }
@@ -37,9 +43,14 @@ public enum Reply: Sendable {
 
 /// Where a `Reply.later` sends its response: called once, from any thread.
 public struct Answer: Sendable {
+    /// The request's id and its caller's trace, for the calls its work makes. Bound as a task
+    /// local only by work that starts a task: a binding costs an allocation, which the proxy's
+    /// answers, started and ended on threads, do without.
+    public let trace: TraceContext?
     private let send: @Sendable (Response) -> Void
 
-    public init(_ send: @escaping @Sendable (Response) -> Void) {
+    public init(trace: TraceContext?, _ send: @escaping @Sendable (Response) -> Void) {
+        self.trace = trace
         self.send = send
     }
 

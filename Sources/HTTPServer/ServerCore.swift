@@ -106,7 +106,10 @@ final class ServerCore: Sendable {
                 return
             }
             let startNanos = tb_request_start_ns(pointer)
-            let answer = Answer { response in
+            // The traceparent read once above; tracestate only with it.
+            let trace = TraceContext(requestID: request.id, traceparent: traceparent,
+                                     tracestate: traceparent == nil ? nil : request.header("tracestate"))
+            start(Answer(trace: trace) { response in
                 guard let claimed = self.deferred.claim(ticket) else {
                     // The shutdown answered it: a stream made for this answer is given up.
                     if let stream = response.stream { tb_stream_abandon(stream.pointer) }
@@ -114,12 +117,7 @@ final class ServerCore: Sendable {
                 }
                 tb_request_complete(claimed.pointer, PendingAnswer(response, requestID: record.requestID, origin: origin).handedOver())
                 self.finish(record, response, startNanos: startNanos)
-            }
-            // The work started now (and the tasks it starts) passes the caller's trace on.
-            // The traceparent read once above; tracestate only with it.
-            let trace = TraceContext(requestID: request.id, traceparent: traceparent,
-                                     tracestate: traceparent == nil ? nil : request.header("tracestate"))
-            TraceContext.$current.withValue(trace) { start(answer) }
+            })
         }
     }
 

@@ -239,7 +239,7 @@ struct APIProxyTests {
             let api = ScriptedAPI([Self.answer(401), Self.answer(200)])
             let proxy = try Self.proxy(bed)
             let result = await withCheckedContinuation { continuation in
-                proxy.start(Self.get, session: session, provider: ScriptedProvider.config(), on: api, stream: { _, _ in nil }) {
+                proxy.start(Self.get, session: session, provider: ScriptedProvider.config(), on: api, trace: nil, stream: { _, _ in nil }) {
                     continuation.resume(returning: $0)
                 }
             }

@@ -74,3 +74,17 @@ def test_the_callers_trace_reaches_the_provider_and_the_api_and_the_access_log(b
     assert wait_for(lambda: len([line for line in lines(broker, "request") if line.get("trace_id") == TRACE_ID]) == 2, timeout=10)
     assert {line["path"] for line in lines(broker, "request") if line.get("trace_id") == TRACE_ID} == {"/refresh", "/proxy/dot/items"}
     assert all(line["request_id"] == "incident-42" for line in lines(broker, "request") if line.get("trace_id"))
+
+
+def test_the_refresh_after_an_apis_401_carries_the_callers_trace(broker_factory, auth_server, upstream):
+    """The proxy's answer starts and ends on threads, without a task; the refresh it makes when
+    the API refuses the token runs in one, and passes the caller's trace on all the same."""
+    broker, app, _, _ = broker_factory(provider_extra=f"    api_base_url: {upstream.base_url}\n    api_allow_private_addresses: true\n")
+    app.login("alice")
+    upstream.refused_tokens.add(app.call("GET", "/token").json()["access_token"])
+    auth_server.reset_stats()
+    traced = {"traceparent": TRACEPARENT, "X-Request-Id": "incident-43"}
+    assert app.call("GET", "/proxy/dot/protected", headers=traced).status_code == 200
+    [refresh] = [entry for entry in auth_server.traces() if entry["endpoint"] == "token"]
+    assert refresh == {"endpoint": "token", "traceparent": TRACEPARENT, "x_request_id": "incident-43"}
+    assert upstream.count() == 2, "sent again with the new token"

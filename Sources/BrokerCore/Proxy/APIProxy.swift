@@ -54,15 +54,18 @@ struct APIProxy: Sendable {
     /// `forward` for a caller on a server thread, who gets the answer in `completion`: with the
     /// session's token fresh in hand (the common case) the transfer starts at once, and its
     /// answer goes to `completion` on the proxy's loop thread — no task in between. A token to
-    /// refresh first, or a 401 to retry after a refresh, continues in a task.
-    func start(_ request: Forward, session: Session, provider: ProviderConfig, on transfers: some APITransport,
+    /// refresh first, or a 401 to retry after a refresh, continues in a task, which passes
+    /// `trace` on to the provider's calls.
+    func start(_ request: Forward, session: Session, provider: ProviderConfig, on transfers: some APITransport, trace: TraceContext?,
                stream: @escaping StreamChoice, completion: @escaping @Sendable (Result<APIAnswer, ProxyFailure>) -> Void) {
         guard let fresh = sessions.freshNow(session, validFor: sessions.refreshSkew) else {
-            Task {
-                do throws(ProxyFailure) {
-                    completion(.success(try await forward(request, session: session, provider: provider, on: transfers, stream: stream)))
-                } catch {
-                    completion(.failure(error))
+            TraceContext.$current.withValue(trace) {
+                Task {
+                    do throws(ProxyFailure) {
+                        completion(.success(try await forward(request, session: session, provider: provider, on: transfers, stream: stream)))
+                    } catch {
+                        completion(.failure(error))
+                    }
                 }
             }
             return
@@ -76,7 +79,6 @@ struct APIProxy: Sendable {
         }
         // The completion runs on the transfers' loop thread: the refresh after a 401 gets the
         // request's trace and id back, for the provider's call.
-        let trace = TraceContext.current
         transfers.start(exchange, stream: Self.never401(stream)) { [self] result in
             switch result {
             case .failure(let error):

@@ -89,7 +89,7 @@ final class ProxyRoutes: Sendable {
             let holder = StreamHolder(slot: slot)
             // Answered from the proxy's loop thread when the token is fresh in hand (APIProxy.start).
             return .later { answer in
-                self.proxy.start(forward, session: session, provider: provider, on: self.transfers, stream: { _, length in
+                self.proxy.start(forward, session: session, provider: provider, on: self.transfers, trace: answer.trace, stream: { _, length in
                     holder.choose(method: method, length: length, cap: self.proxy.settings.maxResponseBytes)
                 }, completion: { result in
                     let response: Response
