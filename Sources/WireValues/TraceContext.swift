@@ -34,12 +34,18 @@ public struct TraceContext: Sendable {
 
     /// The headers a call made for this request carries.
     public var headers: [(String, String)] {
-        var headers = [("X-Request-Id", requestID)]
+        var headers: [(String, String)] = []
+        appendHeaders(to: &headers)
+        return headers
+    }
+
+    /// Appends `headers` to a call's own, without an array of their own.
+    public func appendHeaders(to headers: inout [(String, String)]) {
+        headers.append(("X-Request-Id", requestID))
         if let traceparent {
             headers.append(("traceparent", traceparent))
             if let tracestate { headers.append(("tracestate", tracestate)) }
         }
-        return headers
     }
 
     /// `value` when it is a `traceparent` (§3.2): a version other than `ff`, a trace id and a

@@ -24,6 +24,12 @@ enum ProxyHeaders {
         return nil
     }
 
+    /// The client headers a provider's API gets when the client sends them: the standard ones and
+    /// the provider's `api_headers`, less the trace headers (the proxy passes those on itself).
+    static func passedToAPI(extras: [String]) -> [String] {
+        (standard + extras).filter { !isTrace($0.lowercased()) }
+    }
+
     /// The request id and trace headers, which the proxy passes on itself (checked, and the
     /// broker's id when the client's was not fit to pass).
     static func isTrace(_ lowercased: String) -> Bool {

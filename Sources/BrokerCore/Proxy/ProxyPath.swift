@@ -22,18 +22,36 @@ enum ProxyPath {
     static func target(base: String, path: Substring, query: Substring?) -> Result<String, Refusal> {
         guard path.isEmpty || path.hasPrefix("/") else { return .failure(Refusal(reason: "The API path must start with /.")) }
         if let refusal = checkPath(path) { return .failure(refusal) }
-        for segment in path.split(separator: "/", omittingEmptySubsequences: false).dropFirst() {
-            if segment == "." || segment == ".." { return .failure(Refusal(reason: "The API path may not contain . or .. segments.")) }
-            if let refusal = checkDecoded(segment) { return .failure(refusal) }
-        }
+        if let refusal = checkSegments(path) { return .failure(refusal) }
         if hasEmptySegment(path) { return .failure(Refusal(reason: "The API path may not contain empty segments.")) }
         if let query, !query.utf8.allSatisfy({ (0x21...0x7E).contains($0) && $0 != UInt8(ascii: "#") }) {
             return .failure(Refusal(reason: "The query contains a character the proxy does not forward (#, a space, a control or non-ASCII character): percent-encode it."))
         }
-        let trimmed = base.hasSuffix("/") ? String(base.dropLast()) : base
-        var url = trimmed + (path.isEmpty ? "/" : String(path))
-        if let query { url += "?" + query }
+        // One allocation for the URL: it is made for every proxied request.
+        var url = ""
+        url.reserveCapacity(base.utf8.count + path.utf8.count + (query.map { $0.utf8.count + 1 } ?? 0) + 1)
+        url += base.hasSuffix("/") ? base.dropLast() : base[...]
+        url += path.isEmpty ? "/" : path
+        if let query {
+            url += "?"
+            url += query
+        }
         return .success(url)
+    }
+
+    /// Each segment after the leading `/` (of a path `checkPath` passed, so ASCII): not a dot
+    /// segment, and fit as the API server decodes it (`checkDecoded`).
+    private static func checkSegments(_ path: Substring) -> Refusal? {
+        let utf8 = path.utf8
+        guard var start = utf8.indices.first.map({ utf8.index(after: $0) }) else { return nil }
+        while true {
+            let end = utf8[start...].firstIndex(of: UInt8(ascii: "/")) ?? utf8.endIndex
+            let segment = path[start..<end]
+            if segment == "." || segment == ".." { return Refusal(reason: "The API path may not contain . or .. segments.") }
+            if let refusal = checkDecoded(segment) { return refusal }
+            guard end != utf8.endIndex else { return nil }
+            start = utf8.index(after: end)
+        }
     }
 
     /// Whether two slashes follow each other (an empty segment; a trailing slash is not one).
@@ -50,19 +68,16 @@ enum ProxyPath {
     /// RFC 3986 `pchar` and `/`, less `@`, with percent-encodings that do not decode to a
     /// separator, a dot, `@`, `%` or a control character.
     private static func checkPath(_ text: Substring) -> Refusal? {
-        let bytes = Array(text.utf8)
-        var index = 0
-        while index < bytes.count {
-            let byte = bytes[index]
+        var utf8 = text.utf8[...]
+        while let byte = utf8.popFirst() {
             if byte == UInt8(ascii: "%") {
-                guard index + 2 < bytes.count, let high = hex(bytes[index + 1]), let low = hex(bytes[index + 2]) else {
+                guard let high = utf8.popFirst().flatMap(hex), let low = utf8.popFirst().flatMap(hex) else {
                     return Refusal(reason: "The API path has a malformed percent-encoding.")
                 }
                 let decoded = high << 4 | low
                 if decoded < 0x20 || decoded == 0x7F || "/\\.@%".utf8.contains(decoded) {
                     return Refusal(reason: "The API path encodes a character the proxy does not forward (/, \\, ., @, % or a control character).")
                 }
-                index += 3
                 continue
             }
             let allowed = (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte)
@@ -70,7 +85,6 @@ enum ProxyPath {
             guard allowed else {
                 return Refusal(reason: "The API path contains a character the proxy does not forward (\\, @, a space, a control or non-ASCII character).")
             }
-            index += 1
         }
         return nil
     }

@@ -45,9 +45,11 @@ final class ProxyRoutes: Sendable {
         for provider in config.providers {
             let prefix = "/proxy/\(provider.id)"
             let label = "\(prefix)/{path}"
+            let passed = ProxyHeaders.passedToAPI(extras: provider.apiHeaders)
             for method in Self.methods {
                 let handler: Handler = { [self] request throws(HTTPError) in
-                    try forward(request, provider: provider, path: request.path.dropFirst(prefix.utf8.count), route: label, slots: slots)
+                    try forward(request, provider: provider, path: request.path.dropFirst(prefix.utf8.count), route: label, slots: slots,
+                                passed: passed)
                 }
                 routes.addPrefix(method, prefix + "/", label: label, Self.policy, handler)
                 routes.add(method, prefix, Self.policy, handler)
@@ -55,8 +57,8 @@ final class ProxyRoutes: Sendable {
         }
     }
 
-    private func forward(_ request: Request, provider: ProviderConfig, path: Substring, route: String, slots: ProxyTransferSlots)
-        throws(HTTPError) -> Reply {
+    private func forward(_ request: Request, provider: ProviderConfig, path: Substring, route: String, slots: ProxyTransferSlots,
+                         passed: [String]) throws(HTTPError) -> Reply {
         guard let base = provider.apiBaseURL else {
             throw HTTPError(status: 404, code: "not_found", description: "This provider has no API proxy: its configuration sets no api_base_url.")
         }
@@ -67,7 +69,7 @@ final class ProxyRoutes: Sendable {
             metrics.rejected(route: route, reason: "proxy_path")
             throw .badRequest(refusal.reason)
         }
-        let headers = Self.clientHeaders(request, extras: provider.apiHeaders)
+        let headers = Self.clientHeaders(request, passed: passed)
         let method = request.method
         let client = ClientKey.of(request.clientIP) // an IPv6 client by its /64, as every per-client limit
         let body: [UInt8]? = ["POST", "PUT", "PATCH"].contains(method) || !request.body.isEmpty ? request.body : nil
@@ -113,17 +115,17 @@ final class ProxyRoutes: Sendable {
         }
     }
 
-    /// The client's headers that go on to the API: the standard ones, the provider's extras, and
-    /// the request's id and trace (the API's logs then name the call as the broker's do).
-    private static func clientHeaders(_ request: Request, extras: [String]) -> [(String, String)] {
+    /// The client's headers that go on to the API: those of `passed` it sent, and the request's id
+    /// and trace (the API's logs then name the call as the broker's do).
+    private static func clientHeaders(_ request: Request, passed: [String]) -> [(String, String)] {
         var headers: [(String, String)] = []
-        for names in [ProxyHeaders.standard, extras] {
-            for name in names where !ProxyHeaders.isTrace(name.lowercased()) {
-                guard let value = request.header(name), ProxyHeaders.isPlainValue(value) else { continue }
-                headers.append((name, value))
-            }
+        headers.reserveCapacity(passed.count + 3)
+        for name in passed {
+            guard let value = request.header(name), ProxyHeaders.isPlainValue(value) else { continue }
+            headers.append((name, value))
         }
-        return headers + request.trace.headers
+        request.trace.appendHeaders(to: &headers)
+        return headers
     }
 
     /// The API's answer as the client gets it: whole, or streaming its body through `stream`.
