@@ -13,7 +13,9 @@
  *        a request is carried end to end by the thread that read it.
  *
  * With SESSIONS (split only), each transfer's handle is first reset and given the options the broker
- * sets (transfer.c), and with SESSIONS above 0 also a connection cache (a libcurl share holding
+ * sets (transfer.c) and its check of a reused connection (one peek at its socket before the request
+ * goes out); each answer carries the headers the broker's carries (the same bytes on the wire, for
+ * libmicrohttpd to copy and send); and with SESSIONS above 0 the handle gets a connection cache (a libcurl share holding
  * connections, TLS sessions and DNS answers, as keys.c's) of one of SESSIONS keys taken at random, each
  * keeping up to 128 connections (the broker's: proxy_max_transfers). `make bench` runs it with SESSIONS 1: one pool
  * every request shares, as the broker keeps one pool per API (`api_connections: shared`, its default) —
@@ -26,6 +28,7 @@
  * SIGTERM or SIGINT. Prints "listening PORT" once it accepts connections.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <curl/curl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -47,6 +50,7 @@ typedef struct request {
     char *body;
     size_t length, capacity;
     int started, done, failed;
+    curl_socket_t opened; /* with SESSIONS: the socket this transfer opened, if any */
     struct request *next;
 } request;
 
@@ -86,8 +90,27 @@ static size_t on_data(char *data, size_t size, size_t count, void *context) {
 }
 
 static curl_socket_t on_open_socket(void *context, curlsocktype purpose, struct curl_sockaddr *address) {
-    (void)context; (void)purpose;
-    return socket(address->family, address->socktype, address->protocol);
+    (void)purpose;
+    request *r = context;
+    r->opened = socket(address->family, address->socktype, address->protocol);
+    return r->opened;
+}
+
+/* The broker's check of a kept connection (its transfer.c, on_prerequest): the socket of a new one
+ * noted by its local port; a reused one peeked at, and given up when bytes wait on it. */
+static curl_socket_t by_port[65536];
+
+static int on_prerequest(void *context, char *remote, char *local, int remote_port, int local_port) {
+    (void)remote, (void)local, (void)remote_port;
+    request *r = context;
+    if (local_port <= 0 || local_port > 65535) return CURL_PREREQFUNC_OK;
+    if (r->opened != CURL_SOCKET_BAD) {
+        by_port[local_port] = r->opened;
+        return CURL_PREREQFUNC_OK;
+    }
+    char byte;
+    ssize_t peeked = recv(by_port[local_port], &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return peeked < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT;
 }
 
 static size_t on_header(char *data, size_t size, size_t count, void *context) {
@@ -100,9 +123,10 @@ static size_t on_header(char *data, size_t size, size_t count, void *context) {
  * passes on): the token, no Expect. */
 static struct curl_slist *broker_headers;
 
-static int as_the_broker(CURL *easy) {
+static int as_the_broker(CURL *easy, request *r) {
     curl_easy_setopt(easy, CURLOPT_SHARE, NULL);
     curl_easy_reset(easy);
+    r->opened = CURL_SOCKET_BAD;
     return curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https") == CURLE_OK &&
            curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L) == CURLE_OK &&
            curl_easy_setopt(easy, CURLOPT_PROXY, "") == CURLE_OK &&
@@ -114,6 +138,9 @@ static int as_the_broker(CURL *easy) {
            curl_easy_setopt(easy, CURLOPT_USERAGENT, "token-broker") == CURLE_OK &&
            curl_easy_setopt(easy, CURLOPT_HTTPHEADER, broker_headers) == CURLE_OK &&
            curl_easy_setopt(easy, CURLOPT_OPENSOCKETFUNCTION, on_open_socket) == CURLE_OK &&
+           curl_easy_setopt(easy, CURLOPT_OPENSOCKETDATA, r) == CURLE_OK &&
+           curl_easy_setopt(easy, CURLOPT_PREREQFUNCTION, on_prerequest) == CURLE_OK &&
+           curl_easy_setopt(easy, CURLOPT_PREREQDATA, r) == CURLE_OK &&
            curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, on_header) == CURLE_OK &&
            curl_easy_setopt(easy, CURLOPT_MAXAGE_CONN, 55L) == CURLE_OK &&
            (session_count == 0 || curl_easy_setopt(easy, CURLOPT_SHARE, sessions[rand() % session_count]) == CURLE_OK);
@@ -121,7 +148,7 @@ static int as_the_broker(CURL *easy) {
 
 static void start_transfer(loop *l, request *r) {
     CURL *easy = l->kept_count > 0 ? l->kept[--l->kept_count] : curl_easy_init();
-    if (!easy || (broker_options && !as_the_broker(easy)) || curl_easy_setopt(easy, CURLOPT_URL, upstream) != CURLE_OK ||
+    if (!easy || (broker_options && !as_the_broker(easy, r)) || curl_easy_setopt(easy, CURLOPT_URL, upstream) != CURLE_OK ||
         curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, on_data) != CURLE_OK ||
         curl_easy_setopt(easy, CURLOPT_WRITEDATA, r) != CURLE_OK ||
         curl_easy_setopt(easy, CURLOPT_PRIVATE, r) != CURLE_OK ||
@@ -149,6 +176,21 @@ static void finish_transfers(loop *l) {
     }
 }
 
+/* The rest of the broker's answer to a proxied request after its Content-Type: the API's
+ * Cache-Control, which the broker passes back, then what ServerCore.makeResponse adds. */
+static void add_broker_headers(struct MHD_Response *response) {
+    static _Atomic unsigned long answered;
+    char id[32];
+    snprintf(id, sizeof id, "5f3a9c21-%lx", ++answered);
+    MHD_add_response_header(response, "Cache-Control", "no-store");
+    MHD_add_response_header(response, "Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'");
+    MHD_add_response_header(response, "X-Request-Id", id);
+    MHD_add_response_header(response, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(response, "X-Frame-Options", "DENY");
+    MHD_add_response_header(response, "Referrer-Policy", "no-referrer");
+    MHD_add_response_header(response, "Keep-Alive", "timeout=30");
+}
+
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *connection, const char *url, const char *method,
                                  const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls) {
     (void)url; (void)method; (void)version; (void)upload_data;
@@ -172,6 +214,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *connection, c
         if (!response) return MHD_NO;
         if (!r->failed) r->body = NULL;
         MHD_add_response_header(response, "Content-Type", "application/json");
+        if (broker_options) add_broker_headers(response);
         enum MHD_Result queued = MHD_queue_response(connection, r->failed ? MHD_HTTP_BAD_GATEWAY : MHD_HTTP_OK, response);
         MHD_destroy_response(response);
         return queued;

@@ -219,8 +219,9 @@ def report(args, results, targets, rss, summaries, large, medium, first_ready, f
           f"with forward_bearer_token: wrk sends the cookies of {peer['sessions']} users it signed in at django-oauth-toolkit, "
           f"a {peer['cookie_bytes']}-byte Cookie header); the proxy's floor (bench/proxy_floor.c: libmicrohttpd and libcurl "
           f"alone, {threads} threads) in the broker's design and with one thread per request end to end, and in the broker's "
-          f"design with each transfer set up as the broker's (transfer.c's options, the same header list, and the connections of "
-          f"one pool every request shares, as keys.c keeps an API's)")
+          f"design with each transfer set up as the broker's (transfer.c's options, the same header list, the connections of "
+          f"one pool every request shares, as keys.c keeps an API's, and the peek at a reused connection's socket), each answer "
+          f"with the headers the broker's carries")
     print(f"Over TLS: nginx's second server block (https://localhost, a certificate of a private CA made for the run, which the broker's "
           f"provider names in ca_file and Envoy's cluster trusts alone; ssl_session_cache shared:SSL:10m, session tickets on, HTTP/1.1), "
           f"its access log counting new connections and full handshakes; the spread rows' wrk connections (and the paced one-session "

@@ -36,7 +36,8 @@ FLOOR_SPLIT = "floor: libmicrohttpd + libcurl, server threads → one libcurl th
 FLOOR_ONE = "floor: libmicrohttpd + libcurl, one thread per request end to end → nginx"
 PROXY_SESSIONS = 1000  # the proxy's sessions; wrk picks one at random for each request
 FLOOR_SHARED = ("floor, the broker's design with libcurl set as the broker sets it: its options, "
-                "one pool of connections every request shares (api_connections: shared) → nginx")
+                "one pool of connections every request shares (api_connections: shared), its check of a reused "
+                "connection; the broker's answer headers → nginx")
 # Over TLS (bench/tls_peers.py): nginx's TLS server block, a private CA's certificate.
 PAUSE = tls_peers.PAUSE
 PROXY_TLS = (f"API proxy over TLS: broker GET /proxy/tlsapi/token → nginx https, one of {PROXY_SESSIONS:,} sessions "
