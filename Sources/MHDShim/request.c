@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sched.h>
 #include <time.h>
 
 uint64_t tb_monotonic_ns(void) {
@@ -160,14 +161,25 @@ void tb_request_defer(tb_request *request) {
 }
 
 void tb_request_complete(tb_request *request, void *answer) {
+    tb_server *server = request->server;
     pthread_mutex_lock(&request->lock);
     request->pending = answer;
     request->completed = 1;
     int suspended = request->suspended;
     request->suspended = 0;
+    // Counted before the unlock: from then on the request can be answered and end, and the
+    // server stopped (tb_server_stop waits until no resume is under way).
+    if (suspended) __atomic_add_fetch(&server->resuming, 1, __ATOMIC_SEQ_CST);
     pthread_mutex_unlock(&request->lock);
     // Resumed after the unlock: resuming wakes the connection's thread, whose first step is to
-    // take this lock. The connection stays suspended, and the request held, until then.
-    if (suspended) MHD_resume_connection(request->connection);
+    // take this lock. The suspend it undoes is done (`suspended` is set after it).
+    if (suspended) {
+        MHD_resume_connection(request->connection);
+        __atomic_sub_fetch(&server->resuming, 1, __ATOMIC_SEQ_CST);
+    }
     tb_request_release(request);
+}
+
+void tb_wait_for_resumes(tb_server *server) {
+    while (__atomic_load_n(&server->resuming, __ATOMIC_SEQ_CST) > 0) sched_yield();
 }

@@ -64,7 +64,7 @@ static void tb_finish(tb_server *server, tb_request *request) {
     if (request->owner != NULL && request->owner->open_request == request) {
         request->owner->open_request = NULL;
     }
-    __atomic_sub_fetch(&server->active_requests, 1, __ATOMIC_RELAXED);
+    __atomic_sub_fetch(&server->active_requests, 1, __ATOMIC_RELEASE);
     tb_request_release(request);
 }
 
@@ -373,7 +373,7 @@ tb_server *tb_server_start(const tb_server_options *options, tb_callbacks callba
 }
 
 int tb_server_active_requests(tb_server *server) {
-    return __atomic_load_n(&server->active_requests, __ATOMIC_RELAXED);
+    return __atomic_load_n(&server->active_requests, __ATOMIC_ACQUIRE);
 }
 
 void tb_server_quiesce(tb_server *server) {
@@ -388,9 +388,9 @@ void tb_server_quiesce(tb_server *server) {
 }
 
 void tb_server_stop(tb_server *server) {
-    // This server's streamed answers still open end first: a suspended connection would abort
-    // the stop.
+    // Streamed answers still open end first: a suspended connection would abort the stop.
     tb_streams_end(server, 2000);
+    tb_wait_for_resumes(server);
     // The daemon first: closing its connections still takes the watchdog's lock and frees
     // the responses of the streams still listed.
     MHD_stop_daemon(server->daemon);

@@ -13,9 +13,10 @@
 // libmicrohttpd holds a streamed response's mutex while it calls the content reader
 // (read_stream, connection.c), which takes the stream's lock. MHD_suspend_connection and
 // MHD_resume_connection, which take the daemon's (or its worker's) cleanup_connection_mutex,
-// are called with a shim lock held: the request's in tb_dispatch (suspend) and
-// tb_request_complete (resume), so that a resume cannot overtake the suspend it undoes; the
-// stream's in read_stream (suspend) and wake_reader (resume), for the same reason. That is safe
+// are called with a shim lock held: the request's in tb_dispatch (suspend; tb_request_complete
+// resumes after unlocking, once it has seen under that lock the flag set after the suspend, so
+// that the woken thread does not wait for the lock), and the stream's in read_stream (suspend)
+// and wake_reader (resume), so that a resume cannot overtake the suspend it undoes. That is safe
 // because cleanup_connection_mutex is innermost: libmicrohttpd 0.9.75 calls none of the shim's
 // callbacks while holding it (daemon.c: MHD_cleanup_connections drops it around the
 // NOTIFY_CONNECTION callback; response.c: MHD_destroy_response calls the response's free callback,
@@ -69,6 +70,7 @@ struct tb_server {
     void *context;
     size_t max_body_bytes;
     int active_requests; // atomic: requests between arrival and completion
+    int resuming;        // atomic: tb_request_complete() calls inside MHD_resume_connection()
     tb_watchdog watchdog;
     tb_stream_list streams;
 };
@@ -150,6 +152,9 @@ struct tb_request {
 
 /// Drops one reference to `request`; the last frees it.
 void tb_request_release(tb_request *request);
+/// Returns once no tb_request_complete() call is inside MHD_resume_connection(): the request it
+/// resumes may already have ended, and the daemon must outlive the call.
+void tb_wait_for_resumes(tb_server *server);
 /// Queues `response` on the request's connection and frees it.
 enum MHD_Result tb_queue(tb_request *request, tb_response *response);
 /// Builds the pending answer (on the connection's server thread) and queues it; MHD_NO, which
