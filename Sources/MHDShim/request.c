@@ -2,10 +2,10 @@
 // answering now or later (include/mhd_shim.h).
 #include "shim_internal.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sched.h>
 #include <time.h>
 
 uint64_t tb_monotonic_ns(void) {
