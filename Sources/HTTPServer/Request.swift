@@ -22,6 +22,9 @@ public struct Request {
     /// as `/proxy/dev/{path}`); `unmatched` before routing. Never the path as sent: a closed set,
     /// fit for metrics labels. Set by the ``Router``.
     public internal(set) var route = "unmatched"
+    /// The caller's `traceparent`, when it is a valid one: read once, for the access log and the
+    /// calls made for the request.
+    let traceparent: String?
     private let headers: HeaderSource
 
     enum HeaderSource {
@@ -31,11 +34,10 @@ public struct Request {
 
     /// The request's id and the caller's trace, as the calls made for it pass them on.
     public var trace: TraceContext {
-        let traceparent = TraceContext.traceparent(header("traceparent"))
-        return TraceContext(requestID: id, traceparent: traceparent, tracestate: traceparent == nil ? nil : header("tracestate"))
+        TraceContext(requestID: id, traceparent: traceparent, tracestate: traceparent == nil ? nil : header("tracestate"))
     }
 
-    init(method: String, target: String, id: String, clientIP: String, body: [UInt8], headers: HeaderSource) {
+    init(method: String, target: String, id: String, clientIP: String, body: [UInt8], headers: HeaderSource, traceparent: String?) {
         self.method = method
         // By UTF-8 byte: `?` is ASCII, and Character-wise searching costs more than the request.
         let split = target.utf8.firstIndex(of: UInt8(ascii: "?"))
@@ -45,6 +47,7 @@ public struct Request {
         self.clientIP = clientIP
         self.body = body
         self.headers = headers
+        self.traceparent = traceparent
     }
 
     /// A request built in memory, for testing handlers without a socket.
@@ -57,7 +60,8 @@ public struct Request {
         id: String = "test"
     ) {
         let lowercased = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { $1 })
-        self.init(method: method, target: target, id: id, clientIP: clientIP, body: body, headers: .fixed(lowercased))
+        self.init(method: method, target: target, id: id, clientIP: clientIP, body: body, headers: .fixed(lowercased),
+                  traceparent: TraceContext.traceparent(lowercased["traceparent"]))
     }
 
     /// A request header, by case-insensitive name.

@@ -66,7 +66,8 @@ final class ServerCore: Sendable {
             id: requestIDs.make(clientSupplied: tb_request_header(pointer, "X-Request-Id").map { String(cString: $0) }),
             clientIP: clientIP,
             body: body,
-            headers: .shim(shim)
+            headers: .shim(shim),
+            traceparent: TraceContext.traceparent(tb_request_header(pointer, "traceparent").map { String(cString: $0) })
         )
         let origin = corsOrigin(request)
         let reply: Reply
@@ -78,7 +79,6 @@ final class ServerCore: Sendable {
         } else {
             (reply, route) = router.route(&request)
         }
-        let traceparent = TraceContext.traceparent(tb_request_header(pointer, "traceparent").map { String(cString: $0) })
         let record = RequestRecord(
             method: Self.methodLabel(request.method),
             route: route,
@@ -89,7 +89,7 @@ final class ServerCore: Sendable {
             clientIP: request.clientIP,
             proxyIP: proxyIP,
             responseBytes: 0,
-            traceID: traceparent.map { $0.dropFirst(3).prefix(32) }
+            traceID: request.traceparent.map { $0.dropFirst(3).prefix(32) }
         )
         switch reply {
         case .now(let response):
@@ -106,10 +106,7 @@ final class ServerCore: Sendable {
                 return
             }
             let startNanos = tb_request_start_ns(pointer)
-            // The traceparent read once above; tracestate only with it.
-            let trace = TraceContext(requestID: request.id, traceparent: traceparent,
-                                     tracestate: traceparent == nil ? nil : request.header("tracestate"))
-            start(Answer(trace: trace) { response in
+            start(Answer(trace: request.trace) { response in
                 guard let claimed = self.deferred.claim(ticket) else {
                     // The shutdown answered it: a stream made for this answer is given up.
                     if let stream = response.stream { tb_stream_abandon(stream.pointer) }
