@@ -6,6 +6,7 @@ the API (through the proxy), and the access log names the trace."""
 from __future__ import annotations
 
 import pytest
+import requests
 
 from support.broker import wait_for
 from support.recording_upstream import RecordingUpstream
@@ -88,3 +89,20 @@ def test_the_refresh_after_an_apis_401_carries_the_callers_trace(broker_factory,
     [refresh] = [entry for entry in auth_server.traces() if entry["endpoint"] == "token"]
     assert refresh == {"endpoint": "token", "traceparent": TRACEPARENT, "x_request_id": "incident-43"}
     assert upstream.count() == 2, "sent again with the new token"
+
+
+def test_on_another_instance_the_refresh_after_an_apis_401_carries_the_callers_trace(instances, auth_server):
+    """On PostgreSQL, an instance that has not seen the session reads it from the database first
+    (a deferred reply, whose proxy call runs inside its task): the refresh the provider's 401
+    makes there carries the caller's trace as well."""
+    brokers, apps, _ = instances
+    apps[0].login("alice")
+    token = apps[0].session_token
+    auth_server.expire_access_token(requests.get(brokers[0].url("/token"), headers={"Authorization": f"Bearer {token}"},
+                                                 timeout=10).json()["access_token"])
+    auth_server.reset_stats()
+    answer = requests.get(brokers[2].url("/proxy/dot/userinfo/"), timeout=20,
+                          headers={"Authorization": f"Bearer {token}", "traceparent": TRACEPARENT, "X-Request-Id": "incident-44"})
+    assert answer.status_code == 200, answer.text
+    [refresh] = [entry for entry in auth_server.traces() if entry["endpoint"] == "token"]
+    assert refresh == {"endpoint": "token", "traceparent": TRACEPARENT, "x_request_id": "incident-44"}
