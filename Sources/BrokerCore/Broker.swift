@@ -1,5 +1,4 @@
 import APIClient
-import BrokerCrypto
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -93,28 +92,7 @@ public final class Broker: Sendable {
         // Development mode's provider and its logout page, registered with the other routes below.
         var developmentRoutes: [@Sendable (inout RouteTable) -> Void] = []
         if development {
-            let secret = Base64URL.encode(SecureRandom.bytes(count: 32))
-            do {
-                config = try DevelopmentMode.configure(config, clientSecret: secret)
-            } catch {
-                throw BrokerStartError(error.description)
-            }
-            let signer: DevelopmentSigner
-            do {
-                signer = try DevelopmentSigner.make()
-            } catch {
-                throw BrokerStartError("the development provider's key could not be made: \(error)")
-            }
-            let issuer = DevelopmentMode.issuer(of: config).absoluteString
-            let provider = DevelopmentProvider(
-                issuer: issuer, callbackURL: config.server.callbackURL.absoluteString,
-                clientSecret: secret, signer: signer, now: systemClock
-            )
-            developmentRoutes.append(provider.register)
-            if let logoutURL = config.backChannelLogoutURLs.first(where: { $0.provider == DevelopmentMode.providerID })?.url {
-                developmentRoutes.append(DevelopmentLogout(issuer: issuer, backChannelLogoutURL: logoutURL, signer: signer,
-                                                           client: upstream, now: systemClock).register)
-            }
+            (config, developmentRoutes) = try DevelopmentMode.setUp(config, upstream: upstream, now: systemClock)
         }
         let discovery = DiscoveryCache(client: upstream, logger: logger)
         // A provider whose discovery document lacks what its private_key_jwt or par: required
@@ -134,20 +112,14 @@ public final class Broker: Sendable {
         guard let transfers = APITransfers(maxInFlight: config.server.limits.proxyMaxTransfers) else {
             throw BrokerStartError("libcurl could not set up the API proxy's event loop")
         }
-        // Every route in one table, each with its policy (RoutePolicy); the admin API's listener has its own.
-        var routes = services.admission.routeTable()
-        for register in developmentRoutes { register(&routes) }
-        BrokerRoutes.register(services, transfers: transfers, in: &routes)
-        let audit = services.endings.audit
         let administration = SessionAdministration(store: store, sessions: services.sessions)
-        var adminRoutes = services.admission.routeTable()
+        var adminRoutes: AdminRoutes?
         if let settings = config.admin {
             guard adminServer != nil || settings.token != nil else {
                 throw BrokerStartError("the admin API is never served on the public listener without admin.token_file")
             }
-            let admin = AdminRoutes(config: config, metrics: metrics, administration: administration, audit: audit, token: settings.token)
-            // Its own listener, or the public one (the loader allows that only with a token).
-            if adminServer != nil { admin.register(in: &adminRoutes) } else { admin.register(in: &routes) }
+            adminRoutes = AdminRoutes(config: config, metrics: metrics, administration: administration, audit: services.endings.audit,
+                                token: settings.token)
         }
         let operations = OperationsRoutes(
             readiness: Readiness(providers: config.providers.filter { $0.endpoints.issuer != nil }, discovery: discovery,
@@ -159,14 +131,15 @@ public final class Broker: Sendable {
                 return [("api_proxy", proxy.opened, proxy.reused, proxy.open), ("providers", providers.opened, providers.reused, providers.open)]
             }
         )
-        operations.register(in: &routes, metrics: !(config.admin?.metricsOnly ?? false))
-        if adminServer != nil { operations.registerMetrics(in: &adminRoutes) }
+        let routes = ServedRoutes(services, transfers: transfers, development: developmentRoutes, admin: adminRoutes,
+                                  adminListener: adminServer != nil, operations: operations,
+                                  metricsOnlyOnAdmin: config.admin?.metricsOnly ?? false)
         self.config = config
         self.logger = logger
         self.metrics = metrics
         self.server = server
-        self.router = routes.router
-        self.admin = adminServer.map { ($0, adminRoutes.router) }
+        self.router = routes.api.router
+        self.admin = adminServer.map { ($0, routes.admin.router) }
         self.store = store
         self.logOutput = logOutput
         refresher = services.sessions.refresher

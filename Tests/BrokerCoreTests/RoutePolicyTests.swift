@@ -39,42 +39,53 @@ struct RoutePolicyTests {
         }
     }
 
-    @Test func everyRouteOfTheBrokersTableDeclaresAPolicyThatHoldsTogether() async throws {
+    /// The tables `serve` builds (``ServedRoutes``), development mode and the admin API
+    /// included, with the admin API on the public listener (behind its token) or on its own.
+    private static func served(_ bed: FlowTestBed, adminListener: Bool, metricsOnlyOnAdmin: Bool) throws -> ServedRoutes {
+        let services = bed.services
+        let upstream = try #require(UpstreamClient(limits: Limits().upstream))
+        let development = try DevelopmentMode.setUp(services.config, upstream: upstream, now: bed.clock.closure)
+        let operations = OperationsRoutes(
+            readiness: Readiness(providers: [], discovery: DiscoveryCache(client: bed.provider), stateFailure: { nil }, stateShared: false,
+                                 shuttingDown: ShutdownFlag()),
+            metrics: services.metrics, liveSessions: { 0 }, requestsInFlight: { 0 }, connections: { [] }
+        )
+        let admin = AdminRoutes(config: services.config, metrics: services.metrics,
+                                administration: SessionAdministration(store: bed.store, sessions: bed.sessions), audit: bed.endings.audit,
+                                token: Secret("admin-token", source: "test"))
+        return ServedRoutes(services, transfers: try #require(APITransfers(maxInFlight: 8)), development: development.routes,
+                            admin: admin, adminListener: adminListener, operations: operations, metricsOnlyOnAdmin: metricsOnlyOnAdmin)
+    }
+
+    @Test func everyRouteServeServesDeclaresAPolicyThatHoldsTogether() async throws {
         let bed = try await FlowTestBed(.embedded)
         try await bed.closing {
-            var routes = bed.services.admission.routeTable()
-            BrokerRoutes.register(bed.services, transfers: try #require(APITransfers(maxInFlight: 8)), in: &routes)
-            let entries = routes.entries
+            let routes = try Self.served(bed, adminListener: false, metricsOnlyOnAdmin: false)
+            let entries = routes.api.entries
             #expect(entries.count > 30, "the whole API, per provider routes included")
+            #expect(Set(entries.map(\.path)).isSuperset(of: ["/authorize", "/token", "/healthz", "/readyz", "/metrics", "/admin/sessions",
+                                                             "/admin/subjects/end", "/dev/token", "/dev/logout"]))
+            #expect(routes.admin.entries.isEmpty)
             Self.check(entries, login: bed.services.admission.loginLimiter)
+            // Probes, operators and the development provider: nothing an app or a session calls.
+            let own = entries.filter { $0.path.hasPrefix("/admin/") || $0.path.hasPrefix("/dev/") || ["/healthz", "/readyz", "/metrics"].contains($0.path) }
+            #expect(own.allSatisfy { [.monitor, .operator, .developer].contains($0.policy.caller) })
         }
     }
 
-    /// The routes `serve` registers beside the API's, as it registers them: the operations
-    /// routes, the admin API, development mode's provider and its logout page.
-    @Test func theOperationsAdminAndDevelopmentRoutesDeclareTheirsToo() async throws {
+    /// With `admin.listen`, the admin API and `/metrics` are the admin listener's; with
+    /// `admin.metrics_only`, `/metrics` is not on the public one.
+    @Test(arguments: [false, true]) func theAdminListenerHasTheAdminAPIAndTheMetrics(metricsOnly: Bool) async throws {
         let bed = try await FlowTestBed(.embedded)
         try await bed.closing {
-            let services = bed.services
-            var routes = RouteTable(router: Router())
-            OperationsRoutes(
-                readiness: Readiness(providers: [], discovery: DiscoveryCache(client: bed.provider), stateFailure: { nil }, stateShared: false,
-                                     shuttingDown: ShutdownFlag()),
-                metrics: services.metrics, liveSessions: { 0 }, requestsInFlight: { 0 }, connections: { [] }
-            ).register(in: &routes, metrics: true)
-            AdminRoutes(config: services.config, metrics: services.metrics,
-                        administration: SessionAdministration(store: bed.store, sessions: bed.sessions), audit: bed.endings.audit,
-                        token: Secret("admin-token", source: "test")).register(in: &routes)
-            let signer = try DevelopmentSigner.make()
-            DevelopmentProvider(issuer: "http://127.0.0.1:8080/dev", callbackURL: FlowTestBed.callbackURL, clientSecret: "secret",
-                                signer: signer, now: bed.clock.closure).register(in: &routes)
-            DevelopmentLogout(issuer: "http://127.0.0.1:8080/dev", backChannelLogoutURL: try #require(URL(string: "http://127.0.0.1:8080/x")),
-                              signer: signer, client: try #require(UpstreamClient(limits: Limits().upstream)), now: bed.clock.closure)
-                .register(in: &routes)
-            let paths = Set(routes.entries.map(\.path))
-            #expect(paths.isSuperset(of: ["/healthz", "/readyz", "/metrics", "/admin/sessions", "/admin/subjects/end", "/dev/token", "/dev/logout"]))
-            Self.check(routes.entries, login: services.admission.loginLimiter)
-            #expect(routes.entries.allSatisfy { [.monitor, .operator, .developer].contains($0.policy.caller) })
+            let routes = try Self.served(bed, adminListener: true, metricsOnlyOnAdmin: metricsOnly)
+            let api = Set(routes.api.entries.map(\.path)), admin = Set(routes.admin.entries.map(\.path))
+            #expect(admin.isSuperset(of: ["/admin/sessions", "/admin/subjects/end", "/metrics"]))
+            #expect(admin.allSatisfy { $0.hasPrefix("/admin/") || $0 == "/metrics" })
+            #expect(!api.contains { $0.hasPrefix("/admin/") })
+            #expect(api.contains("/metrics") == !metricsOnly)
+            Self.check(routes.admin.entries, login: bed.services.admission.loginLimiter)
+            #expect(routes.admin.entries.allSatisfy { [.monitor, .operator].contains($0.policy.caller) })
         }
     }
 

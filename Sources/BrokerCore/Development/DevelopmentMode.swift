@@ -1,5 +1,6 @@
-import Foundation
+import APIClient
 import BrokerCrypto
+import Foundation
 
 /// Development mode: the broker runs with a built-in identity provider (`dev`) and a demo app
 /// (`demo`), so that a newcomer can walk the whole flow with curl and no provider account.
@@ -65,6 +66,35 @@ public enum DevelopmentMode {
             resourceServers: config.resourceServers,
             providers: config.providers + [provider], apps: apps + [demo]
         )
+    }
+
+    /// Development mode over `config`: the configuration with the built-in provider and the demo
+    /// app (a fresh client secret between them), and the routes of the provider and of its
+    /// logout page, which `serve` registers with the others (``ServedRoutes``).
+    static func setUp(
+        _ config: BrokerConfig, upstream: UpstreamClient, now: @escaping @Sendable () -> Double
+    ) throws(BrokerStartError) -> (config: BrokerConfig, routes: [@Sendable (inout RouteTable) -> Void]) {
+        let secret = Base64URL.encode(SecureRandom.bytes(count: 32))
+        let configured: BrokerConfig
+        do {
+            configured = try configure(config, clientSecret: secret)
+        } catch {
+            throw BrokerStartError(error.description)
+        }
+        let signer: DevelopmentSigner
+        do {
+            signer = try DevelopmentSigner.make()
+        } catch {
+            throw BrokerStartError("the development provider's key could not be made: \(error)")
+        }
+        let issuer = issuer(of: configured).absoluteString
+        let provider = DevelopmentProvider(issuer: issuer, callbackURL: configured.server.callbackURL.absoluteString,
+                                           clientSecret: secret, signer: signer, now: now)
+        var routes: [@Sendable (inout RouteTable) -> Void] = [provider.register]
+        if let logoutURL = configured.backChannelLogoutURLs.first(where: { $0.provider == providerID })?.url {
+            routes.append(DevelopmentLogout(issuer: issuer, backChannelLogoutURL: logoutURL, signer: signer, client: upstream, now: now).register)
+        }
+        return (configured, routes)
     }
 
     static func issuer(of config: BrokerConfig) -> URL {

@@ -6,7 +6,7 @@ import HTTPServer
 /// that a route added to the broker is a route the tests see. Each declares its
 /// ``RoutePolicy`` where it is registered (``RouteTable``). The operations routes (`/healthz`,
 /// `/readyz`, `/metrics`), the admin API and development mode's provider are the server's own
-/// and registered beside them in the same table (``Broker``).
+/// and registered beside them in the same table (``ServedRoutes``).
 enum BrokerRoutes {
     /// Registers every API route over `services` in `routes` (a table that applies the
     /// services' per-client limits: ``Admission/routeTable(_:)``), each with its policy and the
