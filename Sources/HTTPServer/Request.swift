@@ -121,6 +121,10 @@ public struct Request {
             guard case .string(let text) = value else {
                 throw .badRequest("Every parameter of a JSON body must be a string.")
             }
+            // `\u0000` is valid JSON; a form's `%00` is refused, and so is this.
+            guard !name.utf8.contains(0), !text.utf8.contains(0) else {
+                throw .badRequest("A parameter of the JSON body contains a NUL character.")
+            }
             pairs.append((name, text))
         }
         return FormFields(pairs)

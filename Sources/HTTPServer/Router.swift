@@ -137,9 +137,9 @@ public struct Router: Sendable {
         // Not `??`: through a generic function, a closure is wrapped in a new thunk every time.
         if let handler = route.handler(for: method) { return .found(handler) }
         if method == "HEAD", let handler = route.handler(for: "GET") { return .found(handler) }
-        var allowed = route.handlers.map(\.method).sorted()
-        if route.handler(for: "GET") != nil { allowed.append("HEAD") }
-        return .methodNotAllowed(allowed: allowed)
+        var allowed = Set(route.handlers.map(\.method))
+        if allowed.contains("GET") { allowed.insert("HEAD") } // a GET route answers HEAD too
+        return .methodNotAllowed(allowed: allowed.sorted())
     }
 
     /// The route label of `path` (see `route`), for requests answered without routing.

@@ -70,9 +70,9 @@ public struct FormFields: Sendable, Equatable {
             }
             index = bytes.index(after: index)
         }
-        guard !output.contains(0), let text = String(validating: output, as: UTF8.self) else {
-            throw FormFieldsError("\(what.prefix(1).uppercased() + what.dropFirst()) is not valid UTF-8 text.")
-        }
+        let subject = what.prefix(1).uppercased() + what.dropFirst()
+        guard !output.contains(0) else { throw FormFieldsError("\(subject) contains a NUL character.") }
+        guard let text = String(validating: output, as: UTF8.self) else { throw FormFieldsError("\(subject) is not valid UTF-8 text.") }
         return text
     }
 

@@ -69,6 +69,15 @@ struct RequestTests {
         #expect(error?.description.contains("ZQXMARK") == false)
     }
 
+    /// `\u0000` is valid JSON, but a JSON body is held to a form's rules: `%00` is refused there.
+    @Test(arguments: [#"{"code":"a\u0000b"}"#, #"{"co\u0000de":"a"}"#])
+    func aNULInAJSONBodyIsRefusedAsInAForm(_ body: String) {
+        let request = Request(method: "POST", target: "/token", headers: ["Content-Type": "application/json"], body: Array(body.utf8))
+        let error = #expect(throws: HTTPError.self) { try request.form() }
+        #expect(error?.status == 400)
+        #expect(error?.description == "A parameter of the JSON body contains a NUL character.")
+    }
+
     @Test func otherMediaTypesAre415() {
         let request = Request(method: "POST", target: "/token", headers: ["Content-Type": "text/plain"], body: Array("a=1".utf8))
         let error = #expect(throws: HTTPError.self) { try request.form() }

@@ -39,12 +39,22 @@ struct RouterTests {
     @Test func wrongMethodIs405WithAllow() throws {
         let wrong = try #require(response(router().route(Request(method: "DELETE", target: "/token")).reply))
         #expect(wrong.status == 405)
-        #expect(wrong.header("Allow") == "GET, POST, HEAD")
+        #expect(wrong.header("Allow") == "GET, HEAD, POST")
         let json = try JSONValue.parse(wrong.body)
         #expect(json["error"] == .string("method_not_allowed"))
         let invented = try #require(response(router().route(Request(method: "ZQXMARK", target: "/token")).reply))
         #expect(invented.status == 405)
         #expect(!String(decoding: invented.body, as: UTF8.self).contains("ZQXMARK"), "the method is not echoed")
+    }
+
+    /// A route that registers HEAD itself (the API proxy does) names it once.
+    @Test func anAllowHeaderNamesEachMethodOnce() throws {
+        var router = Router()
+        for method in ["GET", "HEAD", "POST"] { router.add(method, "/proxy") { _ in .now(.json(.object([]))) } }
+        let wrong = try #require(response(router.route(Request(method: "OPTIONS", target: "/proxy")).reply))
+        #expect(wrong.status == 405)
+        #expect(wrong.header("Allow") == "GET, HEAD, POST")
+        #expect(try JSONValue.parse(wrong.body)["error_description"] == .string("This method is not allowed here; use GET or HEAD or POST."))
     }
 
     @Test func thrownErrorsBecomeResponses() throws {
