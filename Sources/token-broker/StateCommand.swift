@@ -14,7 +14,7 @@ struct StateCommand: ParsableCommand {
     struct Inspect: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "inspect",
-            abstract: "Print counts, sizes and times of the state files, or of the PostgreSQL store's rows (never a secret); exit non-zero if they are damaged or do not open with the keys."
+            abstract: "Print counts, sizes and times of the state files, or of the PostgreSQL store's rows (never a secret); exit non-zero where a start would stop: a damaged, unreadable or missing file, or one the keys do not open."
         )
 
         @Option(name: .long, help: "The configuration file (for the state settings and the keys). Default: $BROKER_CONFIG, else defaults.")

@@ -222,6 +222,81 @@ struct StateFilesTests {
         #expect(!intact.startedPastDamage)
     }
 
+    /// A file the system will not read is not damage: the start stops naming it, and even
+    /// `--accept-damaged-state` leaves it where it is. (Root reads any file whatever its mode,
+    /// so the snapshot here is a directory: opened, never read.)
+    @Test func anUnreadableFileStopsTheStartAndIsNeverSetAside() async throws {
+        let keys = StateKeys(current: .generate())
+        let (path, _) = try await journalWithThreeFrames(keys)
+        try FileManager.default.createDirectory(atPath: SnapshotWriter.path(path), withIntermediateDirectories: false)
+        for acceptDamage in [false, true] {
+            do {
+                _ = try open(path, keys, acceptDamage: acceptDamage)
+                Issue.record("started past an unreadable snapshot (accepting damage: \(acceptDamage))")
+            } catch {
+                #expect(error.description.contains("\(SnapshotWriter.path(path)) at offset 0: cannot read"), "\(error)")
+                #expect(error.description.contains("is not damage, and is never set aside"), "\(error)")
+                #expect(!error.description.contains("--accept-damaged-state"), "\(error)")
+            }
+        }
+        let names = try FileManager.default.contentsOfDirectory(atPath: path)
+        #expect(names.contains(SnapshotWriter.fileName) && names.contains("journal-00000001.tbj") && !names.contains { $0.contains(".damaged-") }, "\(names)")
+        let inspected = #expect(throws: StateInspectionError.self) { try StateInspection.describe(StateSettings(directory: path, keys: keys)) }
+        #expect(inspected?.description.contains("bytes, UNREADABLE: \(SnapshotWriter.path(path)) at offset 0: cannot read") == true,
+                "\(String(describing: inspected))")
+    }
+
+    /// Past a damaged snapshot, whose generation is unknown, the journals are read from the
+    /// first one there: no journal is said to be missing before it.
+    @Test func pastADamagedSnapshotNoJournalIsSaidToBeMissing() async throws {
+        let keys = StateKeys(current: .generate())
+        let (path, _) = try await journalWithThreeFrames(keys)
+        var state = try open(path, keys)
+        try await state.snapshot()
+        try await state.save(session(4))
+        state = try open(path, keys)
+        try await state.save(session(5))
+        var damaged = try Data(contentsOf: URL(fileURLWithPath: SnapshotWriter.path(path)))
+        damaged[StateFileHeader.size + 3] ^= 0x01
+        try damaged.write(to: URL(fileURLWithPath: SnapshotWriter.path(path)))
+        var sessions = 0
+        let report = try StateRecovery.load(directory: path, keys: keys, acceptDamage: true) { record in
+            if case .session = record { sessions += 1 }
+        }
+        #expect(report.damaged.map(\.path) == [SnapshotWriter.path(path)], "\(report.damaged)")
+        #expect(sessions == 2, "the journals after the snapshot hold sessions 4 and 5")
+    }
+
+    /// `state inspect` gives a start's verdict: it fails where a start stops, on what no single
+    /// file shows too, and passes what a start takes in its stride.
+    @Test func inspectionAgreesWithAStart() async throws {
+        let keys = StateKeys(current: .generate())
+        let missing = directory() + "/nothing-here"
+        let absent = #expect(throws: StateInspectionError.self) { try StateInspection.describe(StateSettings(directory: missing, keys: keys)) }
+        #expect(absent?.description == "the state directory \(missing) does not exist, or is not a directory")
+
+        let (path, _) = try await journalWithThreeFrames(keys)
+        var state = try open(path, keys)
+        try await state.snapshot() // generation 3
+        try await state.save(session(4))
+        state = try open(path, keys) // journal 4
+        try await state.save(session(5))
+        #expect(try StateInspection.describe(StateSettings(directory: path, keys: keys)).contains("records:"))
+
+        // A crash while journal 5 was being created: a start removes it, so inspection passes.
+        #expect(FileManager.default.createFile(atPath: Journal.path(path, generation: 5), contents: Data()))
+        let cut = try StateInspection.describe(StateSettings(directory: path, keys: keys))
+        #expect(cut.contains("journal-00000005.tbj: 0 bytes, cut short while it was created"), "\(cut)")
+        _ = try open(path, keys)
+
+        // Journal 3 gone, journal 4 still there: every file left is whole, and a start stops.
+        try FileManager.default.removeItem(atPath: Journal.path(path, generation: 3))
+        #expect(throws: StateOpenError.self) { try open(path, keys) }
+        let gap = #expect(throws: StateInspectionError.self) { try StateInspection.describe(StateSettings(directory: path, keys: keys)) }
+        #expect(gap?.description.contains("a start stops at: \(Journal.path(path, generation: 3)) at offset 0: the file is missing") == true,
+                "\(String(describing: gap))")
+    }
+
     @Test func anyDamageToASnapshotStopsTheStart() async throws {
         let keys = StateKeys(current: .generate())
         let path = directory()

@@ -70,9 +70,12 @@ final class EmbeddedStateStore: StateStore {
                 }
             }
         } catch {
-            let advice = error.isDamage
-                ? "To start anyway with what can be read, run with --accept-damaged-state (the damaged file is kept aside)."
-                : "Configure the key the file was written with (state keys: the current key first, older keys after it)."
+            let advice = switch error.kind {
+            case .damage: "To start anyway with what can be read, run with --accept-damaged-state (the damaged file is kept aside)."
+            case .unknownKey: "Configure the key the file was written with (state keys: the current key first, older keys after it)."
+            case .unreadable: "Let the broker's user read the file (its owner and mode), or mend what keeps it from being read; "
+                + "a file that cannot be opened is not damage, and is never set aside."
+            }
             throw StateOpenError(description: "\(error.description)\nThe broker did not start. \(advice)")
         }
         let journal: Journal

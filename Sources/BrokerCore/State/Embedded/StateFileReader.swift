@@ -5,9 +5,21 @@ public struct StateLoadError: Error, Sendable, CustomStringConvertible {
     public let path: String
     public let offset: Int
     public let reason: String
-    /// False when the file is intact but no configured key opens it: setting it aside would
-    /// only hide sessions a correct key can read.
-    public var isDamage = true
+    public var kind = Kind.damage
+
+    /// What the error tells of the file, and so what a start may do about it.
+    public enum Kind: Sendable {
+        /// Its bytes are not what the broker wrote: `--accept-damaged-state` sets it aside.
+        case damage
+        /// It is intact, but no configured key opens it: setting it aside would only hide
+        /// sessions a correct key can read.
+        case unknownKey
+        /// The system would not open it (permissions, an I/O error): nothing is known of its
+        /// bytes, so it is never taken for damage, nor set aside.
+        case unreadable
+    }
+
+    public var isDamage: Bool { kind == .damage }
 
     public var description: String { "\(path) at offset \(offset): \(reason)" }
 }
@@ -41,7 +53,7 @@ enum StateFileReader {
             file = try PositionalFile(path)
             headerBytes = try file.read(at: 0, count: StateFileHeader.size)
         } catch {
-            throw StateLoadError(path: path, offset: 0, reason: error.description)
+            throw StateLoadError(path: path, offset: 0, reason: error.description, kind: .unreadable)
         }
         let header: StateFileHeader
         do throws(StateFileProblem) {
@@ -50,9 +62,8 @@ enum StateFileReader {
             throw StateLoadError(path: path, offset: error.offset, reason: error.reason)
         }
         guard let key = keys.key(id: header.keyID) else {
-            var missing = StateLoadError(path: path, offset: 8, reason: "the file is encrypted with key \(StateKeys.hex(id: header.keyID)), which is not among the configured state keys")
-            missing.isDamage = false
-            throw missing
+            throw StateLoadError(path: path, offset: 8, reason: "the file is encrypted with key \(StateKeys.hex(id: header.keyID)), which is not among the configured state keys",
+                                 kind: .unknownKey)
         }
         let walk = FrameWalk(file, kind: kind, version: header.version)
         let frames = FrameDecoder(file: file, header: headerBytes, key: key, walk: walk)

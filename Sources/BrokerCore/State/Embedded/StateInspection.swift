@@ -1,14 +1,24 @@
 import Foundation
 
 /// `token-broker state inspect`: reads every state file without changing anything and
-/// describes it — counts, sizes, generations, times, key ids; never a token or secret.
+/// describes it — counts, sizes, generations, times, key ids; never a token or secret — and
+/// gives the verdict a start would: it fails where a start would stop (``StateRecovery``).
 public enum StateInspection {
     public static func describe(_ settings: StateSettings) throws(StateInspectionError) -> String {
         guard let keys = settings.keys else {
             throw StateInspectionError(description: "no state key is configured (\(settings.keySource)); the files cannot be read")
         }
         let directory = settings.directory
-        let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).sorted()
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw StateInspectionError(description: "the state directory \(directory) does not exist, or is not a directory")
+        }
+        guard let listed = try? FileManager.default.contentsOfDirectory(atPath: directory) else {
+            throw StateInspectionError(description: "the state directory \(directory) cannot be listed")
+        }
+        let names = listed.sorted()
+        let newestJournal = names.compactMap { name in Journal.generation(ofFileNamed: name).map { (generation: $0, name: name) } }
+            .max { $0.generation < $1.generation }?.name
         var lines = ["state directory: \(directory)", "keys: \(keys.ids.count) configured, current \(StateKeys.hex(id: keys.currentID))"]
         var sessions = 0
         var removals = 0
@@ -32,6 +42,10 @@ public enum StateInspection {
             let path = "\(directory)/\(name)"
             let size = ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.intValue ?? 0
             let kind: StateFileHeader.Kind = name == SnapshotWriter.fileName ? .snapshot : .journal
+            if kind == .journal, StateRecovery.interruptedCreation(size: size, newest: name == newestJournal) {
+                lines.append("\(name): \(size) bytes, cut short while it was created (nothing in it was acknowledged; removed at the next start)")
+                continue
+            }
             do {
                 let scan = try StateFileReader.read(path, kind: kind, keys: keys, apply: count)
                 let created = Timestamp.format(seconds: Int(scan.header.createdAt))
@@ -40,8 +54,20 @@ public enum StateInspection {
                 lines.append(line)
             } catch {
                 damaged = true
-                lines.append("\(name): \(size) bytes, DAMAGED: \(error.description)")
+                let verdict = switch error.kind {
+                case .damage: "DAMAGED"
+                case .unknownKey: "NO KEY"
+                case .unreadable: "UNREADABLE"
+                }
+                lines.append("\(name): \(size) bytes, \(verdict): \(error.description)")
             }
+        }
+        // What no single file shows: a snapshot or a journal missing before one that is there.
+        do throws(StateLoadError) {
+            try StateRecovery.read(directory: directory, keys: keys) { _ in }
+        } catch {
+            damaged = true
+            lines.append("a start stops at: \(error.description)")
         }
         if names.contains(where: { $0.contains(".damaged-") }) {
             lines.append("files set aside as damaged: " + names.filter { $0.contains(".damaged-") }.joined(separator: ", "))

@@ -56,21 +56,22 @@ enum StateRecovery {
         var covered: UInt64 = 0
         let snapshot = SnapshotWriter.path(directory)
         let hasSnapshot = FileManager.default.fileExists(atPath: snapshot)
+        // The journals a start reads run without a gap from the snapshot's generation (1 with no
+        // snapshot: the first journal), because a journal is retired only by a snapshot that
+        // covers it. Past a damaged snapshot, whose generation is unknown, from the first journal.
+        var expected: UInt64? = hasSnapshot ? nil : 1
         if hasSnapshot {
             do {
                 let scan = try StateFileReader.read(snapshot, kind: .snapshot, keys: keys, apply: apply)
                 report.snapshotRecords = scan.records
                 covered = scan.header.generation
+                expected = covered
             } catch {
                 guard acceptDamage, error.isDamage else { throw error }
                 report.damaged.append(error)
-                setAside(snapshot)
+                if repair { setAside(snapshot) }
             }
         }
-        // The journals a start reads run without a gap from the snapshot's generation (1 with no
-        // snapshot: the first journal), because a journal is retired only by a snapshot that
-        // covers it.
-        var expected = hasSnapshot ? covered : 1
         var lastKept: UInt64 = 0
         for (index, (generation, path)) in journals.enumerated() {
             guard generation >= covered else {
@@ -78,7 +79,7 @@ enum StateRecovery {
                 if repair { try? FileManager.default.removeItem(atPath: path) }
                 continue
             }
-            if generation > expected {
+            if let expected, generation > expected {
                 // With no snapshot, a first journal after generation 1 follows a snapshot that is gone.
                 let gone = hasSnapshot ? Journal.path(directory, generation: expected) : snapshot
                 let missing = StateLoadError(path: gone, offset: 0, reason: "the file is missing, but \(path) follows it: what it held would be lost")
@@ -87,9 +88,8 @@ enum StateRecovery {
             }
             expected = generation + 1
             let size = ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.intValue ?? 0
-            if size < StateFileHeader.size && index == journals.count - 1 {
-                // A crash while the newest journal was being created: nothing in it was ever
-                // acknowledged. Its generation is taken again.
+            if interruptedCreation(size: size, newest: index == journals.count - 1) {
+                // Its generation is taken again.
                 report.tornTails.append((path, 0, size))
                 if repair { try? FileManager.default.removeItem(atPath: path) }
                 continue
@@ -106,11 +106,17 @@ enum StateRecovery {
             } catch {
                 guard acceptDamage, error.isDamage else { throw error }
                 report.damaged.append(error)
-                setAside(path)
+                if repair { setAside(path) }
             }
         }
         report.nextGeneration = max(covered, lastKept + 1)
         return report
+    }
+
+    /// A newest journal shorter than its header: a crash while it was being created, before
+    /// anything in it was acknowledged. A start removes it; it is not damage.
+    static func interruptedCreation(size: Int, newest: Bool) -> Bool {
+        newest && size < StateFileHeader.size
     }
 
     private static func setAside(_ path: String) {
