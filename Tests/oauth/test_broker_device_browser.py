@@ -117,6 +117,11 @@ def test_a_person_signs_a_device_in_with_a_browser(chrome, broker_factory, auth_
     press(chrome, "button[value=deny]")
     assert chrome.find_element(By.TAG_NAME, "h1").text == "Device not signed in"
     shot(chrome, "5-refused")
+    # A page of its own: a reload shows it again, with no form sent twice.
+    assert chrome.current_url == broker.url("/device/refused"), chrome.current_url
+    chrome.refresh()
+    assert chrome.find_element(By.TAG_NAME, "h1").text == "Device not signed in"
+    assert_styled_and_clean(chrome)
     assert refused_cli.poll().json()["error"] == "access_denied"
 
     # A code nobody was given.

@@ -105,11 +105,48 @@ def test_refusing_at_the_device_page_denies_and_spends_the_code(start):
     codes = cli.request_codes()
     confirm = person.enter(codes["user_code"])
     refused = person.choose(confirm, "deny")
-    assert refused.status_code == 200 and "Device not signed in" in refused.text
+    # Answered with the address of a page (POST, then GET): a reload shows the page again and
+    # sends the spent code nowhere, so it is never counted as a wrong one.
+    assert refused.status_code == 303 and refused.headers["Location"] == broker.url("/device/refused")
+    for _ in range(4):
+        page = person.session.get(refused.headers["Location"], timeout=10)
+        assert page.status_code == 200 and "Device not signed in" in page.text
+    assert metric(broker, "broker_device_user_code_entries_total", outcome="unknown") == 0
     assert cli.poll().json()["error"] == "access_denied"
     again = person.enter(codes["user_code"])
     assert again.status_code == 400 and "unknown, expired or already used" in again.text
     assert metric(broker, "broker_device_codes_total", outcome="denied") == 1
+    # The form's address, opened again from the history, leads back to the code's page.
+    reopened = person.session.get(broker.url("/device/decision"), allow_redirects=False, timeout=10)
+    assert reopened.status_code == 302 and reopened.headers["Location"] == broker.url("/device")
+
+
+def test_signing_in_devices_one_after_another_is_not_stopped_at_the_last_step(start):
+    """Each device takes two code entries (the code, the decision); the account's confirmation
+    that follows its sign-in is the signed-in browser's alone and not counted with them: with
+    four entries a minute, two devices sign in, and the third is refused at its code, as a page."""
+    broker, cli, person = start(limits={"BROKER_DEVICE_CODE_ENTRIES_PER_MINUTE": "4"})
+    for _ in range(2):
+        codes = cli.request_codes()
+        account = person.sign_in(codes["user_code"])
+        assert "alice@example.test" in account.text, account.text
+        closing = person.confirm_account(account)
+        assert closing.status_code == 200 and "Device signed in" in closing.text, closing.text
+        assert cli.poll_until_done().status_code == 200
+    limited = person.enter(cli.request_codes()["user_code"])
+    assert limited.status_code == 429 and "text/html" in limited.headers["Content-Type"]
+
+
+def test_the_login_cookie_lasts_as_long_as_the_device_code(start):
+    """The browser that chose to sign in stays the one for as long as the code may be confirmed:
+    the cookie is not cut to the login's shorter lifetime, which would have it called another
+    browser while its person reads the account's question."""
+    broker, cli, person = start(sessions="  device_code_lifetime_seconds: 1800\n  login_lifetime_seconds: 300\n"
+                                          "  device_poll_interval_seconds: 1\n")
+    codes = cli.request_codes()
+    onward = person.choose(person.enter(codes["user_code"]), "approve")
+    max_age = int(re.search(r"Max-Age=(\d+)", onward.headers["Set-Cookie"]).group(1))
+    assert 1700 < max_age <= 1800, onward.headers["Set-Cookie"]
 
 
 def test_a_provider_url_passed_to_another_browser_signs_nothing_in(start, auth_server):
@@ -263,7 +300,7 @@ def test_a_device_that_polls_on_after_being_told_to_stop_spends_the_budget(start
     spends its address's `token_requests_per_minute`, and then waits (429)."""
     broker, cli, person = start(limits={"BROKER_TOKEN_REQUESTS_PER_MINUTE": "2"})
     codes = cli.request_codes()
-    assert person.choose(person.enter(codes["user_code"]), "deny").status_code == 200
+    assert person.choose(person.enter(codes["user_code"]), "deny").status_code == 303
     assert [cli.poll().json()["error"] for _ in range(3)] == ["access_denied", "access_denied", "rate_limited"]
 
 

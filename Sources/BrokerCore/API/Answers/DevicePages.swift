@@ -44,6 +44,9 @@ enum DevicePages {
             """)
     }
 
+    /// Where a refusal at ``confirm(_:appName:providerName:providerOrigin:csrf:)`` leads: ``denied(headers:)``.
+    static let refusedPath = "/device/refused"
+
     /// The user refused.
     static func denied(headers: [HTTPHeader] = []) -> Response {
         page(title: "Device not signed in", extraHeaders: headers, body: """

@@ -10,17 +10,17 @@ import HTTPServer
 struct DeviceLoginCookie: Sendable {
     let secure: Bool
     let binding: BrowserBinding
-    /// As long as the login may take.
-    let lifetimeSeconds: Double
 
     private static let purpose = "device-login"
 
     private var name: String { secure ? "__Host-tb_device_login" : "tb_device_login" }
     private var attributes: String { secure ? "Path=/; Secure; HttpOnly; SameSite=Lax" : "Path=/; HttpOnly; SameSite=Lax" }
 
-    /// The header that binds this browser to the login of `state`.
-    func set(state: String) -> HTTPHeader {
-        HTTPHeader("Set-Cookie", "\(name)=\(binding.tag(Self.purpose, state)); \(attributes); Max-Age=\(Int(lifetimeSeconds))")
+    /// The header that binds this browser to the login of `state`, for the `seconds` its device
+    /// code has left: the sign-in and then the account's question may take all of that (a
+    /// shorter cookie would call the person's own browser another one).
+    func set(state: String, seconds: Double) -> HTTPHeader {
+        HTTPHeader("Set-Cookie", "\(name)=\(binding.tag(Self.purpose, state)); \(attributes); Max-Age=\(max(1, Int(seconds.rounded(.up))))")
     }
 
     /// The cookie `request` carries, if any (read while the request is valid; checked later,
@@ -37,9 +37,8 @@ struct DeviceLoginCookie: Sendable {
 }
 
 extension DeviceLoginCookie {
-    /// The cookie of a broker at `config`'s public URL: secure under HTTPS, for as long as a
-    /// login may take.
+    /// The cookie of a broker at `config`'s public URL: secure under HTTPS.
     init(_ config: BrokerConfig, binding: BrowserBinding) {
-        self.init(secure: config.server.publicURL.scheme == "https", binding: binding, lifetimeSeconds: config.sessions.loginLifetimeSeconds)
+        self.init(secure: config.server.publicURL.scheme == "https", binding: binding)
     }
 }

@@ -42,6 +42,17 @@ struct DeviceRoutes: Sendable {
                 return .deferred { [self] in await enter(form, client: client) }
             }
         }
+        // The addresses forms post to, opened again from the history or the address bar: the
+        // code's page, not a 405.
+        let fixed = RoutePolicy(caller: .person, limit: .none(because: "a fixed answer, made in memory from nothing the request holds"), body: .none)
+        routes.add("GET", "/device/decision", fixed) { [self] _ throws(HTTPError) in
+            .now(.redirect(to: config.server.publicURL.absoluteString + "/device"))
+        }
+        // Where a refusal at the device's page leads, so that a reload shows it again rather
+        // than sending the spent code once more.
+        routes.add("GET", DevicePages.refusedPath, fixed) { _ in
+            .now(DevicePages.denied())
+        }
         routes.add("POST", "/device/decision", Self.entryPolicy) { [self] request throws(HTTPError) in
             switch admitForm(request) {
             case .failure(let page): return .now(page.response)
@@ -64,14 +75,13 @@ struct DeviceRoutes: Sendable {
                 return .now(Self.page(.badRequest("This address is incomplete; enter the code again.")))
             }
             let cookie = deviceLoginCookie
-            guard cookie.accepts(cookie.value(in: request), state: state) else {
-                metrics.rejected(route: "/device/confirm", reason: "device_login_other_browser")
-                return .now(DevicePages.otherBrowser())
-            }
-            return .deferred { [self] in await askToConfirm(device, state: state) }
+            let accepted = cookie.accepts(cookie.value(in: request), state: state)
+            return .deferred { [self] in await askToConfirm(device, state: state, thisBrowser: accepted) }
         }
+        // Not counted with the codes typed: only the browser that signed in can answer, and a
+        // person signing in several devices must not be stopped at the last step.
         routes.add("POST", "/device/confirm", RoutePolicy(
-            caller: .person, limit: .perClient(admission.deviceEntryLimiter, name: "device_code_entries_per_minute"), body: .form
+            caller: .person, limit: .none(because: "it answers only the browser whose sign-in it confirms (its cookie)"), body: .form
         )) { [self] request throws(HTTPError) in
             let form: FormFields
             do throws(HTTPError) {
@@ -188,7 +198,7 @@ struct DeviceRoutes: Sendable {
                     throw error.httpError
                 }
                 guard denied else { throw .badRequest(Self.gone) }
-                return DevicePages.denied()
+                return Response(status: 303, headers: [HTTPHeader("Location", config.server.publicURL.absoluteString + DevicePages.refusedPath)])
             }
             let provider = try await providers.provider(waiting.device.provider)
             let login: (location: String, state: String)
@@ -198,31 +208,36 @@ struct DeviceRoutes: Sendable {
                 throw error.httpError
             }
             // Only this browser may finish the login (a provider URL passed on is refused).
-            return Response(status: 303, headers: [HTTPHeader("Location", login.location), deviceLoginCookie.set(state: login.state)])
+            let cookie = deviceLoginCookie.set(state: login.state, seconds: waiting.device.expiresAt - admission.now())
+            return Response(status: 303, headers: [HTTPHeader("Location", login.location), cookie])
         } catch {
             return Self.page(error)
         }
     }
 
     /// The question of the account that signed in, for the browser that signed in: again on a
-    /// reload, until it is answered; then what the answer did.
-    private func askToConfirm(_ device: SHA256Digest, state: String) async -> Response {
+    /// reload, until it is answered; then what the answer did. Another browser learns only that
+    /// it is not the one, or that there is nothing left to confirm.
+    private func askToConfirm(_ device: SHA256Digest, state: String, thisBrowser: Bool) async -> Response {
         let confirmation: DeviceFlow.Confirmation
         do throws(StateReadError) {
             confirmation = try await devices.confirmation(device, state: state)
         } catch {
             return Self.page(error.httpError)
         }
-        switch confirmation {
-        case .ask(let account, let app, let provider):
+        switch (confirmation, thisBrowser) {
+        case (.over, _):
+            return Self.page(.badRequest(Self.gone))
+        case (_, false):
+            metrics.rejected(route: "/device/confirm", reason: "device_login_other_browser")
+            return DevicePages.otherBrowser()
+        case (.ask(let account, let app, let provider), true):
             return DevicePages.confirmAccount(account, app: config.app(id: app)?.shownName ?? app,
                                               provider: providers.config(provider)?.shownName ?? provider, device: device, state: state)
-        case .confirmed:
+        case (.confirmed, true):
             return DevicePages.finished()
-        case .refused:
+        case (.refused, true):
             return DevicePages.denied()
-        case .over:
-            return Self.page(.badRequest(Self.gone))
         }
     }
 
