@@ -90,6 +90,19 @@ struct LoggingTests {
         #expect(lines.allSatisfy { line in !line.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F } })
     }
 
+    /// In the text format a list or a map reads as the JSON format writes it, not as Swift
+    /// prints a dictionary; a string or a number as itself.
+    @Test func theTextFormatWritesListsAndMapsAsJSON() throws {
+        let output = LogOutput.memory()
+        let logger = Logger(label: "test") { LogLineHandler(label: $0, level: .info, style: .text, output: output) }
+        logger.notice("audit", metadata: [
+            "provider_revocation": .dictionary(["succeeded": .stringConvertible(1), "queued": .stringConvertible(0)]),
+            "providers": .array(["a", "b"]), "count": .stringConvertible(2), "subject": "bob",
+        ])
+        let line = try #require(output.lines.first)
+        #expect(line.hasSuffix(#" NOTICE audit count=2 provider_revocation={"queued":0,"succeeded":1} providers=["a","b"] subject=bob"#), "\(line)")
+    }
+
     /// Numbers are JSON numbers and lists JSON arrays in event lines, as in access lines; the
     /// audit trail's fields keep their JSON types.
     @Test func eventFieldsKeepTheirTypes() throws {

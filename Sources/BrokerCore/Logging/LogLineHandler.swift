@@ -58,11 +58,21 @@ public struct LogLineHandler: LogHandler {
                 line.append(UInt8(ascii: " "))
                 TextLine.append(key.utf8, to: &line)
                 line.append(UInt8(ascii: "="))
-                TextLine.append(merged[key]!.description.utf8, to: &line)
+                TextLine.append(Self.text(merged[key]!).utf8, to: &line)
             }
         }
         line.append(UInt8(ascii: "\n"))
         output.write(line)
+    }
+
+    /// A value as the text format shows it: a string or a number as itself, a list or a map as
+    /// the JSON format writes it (swift-log's own description is Swift's, quotes and all).
+    private static func text(_ value: Logger.Metadata.Value) -> String {
+        switch value {
+        case .string(let text): text
+        case .stringConvertible(let convertible): convertible.description
+        case .array, .dictionary: String(decoding: json(value).serialized(), as: UTF8.self)
+        }
     }
 
     private static func json(_ value: Logger.Metadata.Value) -> JSONValue {
