@@ -177,7 +177,7 @@ struct GrantTests {
     @Test func theLimitChargesTheRefusalsThatLookLikeGuessing() {
         let failure = ProviderCallError.oauth(code: "invalid_grant", description: nil, status: 400)
         let refusals: [GrantRefusal] = [
-            .invalidGrant("x"), .invalidScope("x"), .invalidProof("x"), .nonceRequired(nonce: "n"),
+            .invalidGrant("x"), .invalidScope("x"), .invalidProof("x", reason: "dpop_proof_invalid"), .nonceRequired(nonce: "n"),
             .handoff(.unknownCode), .handoff(.replayed), .handoff(.wrongClient), .handoff(.malformedVerifier), .handoff(.wrongVerifier),
             .handoff(.sessionGone), .handoff(.refusedTooOften), .handoff(.signedOut), .handoff(.unsaved),
             .device(.unknownCode), .device(.used), .device(.expired), .device(.pending), .device(.slowDown(interval: 5)), .device(.denied),

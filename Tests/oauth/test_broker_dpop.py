@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import time
 import uuid
 
@@ -112,6 +113,14 @@ def test_requests_oauth2client_binds_its_token_from_the_metadata_alone(broker, b
                             data={"grant_type": "refresh_token", "refresh_token": token.refresh_token, "client_id": "web"},
                             headers={"DPoP": proof(stranger, "POST", metadata["token_endpoint"])})
     assert foreign.status_code == 400 and foreign.json()["error"] == "invalid_dpop_proof"
+    assert "another key" in foreign.json()["error_description"]
+    # Without a proof, the refusal says a proof is needed, and is counted so.
+    bare = requests.post(metadata["token_endpoint"], timeout=10,
+                         data={"grant_type": "refresh_token", "refresh_token": token.refresh_token, "client_id": "web"})
+    assert bare.status_code == 400 and bare.json()["error"] == "invalid_dpop_proof"
+    assert bare.json()["error_description"] == "A DPoP proof is required: send it in the DPoP header."
+    metrics = requests.get(broker.url("/metrics"), timeout=10).text
+    assert re.search(r'broker_rejected_requests_total\{route="[^"]*token",reason="dpop_proof_missing"\} 1\b', metrics), metrics
 
     # Revocation of a bound token needs a proof of its key too; then the session is gone.
     unproved = requests.post(metadata["revocation_endpoint"], data={"token": token.refresh_token, "client_id": "web"}, timeout=10)

@@ -7,7 +7,7 @@ extension GrantRefusal {
         switch self {
         case .invalidGrant(let description): .badRequest(description, code: "invalid_grant")
         case .invalidScope(let description): .badRequest(description, code: "invalid_scope")
-        case .invalidProof(let description): .badRequest(description, code: "invalid_dpop_proof")
+        case .invalidProof(let description, _): .badRequest(description, code: "invalid_dpop_proof")
         case .nonceRequired(let nonce): .useNonce(nonce, status: 400)
         case .handoff(let refusal): refusal.httpError
         case .device(let refusal): refusal.httpError

@@ -31,7 +31,7 @@ struct GrantLimit: Sendable {
     static func carryOut(_ grant: RequestedGrant, at provider: String?, proof: DPoPProof?, under limit: GrantLimit?, route: String,
                          _ callers: Callers) async throws(HTTPError) -> RedeemedSession {
         if let proof, try await !callers.firstAnywhere(proof) {
-            callers.metrics.rejected(route: route, reason: GrantRefusal.proofInvalid)
+            callers.metrics.rejected(route: route, reason: DPoPProofError.replayed.reason)
             throw .badRequest(DPoPProofError.replayed.description, code: "invalid_dpop_proof")
         }
         do throws(GrantRefusal) {
@@ -45,9 +45,6 @@ struct GrantLimit: Sendable {
 }
 
 extension GrantRefusal {
-    /// The metrics reason of a proof that does not do.
-    fileprivate static let proofInvalid = "dpop_proof_invalid"
-
     /// What ``GrantLimit`` charges: a code or device code that does not work (`invalid_grant`),
     /// and what a device that follows RFC 8628 is told at most once (`slow_down`,
     /// `access_denied`, `expired_token`).
@@ -67,7 +64,7 @@ extension GrantRefusal {
     /// The metrics reason of a refusal of the request's DPoP proof.
     var proofReason: String? {
         switch self {
-        case .invalidProof: Self.proofInvalid
+        case .invalidProof(_, let reason): reason
         case .nonceRequired: DPoPProofError.nonceRequired.reason
         default: nil
         }

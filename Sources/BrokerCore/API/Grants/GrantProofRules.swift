@@ -8,7 +8,8 @@ struct GrantProofRules: Sendable {
     func thumbprint(of proof: DPoPProof?, for app: String) throws(GrantRefusal) -> String? {
         guard let proof else {
             if callers.apps[app]?.dpop == .required {
-                throw .invalidProof("The app \(app) binds its sessions to a key: send a DPoP proof (RFC 9449) with the token request.")
+                throw .invalidProof("The app \(app) binds its sessions to a key: send a DPoP proof (RFC 9449) with the token request.",
+                                    reason: DPoPProofError.missing.reason)
             }
             return nil
         }

@@ -7,8 +7,9 @@ enum GrantRefusal: Error {
     /// A scope the grant does not have.
     case invalidScope(String)
     /// The request's DPoP proof does not fit the grant: missing where the app binds its sessions
-    /// to keys, or of another key than the grant's.
-    case invalidProof(String)
+    /// to keys or the grant is bound, of another key than the grant's, or sent for an unbound
+    /// grant; `reason` labels the refusal's metric (``DPoPProofError/reason``).
+    case invalidProof(String, reason: String)
     /// The app asks for DPoP nonces and the proof has none given out lately: use `nonce`.
     case nonceRequired(nonce: String)
     /// The handoff code's redemption refused (``LoginFlow/redeem(_:)``).

@@ -40,9 +40,11 @@ final class RefreshTokenGrant: GrantType {
         guard let session = found, session.app == refresh.client ?? session.app, session.provider == provider ?? session.provider else { throw invalid }
         try rules.requireNonce(proof, app: session.app)
         // RFC 9449 §5: a bound refresh token is used only with a proof of its key.
-        if let mismatch = session.mismatch(proof: proof) {
-            throw .invalidProof(mismatch == .notBound ? "The refresh token is bound to no key: send no DPoP proof with it."
-                : DPoPProofError.otherKey.description)
+        switch session.mismatch(proof: proof) {
+        case nil: break
+        case .proofRequired: throw .invalidProof(DPoPProofError.missing.description, reason: DPoPProofError.missing.reason)
+        case .otherKey: throw .invalidProof(DPoPProofError.otherKey.description, reason: DPoPProofError.otherKey.reason)
+        case .notBound: throw .invalidProof("The refresh token is bound to no key: send no DPoP proof with it.", reason: "dpop_binding_mismatch")
         }
         if let scope = refresh.scope, !Set(scope).isSubset(of: session.scopes) {
             throw .invalidScope("scope may only name scopes the grant has.")
