@@ -29,8 +29,7 @@ struct ServeCommand: AsyncParsableCommand {
         let development: Bool
         do {
             development = try dev || ConfigLoader.developmentMode(environment: environment)
-            settings = try ConfigLoader.load(path: config ?? environment["BROKER_CONFIG"], environment: environment)
-            if let listen { settings.server.listen = try ListenAddress(parsing: listen) }
+            settings = try ConfigLoader.load(path: config ?? environment["BROKER_CONFIG"], environment: environment, listen: listen)
         } catch {
             FileHandle.standardError.write(Data("token-broker: invalid configuration\n\(error)\n".utf8))
             throw ExitCode(2)

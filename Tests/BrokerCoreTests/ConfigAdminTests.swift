@@ -80,6 +80,20 @@ struct ConfigAdminTests {
         }
     }
 
+    /// `serve --listen` sets the public listener over the file and the environment, and is
+    /// checked with them: the admin listener's port is refused there too, and a bad value
+    /// names the flag.
+    @Test func theListenFlagIsCheckedWithTheRest() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("broker-\(UUID().uuidString).yaml").path
+        try "admin:\n  listen: 127.0.0.1:18086\n".write(toFile: path, atomically: true, encoding: .utf8)
+        #expect { try ConfigLoader.load(path: path, environment: [:], listen: "127.0.0.1:18086") } throws: { error in
+            "\(error)".contains("admin.listen") && "\(error)".contains("must not be the public listener")
+        }
+        #expect { try ConfigLoader.load(path: path, environment: [:], listen: "nowhere") } throws: { error in "\(error)".contains("--listen") }
+        let flagged = try ConfigLoader.load(path: path, environment: ["BROKER_LISTEN": "127.0.0.1:18087"], listen: "127.0.0.1:18088")
+        #expect(flagged.server.listen.port == 18088)
+    }
+
     @Test func aShortEmptyOrMissingTokenFileIsRefusedWithoutItsText() throws {
         #expect { try load("admin:\n  token_file: \(try tokenFile("short-secret\n"))\n") } throws: { error in
             "\(error)".contains("admin.token_file") && "\(error)".contains("at least 32") && !"\(error)".contains("short-secret")

@@ -12,10 +12,12 @@ public enum ConfigLoader: Sendable {
     ///     and `state.key_file` paths are resolved from the file's directory.
     ///   - environment: the process environment, for overrides, `client_secret_env` and the
     ///     state keys (`state.key_env`, by default `BROKER_STATE_KEY`).
+    ///   - listen: `serve --listen`, over `server.listen` from everywhere else; checked with the
+    ///     rest (the admin listener must be another).
     /// - Throws: a ``ConfigError`` listing every problem.
-    public static func load(path: String?, environment: [String: String]) throws(ConfigError) -> BrokerConfig {
+    public static func load(path: String?, environment: [String: String], listen: String? = nil) throws(ConfigError) -> BrokerConfig {
         guard let path else {
-            return try load(yaml: "", fileName: "<defaults>", baseDirectory: nil, environment: environment)
+            return try load(yaml: "", fileName: "<defaults>", baseDirectory: nil, environment: environment, listen: listen)
         }
         let text: String
         do {
@@ -28,7 +30,7 @@ public enum ConfigLoader: Sendable {
             throw ConfigError(key: "", message: "cannot read the configuration file: \(reason)", file: path)
         }
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
-        return try load(yaml: text, fileName: path, baseDirectory: directory, environment: environment)
+        return try load(yaml: text, fileName: path, baseDirectory: directory, environment: environment, listen: listen)
     }
 
     /// Loads the configuration from YAML text; `fileName` is used in messages only. Relative
@@ -39,7 +41,7 @@ public enum ConfigLoader: Sendable {
     }
 
     static func load(yaml: String, fileName: String, baseDirectory: String?,
-                     environment: [String: String]) throws(ConfigError) -> BrokerConfig {
+                     environment: [String: String], listen: String? = nil) throws(ConfigError) -> BrokerConfig {
         var problems = ConfigProblemList(file: fileName)
         var draft = ConfigDraft()
         do {
@@ -53,6 +55,7 @@ public enum ConfigLoader: Sendable {
         }
         problems.file = nil
         applyEnvironment(environment, to: &draft, problems: &problems)
+        if let listen { applyFlag("--listen", setting: "server.listen", listen, to: &draft, problems: &problems) }
         if draft.state.postgres.password == nil {
             draft.state.postgres.password = defaultPostgresPassword(environment, baseDirectory: baseDirectory, problems: &problems)
         }
