@@ -12,8 +12,9 @@ enum DevelopmentPages {
             <p>Anyone may sign in here with any name: this provider exists only in development mode.</p>
             <form method="post" action="\(action)">
             <label for="user">Name</label>
-            <input class="name" id="user" name="user" value="alice" pattern="[A-Za-z0-9._\\-]{1,64}" autocomplete="off" required>
-            <p class="hint">Letters, digits, dot, dash or underscore: the account the app gets.</p>
+            <input class="name" id="user" name="user" value="alice" pattern="[A-Za-z0-9._\\-]{1,64}" autocomplete="off" required
+             aria-describedby="user-hint" title="Letters, digits, dot, dash or underscore, up to 64">
+            <p class="hint" id="user-hint">Letters, digits, dot, dash or underscore: the account the app gets.</p>
             <button class="go" name="decision" value="allow">Allow</button>
             <button class="no" name="decision" value="deny" formnovalidate>Deny</button>
             </form>
@@ -30,7 +31,9 @@ enum DevelopmentPages {
             every session of the user at this provider ends.</p>
             <form method="post" action="/dev/logout">
             <label for="user">Name</label>
-            <input class="name" id="user" name="user" value="alice" pattern="[A-Za-z0-9._\\-]{1,64}" autocomplete="off" required>
+            <input class="name" id="user" name="user" value="alice" pattern="[A-Za-z0-9._\\-]{1,64}" autocomplete="off" required
+             aria-describedby="user-hint" title="Letters, digits, dot, dash or underscore, up to 64">
+            <p class="hint" id="user-hint">Letters, digits, dot, dash or underscore: the name the user signed in with.</p>
             <button class="go" name="action" value="logout">Sign out everywhere</button>
             </form>
             """)
