@@ -36,8 +36,8 @@ struct StartChecksTests {
         write(key, SymmetricKey.generate().base64, mode: 0o644)
         write(secret, "s", mode: 0o444)
         write(token, String(repeating: "t", count: 40), mode: 0o600)
-        write(tlsKey, "key", mode: 0o640)
-        write(certificate, "certificate", mode: 0o644)
+        write(tlsKey, try String(contentsOfFile: try ConfigTLSTests.resource("ec-pkcs8.pem"), encoding: .utf8), mode: 0o640)
+        write(certificate, try String(contentsOfFile: try ConfigTLSTests.resource("ec-certificate.pem"), encoding: .utf8), mode: 0o644)
         write(backend, String(repeating: "b", count: 40), mode: 0o604)
         let config = try loadConfig("""
             server:

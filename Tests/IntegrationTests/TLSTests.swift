@@ -35,6 +35,26 @@ struct TLSTests {
         #expect(broker.lines.contains { $0.contains(#""public_url":"https://127.0.0.1:"#) })
     }
 
+    /// A key of another certificate is an invalid configuration: `check-config` refuses it, and
+    /// `serve` exits 2 (a restart would not mend it) before it opens the state.
+    @Test func aKeyOfAnotherCertificateIsAnInvalidConfiguration() throws {
+        let (directory, certificate, _) = try makeCertificate()
+        let (other, _, otherKey) = try makeCertificate()
+        defer { for made in [directory, other] { try? FileManager.default.removeItem(at: made) } }
+        let config = directory.appendingPathComponent("broker.yaml").path
+        try "server:\n  tls_certificate_file: \(certificate)\n  tls_key_file: \(otherKey)\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let state = directory.appendingPathComponent("state").path
+        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("BROKER_") }
+        environment["BROKER_STATE_KEY"] = BrokerProcess.stateKey
+        environment["BROKER_STATE_DIR"] = state
+        let check = try runProcess(BrokerProcess.binary, ["check-config", config], environment: environment)
+        let serve = try runProcess(BrokerProcess.binary, ["serve", "--config", config, "--listen", "127.0.0.1:0"], environment: environment)
+        let message = "server.tls_key_file: TLS key file \(otherKey) is not the key of the first certificate in \(certificate)"
+        #expect(check.status == 1 && check.output.contains(message), "\(check.output)")
+        #expect(serve.status == 2 && serve.output.contains(message), "\(serve.output)")
+        #expect(!FileManager.default.fileExists(atPath: state), "refused before the state is opened")
+    }
+
     /// The early 413 of a chunked body over the limit is written through the TLS session too,
     /// and the rest of the 32 MiB is not read (curl reports how much it could send).
     @Test func chunkedBodyOverTheLimitIs413OverHTTPS() throws {

@@ -27,6 +27,7 @@ struct ConfigDraft: Sendable {
     /// reads it into ``adminToken``.
     var adminTokenFile: String?
     var adminToken: Secret?
+    /// The TLS files as written; ``resolveTLSFiles(baseDirectory:file:)`` resolves and checks them.
     var tlsCertificateFile: String?
     var tlsKeyFile: String?
     var log = BrokerConfig.defaults.log
@@ -70,15 +71,6 @@ struct ConfigDraft: Sendable {
         var problems: [ConfigProblem] = []
         if webhookURL != nil && webhookSecret == nil {
             problems.append(ConfigProblem(key: "webhooks.secret_env", message: "a webhook needs a signing secret: set webhooks.secret_env or webhooks.secret_file", line: lines["webhooks.url"], file: file))
-        }
-        if (tlsCertificateFile == nil) != (tlsKeyFile == nil) {
-            let key = tlsCertificateFile == nil ? "server.tls_certificate_file" : "server.tls_key_file"
-            problems.append(ConfigProblem(key: key, message: "HTTPS needs both server.tls_certificate_file and server.tls_key_file", line: lines[key], file: file))
-        }
-        for (key, path) in [("server.tls_certificate_file", tlsCertificateFile), ("server.tls_key_file", tlsKeyFile)] {
-            if let path, !FileManager.default.isReadableFile(atPath: path) {
-                problems.append(ConfigProblem(key: key, message: "cannot read \(path)", line: lines[key], file: file))
-            }
         }
         if limits.maxConnectionsPerIP > limits.maxConnections {
             let key = "server.limits.max_connections_per_ip"

@@ -8,8 +8,9 @@ public enum ConfigLoader: Sendable {
     /// Loads the configuration.
     ///
     /// - Parameters:
-    ///   - path: the YAML file; `nil` means the embedded defaults. Relative `client_secret_file`
-    ///     and `state.key_file` paths are resolved from the file's directory.
+    ///   - path: the YAML file; `nil` means the embedded defaults. Relative file paths
+    ///     (`client_secret_file`, `state.key_file`, the TLS files, …) are resolved from the file's
+    ///     directory.
     ///   - environment: the process environment, for overrides, `client_secret_env` and the
     ///     state keys (`state.key_env`, by default `BROKER_STATE_KEY`).
     ///   - listen: `serve --listen`, over `server.listen` from everywhere else; checked with the
@@ -33,8 +34,8 @@ public enum ConfigLoader: Sendable {
         return try load(yaml: text, fileName: path, baseDirectory: directory, environment: environment, listen: listen)
     }
 
-    /// Loads the configuration from YAML text; `fileName` is used in messages only. Relative
-    /// `client_secret_file` and `state.key_file` paths are resolved from the working directory.
+    /// Loads the configuration from YAML text; `fileName` is used in messages only. Relative file
+    /// paths are resolved from the working directory.
     public static func load(yaml: String, fileName: String, environment: [String: String]) throws(ConfigError)
         -> BrokerConfig {
         try load(yaml: yaml, fileName: fileName, baseDirectory: nil, environment: environment)
@@ -59,12 +60,13 @@ public enum ConfigLoader: Sendable {
         if draft.state.postgres.password == nil {
             draft.state.postgres.password = defaultPostgresPassword(environment, baseDirectory: baseDirectory, problems: &problems)
         }
-        let keyProblems = draft.resolveStateKeys(environment: environment, baseDirectory: baseDirectory,
-                                                 file: fileName)
+        let filesRead = draft.resolveStateKeys(environment: environment, baseDirectory: baseDirectory,
+                                               file: fileName)
             + draft.resolveAdminToken(environment: environment, baseDirectory: baseDirectory, file: fileName)
+            + draft.resolveTLSFiles(baseDirectory: baseDirectory, file: fileName)
         // File problems in line order (a mapping's unknown keys are found before its values are
         // read), then environment problems; the sort is stable.
-        let all = (problems.problems + draft.crossCheck(file: fileName) + keyProblems).sorted {
+        let all = (problems.problems + draft.crossCheck(file: fileName) + filesRead).sorted {
             ($0.file == nil ? 1 : 0, $0.line ?? 0) < ($1.file == nil ? 1 : 0, $1.line ?? 0)
         }
         guard all.isEmpty else { throw ConfigError(problems: all) }

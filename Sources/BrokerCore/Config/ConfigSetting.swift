@@ -105,7 +105,7 @@ struct ConfigSetting: Sendable {
             return .success(())
         },
         ConfigSetting(key: "server.tls_key_file", variable: "BROKER_TLS_KEY_FILE",
-                      description: "the PEM private key for server.tls_certificate_file",
+                      description: "the unencrypted PEM private key of the first certificate in server.tls_certificate_file",
                       expected: "a file path") { draft, text in
             draft.tlsKeyFile = text.isEmpty ? nil : text
             return .success(())

@@ -109,6 +109,19 @@ int tb_crypto_pem_key_public_members(void *key, void *a, size_t *a_count, void *
 int tb_crypto_private_key_sign(void *key, int algorithm, const void *_Nullable data, size_t data_count,
                            void *signature, size_t *signature_count);
 
+// The first certificate of a PEM chain (tls_files.c); NULL when the text holds none, or when any
+// certificate in it does not parse. Free it with tb_crypto_certificate_free.
+void *_Nullable tb_crypto_certificate_new(const void *pem, size_t pem_count);
+void tb_crypto_certificate_free(void *_Nullable certificate);
+
+// A private key of any kind libcrypto reads from PEM text (PKCS#8, PKCS#1 or SEC 1), to serve
+// HTTPS with; NULL when the text holds none, or an encrypted one (then `encrypted` is set to 1).
+// Free it with tb_crypto_public_key_free.
+void *_Nullable tb_crypto_tls_key_new(const void *pem, size_t pem_count, int *encrypted);
+
+// Returns 1 when `key` is the private key of `certificate`'s public key, 0 otherwise.
+int tb_crypto_certificate_matches_key(void *certificate, void *key);
+
 #pragma clang assume_nonnull end
 
 #endif
