@@ -1,5 +1,6 @@
-// Digests, HMAC, AES-GCM and random bytes. The CryptoShim target's files are the only code in the
-// project that includes OpenSSL headers (besides CLibCrypto's header).
+// Digests, HMAC, AES-GCM and random bytes. The CryptoShim target's files, CurlShim's castore.c
+// (the CA store handed to libcurl) and CLibCrypto's header are the only code in the project that
+// includes OpenSSL headers.
 // Uses the OpenSSL 3.0 EVP API only; no deprecated calls.
 
 #include "crypto_shim.h"

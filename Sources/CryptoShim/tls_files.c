@@ -23,6 +23,7 @@ static int tb_note_passphrase_asked(char *buffer, int size, int writing, void *a
 void *tb_crypto_certificate_new(const void *pem, size_t pem_count) {
     X509 *first = NULL, *next = NULL;
     if (pem_count > INT_MAX) return NULL;
+    ERR_clear_error(); // the end-of-chain check below reads the queue's last error
     BIO *bio = BIO_new_mem_buf(pem, (int)pem_count);
     if (bio == NULL) return NULL;
     first = PEM_read_bio_X509(bio, NULL, NULL, NULL);

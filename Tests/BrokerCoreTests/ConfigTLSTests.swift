@@ -41,6 +41,17 @@ struct ConfigTLSTests {
         }
     }
 
+    /// A server's certificate followed by the rest of its chain (here the other certificate
+    /// stands in for an intermediate): the key is checked against the first one.
+    @Test func aChainIsCheckedAgainstItsFirstCertificate() throws {
+        let leaf = try Self.resource("rsa-certificate.pem"), other = try Self.resource("ec-certificate.pem")
+        let chain = try TemporaryFile(contents: try String(contentsOfFile: leaf, encoding: .utf8) + String(contentsOfFile: other, encoding: .utf8))
+        let config = try loadConfig(yaml(chain.path, try Self.resource("rsa-pkcs8.pem")))
+        #expect(config.server.tls?.certificateFile == chain.path)
+        let found = pairProblems(chain.path, try Self.resource("ec-pkcs8.pem"))
+        #expect(found.count == 1 && found.first?.message.contains("is not the key of the first certificate") == true, "\(found)")
+    }
+
     @Test func aKeyOfAnotherCertificateIsRefusedNamingTheKeyFile() throws {
         for (certificate, key) in [("rsa-certificate.pem", "rsa-second.pem"), ("ec-certificate.pem", "ec-second.pem"),
                                    ("rsa-certificate.pem", "ec-pkcs8.pem")] {

@@ -267,6 +267,20 @@ struct StateFilesTests {
         #expect(sessions == 2, "the journals after the snapshot hold sessions 4 and 5")
     }
 
+    /// A journal the snapshot covers, which a crash kept from being deleted, is deleted unread
+    /// by a start: inspection does not read it either, so a key retired since does not fail it.
+    @Test func inspectionLeavesACoveredJournalUnread() async throws {
+        let old = SymmetricKey.generate(), new = SymmetricKey.generate()
+        let (path, journal) = try await journalWithThreeFrames(StateKeys(current: old))
+        let kept = try Data(contentsOf: URL(fileURLWithPath: journal))
+        let rotated = try open(path, StateKeys(current: new, older: [old]))
+        try await rotated.snapshot() // under the new key, covering journal 1, which it deletes
+        try kept.write(to: URL(fileURLWithPath: journal)) // as if the deletion had not happened
+        let described = try StateInspection.describe(StateSettings(directory: path, keys: StateKeys(current: new)))
+        #expect(described.contains("journal-00000001.tbj: \(kept.count) bytes, covered by the snapshot"), "\(described)")
+        #expect(try open(path, StateKeys(current: new)).sessions.count == 3)
+    }
+
     /// `state inspect` gives a start's verdict: it fails where a start stops, on what no single
     /// file shows too, and passes what a start takes in its stride.
     @Test func inspectionAgreesWithAStart() async throws {

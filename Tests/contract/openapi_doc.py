@@ -74,11 +74,10 @@ ADMIN_ENDPOINTS = [("get", "/admin/sessions"), ("post", "/admin/sessions/end"), 
 
 # Pages for a person at a browser: their own errors are HTML (with a JSON alternative where the
 # server answers before the page's code runs).
-HTML_PAGES = {("post", "/device"), ("post", "/device/decision")}
-# The question of the account that signed in, which a reload asks again, and its answer: not
-# rate-limited, since only the browser that signed in is answered.
+HTML_PAGES = {("post", "/device"), ("post", "/device/decision"), ("post", "/device/confirm")}
+# The question of the account that signed in, which a reload asks again (not rate-limited: it
+# changes nothing).
 HTML_READ_PAGES = {("get", "/device/confirm")}
-HTML_CONFIRM_PAGES = HTML_READ_PAGES | {("post", "/device/confirm")}
 
 # Operations that take the session token as a bearer credential.
 BEARER_ENDPOINTS = {
@@ -179,7 +178,7 @@ OWN_ERROR_RESPONSES = {("get", "/callback", "400"), ("get", "/callback", "403"),
                        ("post", "/providers/{provider}/device_authorization", "401"), ("post", "/introspect", "401")} | {
     (method, path, "401") for method, path in ADMIN_ENDPOINTS} | {
     (method, path, status) for method, path in HTML_PAGES for status in ("400", "403", "429", "503")} | {
-    (method, path, status) for method, path in HTML_CONFIRM_PAGES for status in ("400", "403", "503")}
+    (method, path, status) for method, path in HTML_READ_PAGES for status in ("400", "403", "503")}
 
 ERROR_REF = "#/components/schemas/Error"
 READINESS_REF = "#/components/schemas/Readiness"

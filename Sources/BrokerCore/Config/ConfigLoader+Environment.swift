@@ -25,7 +25,7 @@ extension ConfigLoader {
     /// A command-line flag's value for the setting `key`, over the file and the environment.
     static func applyFlag(_ flag: String, setting key: String, _ text: String, to draft: inout ConfigDraft,
                           problems: inout ConfigProblemList) {
-        guard let setting = ConfigSetting.all.first(where: { $0.key == key }) else { return }
+        guard let setting = ConfigSetting.all.first(where: { $0.key == key }) else { preconditionFailure("no setting \(key)") }
         switch setting.apply(&draft, text) {
         case .success: draft.lines[key] = nil
         case .failure(let invalid): problems.add(flag, invalid.message, line: nil)

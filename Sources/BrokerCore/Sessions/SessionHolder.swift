@@ -15,6 +15,11 @@ enum HolderMismatch: Error, Sendable, Equatable {
     case notBound
     /// The proof was signed with another key than the session's.
     case otherKey
+
+    /// The metrics reason of the refusal.
+    var reason: String {
+        self == .otherKey ? DPoPProofError.otherKey.reason : "dpop_binding_mismatch"
+    }
 }
 
 extension Session {

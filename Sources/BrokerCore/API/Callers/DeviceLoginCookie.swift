@@ -16,12 +16,17 @@ struct DeviceLoginCookie: Sendable {
     private var name: String { secure ? "__Host-tb_device_login" : "tb_device_login" }
     private var attributes: String { secure ? "Path=/; Secure; HttpOnly; SameSite=Lax" : "Path=/; HttpOnly; SameSite=Lax" }
 
-    /// The header that binds this browser to the login of `state`, for the `seconds` its device
-    /// code has left: the sign-in and then the account's question may take all of that (a
-    /// shorter cookie would call the person's own browser another one).
+    /// The header that binds this browser to the login of `state`, whose device code has
+    /// `seconds` left: the sign-in and then the account's question may take all of that, and
+    /// the cookie stays an hour longer, so that the person's own browser, come back late, hears
+    /// that the code is over rather than that it is another browser.
     func set(state: String, seconds: Double) -> HTTPHeader {
-        HTTPHeader("Set-Cookie", "\(name)=\(binding.tag(Self.purpose, state)); \(attributes); Max-Age=\(max(1, Int(seconds.rounded(.up))))")
+        let maxAge = max(0, Int(seconds.rounded(.up))) + Self.lateVisitSeconds
+        return HTTPHeader("Set-Cookie", "\(name)=\(binding.tag(Self.purpose, state)); \(attributes); Max-Age=\(maxAge)")
     }
+
+    /// How long past its device code the cookie stays.
+    static let lateVisitSeconds = 3_600
 
     /// The cookie `request` carries, if any (read while the request is valid; checked later,
     /// once the login is known to be a device's).

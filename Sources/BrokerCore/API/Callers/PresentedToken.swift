@@ -60,7 +60,7 @@ extension Callers {
 
     /// The 401 for a token presented otherwise than its session is bound, counted under `route`.
     func holderRefused(_ mismatch: HolderMismatch, route: String) -> HTTPError {
-        metrics.rejected(route: route, reason: mismatch == .otherKey ? "dpop_key_mismatch" : "dpop_binding_mismatch")
+        metrics.rejected(route: route, reason: mismatch.reason)
         return .holderRefused(mismatch)
     }
 

@@ -43,8 +43,8 @@ final class RefreshTokenGrant: GrantType {
         switch session.mismatch(proof: proof) {
         case nil: break
         case .proofRequired: throw .invalidProof(DPoPProofError.missing.description, reason: DPoPProofError.missing.reason)
-        case .otherKey: throw .invalidProof(DPoPProofError.otherKey.description, reason: DPoPProofError.otherKey.reason)
-        case .notBound: throw .invalidProof("The refresh token is bound to no key: send no DPoP proof with it.", reason: "dpop_binding_mismatch")
+        case .otherKey: throw .invalidProof(DPoPProofError.otherKey.description, reason: HolderMismatch.otherKey.reason)
+        case .notBound: throw .invalidProof("The refresh token is bound to no key: send no DPoP proof with it.", reason: HolderMismatch.notBound.reason)
         }
         if let scope = refresh.scope, !Set(scope).isSubset(of: session.scopes) {
             throw .invalidScope("scope may only name scopes the grant has.")

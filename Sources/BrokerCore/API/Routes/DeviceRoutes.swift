@@ -75,14 +75,15 @@ struct DeviceRoutes: Sendable {
                 return .now(Self.page(.badRequest("This address is incomplete; enter the code again.")))
             }
             let cookie = deviceLoginCookie
-            let accepted = cookie.accepts(cookie.value(in: request), state: state)
-            return .deferred { [self] in await askToConfirm(device, state: state, thisBrowser: accepted) }
+            guard cookie.accepts(cookie.value(in: request), state: state) else {
+                metrics.rejected(route: "/device/confirm", reason: "device_login_other_browser")
+                return .now(DevicePages.otherBrowser())
+            }
+            return .deferred { [self] in await askToConfirm(device, state: state) }
         }
-        // Not counted with the codes typed: only the browser that signed in can answer, and a
-        // person signing in several devices must not be stopped at the last step.
-        routes.add("POST", "/device/confirm", RoutePolicy(
-            caller: .person, limit: .none(because: "it answers only the browser whose sign-in it confirms (its cookie)"), body: .form
-        )) { [self] request throws(HTTPError) in
+        // The last step of a sign-in, counted with sign-ins (as `/callback`), not with the codes
+        // typed: a person signing in several devices must not be stopped there.
+        routes.add("POST", "/device/confirm", admission.signInPolicy(.person, body: .form)) { [self] request throws(HTTPError) in
             let form: FormFields
             do throws(HTTPError) {
                 form = try request.form()
@@ -216,28 +217,24 @@ struct DeviceRoutes: Sendable {
     }
 
     /// The question of the account that signed in, for the browser that signed in: again on a
-    /// reload, until it is answered; then what the answer did. Another browser learns only that
-    /// it is not the one, or that there is nothing left to confirm.
-    private func askToConfirm(_ device: SHA256Digest, state: String, thisBrowser: Bool) async -> Response {
+    /// reload, until it is answered; then what the answer did.
+    private func askToConfirm(_ device: SHA256Digest, state: String) async -> Response {
         let confirmation: DeviceFlow.Confirmation
         do throws(StateReadError) {
             confirmation = try await devices.confirmation(device, state: state)
         } catch {
             return Self.page(error.httpError)
         }
-        switch (confirmation, thisBrowser) {
-        case (.over, _):
-            return Self.page(.badRequest(Self.gone))
-        case (_, false):
-            metrics.rejected(route: "/device/confirm", reason: "device_login_other_browser")
-            return DevicePages.otherBrowser()
-        case (.ask(let account, let app, let provider), true):
+        switch confirmation {
+        case .ask(let account, let app, let provider):
             return DevicePages.confirmAccount(account, app: config.app(id: app)?.shownName ?? app,
                                               provider: providers.config(provider)?.shownName ?? provider, device: device, state: state)
-        case (.confirmed, true):
+        case .confirmed:
             return DevicePages.finished()
-        case (.refused, true):
+        case .refused:
             return DevicePages.denied()
+        case .over:
+            return Self.page(.badRequest(Self.gone))
         }
     }
 

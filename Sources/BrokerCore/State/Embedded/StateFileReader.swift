@@ -143,7 +143,7 @@ struct FrameWalk: Sendable {
                 do {
                     read = try file.read(at: offset, count: Self.readAhead)
                 } catch {
-                    stop = problem(offset, error.description)
+                    stop = .damage(StateLoadError(path: file.path, offset: offset, reason: error.description, kind: .unreadable))
                     break
                 }
                 readAt = offset
@@ -216,7 +216,8 @@ struct FrameDecoder: Sendable {
         do {
             bytes = try file.read(at: start, count: length)
         } catch {
-            return problem(start, error.description)
+            batch.failure = StateLoadError(path: file.path, offset: start, reason: error.description, kind: .unreadable)
+            return batch
         }
         guard bytes.count == length else { return problem(start + bytes.count, "the file ended while it was read") }
         for frame in frames {

@@ -2,7 +2,8 @@ import Foundation
 
 /// `token-broker state inspect`: reads every state file without changing anything and
 /// describes it — counts, sizes, generations, times, key ids; never a token or secret — and
-/// gives the verdict a start would: it fails where a start would stop (``StateRecovery``).
+/// gives the verdict a start would: it fails where a start would stop (``StateRecovery``), and
+/// for a directory that is not there (a start would make it, and begin empty).
 public enum StateInspection {
     public static func describe(_ settings: StateSettings) throws(StateInspectionError) -> String {
         guard let keys = settings.keys else {
@@ -17,6 +18,7 @@ public enum StateInspection {
             throw StateInspectionError(description: "the state directory \(directory) cannot be listed")
         }
         let names = listed.sorted()
+        let covered = snapshotGeneration(directory)
         let newestJournal = names.compactMap { name in Journal.generation(ofFileNamed: name).map { (generation: $0, name: name) } }
             .max { $0.generation < $1.generation }?.name
         var lines = ["state directory: \(directory)", "keys: \(keys.ids.count) configured, current \(StateKeys.hex(id: keys.currentID))"]
@@ -44,6 +46,11 @@ public enum StateInspection {
             let kind: StateFileHeader.Kind = name == SnapshotWriter.fileName ? .snapshot : .journal
             if kind == .journal, StateRecovery.interruptedCreation(size: size, newest: name == newestJournal) {
                 lines.append("\(name): \(size) bytes, cut short while it was created (nothing in it was acknowledged; removed at the next start)")
+                continue
+            }
+            if kind == .journal, let generation = Journal.generation(ofFileNamed: name), generation < covered {
+                // A start deletes it unread: its key may already be gone.
+                lines.append("\(name): \(size) bytes, covered by the snapshot (deleted at the next start)")
                 continue
             }
             do {
@@ -75,6 +82,16 @@ public enum StateInspection {
         lines.append("records: \(sessions) session writes, \(removals) session removals, \(pending) logins in progress, \(handoffs) handoff code writes, \(devices) device code writes, \(revocations) revocation writes")
         if damaged { throw StateInspectionError(description: lines.joined(separator: "\n")) }
         return lines.joined(separator: "\n")
+    }
+}
+
+extension StateInspection {
+    /// The generation the snapshot in `directory` covers, from its header (in the clear); 0
+    /// without a readable one, when every journal is read.
+    private static func snapshotGeneration(_ directory: String) -> UInt64 {
+        guard let file = try? PositionalFile(SnapshotWriter.path(directory)), let bytes = try? file.read(at: 0, count: StateFileHeader.size),
+              let header = try? StateFileHeader.parse(bytes, expected: .snapshot) else { return 0 }
+        return header.generation
     }
 }
 
