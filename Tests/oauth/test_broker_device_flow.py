@@ -202,6 +202,12 @@ def test_refusing_at_the_provider_denies_the_device(start):
     closing = person.sign_in(codes["user_code"], consent=False)
     assert closing.status_code == 200 and "refused" in closing.text
     assert cli.poll_until_done().json()["error"] == "access_denied"
+    # Reloaded, the callback's address says the sign-in has ended, not that it failed; to
+    # another browser it is only an address that is used up.
+    again = person.session.get(closing.url, headers={"Accept": "text/html"}, timeout=10)
+    assert again.status_code == 400 and "already ended" in again.text and "Sign-in failed" not in again.text, again.text
+    elsewhere = requests.get(closing.url, headers={"Accept": "text/html"}, timeout=10)
+    assert elsewhere.status_code == 400 and "unknown, expired or already used" in elsewhere.text
 
 
 def test_an_expired_code_is_refused_everywhere(start):

@@ -40,20 +40,20 @@ final class CallbackRoute: Sendable {
             let answer = CallbackAnswer(code: fields["code"], error: fields["error"], errorDescription: fields["error_description"], issuer: fields["iss"])
             let cookie = deviceLoginCookie.value(in: request)
             return .deferred { [self] in
-                let pending: PendingAuthorization
-                do throws(HTTPError) {
-                    let found: PendingAuthorization?
-                    do throws(StateWriteError) {
-                        found = try await login.takeLogin(state: state)
-                    } catch {
-                        throw error.httpError
-                    }
-                    guard let found else {
-                        throw .badRequest("This sign-in link is unknown, expired or already used.")
-                    }
-                    pending = found
+                let found: PendingAuthorization?
+                do throws(StateWriteError) {
+                    found = try await login.takeLogin(state: state)
                 } catch {
-                    return wantsHTML ? Self.page(error) : error.response
+                    return wantsHTML ? Self.page(error.httpError) : error.httpError.response
+                }
+                guard let pending = found else {
+                    // The browser that began a device login, back at its ended callback (a reload,
+                    // the history): what the sign-in did stands, and its device page said so.
+                    if wantsHTML, deviceLoginCookie.accepts(cookie, state: state) {
+                        return DevicePages.failure(Self.deviceLoginOver, status: 400)
+                    }
+                    let unknown = HTTPError.badRequest("This sign-in link is unknown, expired or already used.")
+                    return wantsHTML ? Self.page(unknown) : unknown.response
                 }
                 if case .device = pending.purpose {
                     // A device login ends here, in the browser that chose to sign in and no other.
@@ -76,6 +76,9 @@ final class CallbackRoute: Sendable {
             }
         }
     }
+
+    static let deviceLoginOver = "This device sign-in has already ended, and what it did stands: nothing was sent again. "
+        + "To sign a device in, enter the code it shows."
 
     /// The error as a page, for a person looking at a browser: the sign-in may have been an
     /// app's or a device's (its login, gone, no longer says which).
