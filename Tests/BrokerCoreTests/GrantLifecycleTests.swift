@@ -164,6 +164,33 @@ struct GrantLifecycleTests {
         await bed.close()
     }
 
+    /// A grant that reached no holder because the store was out of reach (a sign-in's callback
+    /// during an outage) cannot be queued either: its provider, reachable, is asked at once, and
+    /// what it does not confirm is queued as soon as the store takes it. Never left live.
+    @Test(arguments: StoreKind.allCases)
+    func aGrantTheStoreCouldNotQueueIsRevokedAtOnceOrQueuedLater(_ kind: StoreKind) async throws {
+        let bed = try await FlowTestBed(kind)
+        let asked = try await bed.newSession(subject: "alice").session
+        let dropped = Grant(TokenResponse(accessToken: "at-dropped", expiresIn: 3600, refreshToken: "rt-dropped", scopes: nil, idToken: nil), provider: asked.provider,
+                            subject: "alice", requestedScopes: asked.scopes, idTokenClaims: nil, at: bed.clock.seconds)
+        bed.store.failRevocationQueueing(1)
+        await bed.endings.drop(dropped, app: FlowTestBed.app)
+        #expect(bed.provider.revoked == ["rt-dropped", "at-dropped"], "the provider was asked at once")
+        #expect(bed.audit.events("session.ended").map { $0["held_by"] } == ["none"], "one ending, announced")
+
+        let later = Grant(TokenResponse(accessToken: "at-later", expiresIn: 3600, refreshToken: "rt-later", scopes: nil, idToken: nil), provider: asked.provider,
+                          subject: "alice", requestedScopes: asked.scopes, idTokenClaims: nil, at: bed.clock.seconds)
+        bed.store.failRevocationQueueing(2)
+        bed.provider.failRevocations(1)
+        await bed.endings.drop(later, app: FlowTestBed.app)
+        await bed.endings.revocations.deliverDue() // the store still out of reach: kept
+        #expect(try await bed.store.countRevocations() == 0)
+        await bed.endings.revocations.deliverDue() // the store back: queued, and delivered
+        #expect(try await bed.store.countRevocations() == 0)
+        #expect(bed.provider.revoked.suffix(2) == ["rt-later", "at-later"], "revoked once the store took it")
+        await bed.close()
+    }
+
     @Test(arguments: StoreKind.allCases)
     func aRevocationTheProviderDoesNotConfirmIsTriedAgainUntilItDoes(_ kind: StoreKind) async throws {
         let bed = try await FlowTestBed(kind)

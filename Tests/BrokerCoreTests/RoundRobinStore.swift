@@ -11,6 +11,7 @@ final class RoundRobinStore: StateStore {
     private let instances: [any StateStore]
     private let turn = Atomic<Int>(0)
     private let failNextLookup = Atomic<Bool>(false)
+    private let failingQueues = Atomic<Int>(0)
 
     init(_ instances: [any StateStore]) {
         precondition(!instances.isEmpty)
@@ -20,6 +21,12 @@ final class RoundRobinStore: StateStore {
     /// The next ``findSessions(_:after:limit:now:)`` fails, as with a database out of reach.
     func failNextSessionLookup() {
         failNextLookup.store(true, ordering: .relaxed)
+    }
+
+    /// The next `count` calls of ``queueRevocation(_:app:_:now:)`` fail, as with a database out of
+    /// reach.
+    func failRevocationQueueing(_ count: Int) {
+        failingQueues.store(count, ordering: .relaxed)
     }
 
     /// The instance that takes the next call.
@@ -107,7 +114,11 @@ final class RoundRobinStore: StateStore {
     }
 
     func queueRevocation(_ grant: Grant, app: String, _ reason: EndReason, now: Double) async throws(StateWriteError) -> EndedGrant {
-        try await next.queueRevocation(grant, app: app, reason, now: now)
+        if failingQueues.load(ordering: .relaxed) > 0 {
+            failingQueues.wrappingSubtract(1, ordering: .relaxed)
+            throw StateWriteError(description: "out of reach (test)")
+        }
+        return try await next.queueRevocation(grant, app: app, reason, now: now)
     }
 
     func dueRevocations(now: Double, limit: Int, claim: Double, id: SHA256Digest?) async throws(StateWriteError) -> [QueuedRevocation] {

@@ -49,14 +49,17 @@ final class GrantEndings: Sendable {
     }
 
     /// Ends a grant that reached no holder (``EndReason/notHeld``): its tokens go to the
-    /// revocation queue. When the store cannot take them, the failure is logged: nothing else can
-    /// be done for them.
+    /// revocation queue. When the store cannot take them (it is out of reach — often why the grant
+    /// reached no holder), the provider, which may well be reachable, is asked at once; what it
+    /// does not confirm is queued as soon as the store takes it (``RevocationQueue``).
     func drop(_ grant: Grant, app: String) async {
         do {
             announce([try await store.queueRevocation(grant, app: app, .notHeld, now: now())])
         } catch {
-            logger.error("a grant that reached no session could not be queued for revocation", metadata: [
-                "provider": "\(grant.provider)", "reason": "\(error.description)",
+            announce([EndedGrant.of(grant, held: .none, app: app, reason: .notHeld, at: now()).0], deliveredHere: true)
+            let outcome = await revocations.deliverUnqueued(grant, app: app, reason: .notHeld)
+            logger.warning("a grant that reached no session could not be queued for revocation; its provider was asked at once", metadata: [
+                "provider": "\(grant.provider)", "provider_revocation": "\(outcome.rawValue)", "reason": "\(error.description)",
             ])
         }
     }

@@ -31,6 +31,10 @@ final class RevocationQueue: Sendable {
     private let giveUpAfter: Double
     private let now: BrokerClock
     private let wakeups = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+    /// Grants whose revocation the store could not queue (it was out of reach) and the provider
+    /// did not confirm when asked at once: queued at the first round the store takes them. In
+    /// memory meanwhile (``deliverUnqueued(_:app:reason:)``).
+    private let unqueued = Mutex<[(grant: Grant, app: String, reason: EndReason)]>([])
 
     /// How long a delivery holds its claim on an entry: longer than a provider call may take.
     static let claimSeconds = 120.0
@@ -80,6 +84,7 @@ final class RevocationQueue: Sendable {
     /// shutdown: what it did not deliver stays claimed until its claim lapses, then any instance
     /// takes it).
     func deliverDue() async {
+        await queueUnqueued()
         while !Task.isCancelled {
             let due: [QueuedRevocation]
             do {
@@ -104,27 +109,32 @@ final class RevocationQueue: Sendable {
         return await deliver(revocation)
     }
 
+    /// Asks the provider at once to revoke the tokens of `grant`, whose revocation the store could
+    /// not queue (it is out of reach; the provider may not be): what the provider said. One it
+    /// did not confirm waits in memory, and is queued at the first round the store takes it.
+    func deliverUnqueued(_ grant: Grant, app: String, reason: EndReason) async -> ProviderRevocation {
+        let (outcome, next) = await ask(QueuedRevocation(grant, app: app, reason: reason, at: now()))
+        metrics.revocationDelivered(provider: grant.provider, outcome: outcome.rawValue)
+        if next != nil { unqueued.withLock { $0.append((grant, app, reason)) } }
+        return outcome
+    }
+
+    /// Puts in the store's queue what ``deliverUnqueued(_:app:reason:)`` kept in memory, where
+    /// the store takes it (asking the provider again is harmless: RFC 7009 §2.2).
+    private func queueUnqueued() async {
+        for waiting in unqueued.withLock({ waiting in defer { waiting.removeAll() }; return waiting }) {
+            do {
+                _ = try await store.queueRevocation(waiting.grant, app: waiting.app, waiting.reason, now: now())
+            } catch {
+                unqueued.withLock { $0.append(waiting) }
+            }
+        }
+    }
+
     /// Asks the provider to revoke what `revocation` still holds, then settles it: removed when
     /// done (or given up), kept with the rest for a later try.
     private func deliver(_ revocation: QueuedRevocation) async -> ProviderRevocation {
-        let outcome: ProviderRevocation
-        var next: QueuedRevocation?
-        if let provider = try? await providers.resolve(revocation.provider) {
-            if provider.revocationEndpoint == nil {
-                outcome = .notSupported
-            } else {
-                var refreshToken = revocation.refreshToken
-                var accessToken = revocation.accessToken
-                if let token = refreshToken, await calls.revoke(token, hint: "refresh_token", provider: provider, key: revocation.proofKey) != .failed { refreshToken = nil }
-                if let token = accessToken, await calls.revoke(token, hint: "access_token", provider: provider, key: revocation.proofKey) != .failed { accessToken = nil }
-                outcome = refreshToken == nil && accessToken == nil ? .succeeded : .queued
-                if outcome == .queued { next = revocation.retried(refreshToken: refreshToken, accessToken: accessToken, at: now()) }
-            }
-        } else {
-            // The provider's endpoints cannot be learnt now (its discovery document): later.
-            outcome = .queued
-            next = revocation.retried(refreshToken: revocation.refreshToken, accessToken: revocation.accessToken, at: now())
-        }
+        var (outcome, next) = await ask(revocation)
         // Cut short by a shutdown: not a failure of the provider's. Its claim lapses, and the
         // next instance to take it asks again.
         if Task.isCancelled, outcome == .queued { return outcome }
@@ -144,5 +154,29 @@ final class RevocationQueue: Sendable {
             logger.warning("a revocation's delivery could not be recorded; it is tried again", metadata: ["reason": "\(error.description)"])
         }
         return outcome
+    }
+
+    /// Asks the provider to revoke what `revocation` still holds: what it said, and what is left
+    /// for a later try (nil when nothing is).
+    private func ask(_ revocation: QueuedRevocation) async -> (ProviderRevocation, next: QueuedRevocation?) {
+        let outcome: ProviderRevocation
+        var next: QueuedRevocation?
+        if let provider = try? await providers.resolve(revocation.provider) {
+            if provider.revocationEndpoint == nil {
+                outcome = .notSupported
+            } else {
+                var refreshToken = revocation.refreshToken
+                var accessToken = revocation.accessToken
+                if let token = refreshToken, await calls.revoke(token, hint: "refresh_token", provider: provider, key: revocation.proofKey) != .failed { refreshToken = nil }
+                if let token = accessToken, await calls.revoke(token, hint: "access_token", provider: provider, key: revocation.proofKey) != .failed { accessToken = nil }
+                outcome = refreshToken == nil && accessToken == nil ? .succeeded : .queued
+                if outcome == .queued { next = revocation.retried(refreshToken: refreshToken, accessToken: accessToken, at: now()) }
+            }
+        } else {
+            // The provider's endpoints cannot be learnt now (its discovery document): later.
+            outcome = .queued
+            next = revocation.retried(refreshToken: revocation.refreshToken, accessToken: revocation.accessToken, at: now())
+        }
+        return (outcome, next)
     }
 }
