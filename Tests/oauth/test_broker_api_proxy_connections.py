@@ -170,6 +170,26 @@ def test_clients_that_do_not_read_hold_up_no_one_else(proxied, upstream, browser
     assert stalled.call("GET", "/proxy/dot/json").status_code == 200, "the session's transfers are its own again"
 
 
+def test_answers_admitted_together_stream_within_the_address_bound(proxied, upstream, browser):
+    """Three sessions of one address each ask for two large answers at once, before any has
+    begun to stream: each session is within its bound, and so is the address when they are
+    admitted; as the answers begin, only the address's bound of them streams, and the rest are
+    429s whose API transfers stop."""
+    broker, first = proxied(env={"BROKER_UPSTREAM_TIMEOUT_SECONDS": "3", "BROKER_PROXY_MAX_TRANSFERS_PER_SESSION": "2",
+                                 "BROKER_PROXY_MAX_TRANSFERS_PER_IP": "3", "BROKER_PROXY_MAX_RESPONSE_BYTES": "104857600"})
+    apps = [first, App(broker, browser), App(broker, browser)]
+    for app in apps[1:]:
+        app.login("bob")
+    big = "/proxy/dot/bytes/60000000"
+    held = [open_request(broker, big, app.session_token) for app in apps for _ in range(2)]
+    statuses = [read_head(connection) for connection in held]
+    assert sorted(status for status, _ in statuses) == [200, 200, 200, 429, 429, 429], statuses
+    assert all("Retry-After:" in head for status, head in statuses if status == 429)
+    for connection in held:
+        connection.close()
+    assert wait_for(lambda: first.call("GET", "/proxy/dot/json").status_code == 200, timeout=8), "the places come back"
+
+
 def requests_in_flight(broker) -> float:
     """`broker_http_requests_in_flight` from /metrics (the scrape itself counts)."""
     for line in requests.get(broker.url("/metrics"), timeout=10).text.splitlines():

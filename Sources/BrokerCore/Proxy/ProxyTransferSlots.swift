@@ -33,8 +33,14 @@ final class ProxyTransferSlots: Sendable {
         return taken ? Slot(slots: self, session: session, client: client) : nil
     }
 
-    private func startStreaming(_ client: String) {
-        counts.withLock { $0.streams[client, default: 0] += 1 }
+    /// One more answer streaming to `client`, unless the address has its bound already: the
+    /// bound holds when answers that were admitted together begin to stream.
+    private func startStreaming(_ client: String) -> Bool {
+        counts.withLock { counts in
+            guard counts.streams[client, default: 0] < perClient else { return false }
+            counts.streams[client, default: 0] += 1
+            return true
+        }
     }
 
     private func give(session: String, client: String, streaming: Bool) {
@@ -58,10 +64,12 @@ final class ProxyTransferSlots: Sendable {
             self.client = client
         }
 
-        /// The answer streams to the client from now on: it counts against the client's address.
-        func stream() {
-            guard !streaming.exchange(true, ordering: .acquiringAndReleasing) else { return }
-            slots.startStreaming(client)
+        /// Whether the answer may stream to the client from now on, counted against the client's
+        /// address: false when the address has its bound of answers streaming to it. Asked once.
+        func stream() -> Bool {
+            guard slots.startStreaming(client) else { return false }
+            streaming.store(true, ordering: .releasing)
+            return true
         }
 
         func release() {

@@ -82,9 +82,7 @@ final class ProxyRoutes: Sendable {
             try admission.admit(client: sessionKey, to: admission.proxyLimiter, route: route)
             guard let slot = slots.take(session: sessionKey, client: client) else {
                 metrics.rejected(route: route, reason: "proxy_in_flight")
-                throw HTTPError(status: 429, code: "rate_limited",
-                                description: "Too many API calls of this session, or answers streaming to this address, are under way; retry when one has ended.",
-                                headers: [HTTPHeader("Retry-After", "1")])
+                throw Self.inFlight
             }
             let started = ContinuousClock.now
             let forward = APIProxy.Forward(method: method, url: url, headers: headers, body: body)
@@ -99,7 +97,13 @@ final class ProxyRoutes: Sendable {
                     case .success(let upstream):
                         // A streaming body gives the slot back when it ends; any other answer is whole here.
                         if case .whole = upstream { slot.release() }
-                        response = Self.answer(upstream, method: method, stream: holder.stream)
+                        if holder.refused {
+                            // Admitted with others, its answer would have streamed past the address's bound.
+                            self.metrics.rejected(route: route, reason: "proxy_in_flight")
+                            response = Self.inFlight.response
+                        } else {
+                            response = Self.answer(upstream, method: method, stream: holder.stream)
+                        }
                     case .failure(let error):
                         slot.release()
                         if case .exchange(let reason) = error {
@@ -157,6 +161,9 @@ final class ProxyRoutes: Sendable {
 
         let slot: ProxyTransferSlots.Slot
         var stream: ResponseStream?
+        /// The answer would have streamed past its client address's bound: the client gets a 429,
+        /// and the API's transfer stops.
+        var refused = false
 
         init(slot: ProxyTransferSlots.Slot) {
             self.slot = slot
@@ -166,9 +173,26 @@ final class ProxyRoutes: Sendable {
             // A short answer of known length is held: one buffer, sent with its length, is cheaper.
             if let length, length <= Int64(Self.capacity) || length > Int64(cap) { return nil }
             guard method != "HEAD", let made = ResponseStream(capacity: Self.capacity) else { return nil }
+            guard slot.stream() else {
+                refused = true
+                return RefusedSink(slot: slot)
+            }
             stream = made
-            slot.stream()
             return StreamSink(stream: made, slot: slot)
+        }
+    }
+
+    /// The sink of an answer refused before it streamed: it takes nothing, and gives the
+    /// transfer's slot back when the transfer has stopped.
+    private struct RefusedSink: APIBodySink {
+        let slot: ProxyTransferSlots.Slot
+
+        func offer(_ bytes: UnsafeRawBufferPointer, waker: APIBodyWaker) -> APIBodyOffer {
+            .stop
+        }
+
+        func finish(ok: Bool) {
+            slot.release()
         }
     }
 
@@ -190,6 +214,13 @@ final class ProxyRoutes: Sendable {
             slot.release()
         }
     }
+
+    /// 429: the session has its bound of calls under way, or the client address its bound of
+    /// answers streaming to it.
+    private static let inFlight = HTTPError(
+        status: 429, code: "rate_limited",
+        description: "Too many API calls of this session, or answers streaming to this address, are under way; retry when one has ended.",
+        headers: [HTTPHeader("Retry-After", "1")])
 
     /// 401 `token_refreshed`: the request was not sent again (its body is longer than the proxy
     /// keeps to replay), and would now succeed.
