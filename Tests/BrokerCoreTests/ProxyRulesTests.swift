@@ -74,6 +74,15 @@ struct ProxyRulesTests {
         #expect(!ProxyHeaders.isPlainValue("a\r\nb") && ProxyHeaders.isPlainValue("W/\"x\"\tok"))
     }
 
+    /// RFC 9110 §7.6.1: the names a Connection header lists, in any case, spaced or not.
+    @Test func aConnectionHeaderListsItsHopByHopHeaders() {
+        #expect(ProxyHeaders.isListed("Accept", in: "keep-alive, accept ,If-Match"))
+        #expect(ProxyHeaders.isListed("If-Match", in: "keep-alive, accept ,If-Match"))
+        #expect(!ProxyHeaders.isListed("If-Match", in: "keep-alive, If-Match-Not"))
+        #expect(!ProxyHeaders.isListed("Accept", in: nil) && !ProxyHeaders.isListed("Accept", in: ""))
+        #expect(ProxyHeaders.value(of: "connection", in: [("ETag", "x"), ("CONNECTION", "Link")]) == "Link")
+    }
+
     @Test func internalAddressesAreRefused() {
         for address in ["127.0.0.1", "127.1.2.3", "10.0.0.1", "172.16.0.1", "172.31.255.255", "192.168.1.1", "169.254.169.254",
                         "100.64.0.1", "0.0.0.0", "224.0.0.1", "255.255.255.255", "::1", "::", "fe80::1", "fd00:ec2::254",

@@ -53,6 +53,20 @@ def test_headers_are_filtered_both_ways(proxied, upstream):
     assert answer.headers["X-Frame-Options"] == "DENY"
 
 
+def test_headers_a_connection_header_names_stay_behind(proxied, upstream):
+    """RFC 9110 §7.6.1: what a message's Connection lists is hop-by-hop for it, in either
+    direction, even a header the proxy otherwise passes."""
+    broker, app = proxied()
+    answer = app.call("GET", "/proxy/dot/hop", headers={
+        "Connection": "Accept, If-None-Match", "Accept": "application/json", "If-None-Match": '"v0"', "Accept-Language": "fr"})
+    assert answer.status_code == 200 and answer.json() == {"ok": True}
+    seen = upstream.last()
+    # (libcurl sends its own Accept: */* when none is passed.)
+    assert seen["headers"].get("accept") == "*/*" and "if-none-match" not in seen["header_names"], seen["headers"]
+    assert seen["headers"]["accept-language"] == "fr"
+    assert answer.headers["ETag"] == '"v1"' and "X-RateLimit-Remaining" not in answer.headers
+
+
 def test_a_session_of_another_provider_is_refused(broker_factory, auth_server, upstream):
     other = f"""
   other:

@@ -3,7 +3,8 @@
 /// credentials, cookies, host, hop-by-hop or forwarding headers. Towards the client: the content
 /// headers, validators, links, redirects' `Location`, `Retry-After`, `WWW-Authenticate`, a 405's
 /// `Allow` and rate-limit headers — never `Set-Cookie` or hop-by-hop headers; the server adds its own
-/// security headers and `Cache-Control: no-store`.
+/// security headers and `Cache-Control: no-store`. Either way, a header the message's own
+/// `Connection` lists is hop-by-hop and stays behind.
 enum ProxyHeaders {
     /// Passed to every API when the client sends them.
     static let standard = ["Accept", "Accept-Language", "Content-Type", "If-Match", "If-None-Match",
@@ -51,6 +52,34 @@ enum ProxyHeaders {
         let lowercased = name.lowercased()
         return passedBack.contains(lowercased) || lowercased.hasPrefix("x-ratelimit-") || lowercased.hasPrefix("ratelimit")
             || lowercased.hasPrefix("x-rate-limit-")
+    }
+
+    /// Whether `connection`, a `Connection` header's value, lists `name`: the header is then
+    /// hop-by-hop for that message (RFC 9110 §7.6.1) and not passed on, whichever way it goes.
+    /// Read in place: most messages carry no `Connection`, or one word.
+    static func isListed(_ name: String, in connection: String?) -> Bool {
+        guard let connection else { return false }
+        let bytes = connection.utf8
+        var start = bytes.startIndex
+        while start < bytes.endIndex {
+            let end = bytes[start...].firstIndex(of: UInt8(ascii: ",")) ?? bytes.endIndex
+            var option = bytes[start..<end]
+            while let first = option.first, first == 0x20 || first == 0x09 { option = option.dropFirst() }
+            while let last = option.last, last == 0x20 || last == 0x09 { option = option.dropLast() }
+            if sameName(option, name.utf8) { return true }
+            start = end < bytes.endIndex ? bytes.index(after: end) : end
+        }
+        return false
+    }
+
+    /// The value of the header `name` among `headers`, compared as header names are (ASCII,
+    /// without case).
+    static func value(of name: String, in headers: [(name: String, value: String)]) -> String? {
+        headers.first { sameName($0.name.utf8, name.utf8) }?.value
+    }
+
+    private static func sameName(_ a: some Collection<UInt8>, _ b: some Collection<UInt8>) -> Bool {
+        a.count == b.count && zip(a, b).allSatisfy { $0 | 0x20 == $1 | 0x20 }
     }
 
     /// Whether a header value can be passed on as it is: visible ASCII, spaces and tabs.

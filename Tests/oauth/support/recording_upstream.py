@@ -2,6 +2,7 @@
 headers, body) for the API proxy's tests, and answers by path:
 
   /json              200 {"ok": true} with ETag, Link, rate-limit headers, and Set-Cookie
+  /hop               200 {"ok": true} with ETag and a rate-limit header that its Connection lists
   /redirect          302 to /elsewhere on this server, with Set-Cookie
   /bytes/N           200 with N bytes (0x61…), sent in 64 KiB chunks; when the sending ends
                      (whole, or the connection closed) its time goes into `bytes_ended`
@@ -75,6 +76,11 @@ class RecordingUpstream:
                     self._send(200, b'{"ok": true}', [
                         ("Content-Type", "application/json"), ("ETag", '"v1"'), ("Link", '<https://api.example/next>; rel="next"'),
                         ("X-RateLimit-Remaining", "4999"), ("Set-Cookie", "upstream=1; Path=/"), ("X-Internal", "secret-host"),
+                    ])
+                elif path == "/hop":
+                    self._send(200, b'{"ok": true}', [
+                        ("Content-Type", "application/json"), ("ETag", '"v1"'), ("X-RateLimit-Remaining", "4999"),
+                        ("Connection", "X-RateLimit-Remaining"),
                     ])
                 elif path == "/redirect":
                     self._send(302, b"", [("Location", f"http://{self.headers['Host']}/elsewhere"), ("Set-Cookie", "upstream=1")])

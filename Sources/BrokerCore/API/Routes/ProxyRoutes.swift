@@ -124,8 +124,9 @@ final class ProxyRoutes: Sendable {
     private static func clientHeaders(_ request: Request, passed: [String]) -> [(String, String)] {
         var headers: [(String, String)] = []
         headers.reserveCapacity(passed.count + 3)
+        let connection = request.header("Connection")
         for name in passed {
-            guard let value = request.header(name), ProxyHeaders.isPlainValue(value) else { continue }
+            guard let value = request.header(name), ProxyHeaders.isPlainValue(value), !ProxyHeaders.isListed(name, in: connection) else { continue }
             headers.append((name, value))
         }
         request.trace.appendHeaders(to: &headers)
@@ -137,7 +138,9 @@ final class ProxyRoutes: Sendable {
         func passed(_ headers: [(name: String, value: String)]) -> [HTTPHeader] {
             var passing: [HTTPHeader] = []
             passing.reserveCapacity(headers.count)
-            for header in headers where ProxyHeaders.passesBack(header.name) && ProxyHeaders.isPlainValue(header.value) {
+            let connection = ProxyHeaders.value(of: "Connection", in: headers)
+            for header in headers where ProxyHeaders.passesBack(header.name) && ProxyHeaders.isPlainValue(header.value)
+                && !ProxyHeaders.isListed(header.name, in: connection) {
                 passing.append(HTTPHeader(header.name, header.value))
             }
             return passing
