@@ -231,7 +231,8 @@ int tb_transfer_prepare(tb_transfer *x, CURL *easy) {
     SET(CURLOPT_QUICK_EXIT, 1L);
     SET(CURLOPT_TIMEOUT_MS, left);
     SET(CURLOPT_CONNECTTIMEOUT_MS, connect);
-    SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)request->max_response_bytes);
+    // Not for a HEAD, whose announced length libcurl would check all the same: it brings no body.
+    if (strcmp(request->method, "HEAD") != 0) SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)request->max_response_bytes);
     if (request->silence_timeout_ms > 0) {
         SET(CURLOPT_LOW_SPEED_LIMIT, 1L);
         SET(CURLOPT_LOW_SPEED_TIME, request->silence_timeout_ms < 1000 ? 1L : request->silence_timeout_ms / 1000);

@@ -23,14 +23,18 @@ public struct Response: Sendable {
     public var closeConnection: Bool
     /// A body written while it is sent, instead of `body`.
     public var stream: ResponseStream?
+    /// For an answer to `HEAD` made without its body (the API proxy's): the length a `GET`'s body
+    /// would have had, announced in `Content-Length` instead of `body`'s.
+    public var headLength: UInt64?
 
     public init(status: Int, headers: [HTTPHeader] = [], body: [UInt8] = [], closeConnection: Bool = false,
-                stream: ResponseStream? = nil) {
+                stream: ResponseStream? = nil, headLength: UInt64? = nil) {
         self.status = status
         self.headers = headers
         self.body = body
         self.closeConnection = closeConnection
         self.stream = stream
+        self.headLength = headLength
     }
 
     /// A JSON response.

@@ -196,6 +196,8 @@ final class ServerCore: Sendable {
         }
         let created = if let stream = response.stream {
             tb_response_create_stream(UInt32(response.status), stream.pointer)
+        } else if let length = response.headLength {
+            tb_response_create_head(UInt32(response.status), length)
         } else {
             response.body.withUnsafeBytes { tb_response_create(UInt32(response.status), $0.baseAddress, $0.count) }
         }

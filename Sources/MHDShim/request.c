@@ -135,6 +135,28 @@ tb_response *tb_response_create(unsigned int status, const void *body, size_t le
     return response;
 }
 
+// Never called: a response made by tb_response_create_head() answers a HEAD, which has no body.
+static ssize_t tb_no_body(void *context, uint64_t position, char *buffer, size_t size) {
+    (void)context, (void)position, (void)buffer, (void)size;
+    return MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+tb_response *tb_response_create_head(unsigned int status, uint64_t length) {
+    tb_response *response = malloc(sizeof(tb_response));
+    if (response == NULL) return NULL;
+    response->status = status;
+    response->body = NULL;
+    response->length = 0;
+    response->stream = NULL;
+    // libmicrohttpd announces the size in Content-Length and sends no body to a HEAD.
+    response->mhd = MHD_create_response_from_callback(length, 4096, tb_no_body, NULL, NULL);
+    if (response->mhd == NULL) {
+        free(response);
+        return NULL;
+    }
+    return response;
+}
+
 int tb_response_add_header(tb_response *response, const char *name, const char *value) {
     return MHD_add_response_header(response->mhd, name, value) == MHD_YES;
 }

@@ -183,6 +183,10 @@ def test_bodies_over_the_caps_are_refused_never_truncated(proxied, upstream):
     assert hashlib.sha256(whole.content).hexdigest() == hashlib.sha256(b"a" * 1000000).hexdigest()
     head = app.call("HEAD", "/proxy/dot/json")
     assert head.status_code == 200 and upstream.last()["method"] == "HEAD"
+    # A HEAD announces the length the API gave (RFC 9110 §8.6), under the cap or not: no body comes.
+    for size in (1000, 2000000):
+        sized = app.call("HEAD", f"/proxy/dot/bytes/{size}")
+        assert sized.status_code == 200 and sized.headers["Content-Length"] == str(size) and sized.content == b"", sized.headers
 
 
 def test_an_answer_streams_through_and_one_over_the_cap_is_broken_off(proxied, upstream):

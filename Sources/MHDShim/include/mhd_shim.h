@@ -135,6 +135,9 @@ uint64_t tb_request_start_ns(const tb_request *request);
 
 /// A response with a copy of `body`.
 tb_response *tb_response_create(unsigned int status, const void *body, size_t length);
+/// The answer to a HEAD whose GET would have had a body of `length` bytes: announced in
+/// Content-Length, never sent.
+tb_response *tb_response_create_head(unsigned int status, uint64_t length);
 /// Adds a header; returns 0 when libmicrohttpd refuses it (e.g. a newline in the value, a
 /// header it writes itself such as Content-Length, or no memory left).
 int tb_response_add_header(tb_response *response, const char *name, const char *value);

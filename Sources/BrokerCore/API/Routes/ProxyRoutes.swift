@@ -147,7 +147,10 @@ final class ProxyRoutes: Sendable {
         }
         switch answer {
         case .whole(let upstream):
-            return Response(status: upstream.status, headers: passed(upstream.headers), body: method == "HEAD" ? [] : upstream.body)
+            guard method == "HEAD" else { return Response(status: upstream.status, headers: passed(upstream.headers), body: upstream.body) }
+            // The length the API announced for the body a GET would get (RFC 9110 §8.6).
+            let length = ProxyHeaders.value(of: "Content-Length", in: upstream.headers).flatMap { UInt64($0) }
+            return Response(status: upstream.status, headers: passed(upstream.headers), headLength: length)
         case .streaming(let status, let headers):
             return Response(status: status, headers: passed(headers), stream: stream)
         }
