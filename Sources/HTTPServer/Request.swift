@@ -69,6 +69,15 @@ public struct Request {
         withHeaderBytes(name) { $0.map { String(decoding: $0, as: UTF8.self) } }
     }
 
+    /// Every value of a request header (case-insensitive name), joined by ", " as a list given in
+    /// several fields reads (RFC 9110 §5.3); nil when there is none.
+    public func joinedHeader(_ name: String) -> String? {
+        switch headers {
+        case .shim(let shim): ServerCore.joinedHeader(name, of: shim.pointer)
+        case .fixed(let values): values[name.lowercased()]
+        }
+    }
+
     /// Runs `body` with the bytes of a request header (case-insensitive name), or nil when
     /// there is none, without making a `String` of it: for headers read on every request.
     public func withHeaderBytes<T, E: Error>(_ name: String, _ body: (UnsafeRawBufferPointer?) throws(E) -> T) throws(E) -> T {

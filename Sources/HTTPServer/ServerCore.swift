@@ -272,7 +272,7 @@ final class ServerCore: Sendable {
 
     /// Every value of a header, joined by ", "; nil when there is none (or, which cannot happen,
     /// when the values do not fit: a list cut short loses its right end, the part believed).
-    private static func joinedHeader(_ name: String, of pointer: OpaquePointer) -> String? {
+    static func joinedHeader(_ name: String, of pointer: OpaquePointer) -> String? {
         // The request's header bytes count each value's name too, which is longer than a
         // separator: the joined values fit (server.c, tb_count_header).
         var buffer = [UInt8](repeating: 0, count: tb_request_header_bytes(pointer) + 1)

@@ -149,7 +149,7 @@ tb_response *tb_response_create_head(unsigned int status, uint64_t length) {
     response->length = 0;
     response->stream = NULL;
     // libmicrohttpd announces the size in Content-Length and sends no body to a HEAD.
-    response->mhd = MHD_create_response_from_callback(length, 4096, tb_no_body, NULL, NULL);
+    response->mhd = MHD_create_response_from_callback(length, 1, tb_no_body, NULL, NULL); // no buffer needed
     if (response->mhd == NULL) {
         free(response);
         return NULL;

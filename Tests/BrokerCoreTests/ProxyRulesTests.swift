@@ -81,6 +81,9 @@ struct ProxyRulesTests {
         #expect(!ProxyHeaders.isListed("If-Match", in: "keep-alive, If-Match-Not"))
         #expect(!ProxyHeaders.isListed("Accept", in: nil) && !ProxyHeaders.isListed("Accept", in: ""))
         #expect(ProxyHeaders.value(of: "connection", in: [("ETag", "x"), ("CONNECTION", "Link")]) == "Link")
+        #expect(ProxyHeaders.joinedValue(of: "Connection", in: [("Connection", "keep-alive"), ("ETag", "x"), ("connection", "Link")])
+                == "keep-alive, Link", "a list given in two fields")
+        #expect(ProxyHeaders.value(of: "X-A", in: [("X\rA", "no"), ("x-a", "yes")]) == "yes", "only letters fold")
     }
 
     @Test func internalAddressesAreRefused() {

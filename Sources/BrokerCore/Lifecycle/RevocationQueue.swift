@@ -40,6 +40,9 @@ final class RevocationQueue: Sendable {
     static let claimSeconds = 120.0
     /// How many entries a round takes.
     static let batch = 50
+    /// How many grants the store could not queue wait in memory at most; past it, one is let go
+    /// (logged): an outage that long is the operator's to see.
+    static let unqueuedLimit = 10_000
 
     init(store: any StateStore, providers: ProviderDirectory, calls: ProviderCalls, audit: AuditTrail, metrics: BrokerMetrics,
          logger: Logger, giveUpAfter: Double, now: @escaping BrokerClock) {
@@ -75,9 +78,14 @@ final class RevocationQueue: Sendable {
         }
     }
 
-    /// Stops ``run(interval:)`` once its round ends.
+    /// Stops ``run(interval:)`` once its round ends. Grants still waiting in memory for the store
+    /// are let go, and logged.
     func stop() {
         wakeups.continuation.finish()
+        for waiting in unqueued.withLock({ waiting in defer { waiting.removeAll() }; return waiting }) {
+            logger.error("a grant's revocation was never queued: the store stayed out of reach until the broker stopped",
+                         metadata: ["provider": "\(waiting.grant.provider)"])
+        }
     }
 
     /// One round: what is due, a batch at a time, until the calling task is cancelled (a
@@ -115,19 +123,31 @@ final class RevocationQueue: Sendable {
     func deliverUnqueued(_ grant: Grant, app: String, reason: EndReason) async -> ProviderRevocation {
         let (outcome, next) = await ask(QueuedRevocation(grant, app: app, reason: reason, at: now()))
         metrics.revocationDelivered(provider: grant.provider, outcome: outcome.rawValue)
-        if next != nil { unqueued.withLock { $0.append((grant, app, reason)) } }
+        guard next != nil else { return outcome }
+        let full = unqueued.withLock { waiting in
+            guard waiting.count < Self.unqueuedLimit else { return true }
+            waiting.append((grant, app, reason))
+            return false
+        }
+        if full {
+            logger.error("a grant's revocation could not be kept for the store: too many wait for it already",
+                         metadata: ["provider": "\(grant.provider)"])
+        }
         return outcome
     }
 
     /// Puts in the store's queue what ``deliverUnqueued(_:app:reason:)`` kept in memory, where
     /// the store takes it (asking the provider again is harmless: RFC 7009 §2.2).
+    /// Stops at the first the store refuses (it is still out of reach): the rest wait for the next
+    /// round, as they do when the round is cancelled.
     private func queueUnqueued() async {
-        for waiting in unqueued.withLock({ waiting in defer { waiting.removeAll() }; return waiting }) {
+        while !Task.isCancelled, let waiting = unqueued.withLock({ $0.first }) {
             do {
                 _ = try await store.queueRevocation(waiting.grant, app: waiting.app, waiting.reason, now: now())
             } catch {
-                unqueued.withLock { $0.append(waiting) }
+                return
             }
+            unqueued.withLock { _ = $0.removeFirst() }
         }
     }
 

@@ -78,8 +78,21 @@ enum ProxyHeaders {
         headers.first { sameName($0.name.utf8, name.utf8) }?.value
     }
 
+    /// Every value of the header `name` among `headers`, joined by ", " (a list given in several
+    /// fields, RFC 9110 §5.3); nil when there is none.
+    static func joinedValue(of name: String, in headers: [(name: String, value: String)]) -> String? {
+        var joined: String?
+        for header in headers where sameName(header.name.utf8, name.utf8) {
+            joined = joined.map { $0 + ", " + header.value } ?? header.value
+        }
+        return joined
+    }
+
+    /// Header names compared as ASCII without case: only the letters fold.
     private static func sameName(_ a: some Collection<UInt8>, _ b: some Collection<UInt8>) -> Bool {
-        a.count == b.count && zip(a, b).allSatisfy { $0 | 0x20 == $1 | 0x20 }
+        a.count == b.count && zip(a, b).allSatisfy { x, y in
+            x == y || (x | 0x20 == y | 0x20 && (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(x | 0x20))
+        }
     }
 
     /// Whether a header value can be passed on as it is: visible ASCII, spaces and tabs.

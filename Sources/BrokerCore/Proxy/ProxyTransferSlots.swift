@@ -33,11 +33,11 @@ final class ProxyTransferSlots: Sendable {
         return taken ? Slot(slots: self, session: session, client: client) : nil
     }
 
-    /// One more answer streaming to `client`, unless the address has its bound already: the
-    /// bound holds when answers that were admitted together begin to stream.
-    private func startStreaming(_ client: String) -> Bool {
+    /// One more answer streaming to `client`, unless the address has its bound already (and not
+    /// `pastTheBound`): the bound holds when answers that were admitted together begin to stream.
+    private func startStreaming(_ client: String, pastTheBound: Bool) -> Bool {
         counts.withLock { counts in
-            guard counts.streams[client, default: 0] < perClient else { return false }
+            guard pastTheBound || counts.streams[client, default: 0] < perClient else { return false }
             counts.streams[client, default: 0] += 1
             return true
         }
@@ -65,9 +65,10 @@ final class ProxyTransferSlots: Sendable {
         }
 
         /// Whether the answer may stream to the client from now on, counted against the client's
-        /// address: false when the address has its bound of answers streaming to it. Asked once.
-        func stream() -> Bool {
-            guard slots.startStreaming(client) else { return false }
+        /// address: false when the address has its bound of answers streaming to it, unless
+        /// `pastTheBound`. Asked once.
+        func stream(pastTheBound: Bool) -> Bool {
+            guard slots.startStreaming(client, pastTheBound: pastTheBound) else { return false }
             streaming.store(true, ordering: .releasing)
             return true
         }

@@ -14,14 +14,16 @@ def raw_get(broker, target: str, token: str) -> int:
     return int(answer.split(b" ", 2)[1])
 
 
-def open_request(broker, target: str, token: str, source: str = "127.0.0.1") -> socket.socket:
-    """A connection that sends a GET and reads nothing yet (a small receive window)."""
+def open_request(broker, target: str, token: str, source: str = "127.0.0.1", method: str = "GET") -> socket.socket:
+    """A connection that sends a request without a body (a GET by default) and reads nothing yet
+    (a small receive window)."""
     connection = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     connection.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     connection.bind((source, 0))
     connection.settimeout(10)
     connection.connect(("127.0.0.1", broker.port))
-    connection.sendall(f"GET {target} HTTP/1.1\r\nHost: {broker.host}\r\nAuthorization: Bearer {token}\r\n\r\n".encode())
+    length = "" if method in ("GET", "HEAD") else "Content-Length: 0\r\n"
+    connection.sendall(f"{method} {target} HTTP/1.1\r\nHost: {broker.host}\r\nAuthorization: Bearer {token}\r\n{length}\r\n".encode())
     return connection
 
 

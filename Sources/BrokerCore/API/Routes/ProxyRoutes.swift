@@ -98,7 +98,7 @@ final class ProxyRoutes: Sendable {
                         // A streaming body gives the slot back when it ends; any other answer is whole here.
                         if case .whole = upstream { slot.release() }
                         if holder.refused {
-                            // Admitted with others, its answer would have streamed past the address's bound.
+                            // Admitted with others, its answer (to a GET) would have streamed past the address's bound.
                             self.metrics.rejected(route: route, reason: "proxy_in_flight")
                             response = Self.inFlight.response
                         } else {
@@ -124,7 +124,7 @@ final class ProxyRoutes: Sendable {
     private static func clientHeaders(_ request: Request, passed: [String]) -> [(String, String)] {
         var headers: [(String, String)] = []
         headers.reserveCapacity(passed.count + 3)
-        let connection = request.header("Connection")
+        let connection = request.header("Connection") == nil ? nil : request.joinedHeader("Connection")
         for name in passed {
             guard let value = request.header(name), ProxyHeaders.isPlainValue(value), !ProxyHeaders.isListed(name, in: connection) else { continue }
             headers.append((name, value))
@@ -138,7 +138,7 @@ final class ProxyRoutes: Sendable {
         func passed(_ headers: [(name: String, value: String)]) -> [HTTPHeader] {
             var passing: [HTTPHeader] = []
             passing.reserveCapacity(headers.count)
-            let connection = ProxyHeaders.value(of: "Connection", in: headers)
+            let connection = ProxyHeaders.joinedValue(of: "Connection", in: headers)
             for header in headers where ProxyHeaders.passesBack(header.name) && ProxyHeaders.isPlainValue(header.value)
                 && !ProxyHeaders.isListed(header.name, in: connection) {
                 passing.append(HTTPHeader(header.name, header.value))
@@ -148,9 +148,11 @@ final class ProxyRoutes: Sendable {
         switch answer {
         case .whole(let upstream):
             guard method == "HEAD" else { return Response(status: upstream.status, headers: passed(upstream.headers), body: upstream.body) }
-            // The length the API announced for the body a GET would get (RFC 9110 §8.6).
-            let length = ProxyHeaders.value(of: "Content-Length", in: upstream.headers).flatMap { UInt64($0) }
-            return Response(status: upstream.status, headers: passed(upstream.headers), headLength: length)
+            // The length the API announced for the body a GET would get (RFC 9110 §8.6): plain
+            // digits, within what libmicrohttpd takes for a length (its largest is "unknown").
+            let length = ProxyHeaders.value(of: "Content-Length", in: upstream.headers)
+                .flatMap { $0.utf8.allSatisfy { (0x30...0x39).contains($0) } ? Int64($0) : nil }
+            return Response(status: upstream.status, headers: passed(upstream.headers), headLength: length.map { UInt64($0) })
         case .streaming(let status, let headers):
             return Response(status: status, headers: passed(headers), stream: stream)
         }
@@ -178,11 +180,15 @@ final class ProxyRoutes: Sendable {
         func choose(method: String, length: Int64?, cap: Int) -> (any APIBodySink)? {
             // A short answer of known length is held: one buffer, sent with its length, is cheaper.
             if let length, length <= Int64(Self.capacity) || length > Int64(cap) { return nil }
-            guard method != "HEAD", let made = ResponseStream(capacity: Self.capacity) else { return nil }
-            guard slot.stream() else {
+            guard method != "HEAD" else { return nil }
+            // Past the address's bound, a GET is refused (sent again, it does no harm); another
+            // method's call has done its work at the API, and its answer streams all the same.
+            guard slot.stream(pastTheBound: method != "GET") else {
                 refused = true
                 return RefusedSink(slot: slot)
             }
+            // Held whole when no stream can be made; it counted as streaming, and is given back so.
+            guard let made = ResponseStream(capacity: Self.capacity) else { return nil }
             stream = made
             return StreamSink(stream: made, slot: slot)
         }
