@@ -58,9 +58,6 @@ public struct Response: Sendable {
     /// The first value of a header, case-insensitively (ASCII), without allocating: the server
     /// asks on every response.
     public func header(_ name: String) -> String? {
-        headers.first { header in
-            header.name.utf8.count == name.utf8.count
-                && zip(header.name.utf8, name.utf8).allSatisfy { $0 | 0x20 == $1 | 0x20 }
-        }?.value
+        headers.first { HeaderName.same($0.name.utf8, name.utf8) }?.value
     }
 }

@@ -1,3 +1,5 @@
+import WireValues
+
 /// Which headers cross the API proxy. Towards the API: an allowlist (content negotiation,
 /// conditional and range requests, and the provider's own `api_headers`) — never the client's
 /// credentials, cookies, host, hop-by-hop or forwarding headers. Towards the client: the content
@@ -66,7 +68,7 @@ enum ProxyHeaders {
             var option = bytes[start..<end]
             while let first = option.first, first == 0x20 || first == 0x09 { option = option.dropFirst() }
             while let last = option.last, last == 0x20 || last == 0x09 { option = option.dropLast() }
-            if sameName(option, name.utf8) { return true }
+            if HeaderName.same(option, name.utf8) { return true }
             start = end < bytes.endIndex ? bytes.index(after: end) : end
         }
         return false
@@ -75,24 +77,17 @@ enum ProxyHeaders {
     /// The value of the header `name` among `headers`, compared as header names are (ASCII,
     /// without case).
     static func value(of name: String, in headers: [(name: String, value: String)]) -> String? {
-        headers.first { sameName($0.name.utf8, name.utf8) }?.value
+        headers.first { HeaderName.same($0.name.utf8, name.utf8) }?.value
     }
 
     /// Every value of the header `name` among `headers`, joined by ", " (a list given in several
     /// fields, RFC 9110 §5.3); nil when there is none.
     static func joinedValue(of name: String, in headers: [(name: String, value: String)]) -> String? {
         var joined: String?
-        for header in headers where sameName(header.name.utf8, name.utf8) {
+        for header in headers where HeaderName.same(header.name.utf8, name.utf8) {
             joined = joined.map { $0 + ", " + header.value } ?? header.value
         }
         return joined
-    }
-
-    /// Header names compared as ASCII without case: only the letters fold.
-    private static func sameName(_ a: some Collection<UInt8>, _ b: some Collection<UInt8>) -> Bool {
-        a.count == b.count && zip(a, b).allSatisfy { x, y in
-            x == y || (x | 0x20 == y | 0x20 && (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(x | 0x20))
-        }
     }
 
     /// Whether a header value can be passed on as it is: visible ASCII, spaces and tabs.

@@ -77,7 +77,7 @@ final class CallbackRoute: Sendable {
         }
     }
 
-    static let deviceLoginOver = "This device sign-in has already ended, and what it did stands: nothing was sent again. "
+    private static let deviceLoginOver = "This device sign-in has already ended, and what it did stands: nothing was sent again. "
         + "To sign a device in, enter the code it shows."
 
     /// The error as a page, for a person looking at a browser: the sign-in may have been an
