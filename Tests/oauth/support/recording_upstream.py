@@ -6,6 +6,9 @@ headers, body) for the API proxy's tests, and answers by path:
   /redirect          302 to /elsewhere on this server, with Set-Cookie
   /bytes/N           200 with N bytes (0x61…), sent in 64 KiB chunks; when the sending ends
                      (whole, or the connection closed) its time goes into `bytes_ended`
+  /gate/N            as /bytes/N, once the number `hold_gate` set of requests to /gate/ have
+                     arrived (10 s at most): calls made together are all under way before any
+                     answer begins
   /chunked/N         200 with N bytes, chunked (no length announced)
   /slow/N            200, chunked: N bytes, then a pause of `slow_pause` seconds, then N more
   /protected         200, or 401 when the bearer token is in `refused_tokens`
@@ -33,7 +36,10 @@ class RecordingUpstream:
         self.bytes_ended: list[float] = []
         self.connections = 0
         self.resumed = 0
+        self._gate = 0
+        self._gated = 0
         self._lock = threading.Lock()
+        self._gate_open = threading.Condition(self._lock)
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -84,7 +90,12 @@ class RecordingUpstream:
                     ])
                 elif path == "/redirect":
                     self._send(302, b"", [("Location", f"http://{self.headers['Host']}/elsewhere"), ("Set-Cookie", "upstream=1")])
-                elif path.startswith("/bytes/"):
+                elif path.startswith("/bytes/") or path.startswith("/gate/"):
+                    if path.startswith("/gate/"):
+                        with upstream._gate_open:
+                            upstream._gated += 1
+                            upstream._gate_open.notify_all()
+                            upstream._gate_open.wait_for(lambda: upstream._gated >= upstream._gate, timeout=10)
                     size = int(path.rsplit("/", 1)[1])
                     self.send_response(200)
                     self.send_header("Content-Type", "application/octet-stream")
@@ -144,6 +155,11 @@ class RecordingUpstream:
     def count(self) -> int:
         with self._lock:
             return len(self.requests)
+
+    def hold_gate(self, requests: int):
+        """/gate/N answers from now on once `requests` of them have arrived."""
+        with self._lock:
+            self._gate, self._gated = requests, 0
 
     def last(self) -> dict:
         with self._lock:
