@@ -55,6 +55,11 @@ struct APIProxyTests {
                  proofs: bed.sessions.calls.proofs)
     }
 
+    /// The scripted provider's API (or `provider`'s), as the proxy's routes make it.
+    static func api(_ provider: ProviderConfig = ScriptedProvider.config()) throws -> ProxiedAPI {
+        ProxiedAPI(provider, trust: try ProviderTrust([provider]))
+    }
+
     static let get = APIProxy.Forward(method: "GET", url: "https://api.test/data", headers: [("Accept", "application/json")], body: nil)
 
     static func status(_ answer: APIAnswer) -> Int? {
@@ -72,7 +77,7 @@ struct APIProxyTests {
         try await bed.closing {
             let session = try await bed.newSession().session
             let api = ScriptedAPI([Self.answer(200)])
-            let answer = try await Self.proxy(bed).forward(Self.get, session: session, provider: ScriptedProvider.config(), on: api) { _, _ in Sink() }
+            let answer = try await Self.proxy(bed).forward(Self.get, session: session, api: try Self.api(), on: api) { _, _ in Sink() }
             #expect(Self.status(answer) == 200)
             let sent = try #require(api.requests.first)
             #expect(Self.bearer(sent) == session.accessToken && bed.provider.refreshes == 0)
@@ -89,7 +94,7 @@ struct APIProxyTests {
             let session = try await bed.newSession().session
             bed.clock.advance(by: 3600)
             let api = ScriptedAPI([Self.answer(200)])
-            _ = try await Self.proxy(bed).forward(Self.get, session: session, provider: ScriptedProvider.config(), on: api) { _, _ in nil }
+            _ = try await Self.proxy(bed).forward(Self.get, session: session, api: try Self.api(), on: api) { _, _ in nil }
             let sent = try #require(api.requests.first.flatMap(Self.bearer))
             #expect(sent != session.accessToken && bed.provider.accepts(sent) && bed.provider.refreshes == 1)
         }
@@ -101,7 +106,7 @@ struct APIProxyTests {
         try await bed.closing {
             let session = try await bed.newSession().session
             let api = ScriptedAPI([Self.answer(401), Self.answer(200)])
-            let answer = try await Self.proxy(bed).forward(Self.get, session: session, provider: ScriptedProvider.config(), on: api) { _, _ in Sink() }
+            let answer = try await Self.proxy(bed).forward(Self.get, session: session, api: try Self.api(), on: api) { _, _ in Sink() }
             #expect(Self.status(answer) == 200)
             let tokens = api.requests.compactMap(Self.bearer)
             #expect(tokens.count == 2 && tokens[0] == session.accessToken && tokens[1] != tokens[0] && bed.provider.accepts(tokens[1]))
@@ -130,7 +135,7 @@ struct APIProxyTests {
                                         body: [])
             let api = ScriptedAPI([.success(.whole(challenge)), Self.answer(200)])
             let get = APIProxy.Forward(method: "GET", url: "https://api.test/data?page=2", headers: [], body: nil)
-            let answer = try await Self.proxy(bed).forward(get, session: session, provider: ScriptedProvider.config(), on: api) { _, _ in nil }
+            let answer = try await Self.proxy(bed).forward(get, session: session, api: try Self.api(), on: api) { _, _ in nil }
             #expect(Self.status(answer) == 200 && bed.provider.refreshes == 0, "a nonce challenge is no reason to refresh")
             let sent = api.requests
             try #require(sent.count == 2)
@@ -141,7 +146,7 @@ struct APIProxyTests {
             #expect(second["nonce"] == .string("api-1") && second["jti"] != first["jti"])
             // A 401 that asks for no nonce is the token refused: the refresh path, as for bearer tokens.
             let refused = ScriptedAPI([Self.answer(401), Self.answer(200)])
-            _ = try await Self.proxy(bed).forward(get, session: session, provider: ScriptedProvider.config(), on: refused) { _, _ in nil }
+            _ = try await Self.proxy(bed).forward(get, session: session, api: try Self.api(), on: refused) { _, _ in nil }
             #expect(bed.provider.refreshes == 1 && refused.requests.count == 2)
         }
     }
@@ -153,21 +158,21 @@ struct APIProxyTests {
             let key = try ProofSigningKey.generate()
             let made = try await bed.newSession().session
             let session = try #require(try await bed.store.updateSession(made.id, under: nil) { $0.providerProofKey = key })
-            let proxy = try Self.proxy(bed, retryMaxBodyBytes: 4)
+            let proxy = try Self.proxy(bed, retryMaxBodyBytes: 4), scripted = try Self.api()
             let given = APIResponse(status: 200, headers: [("DPoP-Nonce", "api-7")], body: [])
             let challenge = APIResponse(status: 401, headers: [("WWW-Authenticate", #"DPoP error="use_dpop_nonce""#), ("DPoP-Nonce", "api-8")],
                                         body: [])
             let api = ScriptedAPI([.success(.whole(given)), .success(.whole(challenge)), Self.answer(200)])
-            _ = try await proxy.forward(Self.get, session: session, provider: ScriptedProvider.config(), on: api) { _, _ in nil }
+            _ = try await proxy.forward(Self.get, session: session, api: scripted, on: api) { _, _ in nil }
             let upload = APIProxy.Forward(method: "POST", url: "https://api.test/data", headers: [], body: Array("too long to keep".utf8))
             do throws(ProxyFailure) {
-                _ = try await proxy.forward(upload, session: session, provider: ScriptedProvider.config(), on: api) { _, _ in nil }
+                _ = try await proxy.forward(upload, session: session, api: scripted, on: api) { _, _ in nil }
                 Issue.record("a challenged upload that was not kept was answered")
             } catch {
                 guard case .nonceNotRetried = error else { throw error }
             }
             #expect(bed.provider.refreshes == 0, "a nonce challenge is no reason to refresh")
-            _ = try await proxy.forward(Self.get, session: session, provider: ScriptedProvider.config(), on: api) { _, _ in nil }
+            _ = try await proxy.forward(Self.get, session: session, api: try Self.api(), on: api) { _, _ in nil }
             let nonces = try api.requests.map { try Self.proofClaims($0, by: key)["nonce"] }
             #expect(nonces == [nil, .string("api-7"), .string("api-8")])
         }
@@ -179,12 +184,12 @@ struct APIProxyTests {
         try await bed.closing {
             let session = try await bed.newSession().session
             let api = ScriptedAPI([Self.answer(401), Self.answer(401)])
-            let answer = try await Self.proxy(bed).forward(Self.get, session: session, provider: ScriptedProvider.config(), on: api) { _, _ in nil }
+            let answer = try await Self.proxy(bed).forward(Self.get, session: session, api: try Self.api(), on: api) { _, _ in nil }
             #expect(Self.status(answer) == 401 && api.requests.count == 2 && bed.provider.refreshes == 1, "one refresh, one retry, no more")
             // Refused again moments later: the refresh bound holds, and the API's 401 is the answer.
             let later = ScriptedAPI([Self.answer(401)])
             let refreshed = try #require(try await bed.stored(session.id))
-            let again = try await Self.proxy(bed).forward(Self.get, session: refreshed, provider: ScriptedProvider.config(), on: later) { _, _ in nil }
+            let again = try await Self.proxy(bed).forward(Self.get, session: refreshed, api: try Self.api(), on: later) { _, _ in nil }
             #expect(Self.status(again) == 401 && later.requests.count == 1 && bed.provider.refreshes == 1)
         }
     }
@@ -197,7 +202,7 @@ struct APIProxyTests {
             let api = ScriptedAPI([Self.answer(401), Self.answer(200)])
             let post = APIProxy.Forward(method: "POST", url: "https://api.test/data", headers: [], body: Array(repeating: 0x61, count: 17))
             await #expect(throws: ProxyFailure.self) {
-                try await Self.proxy(bed, retryMaxBodyBytes: 16).forward(post, session: session, provider: ScriptedProvider.config(), on: api) { _, _ in nil }
+                try await Self.proxy(bed, retryMaxBodyBytes: 16).forward(post, session: session, api: try Self.api(), on: api) { _, _ in nil }
             }
             #expect(api.requests.count == 1 && bed.provider.refreshes == 1, "refreshed, but the request is not replayed")
             #expect(api.requests[0].headers.contains { $0 == ("Content-Type", "") }, "no form type made up for a body without one")
@@ -211,9 +216,9 @@ struct APIProxyTests {
             let session = try await bed.newSession().session
             bed.provider.failNextRefresh(status: 400, body: #"{"error":"invalid_grant"}"#)
             let refused = ScriptedAPI([Self.answer(401)])
-            let proxy = try Self.proxy(bed)
+            let proxy = try Self.proxy(bed), scripted = try Self.api()
             do throws(ProxyFailure) {
-                _ = try await proxy.forward(Self.get, session: session, provider: ScriptedProvider.config(), on: refused) { _, _ in nil }
+                _ = try await proxy.forward(Self.get, session: session, api: scripted, on: refused) { _, _ in nil }
                 Issue.record("answered after the provider refused the grant")
             } catch {
                 guard case .refresh(.loginRequired) = error else { Issue.record("\(error)"); return }
@@ -221,7 +226,7 @@ struct APIProxyTests {
             let other = try await bed.newSession(subject: "bob").session
             let down = ScriptedAPI([.failure(.timedOut)])
             do throws(ProxyFailure) {
-                _ = try await proxy.forward(Self.get, session: other, provider: ScriptedProvider.config(), on: down) { _, _ in nil }
+                _ = try await proxy.forward(Self.get, session: other, api: scripted, on: down) { _, _ in nil }
                 Issue.record("answered without an answer")
             } catch {
                 guard case .exchange(.timedOut) = error else { Issue.record("\(error)"); return }
@@ -237,9 +242,9 @@ struct APIProxyTests {
         try await bed.closing {
             let session = try await bed.newSession().session
             let api = ScriptedAPI([Self.answer(401), Self.answer(200)])
-            let proxy = try Self.proxy(bed)
+            let proxy = try Self.proxy(bed), scripted = try Self.api()
             let result = await withCheckedContinuation { continuation in
-                proxy.start(Self.get, session: session, provider: ScriptedProvider.config(), on: api, trace: nil, stream: { _, _ in nil }) {
+                proxy.start(Self.get, session: session, api: scripted, on: api, trace: nil, stream: { _, _ in nil }) {
                     continuation.resume(returning: $0)
                 }
             }
@@ -255,7 +260,7 @@ struct APIProxyTests {
             let provider = ProviderConfig(id: scripted.id, endpoints: scripted.endpoints, clientID: scripted.clientID,
                                           clientAuthentication: scripted.clientAuthentication, scopes: scripted.scopes, apiConnections: .perSession)
             let api = ScriptedAPI([Self.answer(200)])
-            _ = try await Self.proxy(bed).forward(Self.get, session: session, provider: provider, on: api) { _, _ in nil }
+            _ = try await Self.proxy(bed).forward(Self.get, session: session, api: try Self.api(provider), on: api) { _, _ in nil }
             #expect(api.requests.first?.connectionKey == session.id.hex)
         }
     }

@@ -29,10 +29,10 @@ struct APIProxy: Sendable {
     /// which sink (never for a 401, which may be retried).
     typealias StreamChoice = @Sendable (_ status: Int, _ contentLength: Int64?) -> (any APIBodySink)?
 
-    /// Sends `request` for `session` to `provider`'s API, on `transfers`: the answer whole, or its
+    /// Sends `request` for `session` to `api`, on `transfers`: the answer whole, or its
     /// head with the body streaming into the sink `stream` chose. Connections to the API are
     /// shared by the provider's sessions, or kept per session (`api_connections: per_session`).
-    func forward(_ request: Forward, session: Session, provider: ProviderConfig, on transfers: some APITransport,
+    func forward(_ request: Forward, session: Session, api: ProxiedAPI, on transfers: some APITransport,
                  stream: @escaping StreamChoice) async throws(ProxyFailure) -> APIAnswer {
         let fresh: Session
         do throws(RefreshFailure) {
@@ -41,13 +41,13 @@ struct APIProxy: Sendable {
             throw .refresh(error)
         }
         let token = fresh.accessToken, key = fresh.providerProofKey
-        let exchange = try exchange(request, token: token, key: key, session: session, provider: provider)
+        let exchange = try exchange(request, token: token, key: key, session: session.id, api: api)
         let answer: APIAnswer
         switch await transfers.perform(exchange, stream: Self.never401(stream)) {
         case .success(let response): answer = learnt(response, from: request.url, bound: key != nil)
         case .failure(let error): throw .exchange(error)
         }
-        return try await retried(request, after: answer, token: token, key: key, session: session, provider: provider, on: transfers,
+        return try await retried(request, after: answer, token: token, key: key, session: session.id, api: api, on: transfers,
                                  stream: stream)
     }
 
@@ -55,14 +55,14 @@ struct APIProxy: Sendable {
     /// session's token fresh in hand (the common case) the transfer starts at once, and its
     /// answer goes to `completion` on the proxy's loop thread — no task in between. A token to
     /// refresh first, or a 401 to retry after a refresh, continues in a task, which passes
-    /// `trace` on to the provider's calls.
-    func start(_ request: Forward, session: Session, provider: ProviderConfig, on transfers: some APITransport, trace: TraceContext?,
+    /// `trace` on to the provider's calls. The completion holds the session's id, not the session.
+    func start(_ request: Forward, session: Session, api: ProxiedAPI, on transfers: some APITransport, trace: TraceContext?,
                stream: @escaping StreamChoice, completion: @escaping @Sendable (Result<APIAnswer, ProxyFailure>) -> Void) {
         guard let fresh = sessions.freshNow(session, validFor: sessions.refreshSkew) else {
             TraceContext.$current.withValue(trace) {
                 Task {
                     do throws(ProxyFailure) {
-                        completion(.success(try await forward(request, session: session, provider: provider, on: transfers, stream: stream)))
+                        completion(.success(try await forward(request, session: session, api: api, on: transfers, stream: stream)))
                     } catch {
                         completion(.failure(error))
                     }
@@ -70,10 +70,10 @@ struct APIProxy: Sendable {
             }
             return
         }
-        let token = fresh.accessToken, key = fresh.providerProofKey
+        let token = fresh.accessToken, key = fresh.providerProofKey, sessionID = session.id
         let exchange: APIRequest
         do throws(ProxyFailure) {
-            exchange = try self.exchange(request, token: token, key: key, session: session, provider: provider)
+            exchange = try self.exchange(request, token: token, key: key, session: sessionID, api: api)
         } catch {
             return completion(.failure(error))
         }
@@ -86,7 +86,7 @@ struct APIProxy: Sendable {
             case .success(.whole(let first)) where first.status == 401:
                 _ = learnt(.whole(first), from: request.url, bound: key != nil)
                 TraceContext.$current.withValue(trace) {
-                    retry(request, after: .whole(first), token: token, key: key, session: session, provider: provider,
+                    retry(request, after: .whole(first), token: token, key: key, session: sessionID, api: api,
                           on: transfers, stream: stream, completion: completion)
                 }
             case .success(let answer):
@@ -95,14 +95,14 @@ struct APIProxy: Sendable {
         }
     }
 
-    /// The retry after an API's 401 (``retried(_:after:token:session:provider:on:stream:)``), in a
+    /// The retry after an API's 401 (``retried(_:after:token:key:session:api:on:stream:)``), in a
     /// task of its own.
-    private func retry(_ request: Forward, after answer: APIAnswer, token: String, key: ProofSigningKey?, session: Session,
-                       provider: ProviderConfig, on transfers: some APITransport, stream: @escaping StreamChoice,
+    private func retry(_ request: Forward, after answer: APIAnswer, token: String, key: ProofSigningKey?, session: SHA256Digest,
+                       api: ProxiedAPI, on transfers: some APITransport, stream: @escaping StreamChoice,
                        completion: @escaping @Sendable (Result<APIAnswer, ProxyFailure>) -> Void) {
         Task {
             do throws(ProxyFailure) {
-                completion(.success(try await retried(request, after: answer, token: token, key: key, session: session, provider: provider,
+                completion(.success(try await retried(request, after: answer, token: token, key: key, session: session, api: api,
                                                       on: transfers, stream: stream)))
             } catch {
                 completion(.failure(error))
@@ -132,15 +132,15 @@ struct APIProxy: Sendable {
     /// again) one refresh, joining any under way, and the request sent once more — each only when
     /// its body was kept to replay. A request refused for a nonce that cannot be replayed is
     /// answered "send it again": the next one carries the nonce.
-    private func retried(_ request: Forward, after answer: APIAnswer, token: String, key: ProofSigningKey?, session: Session,
-                         provider: ProviderConfig, on transfers: some APITransport, stream: @escaping StreamChoice) async throws(ProxyFailure) -> APIAnswer {
+    private func retried(_ request: Forward, after answer: APIAnswer, token: String, key: ProofSigningKey?, session: SHA256Digest,
+                         api: ProxiedAPI, on transfers: some APITransport, stream: @escaping StreamChoice) async throws(ProxyFailure) -> APIAnswer {
         guard case .whole(var first) = answer, first.status == 401 else { return answer }
         let replayable = request.body.map { $0.count <= settings.retryMaxBodyBytes } ?? true
         if let key, ProviderProofs.asksForNonce(status: first.status, body: first.body, authenticate: first.header("WWW-Authenticate")),
            first.header("DPoP-Nonce") != nil {
             guard replayable else { throw .nonceNotRetried }
             let again: APIAnswer
-            switch await transfers.perform(try exchange(request, token: token, key: key, session: session, provider: provider),
+            switch await transfers.perform(try exchange(request, token: token, key: key, session: session, api: api),
                                            stream: Self.never401(stream)) {
             case .success(let response): again = learnt(response, from: request.url, bound: true)
             case .failure(let error): throw .exchange(error)
@@ -150,7 +150,7 @@ struct APIProxy: Sendable {
         }
         let renewed: Session
         do throws(RefreshFailure) {
-            renewed = try await sessions.replacing(token, in: session.id)
+            renewed = try await sessions.replacing(token, in: session)
         } catch .tooSoon {
             // Refreshed moments ago, and the API refuses that token too: its answer as it is.
             return .whole(first)
@@ -159,16 +159,16 @@ struct APIProxy: Sendable {
         }
         guard replayable else { throw .refreshedNotRetried }
         switch await transfers.perform(try exchange(request, token: renewed.accessToken, key: renewed.providerProofKey, session: session,
-                                                    provider: provider), stream: stream) {
+                                                    api: api), stream: stream) {
         case .success(let response): return response
         case .failure(let error): throw .exchange(error)
         }
     }
 
     /// The exchange with the API: the request with the token (with a proof of `key` when the
-    /// token is bound to it), on the API's pool of connections, or on this session's own
+    /// token is bound to it), on the API's pool of connections, or on the session's own
     /// (`api_connections: per_session`), verified against the provider's authorities.
-    private func exchange(_ request: Forward, token: String, key: ProofSigningKey?, session: Session, provider: ProviderConfig)
+    private func exchange(_ request: Forward, token: String, key: ProofSigningKey?, session: SHA256Digest, api: ProxiedAPI)
         throws(ProxyFailure) -> APIRequest {
         // A token is a header value here: one with a line break would add headers of its own.
         guard ProxyHeaders.isPlainValue(token) else { throw .exchange(.failed("the provider's access token is not a plain header value")) }
@@ -192,10 +192,8 @@ struct APIProxy: Sendable {
         return APIRequest(
             method: request.method, url: request.url, headers: headers, body: request.body,
             timeoutSeconds: settings.timeoutSeconds, maxResponseBytes: settings.maxResponseBytes,
-            allowPrivateAddresses: provider.apiAllowPrivateAddresses,
-            allowHTTP: provider.apiBaseURL?.scheme == "http", // the configuration allowed it (loopback, allow_insecure_http)
-            connectionKey: provider.apiConnections == .shared ? "api:" + provider.id : session.id.hex,
-            authorities: settings.trust.authorities(of: provider.id)
+            allowPrivateAddresses: api.allowPrivateAddresses, allowHTTP: api.allowHTTP,
+            connectionKey: api.sharedPool ?? session.hex, authorities: api.authorities
         )
     }
 }

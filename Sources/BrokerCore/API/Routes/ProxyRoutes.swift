@@ -46,10 +46,10 @@ final class ProxyRoutes: Sendable {
             let prefix = "/proxy/\(provider.id)"
             let label = "\(prefix)/{path}"
             let passed = ProxyHeaders.passedToAPI(extras: provider.apiHeaders)
+            let api = ProxiedAPI(provider, trust: proxy.settings.trust)
             for method in Self.methods {
                 let handler: Handler = { [self] request throws(HTTPError) in
-                    try forward(request, provider: provider, path: request.path.dropFirst(prefix.utf8.count), route: label, slots: slots,
-                                passed: passed)
+                    try forward(request, api: api, path: request.path.dropFirst(prefix.utf8.count), route: label, slots: slots, passed: passed)
                 }
                 routes.addPrefix(method, prefix + "/", label: label, Self.policy, handler)
                 routes.add(method, prefix, Self.policy, handler)
@@ -57,13 +57,13 @@ final class ProxyRoutes: Sendable {
         }
     }
 
-    private func forward(_ request: Request, provider: ProviderConfig, path: Substring, route: String, slots: ProxyTransferSlots,
+    private func forward(_ request: Request, api: ProxiedAPI, path: Substring, route: String, slots: ProxyTransferSlots,
                          passed: [String]) throws(HTTPError) -> Reply {
-        guard let base = provider.apiBaseURL else {
+        guard let base = api.baseURL else {
             throw HTTPError(status: 404, code: "not_found", description: "This provider has no API proxy: its configuration sets no api_base_url.")
         }
         let url: String
-        switch ProxyPath.target(base: base.absoluteString, path: path, query: request.rawQuery) {
+        switch ProxyPath.target(base: base, path: path, query: request.rawQuery) {
         case .success(let target): url = target
         case .failure(let refusal):
             metrics.rejected(route: route, reason: "proxy_path")
@@ -74,7 +74,7 @@ final class ProxyRoutes: Sendable {
         let client = ClientKey.of(request.clientIP) // an IPv6 client by its /64, as every per-client limit
         let body: [UInt8]? = ["POST", "PUT", "PATCH"].contains(method) || !request.body.isEmpty ? request.body : nil
         return try callers.withBearerSession(request) { [self] session throws(HTTPError) in
-            guard session.provider == provider.id else {
+            guard session.provider == api.provider else {
                 metrics.rejected(route: route, reason: "proxy_wrong_provider")
                 throw HTTPError(status: 403, code: "wrong_provider", description: "This session is for another provider.")
             }
@@ -89,7 +89,7 @@ final class ProxyRoutes: Sendable {
             let holder = StreamHolder(slot: slot)
             // Answered from the proxy's loop thread when the token is fresh in hand (APIProxy.start).
             return .later { answer in
-                self.proxy.start(forward, session: session, provider: provider, on: self.transfers, trace: answer.trace, stream: { _, length in
+                self.proxy.start(forward, session: session, api: api, on: self.transfers, trace: answer.trace, stream: { _, length in
                     holder.choose(method: method, length: length, cap: self.proxy.settings.maxResponseBytes)
                 }, completion: { result in
                     let response: Response
@@ -108,11 +108,11 @@ final class ProxyRoutes: Sendable {
                         slot.release()
                         if case .exchange(let reason) = error {
                             // The reason is libcurl's fixed text for its error code: never the URL or a header.
-                            self.logger.warning("API call failed", metadata: ["provider": "\(provider.id)", "reason": "\(reason)"])
+                            self.logger.warning("API call failed", metadata: ["provider": "\(api.provider)", "reason": "\(reason)"])
                         }
                         response = Self.httpError(error).response
                     }
-                    self.metrics.proxyRequest(provider: provider.id, status: response.status, seconds: (ContinuousClock.now - started).seconds)
+                    self.metrics.proxyRequest(provider: api.provider, status: response.status, seconds: (ContinuousClock.now - started).seconds)
                     answer(response)
                 })
             }
