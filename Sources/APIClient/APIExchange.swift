@@ -85,10 +85,17 @@ public enum APIExchangeError: Error, Sendable, Equatable {
 /// Where a streamed answer's body goes, as it arrives (on the loop's thread, which must never
 /// wait: a sink without room says so, and the transfer pauses until the sink calls its waker).
 public protocol APIBodySink: Sendable {
+    /// False for a sink that takes none of the body: its transfer stops as soon as the head has
+    /// come, rather than when the first bytes are offered (which a stalled API may never send).
+    var takesBody: Bool { get }
     /// Takes all of `bytes`, or none of them.
     func offer(_ bytes: UnsafeRawBufferPointer, waker: APIBodyWaker) -> APIBodyOffer
     /// The body ended: whole (`ok`), or broken off (a failed transfer, or over the cap).
     func finish(ok: Bool)
+}
+
+extension APIBodySink {
+    public var takesBody: Bool { true }
 }
 
 /// What a sink did with bytes offered to it.
@@ -243,7 +250,7 @@ private final class Transfer: @unchecked Sendable {
                                     connection_key: connectionKey, ca_store: request.authorities?.store,
                                     on_head: choose == nil ? nil : { context, status, headers, length, contentLength in
                                         let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
-                                        return transfer.head(Int(status), headers, length, contentLength) ? 1 : 0
+                                        return Int32(transfer.head(Int(status), headers, length, contentLength).rawValue)
                                     },
                                     on_body: { context, data, length, tag in
                                         let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
@@ -280,12 +287,13 @@ private final class Transfer: @unchecked Sendable {
         return (text, starts)
     }
 
-    /// The head has come: stream the body when `choose` gives a sink for it.
-    private func head(_ status: Int, _ headers: UnsafePointer<CChar>?, _ length: Int, _ contentLength: Int64) -> Bool {
-        guard let choose, let chosen = choose(status, contentLength >= 0 ? contentLength : nil) else { return false }
+    /// The head has come: stream the body when `choose` gives a sink for it, or stop here when
+    /// that sink takes none of it.
+    private func head(_ status: Int, _ headers: UnsafePointer<CChar>?, _ length: Int, _ contentLength: Int64) -> tb_proxy_head {
+        guard let choose, let chosen = choose(status, contentLength >= 0 ? contentLength : nil) else { return TB_HEAD_HOLD }
         sink = chosen
         completion(.success(.streaming(status: status, headers: APIExchange.headers(UnsafeRawBufferPointer(start: headers, count: length)))))
-        return true
+        return chosen.takesBody ? TB_HEAD_STREAM : TB_HEAD_STOP
     }
 
     /// Body bytes for the sink: a tb_proxy_body.

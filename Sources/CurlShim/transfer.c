@@ -133,8 +133,9 @@ static size_t on_header(char *data, size_t size, size_t count, void *context) {
             curl_off_t length = -1;
             if (curl_easy_getinfo(x->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length) != CURLE_OK) length = -1; // unknown
             const char *headers = x->response.headers ? x->response.headers : "";
-            x->response.streamed = x->request.on_head(x->request.context, status, headers, x->response.headers_length,
-                                                      (long long)length);
+            int chosen = x->request.on_head(x->request.context, status, headers, x->response.headers_length, (long long)length);
+            x->response.streamed = chosen != TB_HEAD_HOLD;
+            if (chosen == TB_HEAD_STOP) return 0; // aborts the transfer, as a sink that stops does
         }
         return bytes;
     }

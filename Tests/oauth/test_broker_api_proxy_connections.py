@@ -199,6 +199,28 @@ def test_answers_admitted_together_stream_within_the_address_bound(proxied, upst
         connection.close()
 
 
+def test_an_answer_refused_as_it_begins_stops_its_transfer_at_once(proxied, upstream, browser):
+    """A GET refused when its answer begins (the address has its bound streaming) stops its API
+    transfer at the answer's head, not at the first body bytes: an API that sends the head and
+    then nothing would otherwise hold the transfer until the upstream timeout."""
+    broker, first = proxied(env={"BROKER_UPSTREAM_TIMEOUT_SECONDS": "20", "BROKER_PROXY_MAX_TRANSFERS_PER_SESSION": "2",
+                                 "BROKER_PROXY_MAX_TRANSFERS_PER_IP": "3", "BROKER_PROXY_MAX_RESPONSE_BYTES": "104857600"})
+    apps = [first, App(broker, browser), App(broker, browser)]
+    for app in apps[1:]:
+        app.login("bob")
+    upstream.hold_gate(6)
+    started = time.monotonic()
+    held = [open_request(broker, "/proxy/dot/gate/60000000?stall", app.session_token) for app in apps for _ in range(2)]
+    statuses = [read_head(connection)[0] for connection in held]
+    assert sorted(statuses) == [200, 200, 200, 429, 429, 429], statuses
+    # The three refused transfers close their API connections; the three streaming ones wait.
+    assert wait_for(lambda: len(upstream.bytes_ended) >= 3, timeout=10), "the refused transfers still hold their connections"
+    assert max(upstream.bytes_ended) - started < 10, "stopped at the head, long before the upstream timeout"
+    assert len(upstream.bytes_ended) == 3
+    for connection in held:
+        connection.close()
+
+
 def requests_in_flight(broker) -> float:
     """`broker_http_requests_in_flight` from /metrics (the scrape itself counts)."""
     for line in requests.get(broker.url("/metrics"), timeout=10).text.splitlines():

@@ -40,6 +40,16 @@ enum tb_proxy_outcome {
     TB_PROXY_TLS = 7,
 };
 
+/// What becomes of an answer's body, once its head has come (`on_head`).
+enum tb_proxy_head {
+    /// Held in the response, as without the callbacks.
+    TB_HEAD_HOLD = 0,
+    /// Passed to `on_body` as it arrives.
+    TB_HEAD_STREAM = 1,
+    /// Nobody will read it: the transfer stops now, its connection closed.
+    TB_HEAD_STOP = 2,
+};
+
 /// What a body sink did with the bytes offered to it.
 enum tb_proxy_body {
     /// Nobody reads any more, or not in time: the transfer stops.
@@ -97,9 +107,8 @@ typedef struct {
     /// libcurl's own configuration (its CA bundle, read for each new connection).
     const tb_ca_store *ca_store;
     /// Optional: called on the loop's thread once the answer's head is complete (a final status;
-    /// `content_length` -1 when unknown). Returning 1 passes the body to `on_body` as it arrives,
-    /// still counted against `max_response_bytes` (past it the transfer stops); 0 holds it in the
-    /// response as without these callbacks.
+    /// `content_length` -1 when unknown): returns a tb_proxy_head. A streamed body is still
+    /// counted against `max_response_bytes` (past it the transfer stops).
     int (*on_head)(void *context, long status, const char *headers, size_t headers_length, long long content_length);
     /// Offers body bytes when `on_head` chose to stream them: returns a tb_proxy_body. `tag` names
     /// the transfer to tb_proxy_resume().

@@ -8,7 +8,8 @@ headers, body) for the API proxy's tests, and answers by path:
                      (whole, or the connection closed) its time goes into `bytes_ended`
   /gate/N            as /bytes/N, once the number `hold_gate` set of requests to /gate/ have
                      arrived (10 s at most): calls made together are all under way before any
-                     answer begins
+                     answer begins; with `?stall`, the head alone, then nothing until the
+                     connection closes (its time then goes into `bytes_ended`)
   /chunked/N         200 with N bytes, chunked (no length announced)
   /slow/N            200, chunked: N bytes, then a pause of `slow_pause` seconds, then N more
   /protected         200, or 401 when the bearer token is in `refused_tokens`
@@ -101,6 +102,17 @@ class RecordingUpstream:
                     self.send_header("Content-Type", "application/octet-stream")
                     self.send_header("Content-Length", str(size))
                     self.end_headers()
+                    if self.path.endswith("?stall"):
+                        self.wfile.flush()
+                        self.connection.settimeout(30)
+                        try:
+                            while self.connection.recv(4096):
+                                pass
+                        except OSError:
+                            pass
+                        with upstream._lock:
+                            upstream.bytes_ended.append(time.monotonic())
+                        return
                     sent = 0
                     try:
                         while sent < size:

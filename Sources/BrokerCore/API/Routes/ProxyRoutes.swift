@@ -194,10 +194,11 @@ final class ProxyRoutes: Sendable {
         }
     }
 
-    /// The sink of an answer refused before it streamed: it takes nothing, and gives the
-    /// transfer's slot back when the transfer has stopped.
+    /// The sink of an answer refused before it streamed: it takes nothing, so the transfer stops
+    /// at the answer's head, and it gives the transfer's slot back when the transfer has stopped.
     private struct RefusedSink: APIBodySink {
         let slot: ProxyTransferSlots.Slot
+        let takesBody = false
 
         func offer(_ bytes: UnsafeRawBufferPointer, waker: APIBodyWaker) -> APIBodyOffer {
             .stop
