@@ -8,6 +8,11 @@
 // transfer that names a store sets no CA file or directory of libcurl's, and installs this
 // store, shared by reference, in the SSL_CTX libcurl makes (CURLOPT_SSL_CTX_FUNCTION); libcurl
 // still checks the host name. This is the one file of the shim that includes OpenSSL.
+//
+// libcurl's CA cache is turned off for such a transfer: libcurl runs the SSL_CTX function before
+// it sets up the context's store, so with the cache on, it cached the first connection's store —
+// the one installed here, one provider's — and put it back over every later connection's, so
+// that one provider's CA file decided what every other provider's connections trusted.
 
 #include "curl_internal.h"
 
@@ -78,6 +83,9 @@ static CURLcode install(CURL *easy, void *ssl_ctx, void *context) {
 int tb_ca_store_use(const tb_ca_store *store, CURL *easy) {
     return curl_easy_setopt(easy, CURLOPT_CAINFO, NULL) == CURLE_OK
         && curl_easy_setopt(easy, CURLOPT_CAPATH, NULL) == CURLE_OK
+#if LIBCURL_VERSION_NUM >= 0x075700 // 7.87, the first with the cache
+        && curl_easy_setopt(easy, CURLOPT_CA_CACHE_TIMEOUT, 0L) == CURLE_OK
+#endif
         && curl_easy_setopt(easy, CURLOPT_SSL_CTX_FUNCTION, install) == CURLE_OK
         && curl_easy_setopt(easy, CURLOPT_SSL_CTX_DATA, store) == CURLE_OK;
 }

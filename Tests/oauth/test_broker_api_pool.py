@@ -103,3 +103,31 @@ def test_a_backend_calling_for_200_users_at_once_from_one_address_is_never_refus
     assert statuses == [200] * 200, {status: statuses.count(status) for status in set(statuses)}
     assert 'reason="proxy_in_flight"' not in requests.get(broker.url("/metrics"), timeout=10).text
     backend.close()
+
+
+def test_one_providers_ca_file_is_trusted_for_its_calls_alone(broker_factory, browser, auth_server, tls_api, private_ca):
+    """Two providers, one HTTPS server: `dot` names the private CA that signed it (`ca_file`),
+    `other` does not (and reaches it as 127.0.0.1, an origin `dot`'s configuration does not
+    name). On both of the broker's loops — the API proxy's, and the providers' (`GET /profile`
+    fetches userinfo) — `other`'s calls fail verification before and after `dot`'s succeed, and
+    `dot`'s succeed after `other`'s failed: the first connection's CA store is never reused for
+    another provider's."""
+    other = (f"\n  other:\n    issuer: {auth_server.issuer}\n    client_id: other-client\n    client_secret_env: DOT_CLIENT_SECRET\n"
+             f"    scopes: [openid, profile, email, read]\n    api_base_url: https://127.0.0.1:{tls_api.port}\n"
+             f"    api_allow_private_addresses: true\n    userinfo_endpoint: https://127.0.0.1:{tls_api.port}/userinfo\n")
+    broker, mine, _, secret = broker_factory(
+        provider_extra=api_lines(tls_api, private_ca, f"    userinfo_endpoint: {tls_api.base_url}/userinfo\n") + other, env=MANY_SIGN_INS)
+    auth_server.register_client([broker.url("/callback")], client_id="other-client", client_secret=secret)
+    theirs = App(broker, browser, provider="other")
+    theirs.login("bob")
+    mine.login()
+
+    def unverified(answer) -> bool:
+        return answer.status_code in (502, 503) and "verif" in answer.json()["error_description"]
+    for their_path, my_path in (("/proxy/other/json", "/proxy/dot/json"), ("/profile", "/profile")):
+        assert unverified(theirs.call("GET", their_path)), "before the provider with the CA file called"
+        answer = mine.call("GET", my_path)
+        assert answer.status_code == 200, answer.text
+        assert unverified(theirs.call("GET", their_path)), "after the provider with the CA file called"
+        assert mine.call("GET", my_path).status_code == 200
+    assert {request["path"] for request in tls_api.requests} == {"/json", "/userinfo"}, "only the CA file's provider reached the API"
