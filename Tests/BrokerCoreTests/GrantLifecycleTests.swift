@@ -164,6 +164,23 @@ struct GrantLifecycleTests {
         await bed.close()
     }
 
+    /// A sign-in that fails after the provider issued its tokens (here its ID token is for another
+    /// login) leaves no grant live there: its tokens are queued and revoked, and the ending is
+    /// announced, with no subject (who signed in is not trusted).
+    @Test(arguments: StoreKind.allCases)
+    func aSignInRefusedAfterTheCodeExchangeRevokesItsTokens(_ kind: StoreKind) async throws {
+        let bed = try await FlowTestBed(kind)
+        bed.provider.forgeNextNonce("someone-elses-nonce")
+        let completion = try await bed.signIn(subject: "alice", verifier: PKCE.makeVerifier())
+        #expect(completion.refusal?.description == "The provider's ID token is invalid.")
+        #expect(bed.provider.accessTokensIssued == 1)
+        await bed.endings.revocations.deliverDue()
+        #expect(bed.provider.revoked.count == 2 && bed.provider.revoked.allSatisfy { !bed.provider.accepts($0) }, "\(bed.provider.revoked)")
+        let ended = bed.audit.events("session.ended")
+        #expect(ended.map { $0["reason"] } == ["not_held"] && ended.map { $0["held_by"] } == ["none"] && ended.map { $0["subject"] } == [""])
+        await bed.close()
+    }
+
     /// A grant that reached no holder because the store was out of reach (a sign-in's callback
     /// during an outage) cannot be queued either: its provider, reachable, is asked at once, and
     /// what it does not confirm is queued as soon as the store takes it. Never left live.

@@ -199,7 +199,9 @@ struct LoginFlow: Sendable {
         let log: String
     }
 
-    /// Exchanges the code, verifies the ID token, and establishes who the user is.
+    /// Exchanges the code, verifies the ID token, and establishes who the user is. Tokens the
+    /// provider issued for a sign-in that then fails (its ID token refused, its profile not read,
+    /// a bearer token where `dpop: required`) reach no one: they are revoked (``GrantEndings/drop``).
     private func exchange(_ code: String, _ pending: PendingAuthorization, _ provider: Provider) async throws(Failure) -> Grant {
         let response: TokenResponse
         do {
@@ -210,6 +212,29 @@ struct LoginFlow: Sendable {
             throw Failure(code: code, description: "The provider did not accept the sign-in.", log: error.description)
         }
         let proofKey = response.boundToKey ? pending.proofKey : nil
+        let grant: Grant
+        do throws(Failure) {
+            grant = try await identified(response, pending, provider, key: proofKey)
+        } catch {
+            // Who signed in is not known (or not trusted): the ending names no subject.
+            var unclaimed = Grant(response, provider: provider.id, subject: "", requestedScopes: pending.requestedScopes, idTokenClaims: nil,
+                                  signedInAt: now(), proofKey: proofKey, at: now())
+            unclaimed.signInID = pending.signInID
+            await endings.drop(unclaimed, app: pending.app)
+            throw error
+        }
+        // `dpop: required`: a token the provider did not bind is never held, and is revoked.
+        if provider.config.dpop == .required, !response.boundToKey {
+            await endings.drop(grant, app: pending.app)
+            throw Failure(code: "server_error", description: "The provider did not bind its token to the broker's key (DPoP).",
+                          log: "dpop is required, and the provider answered a bearer token")
+        }
+        return grant
+    }
+
+    /// The grant in the provider's token response, once its ID token is verified and its user known.
+    private func identified(_ response: TokenResponse, _ pending: PendingAuthorization, _ provider: Provider, key proofKey: ProofSigningKey?)
+        async throws(Failure) -> Grant {
         var claims: IDTokenClaims?
         // An ID token is verified and used when the provider is an OpenID Connect issuer; from a
         // plain OAuth 2.0 provider it is ignored (never trusted unverified).
@@ -234,12 +259,6 @@ struct LoginFlow: Sendable {
         var grant = Grant(response, provider: provider.id, subject: subject, requestedScopes: pending.requestedScopes,
                           idTokenClaims: claims?.kept, signedInAt: signedInAt, proofKey: proofKey, at: now())
         grant.signInID = pending.signInID
-        // `dpop: required`: a token the provider did not bind is never held, and is revoked.
-        if provider.config.dpop == .required, !response.boundToKey {
-            await endings.drop(grant, app: pending.app)
-            throw Failure(code: "server_error", description: "The provider did not bind its token to the broker's key (DPoP).",
-                          log: "dpop is required, and the provider answered a bearer token")
-        }
         return grant
     }
 
