@@ -10,6 +10,7 @@ transfers: test_broker_api_proxy_connections.py.)"""
 
 import concurrent.futures
 import hashlib
+import http.client
 import signal
 import time
 
@@ -65,6 +66,23 @@ def test_headers_a_connection_header_names_stay_behind(proxied, upstream):
     assert seen["headers"].get("accept") == "*/*" and "if-none-match" not in seen["header_names"], seen["headers"]
     assert seen["headers"]["accept-language"] == "fr"
     assert answer.headers["ETag"] == '"v1"' and "X-RateLimit-Remaining" not in answer.headers
+
+
+def test_a_header_sent_in_several_fields_reaches_the_api_whole(proxied, upstream):
+    """RFC 9110 §5.3: a list sent in several field lines is one list; the API gets every member
+    (here two validators and two languages), joined."""
+    broker, app = proxied()
+    connection = http.client.HTTPConnection("127.0.0.1", broker.port, timeout=10)
+    connection.putrequest("GET", "/proxy/dot/json", skip_accept_encoding=True)
+    for name, value in (("Authorization", f"Bearer {app.session_token}"), ("If-None-Match", '"a"'), ("If-None-Match", '"b"'),
+                        ("Accept-Language", "fr"), ("Accept-Language", "de")):
+        connection.putheader(name, value)
+    connection.endheaders()
+    assert connection.getresponse().status == 200
+    connection.close()
+    seen = upstream.last()
+    assert seen["headers"]["if-none-match"] == '"a", "b"' and seen["headers"]["accept-language"] == "fr, de", seen["headers"]
+    assert seen["header_names"].count("if-none-match") == 1
 
 
 def test_a_session_of_another_provider_is_refused(broker_factory, auth_server, upstream):

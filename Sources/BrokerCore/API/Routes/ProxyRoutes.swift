@@ -119,14 +119,15 @@ final class ProxyRoutes: Sendable {
         }
     }
 
-    /// The client's headers that go on to the API: those of `passed` it sent, and the request's id
-    /// and trace (the API's logs then name the call as the broker's do).
+    /// The client's headers that go on to the API: those of `passed` it sent — a header sent in
+    /// several fields as one list (RFC 9110 §5.3), as `If-None-Match` with two validators — and
+    /// the request's id and trace (the API's logs then name the call as the broker's do).
     private static func clientHeaders(_ request: Request, passed: [String]) -> [(String, String)] {
         var headers: [(String, String)] = []
         headers.reserveCapacity(passed.count + 3)
         let connection = request.header("Connection") == nil ? nil : request.joinedHeader("Connection")
-        for name in passed {
-            guard let value = request.header(name), ProxyHeaders.isPlainValue(value), !ProxyHeaders.isListed(name, in: connection) else { continue }
+        for name in passed where request.header(name) != nil {
+            guard let value = request.joinedHeader(name), ProxyHeaders.isPlainValue(value), !ProxyHeaders.isListed(name, in: connection) else { continue }
             headers.append((name, value))
         }
         request.trace.appendHeaders(to: &headers)
