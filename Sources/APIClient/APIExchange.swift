@@ -185,8 +185,9 @@ public enum APIExchange {
     }
 
     /// Header lines ("Name: value\r\n"…) as `(name, value)`, the value without the spaces and tabs
-    /// around it; a line without a colon is skipped. Read byte by byte: this runs for every
-    /// proxied answer, on the loop's thread.
+    /// around it, and the name without those before the colon (a proxy removes them, RFC 9112
+    /// §5.1); a line without a colon is skipped. Read byte by byte: this runs for every proxied
+    /// answer, on the loop's thread.
     static func headers(_ bytes: UnsafeRawBufferPointer) -> [(name: String, value: String)] {
         var headers: [(name: String, value: String)] = []
         headers.reserveCapacity(bytes.reduce(0) { $1 == 0x0A ? $0 + 1 : $0 })
@@ -197,10 +198,11 @@ public enum APIExchange {
             let next = lineEnd + 1
             if lineEnd > lineStart, bytes[lineEnd - 1] == 0x0D { lineEnd -= 1 }
             if let colon = (lineStart..<lineEnd).first(where: { bytes[$0] == 0x3A }) {
-                var valueStart = colon + 1, valueEnd = lineEnd
+                var valueStart = colon + 1, valueEnd = lineEnd, nameEnd = colon
                 while valueStart < valueEnd, bytes[valueStart] == 0x20 || bytes[valueStart] == 0x09 { valueStart += 1 }
                 while valueEnd > valueStart, bytes[valueEnd - 1] == 0x20 || bytes[valueEnd - 1] == 0x09 { valueEnd -= 1 }
-                headers.append((String(decoding: bytes[lineStart..<colon], as: UTF8.self),
+                while nameEnd > lineStart, bytes[nameEnd - 1] == 0x20 || bytes[nameEnd - 1] == 0x09 { nameEnd -= 1 }
+                headers.append((String(decoding: bytes[lineStart..<nameEnd], as: UTF8.self),
                                 String(decoding: bytes[valueStart..<valueEnd], as: UTF8.self)))
             }
             lineStart = next

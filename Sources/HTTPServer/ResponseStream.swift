@@ -42,4 +42,10 @@ public final class ResponseStream: @unchecked Sendable {
     public func finish(ok: Bool) {
         tb_stream_finish(pointer, ok ? 1 : 0)
     }
+
+    /// Gives the stream up when no response will carry it: the producer's next offer is refused
+    /// (`closed`), and it finishes. At most once, and never for a stream a response carries.
+    public func abandon() {
+        tb_stream_abandon(pointer)
+    }
 }

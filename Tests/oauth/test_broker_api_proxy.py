@@ -85,6 +85,25 @@ def test_a_header_sent_in_several_fields_reaches_the_api_whole(proxied, upstream
     assert seen["header_names"].count("if-none-match") == 1
 
 
+def test_an_answer_whose_head_cannot_be_passed_on_is_a_502_never_a_closed_connection(proxied, upstream):
+    """The client always gets an answer: headers within what the proxy passes go back (a name
+    with a space before its colon, as RFC 9112 §5.1 asks of a proxy, without it); an answer with
+    more header bytes than fit beside the request's head in a connection's memory is a 502, in
+    the access log and metrics as what the client got."""
+    broker, app = proxied()
+    answer = app.call("GET", "/proxy/dot/spaced")
+    assert answer.status_code == 200 and answer.headers["X-RateLimit-Limit"] == "5", answer.headers
+    answer = app.call("POST", "/proxy/dot/link/4000", json={"a": 1})
+    assert answer.status_code == 201 and len(answer.headers["Link"]) == 4000
+    for target in ("link/9000", "link/60000", "link/9000?large"):  # the last one's body would stream
+        answer = app.call("POST", f"/proxy/dot/{target}", json={"a": 1})
+        assert answer.status_code == 502 and answer.json()["error"] == "upstream_error", answer.text
+        assert "headers" in answer.json()["error_description"]
+    assert app.call("GET", "/proxy/dot/link/4000?large").status_code == 201
+    assert wait_for(lambda: [line["status"] for line in broker.json_lines() if line.get("msg") == "request"
+                             and line.get("path", "").startswith("/proxy/dot/link/")] == [201, 502, 502, 502, 201])
+
+
 def test_a_session_of_another_provider_is_refused(broker_factory, auth_server, upstream):
     other = f"""
   other:

@@ -90,6 +90,14 @@ enum ProxyHeaders {
         return joined
     }
 
+    /// Whether a header name can be passed on as it is: an RFC 9110 token (what libmicrohttpd
+    /// sends; a name with a space in it would make it refuse the whole answer).
+    static func isTokenName(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.allSatisfy { byte in
+            (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || "!#$%&'*+-.^_`|~".utf8.contains(byte)
+        }
+    }
+
     /// Whether a header value can be passed on as it is: visible ASCII, spaces and tabs.
     static func isPlainValue(_ value: String) -> Bool {
         value.utf8.allSatisfy { $0 == 0x09 || (0x20...0x7E).contains($0) }

@@ -13,6 +13,8 @@ headers, body) for the API proxy's tests, and answers by path:
   /chunked/N         200 with N bytes, chunked (no length announced)
   /slow/N            200, chunked: N bytes, then a pause of `slow_pause` seconds, then N more
   /protected         200, or 401 when the bearer token is in `refused_tokens`
+  /link/N            201 with a `Link` header of N bytes; with `?large`, a body of 300 000 bytes
+  /spaced            200 with `X-RateLimit-Limit : 5` (a space before the colon)
   anything else      200 {"path": …}
 """
 from __future__ import annotations
@@ -143,6 +145,12 @@ class RecordingUpstream:
                         self.wfile.write(b"0\r\n\r\n")
                     except OSError:
                         pass
+                elif path.startswith("/link/"):
+                    size = int(path.rsplit("/", 1)[1])
+                    body = b"a" * 300000 if self.path.endswith("?large") else b"{}"
+                    self._send(201, body, [("Content-Type", "application/json"), ("Link", "<" + "a" * (size - 2) + ">")])
+                elif path == "/spaced":
+                    self._send(200, b"{}", [("Content-Type", "application/json"), ("X-RateLimit-Limit ", "5")])
                 elif path == "/protected":
                     token = (entry["headers"].get("authorization") or "").removeprefix("Bearer ")
                     if token in upstream.refused_tokens:

@@ -134,30 +134,51 @@ final class ProxyRoutes: Sendable {
         return headers
     }
 
+    /// The most bytes of the API's headers passed back (names, values, and 4 bytes a line): the
+    /// answer's head must fit in what libmicrohttpd keeps for a connection, with the request's
+    /// head and the broker's own headers (`ServerConfiguration.connectionMemoryBytes` leaves
+    /// 16 KiB beyond the request's limits). An API's answer whose headers pass more is a 502, not
+    /// a connection closed without an answer.
+    static let maxPassedHeaderBytes = 8192
+
     /// The API's answer as the client gets it: whole, or streaming its body through `stream`.
     private static func answer(_ answer: APIAnswer, method: String, stream: ResponseStream?) -> Response {
-        func passed(_ headers: [(name: String, value: String)]) -> [HTTPHeader] {
+        func passed(_ headers: [(name: String, value: String)]) -> [HTTPHeader]? {
             var passing: [HTTPHeader] = []
             passing.reserveCapacity(headers.count)
+            var bytes = 0
             let connection = ProxyHeaders.joinedValue(of: "Connection", in: headers)
-            for header in headers where ProxyHeaders.passesBack(header.name) && ProxyHeaders.isPlainValue(header.value)
-                && !ProxyHeaders.isListed(header.name, in: connection) {
+            for header in headers where ProxyHeaders.passesBack(header.name) && ProxyHeaders.isTokenName(header.name)
+                && ProxyHeaders.isPlainValue(header.value) && !ProxyHeaders.isListed(header.name, in: connection) {
+                bytes += header.name.utf8.count + header.value.utf8.count + 4
                 passing.append(HTTPHeader(header.name, header.value))
             }
-            return passing
+            return bytes <= maxPassedHeaderBytes ? passing : nil
+        }
+        let headers = switch answer {
+        case .whole(let upstream): passed(upstream.headers)
+        case .streaming(_, let headers): passed(headers)
+        }
+        guard let headers else {
+            stream?.abandon()
+            return headersTooLarge.response
         }
         switch answer {
         case .whole(let upstream):
-            guard method == "HEAD" else { return Response(status: upstream.status, headers: passed(upstream.headers), body: upstream.body) }
+            guard method == "HEAD" else { return Response(status: upstream.status, headers: headers, body: upstream.body) }
             // The length the API announced for the body a GET would get (RFC 9110 §8.6): plain
             // digits, within what libmicrohttpd takes for a length (its largest is "unknown").
             let length = ProxyHeaders.value(of: "Content-Length", in: upstream.headers)
                 .flatMap { $0.utf8.allSatisfy { (0x30...0x39).contains($0) } ? Int64($0) : nil }
-            return Response(status: upstream.status, headers: passed(upstream.headers), headLength: length.map { UInt64($0) })
-        case .streaming(let status, let headers):
-            return Response(status: status, headers: passed(headers), stream: stream)
+            return Response(status: upstream.status, headers: headers, headLength: length.map { UInt64($0) })
+        case .streaming(let status, _):
+            return Response(status: status, headers: headers, stream: stream)
         }
     }
+
+    private static let headersTooLarge = HTTPError(
+        status: 502, code: "upstream_error",
+        description: "The API's answer has more headers than the proxy passes on (\(maxPassedHeaderBytes / 1024) KiB).")
 
     /// The stream a proxied answer's body goes into, when it is one to stream: one of unknown
     /// length or longer than the stream's buffer; not for `HEAD` (no body), nor when its announced
