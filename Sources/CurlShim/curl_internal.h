@@ -59,6 +59,9 @@ typedef struct tb_transfer {
     int refused;   // the address policy refused an address
     int too_large;
     int switched;  // a 101: the connection would speak something else
+    int has_length;         // the answer's head gave a Content-Length, `length`
+    long long length;
+    int conflicting_length; // and another, or one that is not a number: the answer cannot be framed
     int paused;    // its sink had no room: waiting for tb_proxy_resume (or its deadline)
     int head_done;
     int stale;     // the kept connection it was given had bytes waiting or was closed: retried on a new one

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 #include <errno.h>
+#include <limits.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -109,13 +111,39 @@ static int framed_exactly(long status, int interim) {
     return !interim && status != 204 && status != 304;
 }
 
+// Whether a Content-Length field line's values (a list, RFC 9110 8.6) agree with each other and
+// with those before them; libcurl takes the last, so an answer with two lengths would pass as
+// whichever came last. Such an answer cannot be framed (RFC 9112 6.3): the transfer fails.
+static int lengths_agree(tb_transfer *x, const char *line, size_t bytes) {
+    static const char name[] = "content-length:";
+    if (bytes < sizeof name - 1 || strncasecmp(line, name, sizeof name - 1) != 0) return 1;
+    const char *p = line + sizeof name - 1, *end = line + bytes;
+    for (;;) {
+        while (p < end && (*p == ' ' || *p == '\t')) p++;
+        long long value = 0;
+        int digits = 0;
+        while (p < end && *p >= '0' && *p <= '9' && value <= (LLONG_MAX - 9) / 10) value = value * 10 + (*p++ - '0'), digits++;
+        while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')) p++;
+        if (!digits || (x->has_length && value != x->length)) return 0;
+        x->has_length = 1;
+        x->length = value;
+        if (p == end) return 1;
+        if (*p++ != ',') return 0;
+    }
+}
+
 static size_t on_header(char *data, size_t size, size_t count, void *context) {
     tb_transfer *x = context;
     size_t bytes = size * count;
     if (bytes >= 5 && memcmp(data, "HTTP/", 5) == 0) {
         // A new answer begins (after a 100 Continue): keep only the last one's headers.
         x->response.headers_length = 0;
+        x->has_length = 0;
         return bytes;
+    }
+    if (!lengths_agree(x, data, bytes)) {
+        x->conflicting_length = 1;
+        return 0;
     }
     if (bytes <= 2) { // the blank line that ends a head
         long status = 0;
@@ -298,6 +326,8 @@ void tb_transfer_end(tb_transfer *x, CURLcode code) {
         response->outcome = TB_PROXY_ADDRESS_REFUSED;
     } else if (x->switched) {
         return tb_transfer_end_as(x, TB_PROXY_FAILED, "the API switched protocols");
+    } else if (x->conflicting_length) {
+        return tb_transfer_end_as(x, TB_PROXY_FAILED, "the API's answer gave two lengths, or one that is not a number");
     } else if (code == CURLE_OPERATION_TIMEDOUT) {
         response->outcome = TB_PROXY_TIMEOUT;
     } else if (code == CURLE_RECV_ERROR && response->status > 0) {

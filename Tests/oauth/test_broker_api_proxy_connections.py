@@ -78,6 +78,18 @@ def test_a_switching_protocols_answer_is_a_502_at_once(broker_factory, misbehavi
     assert app.call("GET", "/proxy/dot/own").json()["path"] == "/own"
 
 
+def test_an_answer_with_two_lengths_is_a_502(broker_factory, misbehaving):
+    """RFC 9112 §6.3: differing Content-Length values leave an answer unframed — a 502, never a
+    200 cut or stretched to whichever length came last; the same length repeated is one."""
+    broker, app, _, _ = broker_factory(provider_extra=api(misbehaving.base_url))
+    app.login()
+    answer = app.call("GET", "/proxy/dot/two-lengths")
+    assert answer.status_code == 502 and answer.json()["error"] == "upstream_error", answer.text
+    answer = app.call("GET", "/proxy/dot/same-lengths")
+    assert answer.status_code == 200 and answer.content == b"ok", answer.text
+    assert app.call("GET", "/proxy/dot/own").json()["path"] == "/own"
+
+
 def test_an_answer_with_headers_too_large_to_read_is_a_502(broker_factory, misbehaving):
     """The API was reached and answered, with more headers than libcurl reads: its answer could not
     be read (502), not "could not be reached" (503), which would send clients to retry."""

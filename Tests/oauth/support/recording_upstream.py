@@ -202,6 +202,8 @@ class MisbehavingUpstream:
       any HEAD         200 with Content-Length, then the announced body (the second answer)
       /switch          101 Switching Protocols, then silence (the connection stays open)
       /huge-headers    200 with 400 KB of headers, more than any client reads
+      /two-lengths     200 with Content-Length: 5 and Content-Length: 6, and 6 bytes
+      /same-lengths    200 with Content-Length: 2 twice, and 2 bytes
       anything else    200 {"path": …, "auth": <the Authorization header>}
 
     The second answer carries the path and Authorization of the request that provoked it: read
@@ -273,6 +275,10 @@ class MisbehavingUpstream:
                     self.smuggled += 1
                 elif target == "/switch":
                     connection.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: other\r\nConnection: Upgrade\r\n\r\n")
+                elif target == "/two-lengths":
+                    connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!")
+                elif target == "/same-lengths":
+                    connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\ncontent-length: 2, 2\r\n\r\nok")
                 elif target == "/huge-headers":
                     filler = "".join(f"X-Filler-{n}: {'v' * 100}\r\n" for n in range(4000))
                     connection.sendall(f"HTTP/1.1 200 OK\r\n{filler}Content-Length: 2\r\n\r\nok".encode())
