@@ -17,7 +17,7 @@ import time
 import pytest
 import requests
 
-from support.broker import api, wait_for
+from support.broker import App, api, wait_for
 from support.raw_http import open_request, raw_get, read_head
 
 
@@ -102,6 +102,17 @@ def test_an_answer_whose_head_cannot_be_passed_on_is_a_502_never_a_closed_connec
     assert app.call("GET", "/proxy/dot/link/4000?large").status_code == 201
     assert wait_for(lambda: [line["status"] for line in broker.json_lines() if line.get("msg") == "request"
                              and line.get("path", "").startswith("/proxy/dot/link/")] == [201, 502, 502, 502, 201])
+
+
+def test_each_session_has_its_own_rate_limit(proxied, upstream, browser):
+    broker, app = proxied(env={"BROKER_PROXY_REQUESTS_PER_MINUTE": "3"})
+    answers = [app.call("GET", "/proxy/dot/json") for _ in range(4)]
+    assert [answer.status_code for answer in answers] == [200, 200, 200, 429]
+    assert answers[3].json()["error_description"] == "Too many requests of this session; retry later."
+    assert int(answers[3].headers["Retry-After"]) >= 1
+    other = App(broker, browser)
+    other.login("bob")
+    assert other.call("GET", "/proxy/dot/json").status_code == 200, "another session from the same address"
 
 
 def test_a_session_of_another_provider_is_refused(broker_factory, auth_server, upstream):

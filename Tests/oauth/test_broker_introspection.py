@@ -93,8 +93,9 @@ def test_only_configured_resource_servers_ask_each_within_its_limit(signed_in):
     posted = requests.post(broker.url("/introspect"), timeout=10,
                            data={"token": app.session_token, "client_id": "orders", "client_secret": SECRET})
     assert posted.json()["active"] is True
-    statuses = [introspect(broker, app.session_token, auth=("slow", SLOW_SECRET)).status_code for _ in range(3)]
-    assert statuses == [200, 200, 429]
+    answers = [introspect(broker, app.session_token, auth=("slow", SLOW_SECRET)) for _ in range(3)]
+    assert [answer.status_code for answer in answers] == [200, 200, 429]
+    assert answers[2].json()["error_description"] == "Too many requests of this resource server; retry later."
     assert introspect(broker, app.session_token).status_code == 200, "each backend has its own limit"
     metrics = requests.get(broker.url("/metrics"), timeout=10).text
     for outcome in ("active", "unauthenticated", "rate_limited"):

@@ -14,11 +14,15 @@ final class RateLimiter: Sendable {
     private let perMinute: Int
     private let key: @Sendable (String) -> String
     private let buckets = Mutex<[String: Bucket]>([:])
+    /// Whose requests are counted, as a refusal says it ("from this address").
+    let counted: String
 
-    /// `perMinute` 0 means no limit; `key` is what a client is counted by.
-    init(perMinute: Int, key: @escaping @Sendable (String) -> String = ClientKey.of) {
+    /// `perMinute` 0 means no limit; `key` is what a client is counted by, and `counted` how a
+    /// refusal names it.
+    init(perMinute: Int, key: @escaping @Sendable (String) -> String = ClientKey.of, counted: String = "from this address") {
         self.perMinute = perMinute
         self.key = key
+        self.counted = counted
     }
 
     private enum Use {

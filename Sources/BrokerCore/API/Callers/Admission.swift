@@ -31,7 +31,7 @@ final class Admission: Sendable {
         refreshLimiter = RateLimiter(perMinute: limits.refreshRequestsPerMinute)
         deviceEntryLimiter = RateLimiter(perMinute: limits.deviceCodeEntriesPerMinute)
         userCodeGuard = UserCodeGuard(missesPerMinute: limits.deviceCodeMissesPerMinute)
-        proxyLimiter = RateLimiter(perMinute: limits.proxyRequestsPerMinute)
+        proxyLimiter = RateLimiter(perMinute: limits.proxyRequestsPerMinute, key: { $0 }, counted: "of this session")
         signInCeiling = SignInCeiling(limit: limits.maxPendingSignIns, store: store, metrics: metrics)
         self.metrics = metrics
         self.now = now

@@ -49,7 +49,7 @@ final class IntrospectionRoute: Sendable {
         while base.hasSuffix("/") { base.removeLast() }
         audiences = [base + "/introspect", base]
         assertions = ReplayMemory(now: callers.now(), span: ClientAssertionCheck.maximumLifetime + 2 * ClientAssertionCheck.clockSkew)
-        limiters = Dictionary(uniqueKeysWithValues: servers.map { ($0.id, RateLimiter(perMinute: $0.requestsPerMinute) { $0 }) })
+        limiters = Dictionary(uniqueKeysWithValues: servers.map { ($0.id, RateLimiter(perMinute: $0.requestsPerMinute, key: { $0 }, counted: "of this resource server")) })
     }
 
     /// Registered whether or not resource servers are configured: without any, nobody can
