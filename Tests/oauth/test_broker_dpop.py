@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import http.client
 import json
 import re
 import time
@@ -216,6 +217,41 @@ def test_each_bad_proof_is_refused_and_changes_nothing(broker, browser):
     # A token that names no session is refused as such: its proof is never looked at.
     unknown = requests.get(broker.url("/session"), timeout=10, headers={"Authorization": "DPoP tbs_" + "A" * 43, "DPoP": "not-a-proof"})
     assert unknown.status_code == 401 and unknown.json()["error"] == "invalid_token", unknown.text
+
+
+def _two_proofs(broker: BrokerProcess, method: str, path: str, fields: list[tuple[str, str]]) -> tuple[int, dict]:
+    """A request with these header fields, sent as they are (two `DPoP` lines among them)."""
+    connection = http.client.HTTPConnection("127.0.0.1", broker.port, timeout=10)
+    body = b"" if method == "GET" else fields.pop()[1].encode()
+    connection.putrequest(method, path, skip_accept_encoding=True)
+    for name, value in fields:
+        connection.putheader(name, value)
+    if method != "GET":
+        connection.putheader("Content-Type", "application/x-www-form-urlencoded")
+        connection.putheader("Content-Length", str(len(body)))
+    connection.endheaders(body or None)
+    answer = connection.getresponse()
+    result = answer.status, json.loads(answer.read())
+    connection.close()
+    return result
+
+
+def test_a_request_with_two_proofs_is_refused(broker, browser):
+    """RFC 9449 §4.3: not more than one DPoP header field — even when the first one is good."""
+    app = App(broker, browser)
+    key, other = Jwk.generate(alg="ES256"), Jwk.generate(alg="ES256")
+    token = bound_login(app, key)["session_token"]
+    url = broker.url("/session")
+    status, body = _two_proofs(broker, "GET", "/session", [
+        ("Authorization", f"DPoP {token}"), ("DPoP", proof(key, "GET", url, token=token)), ("DPoP", proof(other, "GET", url, token=token))])
+    assert status == 401 and body["error"] == "invalid_dpop_proof" and "more than one DPoP header" in body["error_description"], body
+    assert dpop_get(broker, "/session", token, key).status_code == 200, "the session is as it was"
+    params, verifier = app.sign_in("alice")
+    form = f"grant_type=authorization_code&code={params['code']}&code_verifier={verifier}&redirect_uri={app.redirect_uri}&app=web"
+    token_url = broker.url("/token")
+    status, body = _two_proofs(broker, "POST", "/token", [("DPoP", proof(key, "POST", token_url)), ("DPoP", proof(key, "POST", token_url)),
+                                                          ("body", form)])
+    assert status == 400 and body["error"] == "invalid_dpop_proof" and "more than one DPoP header" in body["error_description"], body
 
 
 @pytest.mark.parametrize("alg", ["ES256", "ES384", "RS256", "PS256", "EdDSA"])

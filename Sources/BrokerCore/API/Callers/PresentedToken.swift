@@ -20,6 +20,8 @@ struct ClaimedProof: Sendable {
     let text: String?
     let method: String
     let path: Substring
+    /// The request has more than one `DPoP` header (RFC 9449 §4.3 refuses it).
+    var several = false
 }
 
 extension Callers {
@@ -27,8 +29,17 @@ extension Callers {
     func presentedToken(_ request: Request) throws(HTTPError) -> PresentedToken {
         let (id, scheme) = try sessionID(request)
         guard scheme == .dpop else { return PresentedToken(id: id, claimed: nil) }
-        return PresentedToken(id: id, claimed: ClaimedProof(text: request.header("DPoP"), method: request.method, path: request.path))
+        let text = request.header("DPoP")
+        return PresentedToken(id: id, claimed: ClaimedProof(text: text, method: request.method, path: request.path,
+                                                            several: text != nil && Self.hasSeveralProofs(request, first: text)))
     }
+
+    /// Whether the request sent more `DPoP` headers than the one whose value is `first`.
+    private static func hasSeveralProofs(_ request: Request, first: String?) -> Bool {
+        request.joinedHeader("DPoP") != first
+    }
+
+    private static let severalProofs = DPoPProofError.malformed("the request carries more than one DPoP header")
 
     /// Whether `session` answers `presented`: the scheme fits its binding
     /// (``Session/mismatch(_:)``), and for a bound session the proof checks out for this request
@@ -49,6 +60,7 @@ extension Callers {
         let proof: DPoPProof
         do throws(DPoPProofError) {
             guard let text = claimed.text else { throw .missing }
+            guard !claimed.several else { throw Self.severalProofs }
             proof = try proofs.check(text, method: claimed.method, path: claimed.path, tokenHash: tokenHash, now: now())
         } catch {
             metrics.rejected(route: route, reason: error.reason)
@@ -110,6 +122,7 @@ extension Callers {
     func tokenRequestProof(_ request: Request) throws(HTTPError) -> DPoPProof? {
         guard let text = request.header("DPoP") else { return nil }
         do throws(DPoPProofError) {
+            guard !Self.hasSeveralProofs(request, first: text) else { throw Self.severalProofs }
             let proof = try proofs.check(text, method: request.method, path: request.path, tokenHash: nil, now: now())
             guard proofs.replay.firstHere(proof.replayID, now: now()) else { throw .replayed }
             return proof
