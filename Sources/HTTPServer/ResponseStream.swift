@@ -43,6 +43,24 @@ public final class ResponseStream: @unchecked Sendable {
         tb_stream_finish(pointer, ok ? 1 : 0)
     }
 
+    /// Calls `ended` once, when libmicrohttpd is done with the response carrying the stream (its
+    /// body sent, broken off, or never sent), with the body bytes it took: what the access log
+    /// says of a streamed answer. Set at most once, before the response is made.
+    func whenEnded(_ ended: @escaping @Sendable (_ sentBytes: Int) -> Void) {
+        let context = Unmanaged.passRetained(Ended(ended)).toOpaque()
+        tb_stream_when_ended(pointer, { context, sent in
+            Unmanaged<Ended>.fromOpaque(context!).takeRetainedValue().call(Int(clamping: sent))
+        }, context)
+    }
+
+    private final class Ended: Sendable {
+        let call: @Sendable (Int) -> Void
+
+        init(_ call: @escaping @Sendable (Int) -> Void) {
+            self.call = call
+        }
+    }
+
     /// Gives the stream up when no response will carry it: the producer's next offer is refused
     /// (`closed`), and it finishes. At most once, and never for a stream a response carries.
     public func abandon() {

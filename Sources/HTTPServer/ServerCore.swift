@@ -93,8 +93,8 @@ final class ServerCore: Sendable {
         )
         switch reply {
         case .now(let response):
-            tb_request_respond(pointer, makeResponse(response, requestID: request.id, origin: origin))
             finish(record, response, startNanos: tb_request_start_ns(pointer))
+            tb_request_respond(pointer, makeResponse(response, requestID: request.id, origin: origin))
         case .later(let start):
             tb_request_defer(pointer)
             guard let ticket = deferred.add(shim) else {
@@ -112,8 +112,8 @@ final class ServerCore: Sendable {
                     if let stream = response.stream { tb_stream_abandon(stream.pointer) }
                     return
                 }
-                tb_request_complete(claimed.pointer, PendingAnswer(response, requestID: record.requestID, origin: origin).handedOver())
                 self.finish(record, response, startNanos: startNanos)
+                tb_request_complete(claimed.pointer, PendingAnswer(response, requestID: record.requestID, origin: origin).handedOver())
             })
         }
     }
@@ -124,14 +124,26 @@ final class ServerCore: Sendable {
         return String(decoding: path.utf8.prefix(256), as: UTF8.self)
     }
 
-    /// `record` is taken by value: were it an `inout` of `handle`, the `Task` that captures it
-    /// would make `handle` box it on the heap on every request, answered later or not.
+    /// Reports the request: now, or for a streamed answer once its body has gone, when its bytes
+    /// and its whole duration are known. Called before the response goes to the shim, which may
+    /// send it, and end its stream, at once. `record` is taken by value: were it an `inout` of
+    /// `handle`, the `Task` that captures it would make `handle` box it on the heap on every
+    /// request, answered later or not.
     private func finish(_ record: RequestRecord, _ response: Response, startNanos: UInt64) {
         var record = record
         record.status = response.status
-        record.responseBytes = response.body.count
-        record.seconds = Double(tb_monotonic_ns() &- startNanos) / 1e9
-        observer.requestFinished(record)
+        guard let stream = response.stream else {
+            record.responseBytes = response.body.count
+            record.seconds = Double(tb_monotonic_ns() &- startNanos) / 1e9
+            observer.requestFinished(record)
+            return
+        }
+        stream.whenEnded { [observer, record] sent in
+            var ended = record
+            ended.responseBytes = sent
+            ended.seconds = Double(tb_monotonic_ns() &- startNanos) / 1e9
+            observer.requestFinished(ended)
+        }
     }
 
     private func limitError(for pointer: OpaquePointer, targetBytes: Int) -> HTTPError? {

@@ -27,6 +27,9 @@ struct tb_stream {
     int suspended;  // the reader suspended the connection, waiting for bytes
     struct MHD_Connection *connection;
     int references; // the producer's and the response's
+    uint64_t sent;  // body bytes libmicrohttpd took
+    tb_stream_ended ended; // called once libmicrohttpd is done with the response
+    void *ended_context;
     // A producer waiting for room for `wanted` bytes: called once, with no stream lock held.
     tb_stream_waker wake;
     void *wake_context;
@@ -147,6 +150,7 @@ static ssize_t read_stream(void *cls, uint64_t position, char *buffer, size_t ma
     if (stream->length > 0) {
         size_t chunk = stream->length < max ? stream->length : max;
         memcpy(buffer, stream->buffer + stream->start, chunk);
+        stream->sent += chunk;
         stream->start += chunk;
         stream->length -= chunk;
         if (stream->length == 0) stream->start = 0;
@@ -188,12 +192,23 @@ static void free_stream(void *cls) {
     stream->abandoned = 1;
     stream->connection = NULL;
     waker gone = take_waker(stream);
+    tb_stream_ended ended = stream->ended;
+    void *ended_context = stream->ended_context;
+    uint64_t sent = stream->sent;
     pthread_mutex_unlock(&stream->lock);
     call(gone);
+    if (ended != NULL) ended(ended_context, sent);
     release(stream);
 }
 
 void tb_stream_abandon(tb_stream *stream) { free_stream(stream); }
+
+void tb_stream_when_ended(tb_stream *stream, tb_stream_ended ended, void *context) {
+    pthread_mutex_lock(&stream->lock);
+    stream->ended = ended;
+    stream->ended_context = context;
+    pthread_mutex_unlock(&stream->lock);
+}
 
 tb_response *tb_response_create_stream(unsigned int status, tb_stream *stream) {
     tb_response *response = calloc(1, sizeof(tb_response));

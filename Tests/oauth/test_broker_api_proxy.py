@@ -115,6 +115,19 @@ def test_each_session_has_its_own_rate_limit(proxied, upstream, browser):
     assert other.call("GET", "/proxy/dot/json").status_code == 200, "another session from the same address"
 
 
+def test_the_access_log_counts_a_streamed_answers_body(proxied, upstream):
+    """A streamed answer (over 256 KiB) is logged once its body has gone: its bytes, and a
+    duration that covers them — as an answer held whole is."""
+    broker, app = proxied()
+    for size in (1000, 400000):
+        answer = app.call("GET", f"/proxy/dot/bytes/{size}")
+        assert answer.status_code == 200 and len(answer.content) == size
+    def logged():
+        return [(line["path"], line["bytes"]) for line in broker.json_lines()
+                if line.get("msg") == "request" and line.get("path", "").startswith("/proxy/dot/bytes/")]
+    assert wait_for(lambda: logged() == [("/proxy/dot/bytes/1000", 1000), ("/proxy/dot/bytes/400000", 400000)]), logged()
+
+
 def test_a_session_of_another_provider_is_refused(broker_factory, auth_server, upstream):
     other = f"""
   other:

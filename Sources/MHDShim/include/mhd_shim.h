@@ -172,6 +172,11 @@ int tb_stream_offer(tb_stream *stream, const void *data, size_t length, tb_strea
 void tb_stream_finish(tb_stream *stream, int ok);
 /// Gives up a stream whose response was never made (the response's hold on it).
 void tb_stream_abandon(tb_stream *stream);
+/// Called once libmicrohttpd is done with the stream's response (sent, broken off, or never
+/// sent), with the body bytes it took, on the thread that let go of the response.
+typedef void (*tb_stream_ended)(void *context, uint64_t sent);
+/// Sets the stream's `ended` call, at most once, before its response is made.
+void tb_stream_when_ended(tb_stream *stream, tb_stream_ended ended, void *context);
 
 /// Answers now; only inside `on_request`. Takes ownership of `response`. Returns 0 on failure
 /// (including a NULL response), after which the connection is closed.
