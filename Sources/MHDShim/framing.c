@@ -4,7 +4,8 @@
 // libmicrohttpd uses the first of several Content-Length values, takes Transfer-Encoding over
 // Content-Length without closing afterwards, reads a body of an unknown transfer coding until the
 // client closes, keeps whitespace before a colon in the header's name, needs no Host, and ends a
-// target or a header value at a NUL byte without a word. It answers some malformed heads itself
+// target or a header value at a NUL byte without a word, and passes a singleton header given twice
+// (Host, Authorization) on to the handler. It answers some malformed heads itself
 // (a Content-Length that is not a number, a line without a colon, a NUL in a header's name, an
 // unknown HTTP version); the checks here cover what reaches the shim.
 //
@@ -23,6 +24,7 @@ typedef struct {
     int broken;             // a gap: a NUL in a value, or a folded line
     int space_in_name;
     int hosts;
+    int authorizations;
     int content_lengths;
     int transfer_encodings;
     const char *transfer_encoding;
@@ -61,6 +63,7 @@ static enum MHD_Result tb_scan_header(void *cls, enum MHD_ValueKind kind, const 
     scan->line_start = value + strlen(value);
     if (strpbrk(key, " \t") != NULL) scan->space_in_name = 1;
     if (strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0) scan->hosts += 1;
+    if (strcasecmp(key, MHD_HTTP_HEADER_AUTHORIZATION) == 0) scan->authorizations += 1;
     if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) scan->content_lengths += 1;
     if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
         scan->transfer_encodings += 1;
@@ -115,6 +118,11 @@ tb_limit tb_check_framing(tb_request *request, const char *method, const char *v
     }
     if (scan.content_lengths > 1) {
         return tb_refuse(request, TB_LIMIT_MALFORMED, "Content-Length is given more than once.");
+    }
+    // Two credentials: which one names the caller would depend on who reads the request (a
+    // gateway in front may believe the last, the server the first).
+    if (scan.authorizations > 1) {
+        return tb_refuse(request, TB_LIMIT_MALFORMED, "Authorization is given more than once.");
     }
     if (scan.transfer_encodings == 0) return TB_LIMIT_NONE;
     if (scan.content_lengths > 0) {

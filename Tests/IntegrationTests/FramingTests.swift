@@ -32,6 +32,8 @@ struct FramingTests {
         Case(name: "a NUL in a header value", head: "GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: b\0c\r\n\r\n", status: 400),
         Case(name: "HTTP/1.1 without Host", head: "GET /healthz HTTP/1.1\r\n\r\n", status: 400),
         Case(name: "two Host headers", head: "GET /healthz HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n", status: 400),
+        Case(name: "two Authorization headers",
+             head: "GET /healthz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a\r\nauthorization: Bearer b\r\n\r\n", status: 400),
     ]
 
     private static let smuggled = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
