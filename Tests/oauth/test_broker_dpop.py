@@ -246,6 +246,8 @@ def test_a_request_with_two_proofs_is_refused(broker, browser):
         ("Authorization", f"DPoP {token}"), ("DPoP", proof(key, "GET", url, token=token)), ("DPoP", proof(other, "GET", url, token=token))])
     assert status == 401 and body["error"] == "invalid_dpop_proof" and "more than one DPoP header" in body["error_description"], body
     assert dpop_get(broker, "/session", token, key).status_code == 200, "the session is as it was"
+    empty = requests.get(url, headers={"Authorization": f"DPoP {token}", "DPoP": ""}, timeout=10)
+    assert empty.status_code == 401 and "more than one" not in empty.json()["error_description"], empty.text
     params, verifier = app.sign_in("alice")
     form = f"grant_type=authorization_code&code={params['code']}&code_verifier={verifier}&redirect_uri={app.redirect_uri}&app=web"
     token_url = broker.url("/token")

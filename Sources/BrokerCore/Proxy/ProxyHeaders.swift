@@ -12,6 +12,10 @@ enum ProxyHeaders {
     static let standard = ["Accept", "Accept-Language", "Content-Type", "If-Match", "If-None-Match",
                            "If-Modified-Since", "If-Unmodified-Since", "If-Range", "Range"]
 
+    /// Of `standard`, those a request may give once only (RFC 9110: not lists); the others, and a
+    /// provider's `api_headers`, are lists, whose field lines join.
+    static let singletons = ["Content-Type", "If-Modified-Since", "If-Unmodified-Since", "If-Range", "Range"]
+
     private static let forbidden: Set<String> = [
         "authorization", "cookie", "host", "connection", "keep-alive", "te", "trailer", "transfer-encoding",
         "upgrade", "content-length", "expect", "forwarded", "via", "origin", "referer", "dpop",
@@ -19,10 +23,7 @@ enum ProxyHeaders {
 
     /// Why `name` cannot be one of a provider's `api_headers`, or nil when it can.
     static func refusal(ofExtra name: String) -> String? {
-        let tokenCharacters = "!#$%&'*+-.^_`|~"
-        guard !name.isEmpty, name.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || tokenCharacters.unicodeScalars.contains($0)) }) else {
-            return "is not a header name"
-        }
+        guard isTokenName(name) else { return "is not a header name" }
         if isNeverPassed(name.lowercased()) { return "is a header the proxy never passes to an API" }
         return nil
     }

@@ -34,9 +34,10 @@ extension Callers {
                                                             several: text != nil && Self.hasSeveralProofs(request, first: text)))
     }
 
-    /// Whether the request sent more `DPoP` headers than the one whose value is `first`.
+    /// Whether the request sent more `DPoP` headers than the one whose value is `first` (the
+    /// joined values of one empty header are none).
     private static func hasSeveralProofs(_ request: Request, first: String?) -> Bool {
-        request.joinedHeader("DPoP") != first
+        (request.joinedHeader("DPoP") ?? "") != first
     }
 
     private static let severalProofs = DPoPProofError.malformed("the request carries more than one DPoP header")

@@ -69,7 +69,7 @@ final class ProxyRoutes: Sendable {
             metrics.rejected(route: route, reason: "proxy_path")
             throw .badRequest(refusal.reason)
         }
-        let headers = Self.clientHeaders(request, passed: passed)
+        let headers = try Self.clientHeaders(request, passed: passed)
         let method = request.method
         let client = ClientKey.of(request.clientIP) // an IPv6 client by its /64, as every per-client limit
         let body: [UInt8]? = ["POST", "PUT", "PATCH"].contains(method) || !request.body.isEmpty ? request.body : nil
@@ -119,16 +119,20 @@ final class ProxyRoutes: Sendable {
         }
     }
 
-    /// The client's headers that go on to the API: those of `passed` it sent — a header sent in
-    /// several fields as one list (RFC 9110 §5.3), as `If-None-Match` with two validators — and
-    /// the request's id and trace (the API's logs then name the call as the broker's do).
-    private static func clientHeaders(_ request: Request, passed: [String]) -> [(String, String)] {
+    /// The client's headers that go on to the API: those of `passed` it sent — a list sent in
+    /// several fields as one (RFC 9110 §5.3), as `If-None-Match` with two validators; a header
+    /// that is no list, given twice, is a 400 — and the request's id and trace (the API's logs
+    /// then name the call as the broker's do).
+    private static func clientHeaders(_ request: Request, passed: [String]) throws(HTTPError) -> [(String, String)] {
         var headers: [(String, String)] = []
         headers.reserveCapacity(passed.count + 3)
         let connection = request.header("Connection") == nil ? nil : request.joinedHeader("Connection")
-        for name in passed where request.header(name) != nil {
-            guard let value = request.joinedHeader(name), ProxyHeaders.isPlainValue(value), !ProxyHeaders.isListed(name, in: connection) else { continue }
-            headers.append((name, value))
+        for name in passed {
+            guard let first = request.header(name) else { continue }
+            let joined = request.joinedHeader(name) ?? ""
+            if joined != first, ProxyHeaders.singletons.contains(name) { throw .badRequest("\(name) is given more than once.") }
+            guard ProxyHeaders.isPlainValue(joined), !ProxyHeaders.isListed(name, in: connection) else { continue }
+            headers.append((name, joined))
         }
         request.trace.appendHeaders(to: &headers)
         return headers
