@@ -85,8 +85,9 @@ public enum APIExchangeError: Error, Sendable, Equatable {
 /// Where a streamed answer's body goes, as it arrives (on the loop's thread, which must never
 /// wait: a sink without room says so, and the transfer pauses until the sink calls its waker).
 public protocol APIBodySink: Sendable {
-    /// False for a sink that takes none of the body: its transfer stops as soon as the head has
-    /// come, rather than when the first bytes are offered (which a stalled API may never send).
+    /// False for a sink that takes none of the body: its transfer stops at the head, rather than
+    /// when the first bytes are offered (which a stalled API may never send). Asked once the
+    /// head has come and the caller's completion has had it.
     var takesBody: Bool { get }
     /// Takes all of `bytes`, or none of them.
     func offer(_ bytes: UnsafeRawBufferPointer, waker: APIBodyWaker) -> APIBodyOffer
@@ -295,6 +296,7 @@ private final class Transfer: @unchecked Sendable {
         guard let choose, let chosen = choose(status, contentLength >= 0 ? contentLength : nil) else { return TB_HEAD_HOLD }
         sink = chosen
         completion(.success(.streaming(status: status, headers: APIExchange.headers(UnsafeRawBufferPointer(start: headers, count: length)))))
+        // Asked after the completion, which may have given the answer up (its sink then takes nothing).
         return chosen.takesBody ? TB_HEAD_STREAM : TB_HEAD_STOP
     }
 

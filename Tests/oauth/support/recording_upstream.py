@@ -13,7 +13,9 @@ headers, body) for the API proxy's tests, and answers by path:
   /chunked/N         200 with N bytes, chunked (no length announced)
   /slow/N            200, chunked: N bytes, then a pause of `slow_pause` seconds, then N more
   /protected         200, or 401 when the bearer token is in `refused_tokens`
-  /link/N            201 with a `Link` header of N bytes; with `?large`, a body of 300 000 bytes
+  /link/N            201 with a `Link` header of N bytes; with `?large`, a body of 300 000 bytes;
+                     with `?stall`, that length announced, then nothing until the connection
+                     closes (its time then goes into `bytes_ended`)
   /spaced            200 with `X-RateLimit-Limit : 5` (a space before the colon)
   anything else      200 {"path": …}
 """
@@ -106,14 +108,7 @@ class RecordingUpstream:
                     self.end_headers()
                     if self.path.endswith("?stall"):
                         self.wfile.flush()
-                        self.connection.settimeout(30)
-                        try:
-                            while self.connection.recv(4096):
-                                pass
-                        except OSError:
-                            pass
-                        with upstream._lock:
-                            upstream.bytes_ended.append(time.monotonic())
+                        upstream._wait_for_close(self.connection)
                         return
                     sent = 0
                     try:
@@ -147,8 +142,17 @@ class RecordingUpstream:
                         pass
                 elif path.startswith("/link/"):
                     size = int(path.rsplit("/", 1)[1])
-                    body = b"a" * 300000 if self.path.endswith("?large") else b"{}"
-                    self._send(201, body, [("Content-Type", "application/json"), ("Link", "<" + "a" * (size - 2) + ">")])
+                    link = ("Link", "<" + "a" * (size - 2) + ">")
+                    if self.path.endswith("?stall"):
+                        self.send_response(201)
+                        self.send_header(*link)
+                        self.send_header("Content-Length", "300000")
+                        self.end_headers()
+                        self.wfile.flush()
+                        upstream._wait_for_close(self.connection)
+                    else:
+                        body = b"a" * 300000 if self.path.endswith("?large") else b"{}"
+                        self._send(201, body, [("Content-Type", "application/json"), link])
                 elif path == "/spaced":
                     self._send(200, b"{}", [("Content-Type", "application/json"), ("X-RateLimit-Limit ", "5")])
                 elif path == "/protected":
@@ -171,6 +175,17 @@ class RecordingUpstream:
             self._server.socket = tls.wrap_socket(self._server.socket, server_side=True, do_handshake_on_connect=False)
         self.base_url = f"https://localhost:{self.port}" if tls is not None else f"http://{host}:{self.port}"
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def _wait_for_close(self, connection):
+        """Reads nothing but the connection's end (30 s at most), then notes its time in `bytes_ended`."""
+        connection.settimeout(30)
+        try:
+            while connection.recv(4096):
+                pass
+        except OSError:
+            pass
+        with self._lock:
+            self.bytes_ended.append(time.monotonic())
 
     def count(self) -> int:
         with self._lock:

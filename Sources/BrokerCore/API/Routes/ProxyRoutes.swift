@@ -2,6 +2,7 @@ import APIClient
 import BrokerCrypto
 import Foundation
 import Logging
+import Synchronization
 import HTTPServer
 import WireValues
 
@@ -102,7 +103,7 @@ final class ProxyRoutes: Sendable {
                             self.metrics.rejected(route: route, reason: "proxy_in_flight")
                             response = Self.inFlight.response
                         } else {
-                            response = Self.answer(upstream, method: method, stream: holder.stream)
+                            response = Self.answer(upstream, method: method, holder: holder)
                         }
                     case .failure(let error):
                         slot.release()
@@ -145,8 +146,9 @@ final class ProxyRoutes: Sendable {
     /// a connection closed without an answer.
     static let maxPassedHeaderBytes = 8192
 
-    /// The API's answer as the client gets it: whole, or streaming its body through `stream`.
-    private static func answer(_ answer: APIAnswer, method: String, stream: ResponseStream?) -> Response {
+    /// The API's answer as the client gets it: whole, or streaming its body through the holder's
+    /// stream.
+    private static func answer(_ answer: APIAnswer, method: String, holder: StreamHolder) -> Response {
         func passed(_ headers: [(name: String, value: String)]) -> [HTTPHeader]? {
             var passing: [HTTPHeader] = []
             passing.reserveCapacity(headers.count)
@@ -164,7 +166,7 @@ final class ProxyRoutes: Sendable {
         case .streaming(_, let headers): passed(headers)
         }
         guard let headers else {
-            stream?.abandon()
+            holder.giveUp()
             return headersTooLarge.response
         }
         switch answer {
@@ -176,7 +178,7 @@ final class ProxyRoutes: Sendable {
                 .flatMap { $0.utf8.allSatisfy { (0x30...0x39).contains($0) } ? Int64($0) : nil }
             return Response(status: upstream.status, headers: headers, headLength: length.map { UInt64($0) })
         case .streaming(let status, _):
-            return Response(status: status, headers: headers, stream: stream)
+            return Response(status: status, headers: headers, stream: holder.stream)
         }
     }
 
@@ -198,6 +200,9 @@ final class ProxyRoutes: Sendable {
         /// The answer would have streamed past its client address's bound: the client gets a 429,
         /// and the API's transfer stops.
         var refused = false
+        /// The stream was given up (the answer could not be passed on): its sink takes nothing.
+        /// Atomic: set by the completion, on the loop's thread or in the task of a retry.
+        private let givenUp = Atomic(false)
 
         init(slot: ProxyTransferSlots.Slot) {
             self.slot = slot
@@ -216,8 +221,18 @@ final class ProxyRoutes: Sendable {
             // Held whole when no stream can be made; it counted as streaming, and is given back so.
             guard let made = ResponseStream(capacity: Self.capacity) else { return nil }
             stream = made
-            return StreamSink(stream: made, slot: slot)
+            return StreamSink(stream: made, slot: slot, holder: self)
         }
+
+        /// Gives the stream up: the client gets another answer, and the API's transfer stops —
+        /// at the answer's head when the completion runs before the transfer asks its sink
+        /// (``StreamSink/takesBody``), as on the loop's thread it does.
+        func giveUp() {
+            stream?.abandon()
+            givenUp.store(true, ordering: .releasing)
+        }
+
+        var isGivenUp: Bool { givenUp.load(ordering: .acquiring) }
     }
 
     /// The sink of an answer refused before it streamed: it takes nothing, so the transfer stops
@@ -239,6 +254,9 @@ final class ProxyRoutes: Sendable {
     private struct StreamSink: APIBodySink {
         let stream: ResponseStream
         let slot: ProxyTransferSlots.Slot
+        let holder: StreamHolder
+
+        var takesBody: Bool { !holder.isGivenUp }
 
         func offer(_ bytes: UnsafeRawBufferPointer, waker: APIBodyWaker) -> APIBodyOffer {
             switch stream.offer(bytes, wake: waker.function, context: waker.context, tag: waker.tag) {
