@@ -9,10 +9,14 @@
 // store, shared by reference, in the SSL_CTX libcurl makes (CURLOPT_SSL_CTX_FUNCTION); libcurl
 // still checks the host name. This is the one file of the shim that includes OpenSSL.
 //
-// libcurl's CA cache is turned off for such a transfer: libcurl runs the SSL_CTX function before
-// it sets up the context's store, so with the cache on, it cached the first connection's store —
-// the one installed here, one provider's — and put it back over every later connection's, so
-// that one provider's CA file decided what every other provider's connections trusted.
+// The store goes in as the context's verification store, not its certificate store: libcurl
+// sets up the certificate store after the SSL_CTX function, setting verification flags on it
+// for each connection, from each loop's thread — on a store shared by every connection, that
+// was a write racing the other loop's verifications. With the cache on, libcurl also cached
+// that store, the first connection's (one provider's), and put it back over every later
+// connection's, so that one provider's CA file decided what every other provider's connections
+// trusted; the cache is off for these transfers, whose store is parsed once anyway. The flags
+// libcurl would set (trusted first, partial chains) are set here once.
 
 #include "curl_internal.h"
 
@@ -57,7 +61,8 @@ tb_ca_store *tb_ca_store_create(const char *extra_file, char *error, size_t erro
         system = 0;
     }
     ERR_clear_error();
-    if (!system) {
+    if (!system || X509_STORE_set_flags(x509, X509_V_FLAG_TRUSTED_FIRST | X509_V_FLAG_PARTIAL_CHAIN) != 1) {
+        if (system) snprintf(error, error_size, "the certificate store's flags could not be set");
         X509_STORE_free(x509);
         free(store);
         return NULL;
@@ -72,12 +77,12 @@ void tb_ca_store_release(tb_ca_store *store) {
     free(store);
 }
 
-// CURLOPT_SSL_CTX_FUNCTION: a new connection's SSL_CTX verifies against the store.
+// CURLOPT_SSL_CTX_FUNCTION: a new connection's SSL_CTX verifies against the store, which nothing
+// writes to after tb_ca_store_create.
 static CURLcode install(CURL *easy, void *ssl_ctx, void *context) {
     (void)easy;
     const tb_ca_store *store = context;
-    SSL_CTX_set1_cert_store(ssl_ctx, store->x509);
-    return CURLE_OK;
+    return SSL_CTX_set1_verify_cert_store(ssl_ctx, store->x509) == 1 ? CURLE_OK : CURLE_SSL_CERTPROBLEM;
 }
 
 int tb_ca_store_use(const tb_ca_store *store, CURL *easy) {
