@@ -181,6 +181,28 @@ struct GrantLifecycleTests {
         await bed.close()
     }
 
+    /// Tokens the broker cannot use (here of a type it does not know), from a sign-in's code
+    /// exchange or from a refresh, are live at the provider all the same: revoked.
+    @Test(arguments: StoreKind.allCases)
+    func tokensOfAnUnknownTypeAreRevoked(_ kind: StoreKind) async throws {
+        let bed = try await FlowTestBed(kind)
+        bed.provider.nameNextTokenType("mac")
+        let completion = try await bed.signIn(subject: "alice", verifier: PKCE.makeVerifier())
+        #expect(completion.refusal?.description == "The provider did not accept the sign-in.")
+        await bed.endings.revocations.deliverDue()
+        #expect(bed.provider.revoked.count == 2, "\(bed.provider.revoked)")
+        let session = try await bed.newSession(subject: "bob").session
+        bed.provider.nameNextTokenType("mac")
+        do {
+            _ = try await bed.sessions.refresh(session.id, force: true, minimumValidity: 60)
+            Issue.record("refreshed with tokens of an unknown type")
+        } catch {}
+        await bed.endings.revocations.deliverDue()
+        #expect(bed.provider.revoked.count == 4 && bed.provider.revoked.allSatisfy { !bed.provider.accepts($0) }, "\(bed.provider.revoked)")
+        #expect(bed.audit.events("session.ended").map { $0["held_by"] } == ["none", "none"])
+        await bed.close()
+    }
+
     /// A grant that reached no holder because the store was out of reach (a sign-in's callback
     /// during an outage) cannot be queued either: its provider, reachable, is asked at once, and
     /// what it does not confirm is queued as soon as the store takes it. Never left live.

@@ -112,7 +112,8 @@ struct ProviderCallsDPoPTests {
             _ = try await Self.calls(script).refresh("rt-0", provider: provider)
             Issue.record("a bound token without a proof was taken")
         } catch {
-            guard case .badResponse = error else { throw error }
+            // Refused, and handed back to be revoked.
+            guard case .unusableTokens(_, let tokens) = error, tokens.boundToKey else { throw error }
         }
         #expect(script.sent.first?.value(forHTTPHeaderField: "DPoP") == nil)
     }

@@ -43,6 +43,7 @@ final class ScriptedProvider: UpstreamTransport, Sendable {
         var duringNextRefresh: (@Sendable () async -> Void)?
         var nextUserinfoUnauthorized = false
         var nextIDTokenNonce: String?
+        var nextTokenType: String?
         var accessTokenLifetime = 3600
         var promisesIssuer = false
         var failingRevocations = 0
@@ -104,6 +105,9 @@ final class ScriptedProvider: UpstreamTransport, Sendable {
     func rejectNextUserinfo() { state.withLock { $0.nextUserinfoUnauthorized = true } }
     /// The next ID token carries this nonce instead of the one the broker sent.
     func forgeNextNonce(_ nonce: String) { state.withLock { $0.nextIDTokenNonce = nonce } }
+
+    /// The next tokens it issues say this `token_type`.
+    func nameNextTokenType(_ type: String) { state.withLock { $0.nextTokenType = type } }
     /// Its discovery document says `authorization_response_iss_parameter_supported` (RFC 9207
     /// §3); call before the broker first reads it.
     func promiseIssuerInResponses() { state.withLock { $0.promisesIssuer = true } }
@@ -204,13 +208,14 @@ final class ScriptedProvider: UpstreamTransport, Sendable {
     private func issue(_ grant: Grant, idToken: String?) -> UpstreamResponse {
         let access = "at-" + UUID().uuidString
         let refresh = "rt-" + UUID().uuidString
-        let lifetime = state.withLock { state in
+        let (lifetime, type) = state.withLock { state in
             state.accessTokens[access] = grant
             state.refreshTokens[refresh] = grant
-            return state.accessTokenLifetime
+            defer { state.nextTokenType = nil }
+            return (state.accessTokenLifetime, state.nextTokenType ?? "Bearer")
         }
         let id = idToken.map { #","id_token":"\#($0)""# } ?? ""
-        return json(200, #"{"access_token":"\#(access)","token_type":"Bearer","expires_in":\#(lifetime),"refresh_token":"\#(refresh)","scope":"\#(grant.scopes.joined(separator: " "))"\#(id)}"#)
+        return json(200, #"{"access_token":"\#(access)","token_type":"\#(type)","expires_in":\#(lifetime),"refresh_token":"\#(refresh)","scope":"\#(grant.scopes.joined(separator: " "))"\#(id)}"#)
     }
 
     private func userinfo(_ request: URLRequest) -> UpstreamResponse {

@@ -56,7 +56,6 @@ struct TokenResponseTests {
 
     @Test(arguments: [
         (#"{"token_type":"Bearer"}"#, 200),
-        (#"{"access_token":"at","token_type":"mac"}"#, 200),
         ("<html>oops</html>", 200),
         (#"{"access_token":"at"}"#, 500),
     ])
@@ -66,6 +65,16 @@ struct TokenResponseTests {
         } throws: { error in
             guard case ProviderCallError.badResponse = error else { return false }
             return true
+        }
+    }
+
+    /// Tokens of a type the broker does not know are refused, and handed back for revocation.
+    @Test func tokensOfAnUnknownTypeAreHandedBack() {
+        #expect {
+            try parse(#"{"access_token":"at","refresh_token":"rt","token_type":"mac"}"#, status: 200)
+        } throws: { error in
+            guard case ProviderCallError.unusableTokens(_, let tokens) = error else { return false }
+            return tokens.accessToken == "at" && tokens.refreshToken == "rt"
         }
     }
 

@@ -200,14 +200,16 @@ struct LoginFlow: Sendable {
     }
 
     /// Exchanges the code, verifies the ID token, and establishes who the user is. Tokens the
-    /// provider issued for a sign-in that then fails (its ID token refused, its profile not read,
-    /// a bearer token where `dpop: required`) reach no one: they are revoked (``GrantEndings/drop``).
+    /// provider issued for a sign-in that then fails (tokens the broker cannot use, its ID token
+    /// refused, its profile not read, a bearer token where `dpop: required`) reach no one: they
+    /// are revoked (``GrantEndings/drop``).
     private func exchange(_ code: String, _ pending: PendingAuthorization, _ provider: Provider) async throws(Failure) -> Grant {
         let response: TokenResponse
         do {
             response = try await calls.exchange(code: code, verifier: pending.verifier, callbackURL: callbackURL, provider: provider,
                                                 key: pending.proofKey)
         } catch {
+            if case .unusableTokens(_, let tokens) = error { await drop(tokens, of: pending, at: provider, proofKey: nil) }
             let code = if case .unavailable = error { "temporarily_unavailable" } else { "server_error" }
             throw Failure(code: code, description: "The provider did not accept the sign-in.", log: error.description)
         }
@@ -216,11 +218,7 @@ struct LoginFlow: Sendable {
         do throws(Failure) {
             grant = try await identified(response, pending, provider, key: proofKey)
         } catch {
-            // Who signed in is not known (or not trusted): the ending names no subject.
-            var unclaimed = Grant(response, provider: provider.id, subject: "", requestedScopes: pending.requestedScopes, idTokenClaims: nil,
-                                  signedInAt: now(), proofKey: proofKey, at: now())
-            unclaimed.signInID = pending.signInID
-            await endings.drop(unclaimed, app: pending.app)
+            await drop(response, of: pending, at: provider, proofKey: proofKey)
             throw error
         }
         // `dpop: required`: a token the provider did not bind is never held, and is revoked.
@@ -230,6 +228,15 @@ struct LoginFlow: Sendable {
                           log: "dpop is required, and the provider answered a bearer token")
         }
         return grant
+    }
+
+    /// Revokes the tokens a failed sign-in got (``GrantEndings/drop``). Who signed in is not known,
+    /// or not trusted: the ending names no subject.
+    private func drop(_ tokens: TokenResponse, of pending: PendingAuthorization, at provider: Provider, proofKey: ProofSigningKey?) async {
+        var unclaimed = Grant(tokens, provider: provider.id, subject: "", requestedScopes: pending.requestedScopes, idTokenClaims: nil,
+                              signedInAt: now(), proofKey: proofKey, at: now())
+        unclaimed.signInID = pending.signInID
+        await endings.drop(unclaimed, app: pending.app)
     }
 
     /// The grant in the provider's token response, once its ID token is verified and its user known.

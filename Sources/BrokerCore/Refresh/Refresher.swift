@@ -172,6 +172,11 @@ final class Refresher: Sendable {
             metrics.refreshFinished(provider: session.provider, outcome: "refreshed")
             failures.withLock { $0[id] = nil }
         } catch {
+            if case .unusableTokens(_, let tokens) = error {
+                // Tokens the broker cannot use are live at the provider all the same: revoked.
+                await endings.drop(Grant(tokens, provider: session.provider, subject: session.subject, requestedScopes: session.scopes,
+                                         idTokenClaims: nil, at: now()), app: session.app)
+            }
             metrics.refreshFinished(provider: session.provider, outcome: error.endsGrant ? "login_required" : "failed")
             if error.endsGrant {
                 // Only the refresh token this instance used is dead; another one may have rotated it.

@@ -8,6 +8,10 @@ enum ProviderCallError: Error, Sendable, CustomStringConvertible {
     case unavailable(UpstreamError)
     /// The provider answered something the broker cannot use.
     case badResponse(String)
+    /// The provider issued tokens the broker cannot use (a token type it does not know, a token
+    /// bound to a key the broker did not send): they are live at the provider, and the caller
+    /// revokes them.
+    case unusableTokens(String, TokenResponse)
     /// The userinfo endpoint rejected the access token (HTTP 401).
     case unauthorized
     /// The broker could not sign its client assertion (`private_key_jwt`); nothing was sent.
@@ -28,7 +32,7 @@ enum ProviderCallError: Error, Sendable, CustomStringConvertible {
             "The provider refused the request (\(FormFields.printableCode(code)), HTTP \(status))."
         case .unavailable(let error):
             "The provider is unavailable: \(error.description)."
-        case .badResponse(let reason):
+        case .badResponse(let reason), .unusableTokens(let reason, _):
             "The provider's answer was unusable: \(reason)."
         case .unauthorized:
             "The provider rejected the access token."

@@ -95,7 +95,7 @@ struct ProviderCalls: Sendable {
         async throws(ProviderCallError) -> TokenResponse {
         let response = try await sendPost(provider.tokenEndpoint, provider: provider, fields: fields, key: key, endpoint: endpoint)
         let answer = try TokenResponse.parse(response.body, contentType: response.contentType, status: response.status)
-        if answer.boundToKey, key == nil { throw .badResponse("the provider bound its token to a key, and the broker sent none") }
+        if answer.boundToKey, key == nil { throw .unusableTokens("the provider bound its token to a key, and the broker sent none", answer) }
         return answer
     }
 

@@ -28,10 +28,7 @@ struct TokenResponse: Sendable {
             throw .badResponse("the token response has no access_token")
         }
         let type = fields["token_type"]?.stringValue?.lowercased()
-        if let type, type != "bearer", type != "dpop" {
-            throw .badResponse("the token type is neither Bearer nor DPoP")
-        }
-        return TokenResponse(
+        let tokens = TokenResponse(
             accessToken: accessToken,
             expiresIn: integer(fields["expires_in"]),
             refreshToken: fields["refresh_token"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 },
@@ -39,6 +36,10 @@ struct TokenResponse: Sendable {
             idToken: fields["id_token"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 },
             boundToKey: type == "dpop"
         )
+        if let type, type != "bearer", type != "dpop" {
+            throw .unusableTokens("the token type is neither Bearer nor DPoP", tokens)
+        }
+        return tokens
     }
 
     /// Scopes separated by spaces, or by commas as GitHub and Spotify's older APIs do.
