@@ -120,10 +120,11 @@ public struct Router: Sendable {
             .sorted { ($0.path, $0.method) < ($1.path, $1.method) }
     }
 
-    /// The exact route of `path`, else the first prefix route it falls under.
+    /// The exact route of `path`, else the first prefix route it falls under: by bytes (a
+    /// `hasPrefix` of strings compares characters, grapheme clusters, on every request).
     private func find(_ path: Substring) -> Route? {
         if let route = table[path] { return route }
-        return prefixes.first { path.hasPrefix($0.prefix) }?.route
+        return prefixes.first { path.utf8.starts(with: $0.prefix.utf8) }?.route
     }
 
     private enum Match {

@@ -1,3 +1,4 @@
+import BrokerCrypto
 import Synchronization
 
 /// API proxy transfers in flight per session, and those whose answer streams to each client
@@ -8,7 +9,8 @@ import Synchronization
 /// own bound, is never refused for its address.
 final class ProxyTransferSlots: Sendable {
     private struct Counts {
-        var sessions: [String: Int] = [:]
+        /// By session id: its digest hashes faster than its hex would.
+        var sessions: [SHA256Digest: Int] = [:]
         /// Transfers streaming an answer to each client address.
         var streams: [String: Int] = [:]
     }
@@ -24,7 +26,7 @@ final class ProxyTransferSlots: Sendable {
 
     /// A slot for one more transfer of `session` from `client`, or nil when the session has its
     /// bound in flight already, or the address its bound of answers streaming to it.
-    func take(session: String, client: String) -> Slot? {
+    func take(session: SHA256Digest, client: String) -> Slot? {
         let taken = counts.withLock { counts -> Bool in
             guard counts.sessions[session, default: 0] < perSession, counts.streams[client, default: 0] < perClient else { return false }
             counts.sessions[session, default: 0] += 1
@@ -43,7 +45,7 @@ final class ProxyTransferSlots: Sendable {
         }
     }
 
-    private func give(session: String, client: String, streaming: Bool) {
+    private func give(session: SHA256Digest, client: String, streaming: Bool) {
         counts.withLock { counts in
             counts.sessions[session] = counts.sessions[session].flatMap { $0 > 1 ? $0 - 1 : nil }
             if streaming { counts.streams[client] = counts.streams[client].flatMap { $0 > 1 ? $0 - 1 : nil } }
@@ -53,12 +55,12 @@ final class ProxyTransferSlots: Sendable {
     /// One transfer's place, given back once, when the transfer has ended (its body too).
     final class Slot: Sendable {
         private let slots: ProxyTransferSlots
-        private let session: String
+        private let session: SHA256Digest
         private let client: String
         private let streaming = Atomic(false)
         private let released = Atomic(false)
 
-        fileprivate init(slots: ProxyTransferSlots, session: String, client: String) {
+        fileprivate init(slots: ProxyTransferSlots, session: SHA256Digest, client: String) {
             self.slots = slots
             self.session = session
             self.client = client

@@ -50,12 +50,18 @@ final class ProxyRoutes: Sendable {
             let api = ProxiedAPI(provider, trust: proxy.settings.trust)
             for method in Self.methods {
                 let handler: Handler = { [self] request throws(HTTPError) in
-                    try forward(request, api: api, path: request.path.dropFirst(prefix.utf8.count), route: label, slots: slots, passed: passed)
+                    try forward(request, api: api, path: Self.path(of: request, after: prefix), route: label, slots: slots, passed: passed)
                 }
                 routes.addPrefix(method, prefix + "/", label: label, Self.policy, handler)
                 routes.add(method, prefix, Self.policy, handler)
             }
         }
+    }
+
+    /// What follows `prefix` (which the router matched, by bytes) in the request's path.
+    private static func path(of request: Request, after prefix: String) -> Substring {
+        let path = request.path
+        return path[path.utf8.index(path.utf8.startIndex, offsetBy: prefix.utf8.count)...]
     }
 
     private func forward(_ request: Request, api: ProxiedAPI, path: Substring, route: String, slots: ProxyTransferSlots,
@@ -79,9 +85,8 @@ final class ProxyRoutes: Sendable {
                 metrics.rejected(route: route, reason: "proxy_wrong_provider")
                 throw HTTPError(status: 403, code: "wrong_provider", description: "This session is for another provider.")
             }
-            let sessionKey = session.id.hex
-            try admission.admit(client: sessionKey, to: admission.proxyLimiter, route: route)
-            guard let slot = slots.take(session: sessionKey, client: client) else {
+            try admission.admit(client: session.id.hex, to: admission.proxyLimiter, route: route)
+            guard let slot = slots.take(session: session.id, client: client) else {
                 metrics.rejected(route: route, reason: "proxy_in_flight")
                 throw Self.inFlight
             }
