@@ -92,7 +92,8 @@ final class ServerCore: Sendable {
             traceID: request.traceparent.map { $0.dropFirst(3).prefix(32) }
         )
         switch reply {
-        case .now(let response):
+        case .now(let answer):
+            let response = Self.sendable(answer)
             finish(record, response, startNanos: tb_request_start_ns(pointer))
             tb_request_respond(pointer, makeResponse(response, requestID: request.id, origin: origin))
         case .later(let start):
@@ -106,12 +107,13 @@ final class ServerCore: Sendable {
                 return
             }
             let startNanos = tb_request_start_ns(pointer)
-            start(Answer(trace: request.trace) { response in
+            start(Answer(trace: request.trace) { answer in
                 guard let claimed = self.deferred.claim(ticket) else {
                     // The shutdown answered it: a stream made for this answer is given up.
-                    if let stream = response.stream { tb_stream_abandon(stream.pointer) }
+                    if let stream = answer.stream { tb_stream_abandon(stream.pointer) }
                     return
                 }
+                let response = Self.sendable(answer)
                 self.finish(record, response, startNanos: startNanos)
                 tb_request_complete(claimed.pointer, PendingAnswer(response, requestID: record.requestID, origin: origin).handedOver())
             })
@@ -201,11 +203,6 @@ final class ServerCore: Sendable {
     /// it writes itself): the shim then closes the connection, rather than send an answer without
     /// a header it must carry (`Cache-Control: no-store`, the security headers, CORS).
     private func makeResponse(_ response: Response, requestID: String, origin: String?) -> OpaquePointer? {
-        var response = response
-        if response.headers.contains(where: { !Self.isSafeHeader($0) }) {
-            if let stream = response.stream { tb_stream_abandon(stream.pointer) }
-            response = HTTPError(status: 500, code: "server_error", description: "The broker built an invalid response.").response
-        }
         let created = if let stream = response.stream {
             tb_response_create_stream(UInt32(response.status), stream.pointer)
         } else if let length = response.headLength {
@@ -253,6 +250,15 @@ final class ServerCore: Sendable {
         name.withCString { name in
             value.withCString { value in tb_response_add_header(response, name, value) != 0 }
         }
+    }
+
+    /// `response`, or a 500 in its place when one of its headers cannot be sent as it is (its
+    /// stream, if any, given up): decided before the request is reported, so that the access log
+    /// and the metrics count what the client gets.
+    private static func sendable(_ response: Response) -> Response {
+        guard response.headers.contains(where: { !isSafeHeader($0) }) else { return response }
+        if let stream = response.stream { tb_stream_abandon(stream.pointer) }
+        return HTTPError(status: 500, code: "server_error", description: "The broker built an invalid response.").response
     }
 
     /// A header libmicrohttpd can send as is: no line breaks, no NULs.
