@@ -13,7 +13,7 @@ import re
 import pytest
 
 from openapi_doc import (
-    ERROR_REF, FORM_MEDIA_TYPES, HTML_PAGES, HTML_READ_PAGES, OP_IDS, OPS, READINESS_REF, op_of, resolve,
+    ERROR_REF, FORM_MEDIA_TYPES, HTML_PAGES, HTML_QUESTION_PAGES, HTML_READ_PAGES, OP_IDS, OPS, READINESS_REF, op_of, resolve,
     schema_validator, walk,
 )
 
@@ -130,20 +130,22 @@ def test_token_form(doc):
 
 
 def test_device_pages_answer_html(doc):
-    for method, path in [("get", "/device"), ("post", "/device"), ("get", "/device/refused")]:
+    for method, path in [("get", "/device"), ("get", "/device/decision"), ("get", "/device/refused")]:
         content = resolve(doc, op_of(doc, method, path)["responses"]["200"])["content"]
         assert set(content) == {"text/html"}
     for method, path in HTML_PAGES:
         for status in ("400", "403", "429", "503"):
             content = resolve(doc, op_of(doc, method, path)["responses"][status])["content"]
             assert set(content) == {"application/json", "text/html"}, (method, path, status)
-    for method, path in HTML_READ_PAGES:
-        assert set(resolve(doc, op_of(doc, method, path)["responses"]["200"])["content"]) == {"text/html"}
-        for status in ("400", "403", "503"):
-            content = resolve(doc, op_of(doc, method, path)["responses"][status])["content"]
-            assert set(content) == {"application/json", "text/html"}, (method, path, status)
-    decision = op_of(doc, "post", "/device/decision")["responses"]["303"]["headers"]
-    assert resolve(doc, decision["Location"])["required"] is True
+    for pages, statuses in ((HTML_READ_PAGES, ("400", "403", "503")), (HTML_QUESTION_PAGES, ("400", "429", "503"))):
+        for method, path in pages:
+            assert set(resolve(doc, op_of(doc, method, path)["responses"]["200"])["content"]) == {"text/html"}
+            for status in statuses:
+                content = resolve(doc, op_of(doc, method, path)["responses"][status])["content"]
+                assert set(content) == {"application/json", "text/html"}, (method, path, status)
+    for method, path in [("post", "/device"), ("post", "/device/decision")]:
+        onward = op_of(doc, method, path)["responses"]["303"]["headers"]
+        assert resolve(doc, onward["Location"])["required"] is True
 
 
 def test_min_ttl(doc):

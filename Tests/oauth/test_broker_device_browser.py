@@ -60,6 +60,9 @@ def test_a_person_signs_a_device_in_with_a_browser(chrome, broker_factory, auth_
     shot(chrome, "1-enter-code")
     press(chrome, "button.go")
 
+    # The question has an address of its own: a reload asks it again, with no form sent twice.
+    assert chrome.current_url.startswith(broker.url("/device/decision?user_code=")), chrome.current_url
+    chrome.refresh()
     assert chrome.find_element(By.TAG_NAME, "h1").text == "Sign in a device?"
     page = chrome.find_element(By.TAG_NAME, "main").text
     # The configured display names, not the ids.
@@ -75,6 +78,13 @@ def test_a_person_signs_a_device_in_with_a_browser(chrome, broker_factory, auth_
         assert refuse.rect["y"] + refuse.rect["height"] <= fold, f"Refuse ends at {refuse.rect['y'] + refuse.rect['height']} of {fold}"
         shot(chrome, "2-confirm-800")
         chrome.set_window_size(1280, 915)
+    press(chrome, "button[value=approve]")
+
+    # Back from the provider's sign-in page: the question again, as it was, and Continue still works.
+    chrome.find_element(By.NAME, "username")
+    chrome.back()
+    assert chrome.find_element(By.TAG_NAME, "h1").text == "Sign in a device?"
+    assert_styled_and_clean(chrome)
     press(chrome, "button[value=approve]")
 
     # The authorization server's own pages: sign in, then consent.

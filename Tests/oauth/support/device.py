@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from typing import Optional
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlparse
 
 import requests
 
@@ -60,13 +60,20 @@ class DevicePerson:
         self.session = self.browser.session
 
     def enter(self, typed: str) -> requests.Response:
-        """Opens /device, types `typed` into its form and submits it: the answer page."""
+        """Opens /device, types `typed` into its form and submits it: the answer page (for a code found,
+        the question the answer leads to)."""
         page = self.session.get(self.broker.url("/device"), timeout=10)
         assert page.status_code == 200, page.text
         form = parse_forms(page.text)[0]
         values = form.values()
         values["user_code"] = typed
-        return self.session.post(urljoin(page.url, form.action), data=values, allow_redirects=False, timeout=10)
+        answer = self.session.post(urljoin(page.url, form.action), data=values, allow_redirects=False, timeout=10)
+        if answer.status_code != 303:
+            return answer
+        # A code found: its question has an address of its own, which a reload asks again.
+        location = answer.headers["Location"]
+        assert urlparse(location).path == "/device/decision" and "user_code=" in urlparse(location).query, location
+        return self.session.get(location, allow_redirects=False, timeout=10)
 
     def choose(self, confirm_page: requests.Response, decision: str) -> requests.Response:
         form = next(f for f in parse_forms(confirm_page.text) if f.action == "/device/decision")

@@ -20,6 +20,9 @@ struct DeviceRoutes: Sendable {
     private static let entryPolicy = RoutePolicy(
         caller: .person, limit: .inHandler("device_code_entries_per_minute and the user-code guard, answered as a page"), body: .form
     )
+    private static let questionPolicy = RoutePolicy(
+        caller: .person, limit: .inHandler("the user-code guard (wrong codes), answered as a page"), body: .none
+    )
 
     private var csrf: DeviceCSRF { DeviceCSRF(secure: config.server.publicURL.scheme == "https", binding: binding) }
     private var deviceLoginCookie: DeviceLoginCookie { DeviceLoginCookie(config, binding: binding) }
@@ -42,12 +45,19 @@ struct DeviceRoutes: Sendable {
                 return .deferred { [self] in await enter(form, client: client) }
             }
         }
-        // The addresses forms post to, opened again from the history or the address bar: the
-        // code's page, not a 405.
-        let fixed = RoutePolicy(caller: .person, limit: .none(because: "a fixed answer, made in memory from nothing the request holds"), body: .none)
-        routes.add("GET", "/device/decision", fixed) { [self] _ throws(HTTPError) in
-            .now(.redirect(to: config.server.publicURL.absoluteString + "/device"))
+        // The question for a code found at `/device`, at an address of its own: a reload, or
+        // Back from the provider's sign-in, asks it again rather than sending the form twice;
+        // only a wrong code counts (the user-code guard), not the person's entries. Without a
+        // code (the address of the form it holds, opened again): the code's page.
+        routes.add("GET", "/device/decision", Self.questionPolicy) { [self] request throws(HTTPError) in
+            guard let typed = (try? request.query())?["user_code"] else {
+                return .now(.redirect(to: config.server.publicURL.absoluteString + "/device"))
+            }
+            let (token, cookie) = csrf.token(request)
+            let client = request.clientIP
+            return .deferred { [self] in await question(typed, csrf: token, cookie: cookie, client: client) }
         }
+        let fixed = RoutePolicy(caller: .person, limit: .none(because: "a fixed answer, made in memory from nothing the request holds"), body: .none)
         // Where a refusal at the device's page leads, so that a reload shows it again rather
         // than sending the spent code once more.
         routes.add("GET", DevicePages.refusedPath, fixed) { _ in
@@ -161,23 +171,37 @@ struct DeviceRoutes: Sendable {
         return .success(form)
     }
 
-    /// The code typed at `/device`: the page that asks to allow or refuse, or the form again.
+    /// The code typed at `/device`: on to the question's own address (``question(_:csrf:cookie:client:)``),
+    /// or the form again.
     private func enter(_ form: FormFields, client: String) async -> Response {
         switch await find(form, client: client) {
         case .failure(let page): return page.response
         case .success(let waiting):
-            let providerOrigin: String?
+            let question = FormFields.url("/device/decision", adding: [("user_code", UserCode.display(waiting.userCode))])
+            return Response(status: 303, headers: [HTTPHeader("Location", config.server.publicURL.absoluteString + question)])
+        }
+    }
+
+    /// The page that asks to allow or refuse the device whose code is `typed`, or the form
+    /// again; with the CSRF cookie its forms need when the browser had none.
+    private func question(_ typed: String, csrf: String, cookie: HTTPHeader?, client: String) async -> Response {
+        var response: Response
+        switch await find(FormFields([("user_code", typed), ("csrf", csrf)]), client: client) {
+        case .failure(let page):
+            response = page.response
+        case .success(let waiting):
             do throws(HTTPError) {
                 let provider = try await providers.provider(waiting.device.provider)
-                providerOrigin = Self.origin(provider.authorizationEndpoint)
+                let appName = config.app(id: waiting.device.app)?.shownName ?? waiting.device.app
+                let providerName = providers.config(waiting.device.provider)?.shownName ?? waiting.device.provider
+                response = DevicePages.confirm(waiting, appName: appName, providerName: providerName,
+                                               providerOrigin: Self.origin(provider.authorizationEndpoint), csrf: csrf)
             } catch {
-                return Self.page(error)
+                response = Self.page(error)
             }
-            let appName = config.app(id: waiting.device.app)?.shownName ?? waiting.device.app
-            let providerName = providers.config(waiting.device.provider)?.shownName ?? waiting.device.provider
-            return DevicePages.confirm(waiting, appName: appName, providerName: providerName, providerOrigin: providerOrigin,
-                                       csrf: form["csrf"] ?? "")
         }
+        if let cookie { response.headers.append(cookie) }
+        return response
     }
 
     /// Allow (on to the provider's sign-in) or refuse.
