@@ -111,10 +111,12 @@ struct DeviceCodeStoreTests {
         }
         #expect(try await store.decideDeviceCode(code, .signedIn(Self.grant, login: Self.login), now: clock.seconds).answer == nil, "signed in after expiry")
         await store.sweep()
-        guard case .unknown = try await store.pollDeviceCode(code, app: "tv", session: Self.polled, keyThumbprint: nil, now: clock.seconds).answer else {
-            Issue.record("the sweep kept an expired code")
+        guard case .expired = try await store.pollDeviceCode(code, app: "tv", session: Self.polled, keyThumbprint: nil, now: clock.seconds).answer else {
+            Issue.record("a poll after the sweep was not told the code expired")
             return
         }
+        #expect(try await store.pendingDeviceCode(userCode: UserCode.hash("CDFGHJKL"), now: clock.seconds) == nil,
+                "an expired code is not found by its user code")
         #expect(try await store.issueDeviceCode(OpaqueToken.hash("tbd_again"), device("CDFGHJKL", clock: clock)),
                 "an expired code's user code can be drawn again")
         await store.close()
@@ -149,7 +151,26 @@ struct DeviceCodeStoreTests {
         #expect(ended.count == 2 && ended.allSatisfy { $0.reason == .codeExpired })
         let queued = try await store.dueRevocations(now: clock.seconds, limit: 10, claim: 60, id: nil).compactMap(\.accessToken).sorted()
         #expect(queued == ["at-approved", "at-signed-in"], "their tokens wait in the revocation queue")
+        // Remembered after the sweep, for the replay memory: a device that polls late is told
+        // `expired_token` (RFC 8628 §3.5), which makes its client start again, not `invalid_grant`.
+        for code in [signedIn, approved, pending] {
+            guard case .expired = try await store.pollDeviceCode(code, app: "tv", session: Self.polled, keyThumbprint: nil, now: clock.seconds).answer else {
+                Issue.record("a poll after the sweep was not told the code expired")
+                return
+            }
+        }
+        #expect(try await store.pendingDeviceCode(userCode: UserCode.hash("FGHJKLMN"), now: clock.seconds) == nil)
         #expect(await store.sweep().isEmpty, "ended once")
+        #expect(try await store.countRevocations() == 2, "revoked once")
+        clock.advance(by: EmbeddedStateStore.replayMemory)
+        #expect(await store.sweep().isEmpty)
+        for code in [signedIn, approved, collected, pending] {
+            guard case .unknown = try await store.pollDeviceCode(code, app: "tv", session: Self.polled, keyThumbprint: nil, now: clock.seconds).answer else {
+                Issue.record("a code was remembered past the replay memory")
+                return
+            }
+        }
+        #expect(try await store.countRevocations() == 2)
         await store.close()
     }
 

@@ -116,7 +116,7 @@ struct DeviceAuthorization: Sendable {
     }
 
     /// Past its lifetime at `now`: a grant it holds for a device that never collected it is
-    /// revoked (a sweep, which then forgets the code).
+    /// revoked (a sweep, which forgets the code after the replay memory).
     mutating func expire(at now: Double) -> [GrantEffect] {
         guard expiresAt <= now, let grant = uncollectedGrant else { return [] }
         status = .expired

@@ -1,16 +1,17 @@
 import HTTPServer
 import Synchronization
 
-/// The bound on sign-ins under way (`server.limits.max_pending_sign_ins`): a login waiting at
-/// the provider's page and a device code are state anyone can make without an account, held for
-/// their lifetime, so their total is bounded, every instance's together, as well as their rate
-/// per client. The count is the store's (``StateStore/countPendingSignIns()``: on PostgreSQL a
-/// `count(*)` of two small tables), taken again at most every ``recountSeconds`` by one caller
-/// at a time, and only while sign-ins are being started; between counts this instance adds the
-/// sign-ins it started. Other instances' starts since the last count are unseen, so the ceiling
-/// can be passed by what they start within one such interval. Past the ceiling a new one is a 503 with `Retry-After` until sign-ins
-/// finish or expire. A count the store cannot give keeps the last one: a store out of reach
-/// fails the sign-in anyway.
+/// The bound on sign-ins under way (`server.limits.max_pending_sign_ins`): a login waiting at the
+/// provider's page and a device code are state anyone can make without an account, held for their
+/// lifetime (an expired device code for the replay memory more), so their total is bounded, every
+/// instance's together, as well as their rate per client. The count is the store's
+/// (``StateStore/countPendingSignIns()``: on PostgreSQL a `count(*)` of two small tables), taken
+/// again at most every ``recountSeconds`` by one caller at a time, and only while sign-ins are
+/// being started; between counts this instance adds the sign-ins it started. Other instances'
+/// starts since the last count are unseen, so the ceiling can be passed by what they start within
+/// one such interval. Past the ceiling a new one is a 503 with `Retry-After` until sign-ins finish
+/// or expire. A count the store cannot give keeps the last one: a store out of reach fails the
+/// sign-in anyway.
 final class SignInCeiling: Sendable {
     private let limit: Int
     private let store: any StateStore

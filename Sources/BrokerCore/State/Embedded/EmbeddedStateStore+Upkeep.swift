@@ -6,7 +6,7 @@ import Synchronization
 extension EmbeddedStateStore {
     /// Ends what expired at the clock's now — sessions past their lifetimes, handoff codes never
     /// redeemed, device codes never collected — their revocations queued and logged with their
-    /// removal, and forgets expired logins, codes, tokens and sign-outs.
+    /// removal, and forgets expired logins, tokens and sign-outs, and codes past the replay memory.
     @discardableResult func sweep() async -> [EndedGrant] {
         let now = clock()
         var ended: [EndedGrant] = []

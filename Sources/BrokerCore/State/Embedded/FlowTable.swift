@@ -42,13 +42,15 @@ final class FlowTable: Sendable {
             }
         }
 
-        /// Forgets what is past its time at `now`: logins, handoff codes past the replay memory,
-        /// device codes, spent tokens and sign-outs. Expiries that end a grant are the store's.
+        /// Forgets what is past its time at `now`: logins, handoff and device codes past the
+        /// replay memory (until then a late poll of a device code is told it expired), the user
+        /// codes of expired device codes, spent tokens and sign-outs. Expiries that end a grant
+        /// are the store's.
         mutating func forgetExpired(now: Double, replayMemory: Double) {
             pending = pending.filter { $0.value.expiresAt > now }
             handoffs = handoffs.filter { $0.value.expiresAt + replayMemory > now }
-            devices = devices.filter { $0.value.expiresAt > now }
-            userCodes = userCodes.filter { devices[$0.value] != nil }
+            devices = devices.filter { $0.value.expiresAt + replayMemory > now }
+            userCodes = userCodes.filter { devices[$0.value]?.isPending(at: now) == true }
             spent = spent.filter { $0.value > now }
             signOuts = signOuts.filter { $0.value.until > now }
         }

@@ -16,9 +16,9 @@ extension PostgresStateStore {
 
     /// Ends what expired — sessions past their lifetimes, handoff codes never redeemed, device
     /// codes never collected — with their revocations queued in the same transaction, and deletes
-    /// expired logins, spent codes, leases, tokens and sign-outs; when no other instance is
-    /// sweeping at the moment. Rows sealed under a key this instance lacks are left to an instance
-    /// that has it. At most ``sweepBatch`` sessions at a time.
+    /// expired logins, leases, tokens and sign-outs, and handoff and device codes past the replay
+    /// memory; when no other instance is sweeping at the moment. Rows sealed under a key this
+    /// instance lacks are left to an instance that has it. At most ``sweepBatch`` sessions at a time.
     @discardableResult func sweep() async -> [EndedGrant] {
         let now = clock()
         let replayMemory = Self.replayMemory
@@ -56,17 +56,30 @@ extension PostgresStateStore {
                     let set = try self.handoffColumns(code, handoff).map { "\($0.0) = \(update($0.1))" }.joined(separator: ", ")
                     try connection.execute("UPDATE broker_handoffs SET \(set) WHERE code = \(update(.bytes(code.bytes)))", update.values)
                 }
+                // Device codes, like handoff codes, are kept for the replay memory past their expiry,
+                // so that a late poll is told `expired_token`. An expired row left `pending` no
+                // longer reserves its user code: nobody can act on it any more, so a new code may
+                // draw it (``issueDeviceCode(_:_:)`` clears the mark then), and
+                // ``pendingDeviceCode(userCode:now:)`` does not find it.
                 let devices = try connection.execute("""
-                    DELETE FROM broker_device_codes WHERE expires_at <= \(nowParameter) AND key_id IN (\(keys))
-                    RETURNING code, key_id, sealed, poll_interval, polled_at
+                    SELECT code, key_id, sealed, poll_interval, polled_at FROM broker_device_codes
+                    WHERE holds_grant AND expires_at <= \(nowParameter) AND key_id IN (\(keys))
+                    FOR UPDATE SKIP LOCKED
                     """, values)
                 for row in 0..<devices.count {
-                    guard let code = devices.bytes(row, 0).flatMap(SHA256Digest.init(bytes:)),
-                          var device = try self.device(in: devices, row, code: code, columns: (1, 2, 3, 4)) else { continue }
+                    guard let code = devices.bytes(row, 0).flatMap(SHA256Digest.init(bytes:)) else { continue }
+                    guard var device = try self.device(in: devices, row, code: code, columns: (1, 2, 3, 4)) else {
+                        try connection.execute("UPDATE broker_device_codes SET holds_grant = false WHERE code = $1", [.bytes(code.bytes)])
+                        continue
+                    }
                     effects += device.expire(at: now)
+                    var update = SQLParameters()
+                    let set = try self.deviceColumns(code, device).map { "\($0.0) = \(update($0.1))" }.joined(separator: ", ")
+                    try connection.execute("UPDATE broker_device_codes SET \(set) WHERE code = \(update(.bytes(code.bytes)))", update.values)
                 }
                 try connection.execute("DELETE FROM broker_logins WHERE expires_at <= $1", [.double(now)])
                 try connection.execute("DELETE FROM broker_handoffs WHERE expires_at + $2 <= $1 AND NOT holds_grant", [.double(now), .double(replayMemory)])
+                try connection.execute("DELETE FROM broker_device_codes WHERE expires_at + $2 <= $1 AND NOT holds_grant", [.double(now), .double(replayMemory)])
                 try connection.execute("DELETE FROM broker_refresh_leases WHERE held_until <= extract(epoch FROM clock_timestamp())")
                 try connection.execute("DELETE FROM broker_spent_tokens WHERE expires_at <= $1", [.double(now)])
                 try connection.execute("DELETE FROM broker_sign_outs WHERE expires_at <= $1", [.double(now)])
