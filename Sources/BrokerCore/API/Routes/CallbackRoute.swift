@@ -70,10 +70,6 @@ final class CallbackRoute: Sendable {
                 case .device(let device, .signedIn):
                     let confirmation = config.server.publicURL.absoluteString + DevicePages.confirmationPath(device: device, state: state)
                     return Response(status: 303, headers: [HTTPHeader("Location", confirmation)])
-                case .device(_, .refused) where answer.error == "access_denied":
-                    // Refused at the provider, so refused for the device: the refusal's own page,
-                    // which a reload shows again.
-                    return Response(status: 303, headers: [HTTPHeader("Location", config.server.publicURL.absoluteString + DevicePages.refusedPath)])
                 case .device(_, .refused(let refusal)):
                     return DevicePages.refused(refusal)
                 }
