@@ -86,7 +86,8 @@ struct DeviceCodeStoreTests {
     @Test(arguments: StoreKind.allCases)
     func pollingTooFastSlowsDownAndACodeExpires(_ kind: StoreKind) async throws {
         let clock = StoreConformanceTests.clock()
-        let store = try await kind.harness().open(clock: clock)
+        let harness = try kind.harness()
+        let store = try await harness.open(clock: clock)
         let code = OpaqueToken.hash("tbd_fast")
         #expect(try await store.issueDeviceCode(code, device("CDFGHJKL", clock: clock, lifetime: 60)))
         let start = clock.seconds
@@ -117,9 +118,19 @@ struct DeviceCodeStoreTests {
         }
         #expect(try await store.pendingDeviceCode(userCode: UserCode.hash("CDFGHJKL"), now: clock.seconds) == nil,
                 "an expired code is not found by its user code")
-        #expect(try await store.issueDeviceCode(OpaqueToken.hash("tbd_again"), device("CDFGHJKL", clock: clock)),
+        let again = OpaqueToken.hash("tbd_again")
+        #expect(try await store.issueDeviceCode(again, device("CDFGHJKL", clock: clock)),
                 "an expired code's user code can be drawn again")
+        // The expired code, polled late and decided, leaves the user code to the new one; so does
+        // a restart.
+        _ = try await store.pollDeviceCode(code, app: "tv", session: Self.polled, keyThumbprint: nil, now: clock.seconds)
+        _ = try await store.decideDeviceCode(code, .deny(login: nil), now: clock.seconds)
+        #expect(try await store.pendingDeviceCode(userCode: UserCode.hash("CDFGHJKL"), now: clock.seconds)?.code == again)
         await store.close()
+        let reopened = try await harness.open(clock: clock)
+        #expect(try await reopened.pendingDeviceCode(userCode: UserCode.hash("CDFGHJKL"), now: clock.seconds)?.code == again,
+                "after a restart")
+        await reopened.close()
     }
 
     @Test(arguments: StoreKind.allCases)

@@ -24,7 +24,16 @@ final class FlowTable: Sendable {
 
         mutating func put(_ code: SHA256Digest, _ device: DeviceAuthorization) {
             devices[code] = device
-            if case .pending = device.status { userCodes[device.userCode] = code } else { userCodes[device.userCode] = nil }
+            let holder = userCodes[device.userCode]
+            guard case .pending = device.status else {
+                if holder == code { userCodes[device.userCode] = nil }
+                return
+            }
+            // A code issued with the same user code once this one had expired keeps it: a late
+            // poll of the expired code (kept to answer `expired_token`), or a snapshot that lists
+            // the older code after it, must not take the user code back.
+            if let holder, holder != code, let other = devices[holder], other.expiresAt > device.expiresAt { return }
+            userCodes[device.userCode] = code
         }
 
         /// Applies a recovered record (no logging).
