@@ -78,8 +78,7 @@ HTML_PAGES = {("post", "/device"), ("post", "/device/decision"), ("post", "/devi
 # The question of the account that signed in, which a reload asks again (not rate-limited: it
 # changes nothing).
 HTML_READ_PAGES = {("get", "/device/confirm")}
-# The question for a code found, which a reload asks again: no form of its own to refuse (403),
-# but a wrong code counts (429).
+# The question for a code found, which a reload asks again: bound to its browser (no 403, no 429).
 HTML_QUESTION_PAGES = {("get", "/device/decision")}
 
 # Operations that take the session token as a bearer credential.
@@ -182,7 +181,7 @@ OWN_ERROR_RESPONSES = {("get", "/callback", "400"), ("get", "/callback", "403"),
     (method, path, "401") for method, path in ADMIN_ENDPOINTS} | {
     (method, path, status) for method, path in HTML_PAGES for status in ("400", "403", "429", "503")} | {
     (method, path, status) for method, path in HTML_READ_PAGES for status in ("400", "403", "503")} | {
-    (method, path, status) for method, path in HTML_QUESTION_PAGES for status in ("400", "429", "503")}
+    (method, path, status) for method, path in HTML_QUESTION_PAGES for status in ("400", "503")}
 
 ERROR_REF = "#/components/schemas/Error"
 READINESS_REF = "#/components/schemas/Readiness"

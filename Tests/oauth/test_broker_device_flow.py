@@ -111,6 +111,11 @@ def test_refusing_at_the_device_page_denies_and_spends_the_code(start):
     for _ in range(4):
         page = person.session.get(refused.headers["Location"], timeout=10)
         assert page.status_code == 200 and "Device not signed in" in page.text
+    # Back to the question (its own address): it says the code is no longer waiting, and counts
+    # nothing against the person either.
+    for _ in range(4):
+        back = person.session.get(confirm.url, allow_redirects=False, timeout=10)
+        assert back.status_code == 400 and "unknown, expired or already used" in back.text, back.text
     assert metric(broker, "broker_device_user_code_entries_total", outcome="unknown") == 0
     assert cli.poll().json()["error"] == "access_denied"
     again = person.enter(codes["user_code"])
@@ -119,6 +124,27 @@ def test_refusing_at_the_device_page_denies_and_spends_the_code(start):
     # The form's address, opened again from the history, leads back to the code's page.
     reopened = person.session.get(broker.url("/device/decision"), allow_redirects=False, timeout=10)
     assert reopened.status_code == 302 and reopened.headers["Location"] == broker.url("/device")
+
+
+def test_the_question_of_a_code_is_for_the_browser_that_typed_it(start):
+    """The question's address names the code and is bound to the browser that typed it: in
+    another browser, or loaded by another site's page (without the cookie), it is the code's page,
+    and nothing is looked up or counted."""
+    broker, cli, person = start()
+    codes = cli.request_codes()
+    confirm = person.enter(codes["user_code"])
+    assert confirm.status_code == 200 and "Sign in a device?" in confirm.text
+    elsewhere = requests.get(confirm.url, allow_redirects=False, timeout=10)
+    assert elsewhere.status_code == 302 and elsewhere.headers["Location"] == broker.url("/device")
+    # Another code in the same browser's address, or the address without its tag: the code's page.
+    for params in ({"user_code": "BCDF-GHJK"}, {"device": "AAAA", "user_code": codes["user_code"], "check": "x"}):
+        other = person.session.get(broker.url("/device/decision"), params=params, allow_redirects=False, timeout=10)
+        assert other.status_code == 302 and other.headers["Location"] == broker.url("/device")
+    assert metric(broker, "broker_device_user_code_entries_total", outcome="unknown") == 0
+    assert metric(broker, "broker_device_user_code_entries_total", outcome="found") == 1
+    # Asked again in the browser that typed it, it still waits.
+    assert "Sign in a device?" in person.session.get(confirm.url, timeout=10).text
+    assert cli.poll().json()["error"] == "authorization_pending"
 
 
 def test_signing_in_devices_one_after_another_is_not_stopped_at_the_last_step(start):

@@ -62,6 +62,13 @@ struct DeviceFlow: Sendable {
         return Waiting(code: found.code, device: found.device, userCode: userCode)
     }
 
+    /// The device code `code` while it waits, when `typed` is its user code; nil otherwise.
+    func waiting(_ code: SHA256Digest, typed: String) async throws(StateReadError) -> Waiting? {
+        guard let userCode = UserCode.normalise(typed), let device = try await store.deviceCode(code, now: now()),
+              device.userCode == UserCode.hash(userCode), device.isPending(at: now()) else { return nil }
+        return Waiting(code: code, device: device, userCode: userCode)
+    }
+
     /// The user refused: the code is spent, and the device is told `access_denied`. False when
     /// it was no longer waiting.
     func deny(_ waiting: Waiting) async throws(StateWriteError) -> Bool {

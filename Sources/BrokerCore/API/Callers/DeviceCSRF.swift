@@ -7,7 +7,9 @@ import WireValues
 /// `__Host-` cookie, which no other site or subdomain can set), and in each form its tag under
 /// the broker's key (``BrowserBinding``). A form another site makes the browser submit has no
 /// cookie, or cannot know its tag; a cookie planted by a sibling host (possible without the
-/// `__Host-` prefix, under an http public URL) comes without its tag.
+/// `__Host-` prefix, under an http public URL) comes without its tag. The same cookie binds the
+/// address of the question for a code found (``questionTag(cookie:device:)``) to the browser that
+/// typed it.
 struct DeviceCSRF: Sendable {
     /// Whether the broker's public URL is HTTPS (the cookie is then `Secure` and `__Host-`).
     let secure: Bool
@@ -23,6 +25,30 @@ struct DeviceCSRF: Sendable {
         let value = OpaqueToken.make(prefix: "")
         let attributes = secure ? "Path=/; Secure; HttpOnly; SameSite=Strict" : "Path=/device; HttpOnly; SameSite=Strict"
         return (binding.tag(Self.purpose, value), HTTPHeader("Set-Cookie", "\(cookieName)=\(value); \(attributes)"))
+    }
+
+    /// The browser's cookie, if it has one.
+    func cookie(_ request: Request) -> String? {
+        BrowserBinding.cookie(cookieName, in: request)
+    }
+
+    /// The tag that binds the address of the question for `device` to the browser whose cookie
+    /// is `cookie`: another browser, or a page another site makes it load (without the cookie),
+    /// is sent to the code's page instead.
+    func questionTag(cookie: String, device: SHA256Digest) -> String {
+        binding.tag(Self.questionPurpose, Self.question(cookie, device))
+    }
+
+    /// Whether `tag` binds the question for `device` to this browser.
+    func acceptsQuestion(_ request: Request, device: SHA256Digest, tag: String) -> Bool {
+        guard let cookie = cookie(request) else { return false }
+        return binding.accepts(tag, Self.questionPurpose, Self.question(cookie, device))
+    }
+
+    private static let questionPurpose = "device-question"
+
+    private static func question(_ cookie: String, _ device: SHA256Digest) -> String {
+        cookie + "." + Base64URL.encode(device.bytes)
     }
 
     /// Whether the form's `csrf` field is the tag of the browser's cookie.

@@ -21,7 +21,7 @@ struct DeviceRoutes: Sendable {
         caller: .person, limit: .inHandler("device_code_entries_per_minute and the user-code guard, answered as a page"), body: .form
     )
     private static let questionPolicy = RoutePolicy(
-        caller: .person, limit: .inHandler("the user-code guard (wrong codes), answered as a page"), body: .none
+        caller: .person, limit: .none(because: "it answers only the browser that typed the code (its cookie), with a code it found"), body: .none
     )
 
     private var csrf: DeviceCSRF { DeviceCSRF(secure: config.server.publicURL.scheme == "https", binding: binding) }
@@ -42,20 +42,24 @@ struct DeviceRoutes: Sendable {
             case .failure(let page): return .now(page.response)
             case .success(let form):
                 let client = request.clientIP
-                return .deferred { [self] in await enter(form, client: client) }
+                // The form was accepted, so the browser has its cookie, which binds the question.
+                let cookie = csrf.cookie(request) ?? ""
+                let bind = { @Sendable [csrf] (device: SHA256Digest) in csrf.questionTag(cookie: cookie, device: device) }
+                return .deferred { [self] in await enter(form, client: client, bind: bind) }
             }
         }
         // The question for a code found at `/device`, at an address of its own: a reload, or
-        // Back from the provider's sign-in, asks it again rather than sending the form twice;
-        // only a wrong code counts (the user-code guard), not the person's entries. Without a
-        // code (the address of the form it holds, opened again): the code's page.
+        // Back from the provider's sign-in, asks it again rather than sending the form twice.
+        // The address names the device code (by its hash) and is bound to the browser that typed
+        // its user code: nothing in it can be guessed, so it counts no entry and no wrong code.
+        // Any other browser, and the address of the forms opened again, get the code's page.
         routes.add("GET", "/device/decision", Self.questionPolicy) { [self] request throws(HTTPError) in
-            guard let typed = (try? request.query())?["user_code"] else {
-                return .now(.redirect(to: config.server.publicURL.absoluteString + "/device"))
-            }
-            let (token, cookie) = csrf.token(request)
-            let client = request.clientIP
-            return .deferred { [self] in await question(typed, csrf: token, cookie: cookie, client: client) }
+            let codePage = Reply.now(.redirect(to: config.server.publicURL.absoluteString + "/device"))
+            guard let query = try? request.query(), let raw = query["device"].flatMap(Base64URL.decode), let device = SHA256Digest(bytes: raw),
+                  let typed = query["user_code"], let tag = query["check"],
+                  csrf.acceptsQuestion(request, device: device, tag: tag) else { return codePage }
+            let token = csrf.token(request).token
+            return .deferred { [self] in await question(device, typed: typed, csrf: token) }
         }
         let fixed = RoutePolicy(caller: .person, limit: .none(because: "a fixed answer, made in memory from nothing the request holds"), body: .none)
         // Where a refusal at the device's page leads, so that a reload shows it again rather
@@ -171,37 +175,38 @@ struct DeviceRoutes: Sendable {
         return .success(form)
     }
 
-    /// The code typed at `/device`: on to the question's own address (``question(_:csrf:cookie:client:)``),
-    /// or the form again.
-    private func enter(_ form: FormFields, client: String) async -> Response {
+    /// The code typed at `/device`: on to the question's own address, bound to this browser by
+    /// `bind` (``question(_:typed:csrf:)``), or the form again.
+    private func enter(_ form: FormFields, client: String, bind: @Sendable (SHA256Digest) -> String) async -> Response {
         switch await find(form, client: client) {
         case .failure(let page): return page.response
         case .success(let waiting):
-            let question = FormFields.url("/device/decision", adding: [("user_code", UserCode.display(waiting.userCode))])
-            return Response(status: 303, headers: [HTTPHeader("Location", config.server.publicURL.absoluteString + question)])
+            let address = FormFields.url("/device/decision", adding: [
+                ("device", Base64URL.encode(waiting.code.bytes)), ("user_code", UserCode.display(waiting.userCode)), ("check", bind(waiting.code)),
+            ])
+            return Response(status: 303, headers: [HTTPHeader("Location", config.server.publicURL.absoluteString + address)])
         }
     }
 
-    /// The page that asks to allow or refuse the device whose code is `typed`, or the form
-    /// again; with the CSRF cookie its forms need when the browser had none.
-    private func question(_ typed: String, csrf: String, cookie: HTTPHeader?, client: String) async -> Response {
-        var response: Response
-        switch await find(FormFields([("user_code", typed), ("csrf", csrf)]), client: client) {
-        case .failure(let page):
-            response = page.response
-        case .success(let waiting):
-            do throws(HTTPError) {
-                let provider = try await providers.provider(waiting.device.provider)
-                let appName = config.app(id: waiting.device.app)?.shownName ?? waiting.device.app
-                let providerName = providers.config(waiting.device.provider)?.shownName ?? waiting.device.provider
-                response = DevicePages.confirm(waiting, appName: appName, providerName: providerName,
-                                               providerOrigin: Self.origin(provider.authorizationEndpoint), csrf: csrf)
+    /// The page that asks to allow or refuse the device code `code` while it waits under the
+    /// user code `typed`; once it no longer does (allowed, refused, expired), a page that says so.
+    private func question(_ code: SHA256Digest, typed: String, csrf: String) async -> Response {
+        do throws(HTTPError) {
+            let found: DeviceFlow.Waiting?
+            do throws(StateReadError) {
+                found = try await devices.waiting(code, typed: typed)
             } catch {
-                response = Self.page(error)
+                throw error.httpError
             }
+            guard let waiting = found else { throw .badRequest(Self.gone) }
+            let provider = try await providers.provider(waiting.device.provider)
+            let appName = config.app(id: waiting.device.app)?.shownName ?? waiting.device.app
+            let providerName = providers.config(waiting.device.provider)?.shownName ?? waiting.device.provider
+            return DevicePages.confirm(waiting, appName: appName, providerName: providerName,
+                                       providerOrigin: Self.origin(provider.authorizationEndpoint), csrf: csrf)
+        } catch {
+            return Self.page(error)
         }
-        if let cookie { response.headers.append(cookie) }
-        return response
     }
 
     /// Allow (on to the provider's sign-in) or refuse.
