@@ -7,7 +7,7 @@ import WireValues
 /// purpose and a value, under a key derived from the state keys, so that every instance sharing
 /// them makes and accepts the same tags (in development mode without keys, a key of the process).
 /// The device pages' CSRF token is the tag of the browser's cookie, not the cookie again (a
-/// cookie planted by a sibling host does not come with its tag); a device login's cookie is the
+/// page that can read the form but not the cookie cannot forge another); a device login's cookie is the
 /// tag of its `state`, so that only the browser that decided can finish it (``DeviceRoutes``).
 struct BrowserBinding: Sendable {
     /// The current key first; tags made under older keys still pass during a rotation.

@@ -6,8 +6,9 @@ import WireValues
 /// browser sends only to the broker's own pages (`SameSite=Strict`, `HttpOnly`; under HTTPS a
 /// `__Host-` cookie, which no other site or subdomain can set), and in each form its tag under
 /// the broker's key (``BrowserBinding``). A form another site makes the browser submit has no
-/// cookie, or cannot know its tag; a cookie planted by a sibling host (possible without the
-/// `__Host-` prefix, under an http public URL) comes without its tag. The same cookie binds the
+/// cookie, or cannot know its tag. Under an http public URL (no `__Host-` prefix) a sibling host
+/// can plant a cookie of its choosing, and learn its tag from the broker's own pages: there the
+/// protection rests on `SameSite=Strict` and on no sibling host being hostile. The same cookie binds the
 /// address of the question for a code found (``questionTag(cookie:device:)``) to the browser that
 /// typed it.
 struct DeviceCSRF: Sendable {
