@@ -1,0 +1,22 @@
+import Testing
+
+@testable import BrokerCore
+
+/// A record's text fields read back as written, in ASCII or not; bytes that are not UTF-8 are a
+/// decoding error, never text repaired with U+FFFD.
+struct FieldReaderTests {
+    @Test(arguments: ["tbs_0123456789", "", "Zoë Ångström", "名前 🙂"])
+    func textReadsBackAsWritten(_ text: String) throws {
+        var writer = FieldWriter()
+        writer.string(3, text)
+        #expect(try FieldReader(writer.bytes[...]).string(3) == text)
+    }
+
+    @Test(arguments: [[0xFF], [0x61, 0xC3], [0xC0, 0xAE], [0xED, 0xA0, 0x80]] as [[UInt8]])
+    func bytesThatAreNotUTF8AreAnError(_ bytes: [UInt8]) throws {
+        var writer = FieldWriter()
+        writer.bytes(3, bytes)
+        let reader = try FieldReader(writer.bytes[...])
+        #expect(throws: StateDecodingError.self) { try reader.string(3) }
+    }
+}
