@@ -6,6 +6,12 @@ import BrokerCrypto
 struct FieldWriter {
     private(set) var bytes: [UInt8] = []
 
+    /// A writer whose buffer takes `capacity` bytes before it grows: a snapshot writes a million
+    /// records, each through a writer of its own.
+    init(capacity: Int = 0) {
+        bytes.reserveCapacity(capacity)
+    }
+
     mutating func bytes(_ tag: UInt8, _ value: [UInt8]) {
         bytes.append(tag)
         Self.appendVarint(UInt64(value.count), to: &bytes)
@@ -23,8 +29,9 @@ struct FieldWriter {
     }
 
     mutating func double(_ tag: UInt8, _ value: Double) {
-        var big = value.bitPattern.bigEndian
-        bytes(tag, withUnsafeBytes(of: &big) { Array($0) })
+        bytes.append(tag)
+        bytes.append(8)
+        withUnsafeBytes(of: value.bitPattern.bigEndian) { bytes.append(contentsOf: $0) }
     }
 
     mutating func double(_ tag: UInt8, _ value: Double?) {
@@ -32,7 +39,19 @@ struct FieldWriter {
     }
 
     mutating func digest(_ tag: UInt8, _ value: SHA256Digest) {
-        bytes(tag, value.bytes)
+        bytes.append(tag)
+        bytes.append(UInt8(SHA256Digest.byteCount))
+        value.withUnsafeBytes { bytes.append(contentsOf: $0) }
+    }
+
+    /// `words` joined by single spaces, as one text field, without making the joined string.
+    mutating func joined(_ tag: UInt8, _ words: [String]) {
+        bytes.append(tag)
+        Self.appendVarint(UInt64(words.reduce(0) { $0 + $1.utf8.count } + max(words.count - 1, 0)), to: &bytes)
+        for (index, word) in words.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: " ")) }
+            bytes.append(contentsOf: word.utf8)
+        }
     }
 
     mutating func digest(_ tag: UInt8, _ value: SHA256Digest?) {

@@ -36,7 +36,7 @@ enum StateRecord: Sendable {
 
     /// `kind (1 byte) | length (varint) | fields`.
     func encode(into output: inout [UInt8]) {
-        var fields = FieldWriter()
+        var fields = FieldWriter(capacity: 512)
         let kind: Kind
         switch self {
         case .session(let session):
@@ -125,7 +125,7 @@ extension Session {
         fields.string(2, provider)
         fields.string(3, app)
         fields.string(4, subject)
-        fields.string(5, scopes.joined(separator: " "))
+        fields.joined(5, scopes)
         fields.string(6, accessToken)
         fields.double(7, accessTokenExpiresAt)
         fields.string(8, refreshToken)
@@ -199,7 +199,7 @@ extension PendingAuthorization {
         }
         fields.string(7, verifier)
         fields.string(8, nonce)
-        fields.string(9, requestedScopes.joined(separator: " "))
+        fields.joined(9, requestedScopes)
         fields.double(11, expiresAt)
         fields.double(13, beganAt)
         fields.string(14, signInID)
@@ -299,7 +299,7 @@ extension Grant {
         var fields = FieldWriter()
         fields.string(1, provider)
         fields.string(2, subject)
-        fields.string(3, scopes.joined(separator: " "))
+        fields.joined(3, scopes)
         fields.string(4, accessToken)
         fields.double(5, accessTokenExpiresAt)
         fields.string(6, refreshToken)
@@ -335,7 +335,7 @@ extension DeviceAuthorization {
     func encode(into fields: inout FieldWriter) {
         fields.string(2, app)
         fields.string(3, provider)
-        fields.string(4, scopes.joined(separator: " "))
+        fields.joined(4, scopes)
         fields.digest(5, userCode)
         fields.double(6, expiresAt)
         fields.double(7, interval)
