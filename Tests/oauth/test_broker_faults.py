@@ -4,6 +4,7 @@ no connection hangs, and no session is lost."""
 import json
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import requests
@@ -100,6 +101,30 @@ def test_unreachable_discovery_is_503_at_authorize(auth_server, broker_factory):
     assert answer.json()["error"] == "upstream_unavailable"
     ready = requests.get(broker.url("/readyz"), timeout=15)
     assert ready.status_code == 200 and ready.json()["checks"]["provider:dot"]["status"] == "warn"
+
+
+def test_a_failing_discovery_is_not_asked_again_by_every_request(auth_server, broker_factory):
+    """While a provider's discovery document fails, requests that need it do not each become a
+    call to the failing provider: a fetch under way answers everyone waiting for it, and its
+    failure answers for a few seconds (`DiscoveryCache.retryDelay`). Once the document is back,
+    sign-ins go through again without a restart."""
+    auth_server.inject_fault("discovery", status=503, body='{"error":"down"}', delay=1.0, count=None)
+    try:
+        broker, app, _, _ = broker_factory()
+        url, _ = app.authorize_url()
+        auth_server.reset_stats()
+        with ThreadPoolExecutor(20) as pool:
+            answers = list(pool.map(lambda _: requests.get(url, allow_redirects=False, timeout=30), range(20)))
+        assert [a.status_code for a in answers] == [503] * 20
+        assert all(a.json()["error"] == "upstream_unavailable" for a in answers)
+        assert auth_server.endpoint_stats().get("discovery", 0) <= 1, auth_server.endpoint_stats()
+    finally:
+        auth_server.clear_faults("discovery")
+    deadline = time.monotonic() + 60
+    while (answer := requests.get(url, allow_redirects=False, timeout=15)).status_code != 302:
+        assert answer.status_code == 503 and time.monotonic() < deadline, answer.text
+        time.sleep(0.2)
+    assert answer.headers["Location"].startswith(auth_server.authorization_endpoint)
 
 
 def test_provider_outage_during_sign_in_goes_back_to_the_app(broker_factory, auth_server):

@@ -39,9 +39,28 @@ public struct DiscoveryError: Error, Sendable, CustomStringConvertible {
 
 /// Fetches discovery documents and keeps each one after the first success. With a logger, an
 /// issuer whose document cannot be fetched is logged once as that begins and once as it ends.
+///
+/// An issuer is fetched by one call at a time: callers that ask while it is under way wait for
+/// its outcome. A failure is kept for `retryDelay`, and callers meanwhile get it without a call:
+/// while a provider's discovery is down, every sign-in and `/readyz` probe that needs its document
+/// would otherwise be one more request to a provider that is already failing.
 public final class DiscoveryCache: Sendable {
+    /// How long a failed fetch is the answer before the next caller fetches again.
+    public static let retryDelay: Duration = .seconds(5)
+
+    private enum Entry {
+        case known(DiscoveryDocument)
+        case fetching(Task<Result<DiscoveryDocument, DiscoveryError>, Never>)
+        case failed(DiscoveryError, until: ContinuousClock.Instant)
+    }
+
+    private enum Lookup {
+        case answered(Result<DiscoveryDocument, DiscoveryError>)
+        case waiting(Task<Result<DiscoveryDocument, DiscoveryError>, Never>)
+    }
+
     private let client: any UpstreamTransport
-    private let documents = Mutex<[URL: DiscoveryDocument]>([:])
+    private let entries = Mutex<[URL: Entry]>([:])
     private let outages: OutageWatches?
 
     public init(client: any UpstreamTransport, logger: Logger? = nil) {
@@ -51,20 +70,55 @@ public final class DiscoveryCache: Sendable {
 
     /// The cached document for `issuer`, without a network call.
     public func cached(_ issuer: URL) -> DiscoveryDocument? {
-        documents.withLock { $0[issuer] }
+        entries.withLock { entries in
+            guard case .known(let document) = entries[issuer] else { return nil }
+            return document
+        }
     }
 
-    /// The document for `issuer`, fetched on first use.
+    /// The document for `issuer`: the cached one, else the outcome of the fetch under way, else
+    /// the failure of the last fetch when it is more recent than `retryDelay`, else a new fetch's.
     public func document(for issuer: URL) async throws(DiscoveryError) -> DiscoveryDocument {
-        if let known = cached(issuer) { return known }
-        do throws(DiscoveryError) {
-            let document = try await fetch(issuer)
-            outages?(issuer.absoluteString).succeeded()
-            return document
-        } catch {
-            outages?(issuer.absoluteString).failed(error.description)
-            throw error
+        let now = ContinuousClock.now
+        let lookup: Lookup = entries.withLock { entries in
+            switch entries[issuer] {
+            case .known(let document):
+                return .answered(.success(document))
+            case .fetching(let task):
+                return .waiting(task)
+            case .failed(let error, let until) where now < until:
+                return .answered(.failure(error))
+            case .failed, nil:
+                let task = Task { await self.fetchOnce(issuer) }
+                entries[issuer] = .fetching(task)
+                return .waiting(task)
+            }
         }
+        switch lookup {
+        case .answered(let result): return try result.get()
+        case .waiting(let task): return try await task.value.get()
+        }
+    }
+
+    /// The one fetch under way for `issuer`: its outcome is recorded for every caller.
+    private func fetchOnce(_ issuer: URL) async -> Result<DiscoveryDocument, DiscoveryError> {
+        let result: Result<DiscoveryDocument, DiscoveryError>
+        do throws(DiscoveryError) {
+            result = .success(try await fetch(issuer))
+        } catch {
+            result = .failure(error)
+        }
+        entries.withLock { entries in
+            switch result {
+            case .success(let document): entries[issuer] = .known(document)
+            case .failure(let error): entries[issuer] = .failed(error, until: ContinuousClock.now + Self.retryDelay)
+            }
+        }
+        switch result {
+        case .success: outages?(issuer.absoluteString).succeeded()
+        case .failure(let error): outages?(issuer.absoluteString).failed(error.description)
+        }
+        return result
     }
 
     private func fetch(_ issuer: URL) async throws(DiscoveryError) -> DiscoveryDocument {
@@ -82,7 +136,6 @@ public final class DiscoveryCache: Sendable {
         }
         let document = try Self.parse(response.body, expectedIssuer: issuer)
         client.trust(document.endpoints, as: issuer)
-        documents.withLock { $0[issuer] = document }
         return document
     }
 
