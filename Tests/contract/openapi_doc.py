@@ -127,7 +127,6 @@ CODE_STATUS = {
     "upstream_response_too_large": "502",
     "upstream_unavailable": "503",
     "proxy_busy": "503",
-    "not_ready": "503",
     "temporarily_unavailable": "503",
 }
 
@@ -139,7 +138,6 @@ GENERIC_CODES = {
     "header_too_large",
     "rate_limited",
     "server_error",
-    "not_ready",
     "temporarily_unavailable",
 }
 
