@@ -52,7 +52,7 @@ struct ConfigSetting: Sendable {
         limit("idle_timeout_seconds", "BROKER_IDLE_TIMEOUT_SECONDS", "seconds an idle connection is kept open",
               Limits.idleTimeoutSecondsRange, { $0.idleTimeoutSeconds = $1 }),
         limit("request_head_timeout_seconds", "BROKER_REQUEST_HEAD_TIMEOUT_SECONDS",
-              "seconds a request's head may take to arrive (from the connection's opening or its previous request's end); slower connections are closed",
+              "seconds a request's head may take to arrive, from its first byte; slower connections are closed",
               Limits.requestHeadTimeoutSecondsRange, { $0.requestHeadTimeoutSeconds = $1 }),
         limit("request_body_min_bytes_per_second", "BROKER_REQUEST_BODY_MIN_BYTES_PER_SECOND",
               "a body gets request_head_timeout_seconds plus one second per this many bytes; slower connections are closed (0 = no deadline)",

@@ -72,8 +72,8 @@ typedef struct {
     unsigned int hard_connection_limit;
     /// Seconds a connection may stay idle before it is closed.
     unsigned int idle_timeout_seconds;
-    /// Seconds a request head may take to arrive, counted from the connection's opening or the
-    /// end of its previous request; a connection past it is closed without an answer. 0: none.
+    /// Seconds a request head may take to arrive, counted from its first byte (before it, the
+    /// connection is idle); a connection past it is closed without an answer. 0: none.
     unsigned int request_head_timeout_seconds;
     /// A body gets `request_head_timeout_seconds` from the end of its head, plus one second per
     /// this many bytes received; past that its connection is closed. 0: no deadline for bodies.
