@@ -99,7 +99,7 @@ public final class Broker: Sendable {
         // rests on would start no login: the broker refuses to start instead.
         let atStart = await DiscoveryCheck.atStart(config.providers, discovery: discovery)
         for unfetched in atStart.unfetched {
-            logger.warning("discovery document not fetched at start; /readyz fails until it is", metadata: ["detail": "\(unfetched)"])
+            logger.warning("discovery document not fetched at start; /readyz warns until it is", metadata: ["detail": "\(unfetched)"])
         }
         guard atStart.problems.isEmpty else {
             throw BrokerStartError("the providers' discovery documents lack what their configuration relies on:\n"

@@ -181,6 +181,11 @@ OWN_ERROR_RESPONSES = {("get", "/callback", "400"), ("get", "/callback", "403"),
     (method, path, status) for method, path in HTML_READ_PAGES for status in ("400", "403", "503")} | {
     (method, path, status) for method, path in HTML_QUESTION_PAGES for status in ("400", "503")}
 
+# Errors only ever answered as a page (the provider's refusal to start a device's sign-in): no
+# JSON body, as none of the server's own limits answers with that status.
+HTML_ONLY_ERROR_RESPONSES = {("post", "/device/decision", "502")}
+OWN_ERROR_RESPONSES |= HTML_ONLY_ERROR_RESPONSES
+
 ERROR_REF = "#/components/schemas/Error"
 READINESS_REF = "#/components/schemas/Readiness"
 TOKEN_PROPERTIES = {"access_token", "session_token"}

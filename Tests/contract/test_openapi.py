@@ -20,8 +20,8 @@ from openapi_spec_validator import validate
 
 from openapi_doc import (
     ADMIN_ENDPOINTS, ALLOWED_TAGS, BEARER_ENDPOINTS, CLIENT_KEY_ENDPOINTS, CODE_STATUS, DEVICE_ENDPOINTS,
-    ERROR_REF, EVERY_OPERATION_CODES, GENERIC_CODES, INTROSPECTION_ENDPOINTS, LOGOUT_ENDPOINTS, OP_IDS, OPS,
-    OWN_ERROR_RESPONSES, PROXY_ENDPOINTS, READINESS_REF, SHARED_ERROR_RESPONSES, SPEC_ENDPOINTS,
+    ERROR_REF, EVERY_OPERATION_CODES, GENERIC_CODES, HTML_ONLY_ERROR_RESPONSES, INTROSPECTION_ENDPOINTS,
+    LOGOUT_ENDPOINTS, OP_IDS, OPS, OWN_ERROR_RESPONSES, PROXY_ENDPOINTS, READINESS_REF, SHARED_ERROR_RESPONSES, SPEC_ENDPOINTS,
     SPEC_MD_CANDIDATES, STANDARD_ENDPOINTS, TOKEN_PROPERTIES, load_doc, op_of, operations, resolve, responses,
     schema_properties, walk,
 )
@@ -192,6 +192,9 @@ def test_error_responses_use_error_schema(doc, method, path):
             continue
         response = resolve(doc, raw)
         content = response.get("content")
+        if (method, path, status) in HTML_ONLY_ERROR_RESPONSES:
+            assert content and list(content) == ["text/html"], f"{status}: a page only"
+            continue
         assert content and "application/json" in content, f"{status}: JSON error body"
         for media_type, media in content.items():
             if media_type.startswith("text/html"):

@@ -15,7 +15,8 @@ import WireValues
 /// logs and metrics say the same), and the answer stays 200.
 ///
 /// Once every document is cached the answer comes straight from memory; otherwise the missing
-/// ones are fetched (concurrently, each bounded by the upstream timeouts) while the request waits.
+/// ones are asked of the `DiscoveryCache` (concurrently, each bounded by the upstream timeouts)
+/// while the request waits: a fetch, or the failure of one less than `retryDelay` ago.
 struct Readiness: Sendable {
     /// The providers configured by `issuer`.
     let providers: [ProviderConfig]
