@@ -104,8 +104,9 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
     CMD curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:${BROKER_LISTEN##*:}/healthz" \
      || curl -fsSk -o /dev/null --max-time 2 "https://127.0.0.1:${BROKER_LISTEN##*:}/healthz" || exit 1
 
-# SIGTERM is the broker's graceful shutdown (stop accepting, finish requests within
-# server.shutdown_grace_seconds, write a final snapshot): give it longer than that to stop
+# SIGTERM is the broker's graceful shutdown (serve on for server.shutdown_delay_seconds, then
+# stop accepting, finish requests within server.shutdown_grace_seconds, write a final
+# snapshot): give it longer than both to stop
 # (docker stop -t 30, compose stop_grace_period, Kubernetes terminationGracePeriodSeconds).
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["token-broker"]
