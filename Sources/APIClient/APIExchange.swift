@@ -190,23 +190,35 @@ public enum APIExchange {
     /// §5.1); a line without a colon is skipped. Read byte by byte: this runs for every proxied
     /// answer, on the loop's thread.
     static func headers(_ bytes: UnsafeRawBufferPointer) -> [(name: String, value: String)] {
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { return [] }
+        let end = base + bytes.count
+        /// Where `byte` is first in `start..<limit`, found by `memchr` (this runs for every
+        /// proxied answer: a byte-by-byte loop was most of its cost).
+        func find(_ byte: UInt8, from start: UnsafeRawPointer, to limit: UnsafeRawPointer) -> UnsafeRawPointer? {
+            memchr(start, Int32(byte), limit - start).map { UnsafeRawPointer($0) }
+        }
+        func isBlank(_ pointer: UnsafeRawPointer) -> Bool {
+            let byte = pointer.load(as: UInt8.self)
+            return byte == 0x20 || byte == 0x09
+        }
+        func text(_ start: UnsafeRawPointer, _ limit: UnsafeRawPointer) -> String {
+            String(decoding: UnsafeRawBufferPointer(start: start, count: limit - start), as: UTF8.self)
+        }
         var headers: [(name: String, value: String)] = []
-        headers.reserveCapacity(bytes.reduce(0) { $1 == 0x0A ? $0 + 1 : $0 })
-        var lineStart = 0
-        while lineStart < bytes.count {
-            var lineEnd = lineStart
-            while lineEnd < bytes.count, bytes[lineEnd] != 0x0A { lineEnd += 1 }
-            let next = lineEnd + 1
-            if lineEnd > lineStart, bytes[lineEnd - 1] == 0x0D { lineEnd -= 1 }
-            if let colon = (lineStart..<lineEnd).first(where: { bytes[$0] == 0x3A }) {
+        headers.reserveCapacity(16)
+        var lineStart = UnsafeRawPointer(base)
+        while lineStart < end {
+            let newline = find(0x0A, from: lineStart, to: end) ?? end
+            var lineEnd = newline
+            if lineEnd > lineStart, (lineEnd - 1).load(as: UInt8.self) == 0x0D { lineEnd -= 1 }
+            if let colon = find(0x3A, from: lineStart, to: lineEnd) {
                 var valueStart = colon + 1, valueEnd = lineEnd, nameEnd = colon
-                while valueStart < valueEnd, bytes[valueStart] == 0x20 || bytes[valueStart] == 0x09 { valueStart += 1 }
-                while valueEnd > valueStart, bytes[valueEnd - 1] == 0x20 || bytes[valueEnd - 1] == 0x09 { valueEnd -= 1 }
-                while nameEnd > lineStart, bytes[nameEnd - 1] == 0x20 || bytes[nameEnd - 1] == 0x09 { nameEnd -= 1 }
-                headers.append((String(decoding: bytes[lineStart..<nameEnd], as: UTF8.self),
-                                String(decoding: bytes[valueStart..<valueEnd], as: UTF8.self)))
+                while valueStart < valueEnd, isBlank(valueStart) { valueStart += 1 }
+                while valueEnd > valueStart, isBlank(valueEnd - 1) { valueEnd -= 1 }
+                while nameEnd > lineStart, isBlank(nameEnd - 1) { nameEnd -= 1 }
+                headers.append((text(lineStart, nameEnd), text(valueStart, valueEnd)))
             }
-            lineStart = next
+            lineStart = newline < end ? newline + 1 : end
         }
         return headers
     }

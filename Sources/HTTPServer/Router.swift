@@ -1,4 +1,7 @@
 public import WireValues
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// How a handler answers: at once on the server thread (the fast path), or deferred until some
 /// I/O has been awaited, during which the connection is suspended.
@@ -68,12 +71,37 @@ public typealias Handler = @Sendable (Request) throws(HTTPError) -> Reply
 /// another method get 405 with `Allow`. `HEAD` is served by the `GET` handler (the server sends
 /// no body).
 public struct Router: Sendable {
-    private var table: [Substring: Route] = [:]
+    private var table: [PathKey: Route] = [:]
     /// Prefix routes, tried in order after the exact ones.
     private var prefixes: [(prefix: String, route: Route)] = []
     /// What answers a path no route takes, whatever its method: a 404 of its own choosing, or a
     /// page at a path that is not part of the API (the route label stays `unmatched`).
     public var unmatched: Handler = { _ throws(HTTPError) in throw .notFound }
+
+    /// A path as the table's key: hashed and compared as bytes. A `Substring` key is hashed by
+    /// its normalised Unicode scalars and compared as characters — on every request.
+    private struct PathKey: Hashable {
+        let path: Substring
+
+        init(_ path: Substring) {
+            self.path = path
+        }
+
+        static func == (lhs: PathKey, rhs: PathKey) -> Bool {
+            lhs.path.utf8.count == rhs.path.utf8.count && lhs.withBytes { left in rhs.withBytes { right in
+                left.count == 0 || memcmp(left.baseAddress!, right.baseAddress!, left.count) == 0
+            } }
+        }
+
+        func hash(into hasher: inout Hasher) {
+            withBytes { hasher.combine(bytes: $0) }
+        }
+
+        private func withBytes<Result>(_ body: (UnsafeRawBufferPointer) -> Result) -> Result {
+            if let result = path.utf8.withContiguousStorageIfAvailable({ body(UnsafeRawBufferPointer($0)) }) { return result }
+            return Array(path.utf8).withUnsafeBytes(body)
+        }
+    }
 
     /// One path and its handlers (a route has a handful of methods: a list beats a dictionary).
     private struct Route: Sendable {
@@ -97,8 +125,8 @@ public struct Router: Sendable {
     public init() {}
 
     public mutating func add(_ method: String, _ path: String, _ handler: @escaping Handler) {
-        precondition(table[Substring(path)]?.handler(for: method) == nil, "\(method) \(path) is registered twice")
-        table[Substring(path), default: Route(label: path)].handlers.append(MethodHandler(method: method, handler: handler))
+        precondition(table[PathKey(Substring(path))]?.handler(for: method) == nil, "\(method) \(path) is registered twice")
+        table[PathKey(Substring(path)), default: Route(label: path)].handlers.append(MethodHandler(method: method, handler: handler))
     }
 
     /// Registers `handler` for `method` on every path that starts with `prefix`; `label` names
@@ -123,7 +151,7 @@ public struct Router: Sendable {
     /// The exact route of `path`, else the first prefix route it falls under: by bytes (a
     /// `hasPrefix` of strings compares characters, grapheme clusters, on every request).
     private func find(_ path: Substring) -> Route? {
-        if let route = table[path] { return route }
+        if let route = table[PathKey(path)] { return route }
         return prefixes.first { path.utf8.starts(with: $0.prefix.utf8) }?.route
     }
 

@@ -111,6 +111,10 @@ struct ProxyRulesTests {
         // Lines ended by a bare LF, as libcurl splits them too.
         let bare = Array("A: 1\nB: 2\n".utf8).withUnsafeBytes { APIExchange.headers($0) }
         #expect(bare.map { "\($0.name)=\($0.value)" } == ["A=1", "B=2"])
+        // Blanks before a colon (which a proxy removes, RFC 9112 §5.1), a colon in the value, and
+        // a last line without its end.
+        let edges = Array("Name \t: a:b\r\nC:\r\n:no name\r\nLast: x".utf8).withUnsafeBytes { APIExchange.headers($0) }
+        #expect(edges.map { "\($0.name)=\($0.value)" } == ["Name=a:b", "C=", "=no name", "Last=x"])
         #expect(APIExchange.headers(UnsafeRawBufferPointer(start: nil, count: 0)).isEmpty)
     }
 
