@@ -187,7 +187,7 @@ public enum APIExchange {
 
     /// Header lines ("Name: value\r\n"…) as `(name, value)`, the value without the spaces and tabs
     /// around it, and the name without those before the colon (a proxy removes them, RFC 9112
-    /// §5.1); a line without a colon is skipped. Read byte by byte: this runs for every proxied
+    /// §5.1); a line without a colon is skipped. Read with memchr: this runs for every proxied
     /// answer, on the loop's thread.
     static func headers(_ bytes: UnsafeRawBufferPointer) -> [(name: String, value: String)] {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return [] }

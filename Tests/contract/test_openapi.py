@@ -148,6 +148,18 @@ def test_operation_error_codes_are_documented(doc, method, path):
 
 
 @pytest.mark.parametrize("method,path", OPS, ids=OP_IDS)
+def test_the_errors_a_description_lists_are_in_x_error_codes(doc, method, path):
+    """The other way round: each "- 429 `rate_limited`: ..." of the description's **Errors** is
+    a status the operation documents with that code (one removed from the lists while the text
+    still said it could happen went unseen)."""
+    op = op_of(doc, method, path)
+    _, errors = op.get("description", "").partition("**Errors**")[::2]
+    for status, code in re.findall(r"^- (\d{3}) `([a-z_]+)`", errors, re.MULTILINE):
+        assert code in op["x-error-codes"].get(status, []), f"the description says {status} {code}"
+        assert status in op["responses"], f"the description says {status}"
+
+
+@pytest.mark.parametrize("method,path", OPS, ids=OP_IDS)
 def test_every_operation_answers_the_generic_errors(doc, method, path):
     op = op_of(doc, method, path)
     for status, code in EVERY_OPERATION_CODES.items():
