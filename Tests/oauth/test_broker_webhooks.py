@@ -4,6 +4,7 @@ import hmac
 import json
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -15,7 +16,7 @@ SECRET = "webhook-signing-secret-for-tests"
 
 
 class Receiver:
-    def __init__(self, fail_first: int = 0):
+    def __init__(self, fail_first: int = 0, answer_after: float = 0.0):
         self.events = []
         self.fail_first = fail_first
         receiver = self
@@ -24,6 +25,7 @@ class Receiver:
             def do_POST(self):
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 receiver.events.append((dict(self.headers), body, time.monotonic()))
+                time.sleep(answer_after)  # a receiver that takes its time (it holds the delivery open)
                 status = 500 if len(receiver.events) <= receiver.fail_first else 204
                 self.send_response(status)
                 self.send_header("Content-Length", "0")
@@ -132,3 +134,31 @@ def test_admin_actions_are_reported_as_signed_audit_events_and_refusals_are_logg
     finished = events["admin.subject_ended"]
     assert finished["provider"] == "dot" and finished["subject"] == subject and finished["ended"] == 1
     assert len(finished["sessions"]) == 1 and finished["provider_revocation"]["succeeded"] == 1
+
+
+def test_a_burst_of_events_is_delivered_whole_to_a_slow_receiver(broker_factory, receiver_factory, tmp_path):
+    """200 events at once to a receiver that holds each delivery 1.5 s: they wait their turn (32
+    at a time) rather than be refused by the client's bound, which spent their retries together
+    and lost a fifth of them."""
+    receiver = receiver_factory(answer_after=1.5)
+    token_file = tmp_path / "admin-token"
+    token_file.write_text("admin-token-for-the-webhook-burst-0123456789")
+    broker, _, _, _ = broker_factory(config_extra=webhook_config(receiver.url),
+                                     env={"WEBHOOK_SECRET": SECRET, "BROKER_ADMIN_TOKEN_FILE": str(token_file)})
+    admin = {"Authorization": f"Bearer {token_file.read_text()}"}
+
+    def end(index):
+        answer = requests.post(broker.url("/admin/subjects/end"), headers=admin, data={"provider": "dot", "subject": f"nobody-{index}"},
+                               timeout=30)
+        assert answer.status_code == 200 and answer.json()["ended"] == 0, answer.text
+
+    with ThreadPoolExecutor(20) as pool:
+        list(pool.map(end, range(200)))
+
+    def delivered():
+        return {json.loads(body)["subject"] for _, body, _ in list(receiver.events)}
+
+    assert wait_for(lambda: len(delivered()) == 200, timeout=120), f"{len(delivered())} of 200 delivered"
+    for headers, body, _ in list(receiver.events):
+        verify(headers, body)
+    assert not [line for line in broker.json_lines() if line.get("msg") == "webhook undelivered after retries"]

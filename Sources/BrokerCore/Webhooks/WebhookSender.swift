@@ -10,7 +10,12 @@ import WireValues
 /// Reports the audit trail (``AuditTrail``: every ended session, admin actions, provider
 /// sign-outs) and sessions that keep failing to refresh, as signed JSON POSTs to the configured
 /// URL. Delivery runs in the background with retries and
-/// backoff: a client request never waits for it.
+/// backoff: a client request never waits for it. At most `maxInFlight` deliveries talk to the
+/// receiver at once; the others wait their turn, in order, rather than be refused by the client's
+/// bound: a burst (a sweep ending a thousand sessions) once spent its retries on those refusals,
+/// all together, and lost most of its events. Retries are spread (±50% of each delay) so that a
+/// burst that failed does not come back as one. Events wait in memory only: those still waiting
+/// when the process stops are lost (`broker_webhook_deliveries_total` counts what happened).
 ///
 /// Signature (like Stripe's): `X-Broker-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of
 /// "<t>.<body>" under the webhook secret>`. Receivers recompute it and reject old timestamps.
@@ -20,13 +25,16 @@ final class WebhookSender: Sendable {
     private let logger: Logger
     private let metrics: BrokerMetrics
     private let pending = Atomic<Int>(0)
-    /// Seconds before each retry.
+    /// Seconds before each retry, each spread by ±50%.
     static let backoff: [Double] = [1, 2, 4, 8, 16]
     static let maxPending = 1000
+    /// Deliveries talking to the receiver at once: the client's own bound.
+    static let maxInFlight = 32
+    private let turns = Turns(WebhookSender.maxInFlight)
 
     /// Nil when libcurl cannot make its client's event loop.
     init?(settings: WebhookSettings, logger: Logger, metrics: BrokerMetrics) {
-        guard let client = UpstreamClient(limits: UpstreamClient.Limits(maxInFlight: 32, totalTimeoutSeconds: 10)) else { return nil }
+        guard let client = UpstreamClient(limits: UpstreamClient.Limits(maxInFlight: Self.maxInFlight, totalTimeoutSeconds: 10)) else { return nil }
         self.settings = settings
         self.client = client
         self.logger = logger
@@ -80,7 +88,7 @@ final class WebhookSender: Sendable {
         for attempt in 0...Self.backoff.count {
             if attempt > 0 {
                 metrics.webhookDelivery(outcome: "retried")
-                try? await Task.sleep(for: .seconds(Self.backoff[attempt - 1]))
+                try? await Task.sleep(for: .seconds(Self.backoff[attempt - 1] * Double.random(in: 0.5...1.5)))
             }
             var request = URLRequest(url: settings.url)
             request.httpMethod = "POST"
@@ -89,13 +97,56 @@ final class WebhookSender: Sendable {
             request.setValue(type, forHTTPHeaderField: "X-Broker-Event")
             request.setValue(id, forHTTPHeaderField: "X-Broker-Event-Id")
             request.setValue(Self.signature(body, secret: settings.secret, time: Int(Date().timeIntervalSince1970)), forHTTPHeaderField: "X-Broker-Signature")
-            if let response = try? await client.send(request), (200..<300).contains(response.status) {
+            await turns.take()
+            let response = try? await client.send(request)
+            turns.give()
+            if let response, (200..<300).contains(response.status) {
                 metrics.webhookDelivery(outcome: "delivered")
                 return
             }
         }
         metrics.webhookDelivery(outcome: "failed")
         logger.error("webhook undelivered after retries", metadata: ["type": "\(type)", "event_id": "\(id)"])
+    }
+
+    /// Turns to talk to the receiver: `take` waits for one (in the order asked), `give` hands it
+    /// to the next waiting delivery.
+    private final class Turns: Sendable {
+        private struct State {
+            var free: Int
+            var waiting: [CheckedContinuation<Void, Never>] = []
+        }
+
+        private let state: Mutex<State>
+
+        init(_ count: Int) {
+            state = Mutex(State(free: count))
+        }
+
+        func take() async {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let granted = state.withLock { state in
+                    guard state.free > 0 else {
+                        state.waiting.append(continuation)
+                        return false
+                    }
+                    state.free -= 1
+                    return true
+                }
+                if granted { continuation.resume() }
+            }
+        }
+
+        func give() {
+            let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                guard !state.waiting.isEmpty else {
+                    state.free += 1
+                    return nil
+                }
+                return state.waiting.removeFirst()
+            }
+            next?.resume()
+        }
     }
 
     /// `t=<time>,v1=<hex HMAC-SHA256("<time>.<body>")>`.
