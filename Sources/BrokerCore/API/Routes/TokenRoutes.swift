@@ -76,29 +76,7 @@ final class TokenRoutes: Sendable {
         case .unknownSession:
             guard !callers.store.holdsEverySession else { throw callers.unknownSession(route: route) }
             _ = try requested.get()
-            let client = request.clientIP
-            // A shared store's cache miss: the session from the store, then as above.
-            return .deferredCatching { [self] () async throws(HTTPError) -> Response in
-                let loaded: (session: Session, decision: SessionOperations.CurrentToken<Void>)?
-                do throws(StateReadError) {
-                    loaded = try await sessions.currentLoaded(presented.id, holder: presented.holder, validFor: minimumValidity)
-                } catch {
-                    throw error.httpError
-                }
-                guard let (session, decision) = loaded else { throw callers.unknownSession(route: route) }
-                let early: Bool?
-                switch decision {
-                case .unknownSession: throw callers.unknownSession(route: route)
-                case .wrongHolder(let mismatch): throw callers.holderRefused(mismatch, route: route)
-                case .fresh: early = nil
-                case .refreshDue(let isEarly): early = isEarly
-                }
-                try await callers.spendAnywhere(try callers.admit(presented, to: session, route: route), route: route)
-                if session.providerProofKey != nil { throw tokenBound(session.provider) }
-                guard let early else { return session.tokenAnswer(at: callers.now()) }
-                try admission.admitRefresh(early: early, client: client, route: route)
-                return try await refresh(presented.id, force: false, minimumValidity: minimumValidity)
-            }
+            return fromStore(presented, route: route, client: request.clientIP, minimumValidity: minimumValidity)
         case .wrongHolder(let mismatch):
             throw callers.holderRefused(mismatch, route: route)
         case .fresh(let (answer, binding)):
@@ -114,9 +92,14 @@ final class TokenRoutes: Sendable {
             _ = try requested.get()
             // A bound session's proof, and its provider's binding, checked on the session as it
             // is now: this rare branch looks it up again.
-            let session = callers.store.session(presented.id, now: callers.now())
-            let unrecorded = try session.flatMap { session throws(HTTPError) in try callers.admit(presented, to: session, route: route) }
-            if let session, session.providerProofKey != nil {
+            guard let session = callers.store.session(presented.id, now: callers.now()) else {
+                // Gone from memory between the two reads: from the store, proof checked, as any
+                // miss (never a refresh without the proof).
+                guard !callers.store.holdsEverySession else { throw callers.unknownSession(route: route) }
+                return fromStore(presented, route: route, client: request.clientIP, minimumValidity: minimumValidity)
+            }
+            let unrecorded = try callers.admit(presented, to: session, route: route)
+            if session.providerProofKey != nil {
                 guard let unrecorded else { throw tokenBound(session.provider) }
                 return .deferredCatching { [self] () async throws(HTTPError) -> Response in
                     try await callers.spendAnywhere(unrecorded, route: route)
@@ -128,6 +111,33 @@ final class TokenRoutes: Sendable {
                 try await callers.spendAnywhere(unrecorded, route: route)
                 return try await refresh(presented.id, force: false, minimumValidity: minimumValidity)
             }
+        }
+    }
+
+    /// A session this instance's memory lacks (a shared store's cache miss, or one dropped from
+    /// it meanwhile): the session from the store, then as on the hot path — its holder's proof
+    /// checked before anything is answered.
+    private func fromStore(_ presented: PresentedToken, route: String, client: String, minimumValidity: Double) -> Reply {
+        .deferredCatching { [self] () async throws(HTTPError) -> Response in
+            let loaded: (session: Session, decision: SessionOperations.CurrentToken<Void>)?
+            do throws(StateReadError) {
+                loaded = try await sessions.currentLoaded(presented.id, holder: presented.holder, validFor: minimumValidity)
+            } catch {
+                throw error.httpError
+            }
+            guard let (session, decision) = loaded else { throw callers.unknownSession(route: route) }
+            let early: Bool?
+            switch decision {
+            case .unknownSession: throw callers.unknownSession(route: route)
+            case .wrongHolder(let mismatch): throw callers.holderRefused(mismatch, route: route)
+            case .fresh: early = nil
+            case .refreshDue(let isEarly): early = isEarly
+            }
+            try await callers.spendAnywhere(try callers.admit(presented, to: session, route: route), route: route)
+            if session.providerProofKey != nil { throw tokenBound(session.provider) }
+            guard let early else { return session.tokenAnswer(at: callers.now()) }
+            try admission.admitRefresh(early: early, client: client, route: route)
+            return try await refresh(presented.id, force: false, minimumValidity: minimumValidity)
         }
     }
 
