@@ -126,6 +126,9 @@ struct AdminRouteTests {
                     "\(headers)")
             #expect(await admin.send("GET", "/admin/sessions", bearer: nil, extra: headers).status == 403, "\(headers)")
         }
+        // Each refusal is an admin.refused line, as a wrong token's is: these are the probes the
+        // check is for.
+        #expect(admin.bed.audit.events("admin.refused").count == browserLike.count * 2)
         #expect(try await admin.bed.stored(alice.session.id) != nil)
         await admin.bed.close()
     }

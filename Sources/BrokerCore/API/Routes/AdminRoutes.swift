@@ -43,14 +43,13 @@ struct AdminRoutes: Sendable {
     /// `Authorization: Bearer <admin token>`, when one is configured: both sides hashed first,
     /// so that the comparison's time says nothing, not even the token's length.
     private func authenticate(_ request: Request) throws(HTTPError) {
-        guard let tokenHash else { return try Self.refuseBrowsers(request) }
+        guard let tokenHash else { return try refuseBrowsers(request) }
         let given = request.header("Authorization").flatMap { header -> String? in
             guard header.count > 7, header.prefix(7).lowercased() == "bearer " else { return nil }
             return String(header.dropFirst(7))
         }
         guard let given, constantTimeEquals(SHA256.hash(Array(given.utf8)).bytes, tokenHash) else {
-            metrics.rejected(route: request.route, reason: "admin_credential")
-            audit.refused("admin.refused", [("route", .string(request.route)), ("client", .string(request.clientIP))])
+            refused(request, reason: "admin_credential")
             throw HTTPError(status: 401, code: "invalid_token", description: "Send the admin token as Authorization: Bearer <token>.",
                             headers: [HTTPHeader("WWW-Authenticate", #"Bearer realm="admin", error="invalid_token""#)])
         }
@@ -58,15 +57,24 @@ struct AdminRoutes: Sendable {
 
     /// Without a token, only a client on this machine that is not a web page: a browser adds
     /// `Origin` to a cross-origin POST and `Sec-Fetch-Site` to every request, and a rebound name
-    /// arrives with its own `Host`.
-    private static func refuseBrowsers(_ request: Request) throws(HTTPError) {
+    /// arrives with its own `Host`. A refusal is logged and counted as a wrong token is: these
+    /// are the cross-site and rebinding probes the check is for.
+    private func refuseBrowsers(_ request: Request) throws(HTTPError) {
         let site = request.header("Sec-Fetch-Site")?.lowercased()
-        let host = request.header("Host").map(hostName) ?? ""
+        let host = request.header("Host").map(Self.hostName) ?? ""
         guard request.header("Origin") == nil, site == nil || site == "none",
               ["127.0.0.1", "localhost", "[::1]", "::1"].contains(host) else {
+            refused(request, reason: "admin_web_page")
             throw HTTPError(status: 403, code: "forbidden",
                             description: "The admin API without a token answers only clients on this machine, not web pages; configure admin.token_file to call it otherwise.")
         }
+    }
+
+    /// A refused call: an `admin.refused` line and a count, never a webhook event (anyone can send
+    /// them).
+    private func refused(_ request: Request, reason: String) {
+        metrics.rejected(route: request.route, reason: reason)
+        audit.refused("admin.refused", [("route", .string(request.route)), ("client", .string(request.clientIP))])
     }
 
     /// The host of a `Host` header, without its port, lowercased.
