@@ -13,7 +13,7 @@ import WireValues
 /// backoff: a client request never waits for it. At most `maxInFlight` deliveries talk to the
 /// receiver at once; the others wait their turn, in order, rather than be refused by the client's
 /// bound: a burst (a sweep ending a thousand sessions) once spent its retries on those refusals,
-/// all together, and lost most of its events. Retries are spread (±50% of each delay) so that a
+/// all together, and lost most of its events. Retries are spread (each delay lengthened by up to half) so that a
 /// burst that failed does not come back as one. Events wait in memory only: those still waiting
 /// when the process stops are lost (`broker_webhook_deliveries_total` counts what happened).
 ///
@@ -25,7 +25,7 @@ final class WebhookSender: Sendable {
     private let logger: Logger
     private let metrics: BrokerMetrics
     private let pending = Atomic<Int>(0)
-    /// Seconds before each retry, each spread by ±50%.
+    /// Seconds before each retry, each lengthened by up to half at random.
     static let backoff: [Double] = [1, 2, 4, 8, 16]
     static let maxPending = 1000
     /// Deliveries talking to the receiver at once: the client's own bound.
@@ -88,7 +88,7 @@ final class WebhookSender: Sendable {
         for attempt in 0...Self.backoff.count {
             if attempt > 0 {
                 metrics.webhookDelivery(outcome: "retried")
-                try? await Task.sleep(for: .seconds(Self.backoff[attempt - 1] * Double.random(in: 0.5...1.5)))
+                try? await Task.sleep(for: .seconds(Self.backoff[attempt - 1] * Double.random(in: 1...1.5)))
             }
             var request = URLRequest(url: settings.url)
             request.httpMethod = "POST"
