@@ -12,10 +12,10 @@ import WireValues
 /// URL. Delivery runs in the background with retries and
 /// backoff: a client request never waits for it. At most `maxInFlight` deliveries talk to the
 /// receiver at once; the others wait their turn, in order, rather than be refused by the client's
-/// bound: a burst (a sweep ending a thousand sessions) once spent its retries on those refusals,
-/// all together, and lost most of its events. Retries are spread (each delay lengthened by up to half) so that a
-/// burst that failed does not come back as one. Events wait in memory only: those still waiting
-/// when the process stops are lost (`broker_webhook_deliveries_total` counts what happened).
+/// bound (a burst, such as a sweep ending a thousand sessions, once spent its retries on those
+/// refusals, all together, and lost most of its events). Each retry's delay is lengthened by up
+/// to half at random, so that a burst that failed does not come back as one. Events wait in
+/// memory only: those still waiting when the process stops are lost.
 ///
 /// Signature (like Stripe's): `X-Broker-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of
 /// "<t>.<body>" under the webhook secret>`. Receivers recompute it and reject old timestamps.
@@ -90,6 +90,9 @@ final class WebhookSender: Sendable {
                 metrics.webhookDelivery(outcome: "retried")
                 try? await Task.sleep(for: .seconds(Self.backoff[attempt - 1] * Double.random(in: 1...1.5)))
             }
+            // Signed once its turn has come: a delivery that waited behind a burst still carries a
+            // fresh timestamp, which receivers check.
+            await turns.take()
             var request = URLRequest(url: settings.url)
             request.httpMethod = "POST"
             request.httpBody = Data(body)
@@ -97,7 +100,6 @@ final class WebhookSender: Sendable {
             request.setValue(type, forHTTPHeaderField: "X-Broker-Event")
             request.setValue(id, forHTTPHeaderField: "X-Broker-Event-Id")
             request.setValue(Self.signature(body, secret: settings.secret, time: Int(Date().timeIntervalSince1970)), forHTTPHeaderField: "X-Broker-Signature")
-            await turns.take()
             let response = try? await client.send(request)
             turns.give()
             if let response, (200..<300).contains(response.status) {
