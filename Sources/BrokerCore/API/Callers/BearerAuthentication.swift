@@ -19,9 +19,9 @@ extension Callers {
                 return try await then(session).response()
             }
         }
-        guard !store.holdsEverySession else { throw unknownSession(route: route) }
+        guard !store.holdsEverySession else { throw unknownSession(presented, route: route) }
         return .deferredCatching { [self] () async throws(HTTPError) -> Response in
-            guard let session = try await load(presented.id) else { throw unknownSession(route: route) }
+            guard let session = try await load(presented.id) else { throw unknownSession(presented, route: route) }
             try await spendAnywhere(try admit(presented, to: session, route: route), route: route)
             return try await then(session).response()
         }
@@ -37,10 +37,12 @@ extension Callers {
         }
     }
 
-    /// The 401 for a session token that names no live session, counted.
-    func unknownSession(route: String) -> HTTPError {
+    /// The 401 for a session token that names no live session, counted. Its challenge is in the
+    /// scheme the token came in: `DPoP` for the DPoP scheme (RFC 9449 §7.1), else `Bearer`.
+    func unknownSession(_ presented: PresentedToken, route: String) -> HTTPError {
         metrics.rejected(route: route, reason: "unknown_session_token")
-        return .invalidToken("The session token is unknown, expired or revoked.")
+        let description = "The session token is unknown, expired or revoked."
+        return presented.claimed == nil ? .invalidToken(description) : .dpopInvalidToken(description)
     }
 
     /// `bearer ` and `dpop ` in lowercase ASCII.

@@ -152,13 +152,16 @@ extension HTTPError {
                   headers: (status == 401 ? [dpopChallenge("use_dpop_nonce")] : []) + [HTTPHeader("DPoP-Nonce", nonce)])
     }
 
+    /// 401 `invalid_token` for a token sent in the DPoP scheme, with the DPoP challenge.
+    static func dpopInvalidToken(_ description: String) -> HTTPError {
+        HTTPError(status: 401, code: "invalid_token", description: description, headers: [dpopChallenge("invalid_token")])
+    }
+
     /// 401 for a token presented other than as its session is bound.
     static func holderRefused(_ mismatch: HolderMismatch) -> HTTPError {
         switch mismatch {
         case .proofRequired:
-            HTTPError(status: 401, code: "invalid_token",
-                      description: "The session token is bound to a key: send it as Authorization: DPoP <token> with a DPoP proof.",
-                      headers: [dpopChallenge("invalid_token")])
+            dpopInvalidToken("The session token is bound to a key: send it as Authorization: DPoP <token> with a DPoP proof.")
         case .notBound:
             .invalidToken("The session token is bound to no key: send it as Authorization: Bearer <token>.")
         case .otherKey:

@@ -74,7 +74,7 @@ final class TokenRoutes: Sendable {
              session.keyThumbprint.map { (bound: $0, app: session.app) })
         }) {
         case .unknownSession:
-            guard !callers.store.holdsEverySession else { throw callers.unknownSession(route: route) }
+            guard !callers.store.holdsEverySession else { throw callers.unknownSession(presented, route: route) }
             _ = try requested.get()
             return fromStore(presented, route: route, client: request.clientIP, minimumValidity: minimumValidity)
         case .wrongHolder(let mismatch):
@@ -95,7 +95,7 @@ final class TokenRoutes: Sendable {
             guard let session = callers.store.session(presented.id, now: callers.now()) else {
                 // Gone from memory between the two reads: from the store, proof checked, as any
                 // miss (never a refresh without the proof).
-                guard !callers.store.holdsEverySession else { throw callers.unknownSession(route: route) }
+                guard !callers.store.holdsEverySession else { throw callers.unknownSession(presented, route: route) }
                 return fromStore(presented, route: route, client: request.clientIP, minimumValidity: minimumValidity)
             }
             let unrecorded = try callers.admit(presented, to: session, route: route)
@@ -125,10 +125,10 @@ final class TokenRoutes: Sendable {
             } catch {
                 throw error.httpError
             }
-            guard let (session, decision) = loaded else { throw callers.unknownSession(route: route) }
+            guard let (session, decision) = loaded else { throw callers.unknownSession(presented, route: route) }
             let early: Bool?
             switch decision {
-            case .unknownSession: throw callers.unknownSession(route: route)
+            case .unknownSession: throw callers.unknownSession(presented, route: route)
             case .wrongHolder(let mismatch): throw callers.holderRefused(mismatch, route: route)
             case .fresh: early = nil
             case .refreshDue(let isEarly): early = isEarly
