@@ -48,7 +48,7 @@ struct StateFilesTests {
         _ = try await state.updateSession(session(8).id, under: nil) { $0.refreshToken = "rotated" }
         let verifier = PKCE.makeVerifier()
         try await state.issueHandoff(OpaqueToken.hash("tbh_x"), Handoff(app: "demo", redirectURI: "x:/cb", appChallenge: PKCE.challenge(for: verifier),
-                                                                     expiresAt: now + 60, status: .merged(into: session(9).id)))
+                                                                     expiresAt: now + 60, status: .merged(into: session(9).id, boundTo: "jkt-9")))
         state = try open(path, keys) // a crash: no snapshot, the journal alone
         #expect(state.sessions.count == 49)
         #expect(state.session(session(7).id, now: now) == nil)
@@ -59,7 +59,14 @@ struct StateFilesTests {
         state = try open(path, keys) // snapshot + the newer journal
         #expect(state.sessions.count == 50)
         #expect(state.session(session(100).id, now: now)?.accessToken == "at-100")
-        let redemption = try await state.redeemHandoff(OpaqueToken.hash("tbh_x"), .demo(verifier: verifier, redirectURI: "x:/cb", at: now)).answer
+        var attempt = HandoffAttempt.demo(verifier: verifier, redirectURI: "x:/cb", at: now)
+        let unproved = try await state.redeemHandoff(OpaqueToken.hash("tbh_x"), attempt).answer
+        guard case .refused(.wrongKey) = unproved else {
+            Issue.record("the key the code's session is bound to did not survive: \(unproved)")
+            return
+        }
+        attempt.keyThumbprint = "jkt-9"
+        let redemption = try await state.redeemHandoff(OpaqueToken.hash("tbh_x"), attempt).answer
         guard case .merged(session(9).id) = redemption else {
             Issue.record("the handoff code did not survive: \(redemption)")
             return

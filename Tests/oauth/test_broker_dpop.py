@@ -22,6 +22,8 @@ from jwskate import Jwk, Jwt
 from requests_oauth2client import DPoPToken, OAuth2Client
 
 from support.broker import App, BrokerProcess, broker_config, free_port, provider_config
+from support.browser import query_params
+from support.pkce import make_pkce
 from support.postgres import PostgresCluster
 
 REDIRECT_URI = "http://127.0.0.1:9/cb"
@@ -236,6 +238,41 @@ def _two_proofs(broker: BrokerProcess, method: str, path: str, fields: list[tupl
     result = answer.status, json.loads(answer.read())
     connection.close()
     return result
+
+
+def test_an_incremental_code_of_a_bound_session_needs_a_proof_of_its_key(auth_server, browser, store_env):
+    """The code an incremental authorization of a bound session ends with stands for that
+    session: only a proof of its key redeems it. Refusals spend nothing, as a wrong verifier's."""
+    port = free_port()
+    client_id, secret = auth_server.register_client([f"http://127.0.0.1:{port}/callback"])
+    broker = BrokerProcess(broker_config(provider_config(auth_server, client_id), apps=APPS),
+                           env={"DOT_CLIENT_SECRET": secret, **store_env}, port=port)
+    try:
+        app = App(broker, browser)
+        key = Jwk.generate(alg="ES256")
+        token = bound_login(app, key)["session_token"]
+        verifier, challenge = make_pkce()
+        started = requests.post(broker.url("/authorize"), timeout=10, data={
+            "scope": "write", "redirect_uri": app.redirect_uri, "code_challenge": challenge,
+            "code_challenge_method": "S256", "state": "more",
+        }, headers={"Authorization": f"DPoP {token}", "DPoP": proof(key, "POST", broker.url("/authorize"), token=token)})
+        assert started.status_code == 200, started.text
+        code = query_params(browser.authorize(started.json()["authorization_url"], "alice", "alice-password"))["code"]
+        form = {"grant_type": "authorization_code", "code": code, "code_verifier": verifier,
+                "redirect_uri": app.redirect_uri, "app": app.app}
+        other = Jwk.generate(alg="ES256")
+        for headers in ({}, {"DPoP": proof(other, "POST", broker.url("/token"))}):
+            refused = requests.post(broker.url("/token"), data=form, headers=headers, timeout=10)
+            assert refused.status_code == 400 and refused.json()["error"] == "invalid_dpop_proof", refused.text
+            assert "access_token" not in refused.json()
+        redeemed = requests.post(broker.url("/token"), data=form, timeout=10, headers={"DPoP": proof(key, "POST", broker.url("/token"))})
+        assert redeemed.status_code == 200, redeemed.text
+        assert "session_token" not in redeemed.json() and "write" in redeemed.json()["scope"].split()
+        assert dpop_get(broker, "/session", token, key).status_code == 200, "the session goes on"
+        refusals = [line for line in broker.json_lines() if line.get("audit") == "handoff_code.refused"]
+        assert [line.get("reason") for line in refusals] == ["wrong_key", "wrong_key"], refusals
+    finally:
+        broker.stop()
 
 
 def test_a_request_with_two_proofs_is_refused(broker, browser):

@@ -17,8 +17,10 @@ struct Handoff: Sendable {
     enum Status: Sendable {
         /// Waiting for its app, with the grant of a new session.
         case holding(Grant)
-        /// Waiting for its app; the grant of an incremental authorization is in this session.
-        case merged(into: SHA256Digest)
+        /// Waiting for its app; the grant of an incremental authorization is in this session,
+        /// whose token is bound to the key `boundTo` names (DPoP), if any: only a proof of that
+        /// key redeems the code.
+        case merged(into: SHA256Digest, boundTo: String?)
         /// Redeemed, releasing this session: redeemed again by a request that could have
         /// redeemed it, the code has leaked with its verifier, and the session ends.
         case redeemed(SHA256Digest)
@@ -49,6 +51,7 @@ struct Handoff: Sendable {
     func refusal(of attempt: HandoffAttempt) -> HandoffRefusal? {
         guard attempt.app == app, attempt.redirectURI == redirectURI else { return .wrongClient }
         guard PKCE.verify(verifier: attempt.verifier, challenge: appChallenge) else { return .wrongVerifier }
+        if case .merged(_, let bound?) = status, attempt.keyThumbprint != bound { return .wrongKey }
         return nil
     }
 
@@ -68,7 +71,7 @@ struct Handoff: Sendable {
             if let stopped = stop(attempt) { return stopped }
             status = .redeemed(attempt.sessionID)
             return (.released(signIn: grant.signInID), [.makeSession(Session(id: attempt.sessionID, app: app, grant: grant, keyThumbprint: attempt.keyThumbprint, at: attempt.at))])
-        case .merged(let session):
+        case .merged(let session, _):
             if let stopped = stop(attempt) { return stopped }
             status = .redeemed(session)
             return (.merged(session), [])
@@ -113,7 +116,8 @@ struct HandoffAttempt: Sendable {
     let redirectURI: String
     let verifier: String
     let sessionID: SHA256Digest
-    /// The key the new session's token is to be bound to (the redeeming request's DPoP proof).
+    /// The key the redeeming request proved it holds (its DPoP proof): the new session's token is
+    /// bound to it, and a merged code's session must be bound to it already.
     var keyThumbprint: String? = nil
     let at: Double
 }

@@ -34,6 +34,9 @@ enum HandoffRefusal: Error, Sendable, Equatable {
     case malformedVerifier
     /// The PKCE verifier does not match the app's challenge.
     case wrongVerifier
+    /// The code added scopes to a session bound to a key (DPoP), and the request proved no key,
+    /// or another.
+    case wrongKey
     /// The session an incremental authorization merged into has ended since.
     case sessionGone
     /// Refused ``Handoff/refusalLimit`` times (someone else held it): spent, its grant revoked.

@@ -38,10 +38,9 @@ extension LoginFlow {
             throw .signedOut
         case .refused(let refusal):
             if refusal == .wrongVerifier { metrics.rejected(route: "/token", reason: "wrong_code_verifier") }
+            if refusal == .wrongKey { metrics.rejected(route: "/token", reason: HolderMismatch.otherKey.reason) }
             metrics.handoffRedemption(outcome: "rejected")
-            endings.audit.record("handoff_code.refused", [
-                ("app", .string(request.app)), ("reason", .string(refusal == .wrongVerifier ? "wrong_verifier" : "wrong_client")),
-            ])
+            endings.audit.record("handoff_code.refused", [("app", .string(request.app)), ("reason", .string(refusal.auditReason))])
             throw refusal
         case .replayed:
             metrics.rejected(route: "/token", reason: "replayed_handoff_code")
@@ -66,6 +65,17 @@ extension LoginFlow {
             }
             guard let session = found else { throw .sessionGone }
             return RedeemedSession(session: session, token: nil)
+        }
+    }
+}
+
+extension HandoffRefusal {
+    /// The reason a refused redemption's audit line gives (docs/operations.md).
+    fileprivate var auditReason: String {
+        switch self {
+        case .wrongVerifier: "wrong_verifier"
+        case .wrongKey: "wrong_key"
+        default: "wrong_client"
         }
     }
 }

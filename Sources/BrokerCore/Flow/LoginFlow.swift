@@ -120,13 +120,13 @@ struct LoginFlow: Sendable {
             return .app(back, AppLoginOutcome(handedOff))
         case .incremental(let back, let session):
             let handedOff = await finish(pending, answer) { grant throws(Failure) in
-                try await merge(grant, into: session, app: pending.app)
+                let bound = try await merge(grant, into: session, app: pending.app)
                 try await standsAfterSignOuts(grant)
                 // The grant has joined its session here: the sign-in is complete.
                 logger.notice("sign-in completed", metadata: SignInLog.metadata(pending.signInID, [
                     "provider": "\(grant.provider)", "app": "\(pending.app)", "session": "\(session.hex)",
                 ]))
-                return try await handOff(.merged(into: session), app: pending.app, back: back)
+                return try await handOff(.merged(into: session, boundTo: bound), app: pending.app, back: back)
             }
             return .app(back, AppLoginOutcome(handedOff))
         case .device(let code):
@@ -309,8 +309,9 @@ struct LoginFlow: Sendable {
     }
 
     /// Merges an incremental authorization's grant into its session: the same user only, and
-    /// only while the session lasts; otherwise the grant is revoked.
-    private func merge(_ grant: Grant, into sessionID: SHA256Digest, app: String) async throws(Failure) {
+    /// only while the session lasts; otherwise the grant is revoked. Returns the key the
+    /// session's token is bound to (DPoP), which its code will ask a proof of.
+    private func merge(_ grant: Grant, into sessionID: SHA256Digest, app: String) async throws(Failure) -> String? {
         do throws(Failure) {
             let gone = Failure(code: "access_denied", description: "The session ended during the sign-in.", log: "session gone before merge")
             let found: Session?
@@ -329,12 +330,13 @@ struct LoginFlow: Sendable {
             } catch {
                 throw Failure(code: "temporarily_unavailable", description: "The sign-in could not be saved; sign in again in a moment.", log: error.description)
             }
-            guard merged != nil else { throw gone }
+            guard let merged else { throw gone }
+            profiles.remove(sessionID) // new scopes may show more of the profile
+            return merged.keyThumbprint
         } catch {
             await endings.drop(grant, app: app)
             throw error
         }
-        profiles.remove(sessionID) // new scopes may show more of the profile
     }
 
     /// Stores a fresh handoff code, durably, and returns it: holding a new session's grant

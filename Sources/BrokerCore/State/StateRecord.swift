@@ -252,8 +252,9 @@ extension Handoff {
         switch status {
         case .holding(let grant):
             fields.bytes(6, grant.encoded())
-        case .merged(let session):
+        case .merged(let session, let bound):
             fields.digest(7, session)
+            if let bound { fields.string(11, bound) }
         case .redeemed(let session):
             fields.digest(7, session)
             fields.flag(8, true)
@@ -275,7 +276,7 @@ extension Handoff {
         let status: Status
         switch (fields.flag(8), grant, session, try fields.double(10)) {
         case (false, let grant?, _, _): status = .holding(grant)
-        case (false, nil, let session?, _): status = .merged(into: session)
+        case (false, nil, let session?, _): status = .merged(into: session, boundTo: try fields.string(11))
         case (true, _, _, Self.spentRefusedTooOften?): status = .spent(.refusedTooOften)
         case (true, _, _, Self.spentSignedOut?): status = .spent(.signedOut)
         case (true, _, let session?, nil): status = .redeemed(session)
