@@ -7,7 +7,7 @@
 // per new connection, so each new user's first API call through the proxy cost that much. A
 // transfer that names a store sets no CA file or directory of libcurl's, and installs this
 // store, shared by reference, in the SSL_CTX libcurl makes (CURLOPT_SSL_CTX_FUNCTION); libcurl
-// still checks the host name. This is the one file of the shim that includes OpenSSL.
+// still checks the host name.
 //
 // The store goes in as the context's verification store, not its certificate store: libcurl
 // sets up the certificate store after the SSL_CTX function, setting verification flags on it

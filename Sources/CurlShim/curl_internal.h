@@ -64,6 +64,7 @@ typedef struct tb_transfer {
     int conflicting_length; // and another, or one that is not a number: the answer cannot be framed
     int paused;    // its sink had no room: waiting for tb_proxy_resume (or its deadline)
     int head_done;
+    int final_head_ended; // the final answer's head has ended: header lines now are trailers
     int stale;     // the kept connection it was given had bytes waiting or was closed: retried on a new one
     int retried;
     curl_socket_t opened[4]; // the sockets it opened, the last four (happy eyeballs opens two)
@@ -89,14 +90,23 @@ void tb_loop_count(tb_proxy_loop *loop, long new_connections, int answered);
 // A socket of the loop's opened (1) or closed (0).
 void tb_loop_socket(tb_proxy_loop *loop, int opened);
 // The sockets of connections kept for reuse, by local port (kept.c): what libcurl tells a
-// transfer about the connection it is given is its local port. The loop's thread only.
+// transfer about the connection it is given is its addresses. The loop's thread only.
 typedef struct {
-    curl_socket_t *by_port; // 65536 entries, CURL_SOCKET_BAD for none
+    long port;
+    curl_socket_t socket;
+} tb_kept_socket;
+typedef struct {
+    curl_socket_t *by_port;  // 65536 entries: a port's first socket, CURL_SOCKET_BAD for none
+    tb_kept_socket *others;  // the sockets of ports that have one already (to other addresses)
+    size_t other_count;
+    size_t other_capacity;
 } tb_kept_sockets;
 int tb_kept_init(tb_kept_sockets *kept); // 0 when memory ran out
 void tb_kept_free(tb_kept_sockets *kept);
 void tb_kept_note(tb_kept_sockets *kept, long local_port, curl_socket_t socket);
-curl_socket_t tb_kept_find(const tb_kept_sockets *kept, long local_port);
+// The socket of the kept connection from `local_port` to `remote` (an address as text) at
+// `remote_port`; CURL_SOCKET_BAD when none was noted.
+curl_socket_t tb_kept_find(const tb_kept_sockets *kept, long local_port, const char *remote, int remote_port);
 void tb_kept_forget(tb_kept_sockets *kept, curl_socket_t socket);
 // A socket's local port; -1 when it cannot be read.
 long tb_local_port(curl_socket_t socket);

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <errno.h>
 #include <limits.h>
+#include <openssl/ssl.h>
 #include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -135,6 +136,9 @@ static int lengths_agree(tb_transfer *x, const char *line, size_t bytes) {
 static size_t on_header(char *data, size_t size, size_t count, void *context) {
     tb_transfer *x = context;
     size_t bytes = size * count;
+    // A chunked body's trailer fields, which libcurl hands here too: never merged into the
+    // answer's head (RFC 9110 6.5.1), where one would add or override a field the app gets.
+    if (x->final_head_ended) return bytes;
     if (bytes >= 5 && memcmp(data, "HTTP/", 5) == 0) {
         // A new answer begins (after a 100 Continue): keep only the last one's headers.
         x->response.headers_length = 0;
@@ -156,6 +160,7 @@ static size_t on_header(char *data, size_t size, size_t count, void *context) {
         }
         // libcurl reads this option when the transfer is done, to keep or close the connection.
         if (!framed_exactly(status, status < 200) && curl_easy_setopt(x->easy, CURLOPT_FORBID_REUSE, 1L) != CURLE_OK) return 0;
+        if (status >= 200) x->final_head_ended = 1;
         if (status >= 200 && !x->head_done && x->request.on_head != NULL) {
             x->head_done = 1;
             curl_off_t length = -1;
@@ -187,13 +192,24 @@ static curl_socket_t on_open_socket(void *context, curlsocktype purpose, struct 
     return opened;
 }
 
+// Whether TLS holds bytes of the connection `easy` is given that were received and not read:
+// OpenSSL decrypts a whole record, and libcurl reads no further than an answer's length, so the
+// rest of a record that carried the end of an answer and more waits there, not on the socket.
+static int tls_holds_bytes(CURL *easy) {
+    struct curl_tlssessioninfo *tls = NULL;
+    if (curl_easy_getinfo(easy, CURLINFO_TLS_SSL_PTR, &tls) != CURLE_OK || tls == NULL || tls->internals == NULL) return 0;
+    return tls->backend == CURLSSLBACKEND_OPENSSL && SSL_has_pending(tls->internals);
+}
+
 // Before a request goes out on a connection: one kept from an earlier transfer must be clean — no
-// bytes waiting on it (an API that sent more after its last answer, a TLS close), the other end
-// not gone. libcurl 7.88 reuses a connection with bytes waiting, and the request would read them
-// as its answer: another session's, in a shared pool. Such a connection is given up (the
-// transfer aborts before sending, and libcurl closes it) and the transfer runs again on a new one.
+// bytes waiting on it, on its socket or inside TLS (an API that sent more after its last answer,
+// a TLS close), the other end not gone. libcurl 7.88 reuses a connection with bytes waiting, and
+// the request would read them as its answer: another session's, in a shared pool. Such a
+// connection is given up (the transfer aborts before sending, and libcurl closes it) and the
+// transfer runs again on a new one; so is one whose socket was never noted, which cannot be
+// checked.
 static int on_prerequest(void *context, char *remote, char *local, int remote_port, int local_port) {
-    (void)remote, (void)local, (void)remote_port;
+    (void)local;
     tb_transfer *x = context;
     long opened = 0;
     if (curl_easy_getinfo(x->easy, CURLINFO_NUM_CONNECTS, &opened) != CURLE_OK) return CURL_PREREQFUNC_OK;
@@ -205,11 +221,12 @@ static int on_prerequest(void *context, char *remote, char *local, int remote_po
         }
         return CURL_PREREQFUNC_OK;
     }
-    curl_socket_t socket = tb_kept_find(tb_loop_kept(x->loop), local_port);
-    if (socket == CURL_SOCKET_BAD) return CURL_PREREQFUNC_OK;
-    char byte;
-    ssize_t peeked = recv(socket, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (peeked < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return CURL_PREREQFUNC_OK;
+    curl_socket_t socket = tb_kept_find(tb_loop_kept(x->loop), local_port, remote, remote_port);
+    if (socket != CURL_SOCKET_BAD && !tls_holds_bytes(x->easy)) {
+        char byte;
+        ssize_t peeked = recv(socket, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (peeked < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return CURL_PREREQFUNC_OK;
+    }
     x->stale = 1;
     return CURL_PREREQFUNC_ABORT;
 }
@@ -251,6 +268,11 @@ int tb_transfer_prepare(tb_transfer *x, CURL *easy) {
     SET(CURLOPT_PRIVATE, x);
     SET(CURLOPT_URL, request->url);
     SET(CURLOPT_PROTOCOLS_STR, request->allow_http ? "http,https" : "https");
+    // HTTP/1.1 over TLS too (libcurl would offer h2): the connection rules here — one answer at a
+    // time, reused only after one framed exactly, a client that does not read pausing only its
+    // own transfer — are HTTP/1.1's. On an HTTP/2 connection libcurl 7.88 stops reading every
+    // stream while one is paused.
+    SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
     SET(CURLOPT_FOLLOWLOCATION, 0L);
     SET(CURLOPT_PROXY, ""); // never a proxy from the environment
     SET(CURLOPT_NOSIGNAL, 1L);

@@ -1,6 +1,7 @@
 """The API proxy's connections and transfers (docs/api.md, "Connections: one pool per API"): bytes
-an API sends past an answer never reach another request; a 101 or headers too large to read are
-a 502; the address policy holds on a reused connection; a name slow to resolve holds up no other
+an API sends past an answer never reach another request, over HTTP and HTTPS; connections speak
+HTTP/1.1 though the API offers HTTP/2; a chunked answer's trailer fields are not its headers; a
+101 or headers too large to read are a 502; the address policy holds on a reused connection; a name slow to resolve holds up no other
 call; clients that do not read hold up no one else; a full line of transfers is a 503 with
 Retry-After. (The proxy's requests and answers: test_broker_api_proxy.py.)"""
 
@@ -13,6 +14,7 @@ import pytest
 import requests
 
 from support.broker import App, api, wait_for
+from support.private_ca import PrivateCA
 from support.raw_http import open_request, read_head
 from support.recording_upstream import MisbehavingUpstream
 
@@ -37,23 +39,28 @@ def signed_in(broker, browser, auth_server, secret: str, name: str) -> App:
     return app
 
 
-@pytest.fixture
-def misbehaving():
-    server = MisbehavingUpstream()
+@pytest.fixture(params=["http", "https"])
+def misbehaving(request, tmp_path):
+    """The misbehaving API, over HTTP and over HTTPS (its CA the provider's `ca_file`); `lines`
+    is the provider's configuration of it."""
+    ca = PrivateCA(tmp_path / "ca") if request.param == "https" else None
+    server = MisbehavingUpstream(context=ca.server_context() if ca else None)
+    server.lines = api(server.base_url) + (f"    ca_file: {ca.ca_file}\n" if ca else "")
     yield server
     server.close()
 
 
 @pytest.mark.parametrize("method, path", [("GET", "/no-content"), ("GET", "/not-modified"), ("HEAD", "/json"), ("GET", "/extra-now"),
-                                          ("GET", "/extra")])
+                                          ("GET", "/extra"), ("GET", "/extra-split")])
 def test_bytes_after_an_answer_never_reach_another_request(broker_factory, browser, misbehaving, method, path):
     """An API that sends more after an answer — a body after a 204 or 304 or a HEAD answer, more
-    than Content-Length in the same segment or a moment later — with both sessions on the API's
-    one pool: the next request of either session gets its own answer, never those bytes. (Bytes
-    that arrive after the next request was written on the connection cannot be told from its
-    answer, on any HTTP/1.1 connection; here they arrive while it is idle, and a connection with
-    bytes waiting is not reused.)"""
-    broker, first, _, _ = broker_factory(provider_extra=api(misbehaving.base_url))
+    than Content-Length in the same segment or a moment later, or the body's end and more together
+    after its head (over TLS, one record: the rest waits inside TLS, not on the socket) — with both
+    sessions on the API's one pool: the next request of either session gets its own answer, never
+    those bytes. (Bytes that arrive after the next request was written on the connection cannot be
+    told from its answer, on any HTTP/1.1 connection; here they arrive while it is idle, and a
+    connection with bytes waiting is not reused.)"""
+    broker, first, _, _ = broker_factory(provider_extra=misbehaving.lines)
     first.login()
     second = App(broker, browser)
     second.login("bob")
@@ -68,8 +75,23 @@ def test_bytes_after_an_answer_never_reach_another_request(broker_factory, brows
         assert own.json()["auth"] == f"Bearer {app.call('GET', '/token').json()['access_token']}"
 
 
+def test_connections_speak_http_1_1_and_trailers_are_not_headers(broker_factory, misbehaving):
+    """The connection rules (one answer at a time; a client that does not read pausing only its own
+    transfer) are HTTP/1.1's: the proxy does not take HTTP/2 when an API offers it. A chunked
+    answer's trailer fields never join its head (RFC 9110 §6.5.1): not passed to the app, nor read
+    as the API's challenge."""
+    broker, app, _, _ = broker_factory(provider_extra=misbehaving.lines)
+    app.login()
+    answer = app.call("GET", "/proxy/dot/trailer")
+    assert answer.status_code == 200 and answer.content == b"ok", answer.text
+    assert "Location" not in answer.headers and "from-a-trailer" not in answer.headers.get("WWW-Authenticate", ""), answer.headers
+    assert app.call("GET", "/proxy/dot/own").json()["path"] == "/own"
+    if misbehaving.context is not None:
+        assert misbehaving.protocols and set(misbehaving.protocols) == {"http/1.1"}, misbehaving.protocols
+
+
 def test_a_switching_protocols_answer_is_a_502_at_once(broker_factory, misbehaving):
-    broker, app, _, _ = broker_factory(provider_extra=api(misbehaving.base_url))
+    broker, app, _, _ = broker_factory(provider_extra=misbehaving.lines)
     app.login()
     started = time.monotonic()
     answer = app.call("GET", "/proxy/dot/switch")
@@ -81,7 +103,7 @@ def test_a_switching_protocols_answer_is_a_502_at_once(broker_factory, misbehavi
 def test_an_answer_with_two_lengths_is_a_502(broker_factory, misbehaving):
     """RFC 9112 §6.3: differing Content-Length values leave an answer unframed — a 502, never a
     200 cut or stretched to whichever length came last; the same length repeated is one."""
-    broker, app, _, _ = broker_factory(provider_extra=api(misbehaving.base_url))
+    broker, app, _, _ = broker_factory(provider_extra=misbehaving.lines)
     app.login()
     answer = app.call("GET", "/proxy/dot/two-lengths")
     assert answer.status_code == 502 and answer.json()["error"] == "upstream_error", answer.text
@@ -93,7 +115,7 @@ def test_an_answer_with_two_lengths_is_a_502(broker_factory, misbehaving):
 def test_an_answer_with_headers_too_large_to_read_is_a_502(broker_factory, misbehaving):
     """The API was reached and answered, with more headers than libcurl reads: its answer could not
     be read (502), not "could not be reached" (503), which would send clients to retry."""
-    broker, app, _, _ = broker_factory(provider_extra=api(misbehaving.base_url))
+    broker, app, _, _ = broker_factory(provider_extra=misbehaving.lines)
     app.login()
     answer = app.call("GET", "/proxy/dot/huge-headers")
     assert answer.status_code == 502 and answer.json()["error"] == "upstream_error", answer.text

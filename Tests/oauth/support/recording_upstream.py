@@ -214,6 +214,9 @@ class MisbehavingUpstream:
       /not-modified    304, likewise
       /extra           200 with Content-Length: 2, then, likewise, a second answer
       /extra-now       the same, the second answer in the same segment as the first
+      /extra-split     the head, then (a moment later) the body's 2 bytes and the second answer in
+                       one segment: over TLS, one record, which TLS decrypts whole
+      /trailer         200, chunked, with trailer fields (Location, WWW-Authenticate) after the body
       any HEAD         200 with Content-Length, then the announced body (the second answer)
       /switch          101 Switching Protocols, then silence (the connection stays open)
       /huge-headers    200 with 400 KB of headers, more than any client reads
@@ -223,10 +226,17 @@ class MisbehavingUpstream:
 
     The second answer carries the path and Authorization of the request that provoked it: read
     by another request, it would hand that request someone else's answer.
+
+    With a TLS `context` it serves HTTPS, offering HTTP/2 as well as HTTP/1.1 by ALPN (which
+    protocol each connection's client chose is in `protocols`), and speaking HTTP/1.1.
     """
 
-    def __init__(self, host: str = "127.0.0.1", delay: float = 0.3):
+    def __init__(self, host: str = "127.0.0.1", delay: float = 0.3, context: ssl.SSLContext | None = None):
         self.delay = delay
+        self.context = context
+        if context is not None:
+            context.set_alpn_protocols(["h2", "http/1.1"])
+        self.protocols: list[str | None] = []
         self.requests: list[tuple[str, str]] = []
         # Second answers sent after a first (the smuggled bytes are on their way).
         self.smuggled = 0
@@ -235,7 +245,7 @@ class MisbehavingUpstream:
         self._listener.bind((host, 0))
         self._listener.listen(64)
         self.port = self._listener.getsockname()[1]
-        self.base_url = f"http://{host}:{self.port}"
+        self.base_url = f"{'https' if context else 'http'}://{host}:{self.port}"
         self._open: list[socket.socket] = []
         threading.Thread(target=self._accept, daemon=True).start()
 
@@ -255,6 +265,9 @@ class MisbehavingUpstream:
     def _serve(self, connection: socket.socket):
         buffered = b""
         try:
+            if self.context is not None:
+                connection = self.context.wrap_socket(connection, server_side=True)
+                self.protocols.append(connection.selected_alpn_protocol())
             while True:
                 while b"\r\n\r\n" not in buffered:
                     chunk = connection.recv(65536)
@@ -288,6 +301,15 @@ class MisbehavingUpstream:
                 elif target == "/extra-now":
                     connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok" + smuggled)
                     self.smuggled += 1
+                elif target == "/extra-split":
+                    connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n")
+                    time.sleep(self.delay)
+                    connection.sendall(b"ok" + smuggled)
+                    self.smuggled += 1
+                elif target == "/trailer":
+                    connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\nTrailer: Location\r\n\r\n"
+                                       b"2\r\nok\r\n0\r\nLocation: https://elsewhere.example/\r\n"
+                                       b"WWW-Authenticate: Bearer error=\"from-a-trailer\"\r\n\r\n")
                 elif target == "/switch":
                     connection.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: other\r\nConnection: Upgrade\r\n\r\n")
                 elif target == "/two-lengths":
