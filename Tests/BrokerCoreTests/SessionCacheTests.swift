@@ -23,9 +23,9 @@ struct SessionCacheTests {
         let cache = SessionCache(capacity: 1000, lifetimes: lifetimes)
         let loaded = session("a", accessToken: "v2")
         cache.invalidate(loaded.id, below: 2)
-        cache.insert(loaded, version: 2, ifUnchangedSince: cache.currentGeneration)
+        cache.insert(loaded, version: 2, since: cache.currentGeneration)
         #expect(accessToken(cache, loaded) == "v2")
-        cache.insert(session("a", accessToken: "v1"), version: 1)
+        cache.insert(session("a", accessToken: "v1"), version: 1, since: cache.currentGeneration, written: true)
         #expect(accessToken(cache, loaded) == "v2", "an older version never replaces a newer one")
     }
 
@@ -34,7 +34,7 @@ struct SessionCacheTests {
         let stale = session("a", accessToken: "v1")
         let began = cache.currentGeneration
         cache.invalidate(stale.id, below: 2)
-        cache.insert(stale, version: 1, ifUnchangedSince: began)
+        cache.insert(stale, version: 1, since: began)
         #expect(accessToken(cache, stale) == nil)
     }
 
@@ -44,10 +44,36 @@ struct SessionCacheTests {
         let began = cache.currentGeneration
         // The notification connection dropped: a change to the session may have gone unheard.
         cache.clear()
-        cache.insert(stale, version: 1, ifUnchangedSince: began)
+        cache.insert(stale, version: 1, since: began)
         #expect(accessToken(cache, stale) == nil)
-        cache.insert(stale, version: 1, ifUnchangedSince: cache.currentGeneration)
+        cache.insert(stale, version: 1, since: cache.currentGeneration)
         #expect(accessToken(cache, stale) == "v1", "a load begun after the clear is kept")
+    }
+
+    @Test func anOwnWriteIsKeptDespiteItsOwnNotification() {
+        let cache = SessionCache(capacity: 1000, lifetimes: lifetimes)
+        let written = session("a", accessToken: "v2")
+        let began = cache.currentGeneration
+        // The write's own notification can come before its caller resumes.
+        cache.invalidate(written.id, below: 2)
+        cache.insert(written, version: 2, since: began, written: true)
+        #expect(accessToken(cache, written) == "v2")
+    }
+
+    @Test func anOwnWriteNeverPutsBackWhatAnotherInstanceChangedOrRemovedSince() {
+        let cache = SessionCache(capacity: 1000, lifetimes: lifetimes)
+        let written = session("a", accessToken: "v2")
+        let began = cache.currentGeneration
+        // Another instance ended the session right after this one's write committed, and its
+        // notification came first: a removal notifies the largest version.
+        cache.invalidate(written.id, below: .max)
+        cache.insert(written, version: 2, since: began, written: true)
+        #expect(accessToken(cache, written) == nil, "the ended session stays out")
+        let other = session("b", accessToken: "v2")
+        let otherBegan = cache.currentGeneration
+        cache.invalidate(other.id, below: 3) // changed again (v3) elsewhere
+        cache.insert(other, version: 2, since: otherBegan, written: true)
+        #expect(accessToken(cache, other) == nil, "nor an older version than one notified")
     }
 
     @Test func aLoadBegunBeforeItsShardForgotItsInvalidationIsNotKept() {
@@ -57,7 +83,7 @@ struct SessionCacheTests {
         cache.invalidate(stale.id, below: 2)
         // More than the cache remembers: it forgets them all, that one too.
         for n in 0..<150_000 { cache.invalidate(OpaqueToken.hash("tbs_other\(n)"), below: 2) }
-        cache.insert(stale, version: 1, ifUnchangedSince: began)
+        cache.insert(stale, version: 1, since: began)
         #expect(accessToken(cache, stale) == nil)
     }
 }

@@ -12,12 +12,13 @@ extension PostgresStateStore {
     func step<T: Sendable>(
         now: Double, _ body: @escaping @Sendable (PostgresConnection) throws(PostgresError) -> (T, [GrantEffect])
     ) async throws(StateWriteError) -> Transition<T> {
+        let began = cache.currentGeneration
         let transition = try await write { connection throws(PostgresError) -> Transition<T> in
             let (answer, effects) = try body(connection)
             return try self.apply(effects, answer: answer, on: connection, now: now)
         }
         if let made = transition.made {
-            cache.insert(made, version: 1)
+            cache.insert(made, version: 1, since: began, written: true)
             liveSessions.wrappingAdd(1, ordering: .relaxed)
         }
         for ended in transition.ended {

@@ -80,11 +80,12 @@ extension PostgresStateStore {
             guard let version = rows.count == 1 ? rows.int(0, 0) : nil, var session = opened else { return nil }
             change(&session)
             let changed = session
+            let began = cache.currentGeneration
             let written = try await write(patience: Self.patience(under: lease)) { connection throws(PostgresError) -> Bool in
                 try self.replace(changed, version: version, under: lease, on: connection)
             }
             if written {
-                cache.insert(session, version: version + 1)
+                cache.insert(session, version: version + 1, since: began, written: true)
                 return session
             }
         }
@@ -118,12 +119,13 @@ extension PostgresStateStore {
     /// Stores sessions copied from elsewhere (`state import`) in one transaction, each unless
     /// one with its id is there: how many were stored.
     func importSessions(_ sessions: [Session]) async throws(StateWriteError) -> Int {
+        let began = cache.currentGeneration
         let stored = try await write { connection throws(PostgresError) -> [Session] in
             var stored: [Session] = []
             for session in sessions where try self.insert(session, on: connection, ifAbsent: true) { stored.append(session) }
             return stored
         }
-        for session in stored { cache.insert(session, version: 1) }
+        for session in stored { cache.insert(session, version: 1, since: began, written: true) }
         liveSessions.wrappingAdd(stored.count, ordering: .relaxed)
         return stored.count
     }

@@ -235,7 +235,7 @@ final class PostgresStateStore: StateStore {
             throw StateReadError(description: error.description)
         }
         guard let version = rows.count == 1 ? rows.int(0, 0) : nil, let session = found, lifetimes.isLive(session, now: now) else { return nil }
-        cache.insert(session, version: version, ifUnchangedSince: generation)
+        cache.insert(session, version: version, since: generation)
         return session
     }
 }

@@ -7,10 +7,13 @@ import Synchronization
 ///
 /// Coherence: every change to a session row notifies `(id, version)`; an instance drops its copy
 /// when it is older (``invalidate(_:below:)``). A load that raced with a notification must not
-/// put back the row it read before the change: ``insert(_:version:ifUnchangedSince:)`` refuses
+/// put back the row it read before the change: ``insert(_:version:since:written:)`` refuses
 /// it when the id was invalidated after the load began, or when the cache forgot since then what
 /// it invalidated (``clear()`` after a lost notification connection, or the shard's record of
-/// invalidations reaching its bound). The check and the insert are one step under the shard's
+/// invalidations reaching its bound). Nor must this instance's own write, once committed, put
+/// back a row another instance changed or removed right after it: its notification may come
+/// before the write's own caller resumes, so the write is refused when a newer version (a
+/// removal's is the largest) was notified since it began. The check and the insert are one step under the shard's
 /// lock, as an invalidation's record and drop are: a notification cannot fall between them.
 /// Bounded: past `capacity` a shard drops entries (the database keeps them; the next read loads
 /// them again).
@@ -31,8 +34,9 @@ final class SessionCache: Sendable {
         var entries: [SHA256Digest: Entry] = [:]
         /// Sessions whose `used_at` is queued for the database.
         var used: [SHA256Digest] = []
-        /// When each recently invalidated id was last invalidated (generation), for racing loads.
-        var invalidated: [SHA256Digest: UInt64] = [:]
+        /// When each recently invalidated id was last invalidated (generation), and the newest
+        /// version notified for it, for racing loads and writes.
+        var invalidated: [SHA256Digest: (generation: UInt64, version: Int64)] = [:]
         /// Loads that began before this generation are not kept: what was invalidated before it
         /// is forgotten.
         var forgottenBefore: UInt64 = 0
@@ -86,17 +90,17 @@ final class SessionCache: Sendable {
         }
     }
 
-    /// The generation a load starts at, for ``insert(_:version:ifUnchangedSince:)``.
+    /// The generation a load or a write starts at, for ``insert(_:version:since:written:)``.
     var currentGeneration: UInt64 { generation.load(ordering: .acquiring) }
 
-    /// Keeps `session` at `version` (this instance's own write, or a load that began at
-    /// `generation` if no invalidation of the id came since), as the database holds it.
-    func insert(_ session: Session, version: Int64, ifUnchangedSince generation: UInt64? = nil) {
+    /// Keeps `session` at `version` as the database holds it: a load that began at `generation`
+    /// if no invalidation of the id came since; this instance's own write (`written`), begun at
+    /// `generation`, if no newer version of it was notified since. Either is refused when the
+    /// cache forgot since `generation` what it was told.
+    func insert(_ session: Session, version: Int64, since generation: UInt64, written: Bool = false) {
         shard(session.id).state.withLock { state in
-            if let generation {
-                if generation < state.forgottenBefore { return }
-                if let last = state.invalidated[session.id], last > generation { return }
-            }
+            if generation < state.forgottenBefore { return }
+            if let last = state.invalidated[session.id], last.generation > generation, !written || last.version > version { return }
             if let current = state.entries[session.id], current.version > version { return }
             if state.entries.count >= capacityPerShard, state.entries[session.id] == nil, let victim = state.entries.keys.first {
                 state.entries[victim] = nil
@@ -113,7 +117,7 @@ final class SessionCache: Sendable {
                 state.invalidated.removeAll(keepingCapacity: true)
                 state.forgottenBefore = now
             }
-            state.invalidated[id] = now
+            state.invalidated[id] = (now, max(version, state.invalidated[id]?.version ?? .min))
             if let current = state.entries[id], current.version < version { state.entries[id] = nil }
         }
     }
