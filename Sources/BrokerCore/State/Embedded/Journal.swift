@@ -232,13 +232,21 @@ final class Journal: ChangeLog, @unchecked Sendable {
     private static func create(_ directory: String, _ generation: UInt64, _ keys: StateKeys) throws(StateWriteError) -> OpenJournal {
         let path = path(directory, generation: generation)
         let header = StateFileHeader(kind: .journal, keyID: keys.currentID, generation: generation, createdAt: UInt64(Date().timeIntervalSince1970)).bytes
+        let descriptor: Int32
         do {
-            let descriptor = try StateFileIO.openForWriting(path, truncate: true)
+            descriptor = try StateFileIO.openForWriting(path, truncate: true)
+        } catch {
+            throw StateWriteError(description: error.description)
+        }
+        do {
             try StateFileIO.writeAll(descriptor, header, path: path)
             try StateFileIO.sync(descriptor, path: path)
             try StateFileIO.syncDirectory(directory)
             return OpenJournal(generation: generation, path: path, descriptor: descriptor, header: header, size: header.count)
         } catch {
+            // A full disk fails this again at each snapshot, every second while the journal is
+            // past its bound: each attempt's descriptor is closed, or they would run out.
+            close(descriptor)
             throw StateWriteError(description: error.description)
         }
     }
