@@ -283,4 +283,39 @@ struct StateStoreLifecycleTests {
         #expect(try await harness.open(clock: clock).loadSession(OpaqueToken.hash("tbs_device"), now: clock.seconds) != nil)
         await store.close()
     }
+
+    /// A change the embedded store could not write (the disk failed past its retries) is undone in
+    /// memory, as PostgreSQL rolls one back: the client told to retry (503) redeems its code, and
+    /// a back-channel logout's sender retries its token, rather than finding them spent.
+    @Test func aChangeThatCouldNotBeWrittenIsUndone() async throws {
+        let harness = EmbeddedStoreHarness()
+        let clock = StoreConformanceTests.clock()
+        let faults = LostAcknowledgements()
+        let store = try harness.open(clock: clock, lost: faults)
+        let verifier = PKCE.makeVerifier()
+        let code = OpaqueToken.hash("tbh_unwritten")
+        try await store.issueHandoff(code, handoff(grant("alice", signedInAt: clock.seconds), verifier: verifier, clock: clock))
+        faults.journal.failSyncs(Journal.retryPatience.count + 1)
+        await #expect(throws: StateWriteError.self) {
+            try await store.redeemHandoff(code, .demo(verifier: verifier, at: clock.seconds, session: "tbs_first"))
+        }
+        #expect(try await store.loadSession(OpaqueToken.hash("tbs_first"), now: clock.seconds) == nil, "no session of the failed attempt")
+        let retried = try await store.redeemHandoff(code, .demo(verifier: verifier, at: clock.seconds, session: "tbs_retry"))
+        guard case .released = retried.answer, retried.made?.id == OpaqueToken.hash("tbs_retry") else {
+            Issue.record("the retry was not answered with its session: \(retried.answer)")
+            return
+        }
+        #expect(retried.ended.isEmpty, "nothing ended, nothing revoked")
+
+        let token = OpaqueToken.hash("logout-jti")
+        faults.journal.failSyncs(Journal.retryPatience.count + 1)
+        await #expect(throws: StateWriteError.self) { try await store.spendOnce(token, until: clock.seconds + 600) }
+        #expect(try await store.spendOnce(token, until: clock.seconds + 600), "the sender's retry counts")
+        #expect(try await !store.spendOnce(token, until: clock.seconds + 600), "and is spent once")
+        await store.close()
+        let restarted = try harness.open(clock: clock, lost: nil)
+        #expect(try await restarted.loadSession(OpaqueToken.hash("tbs_retry"), now: clock.seconds) != nil)
+        #expect(try await restarted.loadSession(OpaqueToken.hash("tbs_first"), now: clock.seconds) == nil)
+        await restarted.close()
+    }
 }

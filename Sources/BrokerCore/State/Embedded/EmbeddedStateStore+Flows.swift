@@ -28,15 +28,39 @@ extension EmbeddedStateStore {
         }.wait()
     }
 
+    /// A redemption whose change could not be written is undone in memory, as PostgreSQL rolls it
+    /// back: the client told to retry finds the code as it was, not redeemed (which its retry
+    /// would take for a replay, ending the session it was never given).
     func redeemHandoff(_ code: SHA256Digest, _ attempt: HandoffAttempt) async throws(StateWriteError) -> Transition<HandoffRedemption> {
-        let (transition, tickets) = flows.change { entries -> (Transition<HandoffRedemption>, [DurabilityTicket]) in
-            guard var handoff = entries.handoffs[code] else { return (Transition(answer: .unknown), []) }
+        let (transition, tickets, before) = flows.change { entries -> (Transition<HandoffRedemption>, [DurabilityTicket], Handoff?) in
+            guard var handoff = entries.handoffs[code] else { return (Transition(answer: .unknown), [], nil) }
+            let before = handoff
             let (answer, effects) = handoff.redeem(attempt)
             entries.handoffs[code] = handoff
-            return apply(effects, to: &entries, answer: answer, logging: [.handoff(code, handoff)], now: attempt.at)
+            let (transition, tickets) = apply(effects, to: &entries, answer: answer, logging: [.handoff(code, handoff)], now: attempt.at)
+            return (transition, tickets, before)
         }
-        for ticket in tickets { try await ticket.wait() }
+        do {
+            for ticket in tickets { try await ticket.wait() }
+        } catch {
+            if case .released = transition.answer, let made = transition.made, let before { undoRelease(code, back: before, made: made) }
+            throw error
+        }
         return transition
+    }
+
+    /// Puts a code whose release could not be written back as it was, and takes the session it
+    /// made out of memory: unless that session has ended since (its grant is then being revoked,
+    /// and the code stays spent). The journal holds neither: a failed frame is cut off the file.
+    private func undoRelease(_ code: SHA256Digest, back before: Handoff, made: Session) {
+        flows.change { entries in
+            guard case .redeemed(made.id)? = entries.handoffs[code]?.status else { return }
+            _ = sessions.remove(made.id) { removed in
+                guard removed != nil else { return [] }
+                entries.handoffs[code] = before
+                return [.handoff(code, before)]
+            }
+        }
     }
 
     func issueDeviceCode(_ code: SHA256Digest, _ device: DeviceAuthorization) async throws(StateWriteError) -> Bool {
@@ -176,15 +200,25 @@ extension EmbeddedStateStore {
         flows.change { $0.pending.count + $0.devices.count }
     }
 
+    /// A token whose spending could not be written is not spent in memory either: its sender's
+    /// retry counts, as with PostgreSQL's rollback.
     func spendOnce(_ id: SHA256Digest, until: Double) async throws(StateWriteError) -> Bool {
         let now = clock()
-        let ticket = flows.change { entries -> DurabilityTicket? in
-            if let remembered = entries.spent[id], remembered > now { return nil }
+        let change = flows.change { entries -> (DurabilityTicket, Double?)? in
+            let before = entries.spent[id]
+            if let before, before > now { return nil }
             entries.spent[id] = until
-            return log.enqueue([.spent(id, until: until)])
+            return (log.enqueue([.spent(id, until: until)]), before)
         }
-        guard let ticket else { return false }
-        try await ticket.wait()
+        guard let (ticket, before) = change else { return false }
+        do {
+            try await ticket.wait()
+        } catch {
+            flows.change { entries in
+                if entries.spent[id] == until { entries.spent[id] = before }
+            }
+            throw error
+        }
         return true
     }
 
