@@ -153,7 +153,8 @@ struct SessionOperationsTests {
 
     /// The grant a refresh set out from was replaced while the provider answered (a sign-in
     /// adding scopes; another instance's refresh once this one's lease ran out): the replacing
-    /// grant stands, and what the refresh brought is revoked, not kept by nobody.
+    /// grant stands, and what the refresh brought is not revoked — a replaced grant's tokens are
+    /// not (docs/lifecycle.md): at Google, revoking them would revoke the replacing ones too.
     @Test(arguments: StoreKind.allCases)
     func aRefreshWhoseGrantWasReplacedMeanwhileLeavesTheNewOne(_ kind: StoreKind) async throws {
         let (bed, session) = try await sessionDue(kind)
@@ -170,7 +171,54 @@ struct SessionOperationsTests {
             #expect(answered.accessToken == "at-replacing")
             #expect(try await bed.stored(session.id)?.refreshToken == "rt-replacing")
             await bed.endings.revocations.deliverDue()
-            #expect(bed.provider.refreshes == 1 && bed.provider.revoked.count == 2, "the refresh's own grant revoked")
+            #expect(bed.provider.refreshes == 1 && bed.provider.revoked.isEmpty, "nothing revoked")
+        }
+    }
+
+    /// A sign-in adding scopes that brought no refresh token of its own replaced the session's
+    /// access token and scopes while a refresh ran: they stand, and the session takes the refresh
+    /// token that refresh rotated (the one it held no longer works).
+    @Test(arguments: StoreKind.allCases)
+    func aRefreshOverlappingAMergeWithoutARefreshTokenKeepsTheMerge(_ kind: StoreKind) async throws {
+        let (bed, session) = try await sessionDue(kind)
+        try await bed.closing {
+            let store = bed.store
+            bed.provider.duringNextRefresh {
+                _ = try? await store.updateSession(session.id, under: nil) { merged in
+                    merged.accessToken = "at-merged"
+                    merged.accessTokenExpiresAt = nil
+                    merged.scopes += ["calendar"]
+                }
+            }
+            let answered = try await bed.sessions.refresh(session.id, force: false, minimumValidity: 60)
+            #expect(answered.accessToken == "at-merged" && answered.scopes.contains("calendar"), "the merge stands")
+            let stored = try await bed.stored(session.id)
+            #expect(stored?.scopes.contains("calendar") == true)
+            #expect(stored?.refreshToken != session.refreshToken, "the rotated refresh token kept")
+            bed.clock.advance(by: bed.settings.minRefreshIntervalSeconds + 1)
+            let again = try await bed.sessions.refresh(session.id, force: true, minimumValidity: 60)
+            #expect(again.accessToken != "at-merged", "and it works")
+        }
+    }
+
+    /// The provider refused the refresh token a refresh used, which a sign-in adding scopes had
+    /// replaced meanwhile: the session goes on with the new one, on either store.
+    @Test(arguments: StoreKind.allCases)
+    func aRefusedRefreshOfAReplacedRefreshTokenEndsNothing(_ kind: StoreKind) async throws {
+        let (bed, session) = try await sessionDue(kind)
+        try await bed.closing {
+            let store = bed.store
+            bed.provider.failNextRefresh(status: 400, body: #"{"error":"invalid_grant"}"#)
+            bed.provider.duringNextRefresh {
+                _ = try? await store.updateSession(session.id, under: nil) { merged in
+                    merged.accessToken = "at-merged"
+                    merged.refreshToken = "rt-merged"
+                    merged.accessTokenExpiresAt = nil
+                }
+            }
+            let answered = try await bed.sessions.refresh(session.id, force: false, minimumValidity: 60)
+            #expect(answered.accessToken == "at-merged")
+            #expect(try await bed.stored(session.id)?.refreshToken == "rt-merged", "the session goes on")
         }
     }
 

@@ -150,6 +150,7 @@ final class Refresher: Sendable {
             session = stored
         }
         guard let refreshToken = session.refreshToken else { return .fresh(session) }
+        let refreshedFrom = session.accessToken
         let provider: Provider
         do {
             provider = try await providers.resolve(session.provider)
@@ -179,11 +180,10 @@ final class Refresher: Sendable {
             }
             metrics.refreshFinished(provider: session.provider, outcome: error.endsGrant ? "login_required" : "failed")
             if error.endsGrant {
-                // Only the refresh token this instance used is dead; another one may have rotated it.
-                if !store.holdsEverySession {
-                    guard case .success(let stored) = await reload(id) else { return .unsaved } // not ended on a guess
-                    if let stored, stored.refreshToken != refreshToken { return .fresh(stored) }
-                }
+                // Only the refresh token this refresh used is dead: a sign-in adding scopes, or
+                // another instance's refresh, may have replaced it meanwhile.
+                guard case .success(let stored) = await reload(id) else { return .unsaved } // not ended on a guess
+                if let stored, stored.refreshToken != refreshToken { return .fresh(stored) }
                 return await end(session, .invalidGrant)
             }
             logger.warning("refresh failed", metadata: ["provider": "\(session.provider)", "reason": "\(error.description)"])
@@ -202,25 +202,33 @@ final class Refresher: Sendable {
         let refreshedAt = now()
         do {
             // Durable before any caller sees the new token: a rotated refresh token is never lost.
-            // Applied only to the grant it refreshed: a sign-in adding scopes may have replaced it
-            // meanwhile, or — past this refresh's lease, the database away — another instance's
-            // refresh; theirs stands.
+            // Applied only to the grant it refreshed. A sign-in adding scopes may have replaced the
+            // session's tokens meanwhile, or — past this refresh's lease, the database away —
+            // another instance's refresh: theirs stand, and what this refresh brought is a
+            // replaced grant's, not revoked (docs/lifecycle.md: at Google that would revoke the
+            // whole grant, theirs with it). A sign-in that brought no refresh token of its own
+            // keeps the one this refresh rotated, the only one that still works.
             var applied = false
             let updated = try await store.updateSession(id, under: lease) { session in
-                applied = session.refreshToken == refreshToken
-                guard applied else { return }
+                applied = false // run again when another change came first
+                guard session.refreshToken == refreshToken else { return }
+                guard session.accessToken == refreshedFrom else {
+                    if let rotated = response.refreshToken { session.refreshToken = rotated }
+                    return
+                }
+                applied = true
                 // Scopes the answer does not name stay as they are; so does the refresh token.
                 session.take(Grant(response, provider: session.provider, subject: session.subject, requestedScopes: session.scopes,
                                    idTokenClaims: nil, proofKey: provenKey, at: refreshedAt), scopes: .replace)
                 session.refreshedAt = refreshedAt
             }
-            guard let updated, applied else {
-                // Revoked while the refresh ran, or its grant replaced: what it brought has no
-                // session to keep it.
+            guard let updated else {
+                // Ended while the refresh ran: what it brought has no session to keep it.
                 await endings.drop(Grant(response, provider: session.provider, subject: session.subject, requestedScopes: session.scopes,
                                          idTokenClaims: nil, proofKey: provenKey, at: refreshedAt), app: session.app)
-                return updated.map { .fresh($0) } ?? .gone
+                return .gone
             }
+            if !applied { logger.notice("a refresh's tokens were replaced while it ran; the session keeps the replacing ones") }
             return .fresh(updated)
         } catch {
             logger.error("a refreshed token could not be saved; the client was told to retry", metadata: ["reason": "\(error.description)"])
