@@ -217,6 +217,37 @@ struct LoginFlowTests {
         }
     }
 
+    /// A code tried first at another provider's issuer (a client following the wrong metadata) is
+    /// refused before it is spent: redeemed then at its own, it is no replay, and the session it
+    /// stands for, the app's since before, goes on.
+    @Test(arguments: StoreKind.allCases)
+    func aCodeTriedAtAnotherIssuerIsStillTheApps(_ kind: StoreKind) async throws {
+        let bed = try await FlowTestBed(kind)
+        try await bed.closing {
+            let session = try await bed.newSession(subject: "alice").session
+            let verifier = PKCE.makeVerifier()
+            let code = try await incrementalCode(bed, session, scopes: ["calendar"], verifier: verifier)
+            var elsewhere = redemption(code, verifier)
+            elsewhere.issuer = "other"
+            await #expect(throws: HandoffRefusal.wrongIssuer) { try await bed.login.redeem(elsewhere) }
+            var here = redemption(code, verifier)
+            here.issuer = "idp"
+            #expect(try await bed.login.redeem(here).session.id == session.id)
+            #expect((try await bed.stored(session.id))?.scopes == ["openid", "email", "calendar"], "the session goes on")
+
+            let fresh = PKCE.makeVerifier()
+            guard let new = try await bed.signIn(subject: "bob", verifier: fresh).handoffCode else { Issue.record("no code"); return }
+            var misdirected = redemption(new, fresh)
+            misdirected.issuer = "other"
+            await #expect(throws: HandoffRefusal.wrongIssuer) { try await bed.login.redeem(misdirected) }
+            let redeemed = try await bed.login.redeem(redemption(new, fresh))
+            #expect(redeemed.token != nil && redeemed.session.subject == "bob")
+            #expect(bed.audit.events("handoff_code.refused").map { $0["reason"] } == ["wrong_issuer", "wrong_issuer"])
+            await bed.endings.revocations.deliverDue()
+            #expect(bed.provider.revoked.isEmpty, "nothing ended")
+        }
+    }
+
     @Test(arguments: StoreKind.allCases)
     func anIncrementalGrantMergesIntoTheSessionOfTheSameUserOnly(_ kind: StoreKind) async throws {
         let bed = try await FlowTestBed(kind)

@@ -48,7 +48,7 @@ struct StateFilesTests {
         _ = try await state.updateSession(session(8).id, under: nil) { $0.refreshToken = "rotated" }
         let verifier = PKCE.makeVerifier()
         try await state.issueHandoff(OpaqueToken.hash("tbh_x"), Handoff(app: "demo", redirectURI: "x:/cb", appChallenge: PKCE.challenge(for: verifier),
-                                                                     expiresAt: now + 60, status: .merged(into: session(9).id, boundTo: "jkt-9")))
+                                                                     expiresAt: now + 60, status: .merged(into: session(9).id, boundTo: "jkt-9", provider: "dev")))
         state = try open(path, keys) // a crash: no snapshot, the journal alone
         #expect(state.sessions.count == 49)
         #expect(state.session(session(7).id, now: now) == nil)

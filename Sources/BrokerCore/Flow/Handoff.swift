@@ -19,8 +19,9 @@ struct Handoff: Sendable {
         case holding(Grant)
         /// Waiting for its app; the grant of an incremental authorization is in this session,
         /// whose token is bound to the key `boundTo` names (DPoP), if any: only a proof of that
-        /// key redeems the code.
-        case merged(into: SHA256Digest, boundTo: String?)
+        /// key redeems the code; and whose grant is `provider`'s (nil in a record from before it
+        /// was kept).
+        case merged(into: SHA256Digest, boundTo: String?, provider: String?)
         /// Redeemed, releasing this session: redeemed again by a request that could have
         /// redeemed it, the code has leaked with its verifier, and the session ends.
         case redeemed(SHA256Digest)
@@ -51,8 +52,18 @@ struct Handoff: Sendable {
     func refusal(of attempt: HandoffAttempt) -> HandoffRefusal? {
         guard attempt.app == app, attempt.redirectURI == redirectURI else { return .wrongClient }
         guard PKCE.verify(verifier: attempt.verifier, challenge: appChallenge) else { return .wrongVerifier }
-        if case .merged(_, let bound?) = status, attempt.keyThumbprint != bound { return .wrongKey }
+        if case .merged(_, let bound?, _) = status, attempt.keyThumbprint != bound { return .wrongKey }
+        if let issuer = attempt.issuer, let provider, provider != issuer { return .wrongIssuer }
         return nil
+    }
+
+    /// The provider whose grant the code holds or stands for, while it waits; nil after.
+    private var provider: String? {
+        switch status {
+        case .holding(let grant): grant.provider
+        case .merged(_, _, let provider): provider
+        case .redeemed, .spent: nil
+        }
     }
 
     /// A redemption by `attempt`: what it finds, the code as it is after, and what the store does
@@ -71,7 +82,7 @@ struct Handoff: Sendable {
             if let stopped = stop(attempt) { return stopped }
             status = .redeemed(attempt.sessionID)
             return (.released(signIn: grant.signInID), [.makeSession(Session(id: attempt.sessionID, app: app, grant: grant, keyThumbprint: attempt.keyThumbprint, at: attempt.at))])
-        case .merged(let session, _):
+        case .merged(let session, _, _):
             if let stopped = stop(attempt) { return stopped }
             status = .redeemed(session)
             return (.merged(session), [])
@@ -119,5 +130,8 @@ struct HandoffAttempt: Sendable {
     /// The key the redeeming request proved it holds (its DPoP proof): the new session's token is
     /// bound to it, and a merged code's session must be bound to it already.
     var keyThumbprint: String? = nil
+    /// The provider at whose issuer's token endpoint the code is redeemed; nil at the broker's
+    /// own, which serves every provider.
+    var issuer: String? = nil
     let at: Double
 }

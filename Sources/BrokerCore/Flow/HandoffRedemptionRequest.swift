@@ -9,6 +9,8 @@ struct HandoffRedemptionRequest: Sendable {
     let app: String
     /// The key the redeeming request proved it holds (DPoP), to bind the new session's token to.
     var keyThumbprint: String? = nil
+    /// The provider at whose issuer's token endpoint it comes (nil: the broker's own endpoint).
+    var issuer: String? = nil
 }
 
 /// The session a grant gives (a redeemed handoff code, a device's poll, a refresh), and the token
@@ -37,6 +39,8 @@ enum HandoffRefusal: Error, Sendable, Equatable {
     /// The code added scopes to a session bound to a key (DPoP), and the request proved no key,
     /// or another.
     case wrongKey
+    /// Redeemed at the token endpoint of another provider's issuer.
+    case wrongIssuer
     /// The session an incremental authorization merged into has ended since.
     case sessionGone
     /// Refused ``Handoff/refusalLimit`` times (someone else held it): spent, its grant revoked.

@@ -15,7 +15,7 @@ extension LoginFlow {
         guard PKCE.isWellFormed(request.verifier) else { throw .malformedVerifier }
         let token = OpaqueToken.make(prefix: OpaqueToken.sessionPrefix)
         let attempt = HandoffAttempt(app: request.app, redirectURI: request.redirectURI, verifier: request.verifier,
-                                     sessionID: OpaqueToken.hash(token), keyThumbprint: request.keyThumbprint, at: now())
+                                     sessionID: OpaqueToken.hash(token), keyThumbprint: request.keyThumbprint, issuer: request.issuer, at: now())
         let transition: Transition<HandoffRedemption>
         do {
             transition = try await store.redeemHandoff(OpaqueToken.hash(request.code), attempt)
@@ -75,6 +75,7 @@ extension HandoffRefusal {
         switch self {
         case .wrongVerifier: "wrong_verifier"
         case .wrongKey: "wrong_key"
+        case .wrongIssuer: "wrong_issuer"
         default: "wrong_client"
         }
     }

@@ -252,9 +252,10 @@ extension Handoff {
         switch status {
         case .holding(let grant):
             fields.bytes(6, grant.encoded())
-        case .merged(let session, let bound):
+        case .merged(let session, let bound, let provider):
             fields.digest(7, session)
             if let bound { fields.string(11, bound) }
+            if let provider { fields.string(12, provider) }
         case .redeemed(let session):
             fields.digest(7, session)
             fields.flag(8, true)
@@ -276,7 +277,7 @@ extension Handoff {
         let status: Status
         switch (fields.flag(8), grant, session, try fields.double(10)) {
         case (false, let grant?, _, _): status = .holding(grant)
-        case (false, nil, let session?, _): status = .merged(into: session, boundTo: try fields.string(11))
+        case (false, nil, let session?, _): status = .merged(into: session, boundTo: try fields.string(11), provider: try fields.string(12))
         case (true, _, _, Self.spentRefusedTooOften?): status = .spent(.refusedTooOften)
         case (true, _, _, Self.spentSignedOut?): status = .spent(.signedOut)
         case (true, _, let session?, nil): status = .redeemed(session)

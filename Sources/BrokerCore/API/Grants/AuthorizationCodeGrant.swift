@@ -28,6 +28,9 @@ final class AuthorizationCodeGrant: GrantType {
     func grant(_ request: HandoffRedemptionRequest, at provider: String?, proof: DPoPProof?) async throws(GrantRefusal) -> RedeemedSession {
         var request = request
         request.keyThumbprint = try rules.thumbprint(of: proof, for: request.app)
+        // Checked before the code is spent: a code refused for another issuer's endpoint is
+        // redeemed at its own afterwards, not taken for a replay there.
+        request.issuer = provider
         let redeemed: RedeemedSession
         do throws(HandoffRefusal) {
             redeemed = try await login.redeem(request)
