@@ -97,6 +97,13 @@ def test_state_import_moves_an_embedded_deployment_to_postgres(postgres, auth_se
     other_key = subprocess.run([broker_binary(), "gen-key"], capture_output=True, text=True, check=True).stdout.strip()
     unopened = run_broker("state", "inspect", env=postgres_env(postgres, url) | {"BROKER_STATE_KEY": other_key})
     assert unopened.returncode == 1 and "NOT CONFIGURED" in unopened.stderr, unopened.stdout + unopened.stderr
+    # A queued revocation is a sealed row too: the old key is not to be removed while one waits
+    # under it (its next attempt seals it again under the current key).
+    postgres.sql("INSERT INTO broker_revocations (id, key_id, sealed, provider, due_at) "
+                 "VALUES ('\\x01', 12345, '\\x00', 'dot', extract(epoch from now()) + 3600)", database=database)
+    waiting = run_broker("state", "inspect", env=postgres_env(postgres, url))
+    assert waiting.returncode == 1 and "rows sealed under key" in waiting.stderr and "NOT CONFIGURED" in waiting.stderr, \
+        waiting.stdout + waiting.stderr
 
 
 def test_a_tls_only_database_is_reached_as_sslmode_says(tmp_path):

@@ -29,11 +29,11 @@ public enum PostgresInspection {
                         """, [.double(now)]),
                     try connection.execute("SELECT provider, app, count(*) FROM broker_sessions WHERE expires_at > $1 GROUP BY 1, 2 ORDER BY 1, 2",
                                            [.double(now)]),
+                    // Every sealed row: a key is removed once none is under it (a queued revocation
+                    // is sealed again under the current key at its next attempt, within the hour).
                     try connection.execute("""
-                        SELECT key_id, sum(n) FROM (
-                            SELECT key_id, count(*) AS n FROM broker_sessions GROUP BY 1
-                            UNION ALL SELECT key_id, count(*) FROM broker_logins GROUP BY 1
-                            UNION ALL SELECT key_id, count(*) FROM broker_handoffs GROUP BY 1) AS k
+                        SELECT key_id, sum(n) FROM (\(try Self.sealedTables(on: connection)
+                            .map { "SELECT key_id, count(*) AS n FROM \($0) GROUP BY 1" }.joined(separator: " UNION ALL "))) AS k
                         GROUP BY 1 ORDER BY 2 DESC
                         """),
                     try connection.execute("SELECT count(*) FILTER (WHERE expires_at > $1), count(*) FROM broker_logins", [.double(now)]),
@@ -87,5 +87,16 @@ public enum PostgresInspection {
             throw PostgresMaintenance.Failure(description: lines.joined(separator: "\n"))
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// The tables whose rows are sealed under a state key, of those this database has (device
+    /// codes came with schema version 3, revocations with 5).
+    private static func sealedTables(on connection: PostgresConnection) throws(PostgresError) -> [String] {
+        var tables: [String] = []
+        for table in ["broker_sessions", "broker_logins", "broker_handoffs", "broker_device_codes", "broker_revocations"]
+        where try connection.execute("SELECT to_regclass($1) IS NOT NULL", [.text(table)]).bool(0, 0) == true {
+            tables.append(table)
+        }
+        return tables
     }
 }
