@@ -68,7 +68,7 @@ struct AdminRouteTests {
         #expect(Set(sessions[0].keys) == ["id", "app", "provider", "subject", "sid", "scopes", "created_at", "used_at"])
         #expect(sessions[0]["id"] as? String == alice.session.id.hex && sessions[0]["subject"] as? String == "alice")
         #expect((try await admin.send("GET", "/admin/sessions?app=\(FlowTestBed.app)").jsonObject()["sessions"] as? [Any])?.count == 2)
-        for bad in ["subject=alice", "provider=nope", "app=nope", "limit=0", "limit=1001", "after=zz", "provider=idp&provider=idp"] {
+        for bad in ["subject=alice", "provider=nope", "app=nope", "limit=0", "limit=1001", "after=zz", "provider=idp&provider=idp", "user=alice"] {
             #expect(await admin.send("GET", "/admin/sessions?\(bad)").status == 400, "\(bad)")
         }
         await admin.bed.close()
@@ -81,6 +81,11 @@ struct AdminRouteTests {
         let second = try await admin.bed.newSession(subject: "alice")
         let third = try await admin.bed.newSession(subject: "alice")
         let bob = try await admin.bed.newSession(subject: "bob")
+        // A parameter the call does not take narrows nothing: refused before anything ends.
+        let narrowed = await admin.send("POST", "/admin/subjects/end", form: [("provider", "idp"), ("subject", "alice"), ("app", "other")])
+        #expect(narrowed.status == 400 && String(decoding: narrowed.body, as: UTF8.self).contains("no parameter app"))
+        #expect(await admin.send("POST", "/admin/sessions/end", form: [("session", first.session.id.hex), ("reason", "x")]).status == 400)
+        #expect(try await admin.bed.stored(first.session.id) != nil && admin.bed.provider.revoked.isEmpty, "nothing ended")
         let one = await admin.send("POST", "/admin/sessions/end", form: [("session", first.session.id.hex)])
         #expect(try one.jsonObject()["ended"] as? Bool == true && one.jsonObject()["provider_revocation"] as? String == "succeeded")
         #expect(try await admin.bed.stored(first.session.id) == nil)

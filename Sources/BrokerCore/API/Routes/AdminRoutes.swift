@@ -87,6 +87,7 @@ struct AdminRoutes: Sendable {
     private func list(_ request: Request) throws(HTTPError) -> Reply {
         try authenticate(request)
         let query = try request.query()
+        try Self.takesOnly(["provider", "app", "subject", "sid", "after", "limit"], query)
         let filter = try filter(query)
         let after = try query.optional("after").map { text throws(HTTPError) in try Self.sessionID(text) }
         let limit = try query.optional("limit").map { text throws(HTTPError) -> Int in
@@ -113,7 +114,9 @@ struct AdminRoutes: Sendable {
 
     private func end(_ request: Request) throws(HTTPError) -> Reply {
         try authenticate(request)
-        let id = try Self.sessionID(try request.form().required("session"))
+        let form = try request.form()
+        try Self.takesOnly(["session"], form)
+        let id = try Self.sessionID(try form.required("session"))
         let client = request.clientIP
         return .deferredCatching { [self] () async throws(HTTPError) -> Response in
             let ended: (session: EndedGrant, revocation: ProviderRevocation)?
@@ -138,6 +141,7 @@ struct AdminRoutes: Sendable {
     private func endSubject(_ request: Request) throws(HTTPError) -> Reply {
         try authenticate(request)
         let form = try request.form()
+        try Self.takesOnly(["provider", "subject"], form)
         let provider = try form.required("provider")
         guard config.provider(id: provider) != nil else { throw .badRequest("Unknown provider.") }
         let subject = try form.required("subject")
@@ -179,6 +183,13 @@ struct AdminRoutes: Sendable {
         if let provider = filter.provider, config.provider(id: provider) == nil { throw .badRequest("Unknown provider.") }
         if let app = filter.app, config.app(id: app) == nil { throw .badRequest("Unknown app.") }
         return filter
+    }
+
+    /// A 400 for a parameter the call does not take, before it does anything: `app=` sent to end
+    /// a subject's sessions must not end every app's while seeming to narrow it.
+    private static func takesOnly(_ names: Set<String>, _ fields: FormFields) throws(HTTPError) {
+        guard let unknown = fields.names.first(where: { !names.contains($0) }) else { return }
+        throw .badRequest("This call takes no parameter \(String(unknown.prefix(64))); it takes \(names.sorted().joined(separator: ", ")).")
     }
 
     private static func fields(_ filter: SessionFilter) -> [(String, JSONValue)] {
