@@ -84,7 +84,7 @@ final class GrantEndings: Sendable {
             try await store.rememberSignOut(signOut, until: at + signOutMemory)
             signedOut.signIns = try await store.endSignIns(signOut, now: at)
         } catch {
-            throw .write(error, endedBefore: 0)
+            throw .write(error, ended: signedOut)
         }
         announce(signedOut.signIns, deliveredHere: deliveredHere)
         var after: SHA256Digest?
@@ -93,7 +93,7 @@ final class GrantEndings: Sendable {
             do {
                 page = try await store.findSessions(signOut.filter, after: after, limit: 100, now: at)
             } catch {
-                throw .read(error)
+                throw .read(error, ended: signedOut)
             }
             for found in page.sessions {
                 do {
@@ -101,7 +101,7 @@ final class GrantEndings: Sendable {
                     announce([ended], deliveredHere: deliveredHere)
                     signedOut.sessions.append(ended)
                 } catch {
-                    throw .write(error, endedBefore: signedOut.sessions.count)
+                    throw .write(error, ended: signedOut)
                 }
             }
             after = page.next
@@ -119,7 +119,7 @@ final class GrantEndings: Sendable {
         do {
             covering = try await store.signOut(covering: landed, now: now())
         } catch {
-            throw .read(error)
+            throw .read(error, ended: SignedOut())
         }
         guard let covering else { return nil }
         _ = try await signOut(covering)
@@ -146,9 +146,9 @@ final class GrantEndings: Sendable {
     }
 }
 
-/// Why sessions could not all be ended: the store could not be read or written now.
+/// Why sessions could not all be ended: the store could not be read or written now. `ended` is
+/// what had been ended by then (and stays ended).
 enum AdministrationError: Error, Sendable {
-    case read(StateReadError)
-    /// `endedBefore` sessions had been ended (and stay ended) when a change failed.
-    case write(StateWriteError, endedBefore: Int)
+    case read(StateReadError, ended: GrantEndings.SignedOut)
+    case write(StateWriteError, ended: GrantEndings.SignedOut)
 }

@@ -152,21 +152,22 @@ struct AdminRoutes: Sendable {
             do throws(AdministrationError) {
                 ended = try await administration.endSubject(subject, at: provider)
             } catch {
-                switch error {
-                case .read(let failure): throw failure.httpError
-                case .write(let failure, let count):
-                    audit.record("admin.subject_ended", Self.fields(filter) + [("ended", .int(count)), ("complete", .bool(false)), ("client", .string(client))])
-                    throw failure.httpError
+                // What ended before the store failed stays ended: the line says which, and that
+                // the end is incomplete (the operator calls again).
+                let (failure, partial): (HTTPError, GrantEndings.SignedOut) = switch error {
+                case .read(let failure, let partial): (failure.httpError, partial)
+                case .write(let failure, let partial): (failure.httpError, partial)
                 }
+                audit.record("admin.subject_ended", Self.fields(filter) + Self.endedFields(partial) + [("complete", .bool(false)), ("client", .string(client))])
+                throw failure
             }
             let revocations = JSONValue.object(ProviderRevocation.allCases.map {
                 ($0.rawValue, .int(ended.revocations[$0, default: 0]))
             })
             let sessions = ended.signedOut.sessions.compactMap(\.sessionID)
             let signIns = ended.signedOut.signIns.count
-            audit.record("admin.subject_ended", Self.fields(filter) + [
-                ("ended", .int(sessions.count)), ("pending_sign_ins_ended", .int(signIns)),
-                ("sessions", .array(sessions.map { .string($0.hex) })), ("provider_revocation", revocations), ("client", .string(client)),
+            audit.record("admin.subject_ended", Self.fields(filter) + Self.endedFields(ended.signedOut) + [
+                ("provider_revocation", revocations), ("client", .string(client)),
             ])
             return .json(.object([
                 ("ended", .int(sessions.count)), ("pending_sign_ins_ended", .int(signIns)), ("provider_revocation", revocations),
@@ -183,6 +184,14 @@ struct AdminRoutes: Sendable {
         if let provider = filter.provider, config.provider(id: provider) == nil { throw .badRequest("Unknown provider.") }
         if let app = filter.app, config.app(id: app) == nil { throw .badRequest("Unknown app.") }
         return filter
+    }
+
+    /// What a subject's end ended, for its audit line: how many sessions and sign-ins under way,
+    /// and the sessions' ids.
+    private static func endedFields(_ ended: GrantEndings.SignedOut) -> [(String, JSONValue)] {
+        let sessions = ended.sessions.compactMap(\.sessionID)
+        return [("ended", .int(sessions.count)), ("pending_sign_ins_ended", .int(ended.signIns.count)),
+                ("sessions", .array(sessions.map { .string($0.hex) }))]
     }
 
     /// A 400 for a parameter the call does not take, before it does anything: `app=` sent to end
