@@ -219,8 +219,12 @@ def test_each_bad_proof_is_refused_and_changes_nothing(broker, browser):
     # A token that names no session is refused as such: its proof is never looked at.
     unknown = requests.get(broker.url("/session"), timeout=10, headers={"Authorization": "DPoP tbs_" + "A" * 43, "DPoP": "not-a-proof"})
     assert unknown.status_code == 401 and unknown.json()["error"] == "invalid_token", unknown.text
-    # ...and challenged in the scheme it came in (RFC 9449 §7.1).
-    assert unknown.headers["WWW-Authenticate"].startswith('DPoP error="invalid_token"'), unknown.headers
+    # ...and challenged in both schemes (RFC 9449 §7.2), Bearer first, as one that is no session
+    # token: a DPoP challenge alone reads to requests-oauth2client as a demand for a nonce.
+    malformed = requests.get(broker.url("/session"), timeout=10, headers={"Authorization": "DPoP not-a-session-token", "DPoP": "x"})
+    for answer in (unknown, malformed):
+        assert answer.status_code == 401, answer.text
+        assert answer.headers["WWW-Authenticate"].startswith('Bearer error="invalid_token", DPoP error="invalid_token", algs="'), answer.headers
 
 
 def _two_proofs(broker: BrokerProcess, method: str, path: str, fields: list[tuple[str, str]]) -> tuple[int, dict]:
@@ -410,7 +414,8 @@ def test_a_proof_is_accepted_once_across_instances_sharing_postgres(auth_server,
             for path in ("/token", "/session"):
                 unknown = requests.get(brokers[1].url(path), timeout=10, headers={"Authorization": "DPoP tbs_" + "A" * 43, "DPoP": "x"})
                 assert unknown.status_code == 401 and unknown.json()["error"] == "invalid_token", unknown.text
-                assert unknown.headers["WWW-Authenticate"].startswith('DPoP error="invalid_token"'), (path, unknown.headers)
+                assert unknown.headers["WWW-Authenticate"].startswith('Bearer error="invalid_token", DPoP error="invalid_token"'), \
+                    (path, unknown.headers)
         finally:
             for broker in brokers:
                 broker.stop()

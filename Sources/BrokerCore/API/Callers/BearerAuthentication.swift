@@ -37,12 +37,12 @@ extension Callers {
         }
     }
 
-    /// The 401 for a session token that names no live session, counted. Its challenge is in the
-    /// scheme the token came in: `DPoP` for the DPoP scheme (RFC 9449 §7.1), else `Bearer`.
+    /// The 401 for a session token that names no live session, counted. One sent in the DPoP
+    /// scheme is challenged in both (RFC 9449 §7.1, §7.2), else in `Bearer`.
     func unknownSession(_ presented: PresentedToken, route: String) -> HTTPError {
         metrics.rejected(route: route, reason: "unknown_session_token")
         let description = "The session token is unknown, expired or revoked."
-        return presented.claimed == nil ? .invalidToken(description) : .dpopInvalidToken(description)
+        return presented.claimed == nil ? .invalidToken(description) : .unknownInDPoPScheme(description)
     }
 
     /// `bearer ` and `dpop ` in lowercase ASCII.
@@ -72,7 +72,8 @@ extension Callers {
             }
             let token = UnsafeRawBufferPointer(rebasing: header[(scheme == .bearer ? 7 : 5)...])
             guard token.starts(with: OpaqueToken.sessionPrefix.utf8) else {
-                throw .invalidToken("The Authorization header is not a Bearer or DPoP session token.")
+                let description = "The Authorization header is not a Bearer or DPoP session token."
+                throw scheme == .bearer ? .invalidToken(description) : .unknownInDPoPScheme(description)
             }
             return (SHA256.hash(token), scheme)
         }

@@ -152,9 +152,18 @@ extension HTTPError {
                   headers: (status == 401 ? [dpopChallenge("use_dpop_nonce")] : []) + [HTTPHeader("DPoP-Nonce", nonce)])
     }
 
-    /// 401 `invalid_token` for a token sent in the DPoP scheme, with the DPoP challenge.
+    /// 401 `invalid_token` for a token bound to a key, with the DPoP challenge.
     static func dpopInvalidToken(_ description: String) -> HTTPError {
         HTTPError(status: 401, code: "invalid_token", description: description, headers: [dpopChallenge("invalid_token")])
+    }
+
+    /// 401 `invalid_token` for a token sent in the DPoP scheme that is no session's: both
+    /// challenges, Bearer first (RFC 9449 §7.2, a resource server that takes both schemes). A
+    /// DPoP challenge alone reads to requests-oauth2client as a demand for a nonce, and it raises
+    /// instead of answering the 401.
+    static func unknownInDPoPScheme(_ description: String) -> HTTPError {
+        HTTPError(status: 401, code: "invalid_token", description: description,
+                  headers: [HTTPHeader("WWW-Authenticate", #"Bearer error="invalid_token""#), dpopChallenge("invalid_token")])
     }
 
     /// 401 for a token presented other than as its session is bound.
