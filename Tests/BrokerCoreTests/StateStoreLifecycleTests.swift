@@ -307,6 +307,20 @@ struct StateStoreLifecycleTests {
         }
         #expect(retried.ended.isEmpty, "nothing ended, nothing revoked")
 
+        // An incremental sign-in's code, which stands for the session the app holds.
+        let merged = OpaqueToken.hash("tbh_merged")
+        try await store.issueHandoff(merged, Handoff(app: "demo", redirectURI: "http://127.0.0.1/cb", appChallenge: PKCE.challenge(for: verifier),
+                                                      expiresAt: clock.seconds + 60, status: .merged(into: OpaqueToken.hash("tbs_retry"), boundTo: nil, provider: "dev")))
+        faults.journal.failSyncs(Journal.retryPatience.count + 1)
+        await #expect(throws: StateWriteError.self) {
+            try await store.redeemHandoff(merged, .demo(verifier: verifier, at: clock.seconds, session: "tbs_unused"))
+        }
+        let mergedAgain = try await store.redeemHandoff(merged, .demo(verifier: verifier, at: clock.seconds, session: "tbs_unused"))
+        guard case .merged(OpaqueToken.hash("tbs_retry")) = mergedAgain.answer, mergedAgain.ended.isEmpty else {
+            Issue.record("the retry of a merged code was not answered with its session: \(mergedAgain.answer)")
+            return
+        }
+
         let token = OpaqueToken.hash("logout-jti")
         faults.journal.failSyncs(Journal.retryPatience.count + 1)
         await #expect(throws: StateWriteError.self) { try await store.spendOnce(token, until: clock.seconds + 600) }

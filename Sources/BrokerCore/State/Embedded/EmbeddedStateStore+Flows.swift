@@ -43,10 +43,27 @@ extension EmbeddedStateStore {
         do {
             for ticket in tickets { try await ticket.wait() }
         } catch {
-            if case .released = transition.answer, let made = transition.made, let before { undoRelease(code, back: before, made: made) }
+            if let before {
+                switch transition.answer {
+                case .released: if let made = transition.made { undoRelease(code, back: before, made: made) }
+                case .merged(let session): undoMerge(code, back: before, session: session)
+                default: break
+                }
+            }
             throw error
         }
         return transition
+    }
+
+    /// Puts a merged code whose redemption could not be written back as it was, while it still
+    /// stands for `session` (a retry of it would otherwise be a replay, ending the session the
+    /// app held before the sign-in).
+    private func undoMerge(_ code: SHA256Digest, back before: Handoff, session: SHA256Digest) {
+        _ = flows.change { entries -> DurabilityTicket? in
+            guard case .redeemed(session)? = entries.handoffs[code]?.status else { return nil }
+            entries.handoffs[code] = before
+            return log.enqueue([.handoff(code, before)])
+        }
     }
 
     /// Puts a code whose release could not be written back as it was, and takes the session it
@@ -214,8 +231,11 @@ extension EmbeddedStateStore {
         do {
             try await ticket.wait()
         } catch {
-            flows.change { entries in
-                if entries.spent[id] == until { entries.spent[id] = before }
+            // Logged too: a snapshot taken meanwhile holds the token spent.
+            _ = flows.change { entries -> DurabilityTicket? in
+                guard entries.spent[id] == until else { return nil }
+                entries.spent[id] = before
+                return log.enqueue([.spent(id, until: before ?? 0)])
             }
             throw error
         }
