@@ -40,7 +40,7 @@ long tb_local_port(curl_socket_t socket) {
 }
 
 void tb_kept_note(tb_kept_sockets *kept, long local_port, curl_socket_t socket) {
-    if (local_port <= 0 || local_port >= 65536) return;
+    if (local_port <= 0 || local_port >= 65536 || kept->by_port[local_port] == socket) return;
     if (kept->by_port[local_port] == CURL_SOCKET_BAD) {
         kept->by_port[local_port] = socket;
         return;
@@ -48,7 +48,8 @@ void tb_kept_note(tb_kept_sockets *kept, long local_port, curl_socket_t socket) 
     if (kept->other_count == kept->other_capacity) {
         size_t capacity = kept->other_capacity ? kept->other_capacity * 2 : 8;
         tb_kept_socket *grown = realloc(kept->others, capacity * sizeof *grown);
-        // Not noted, it is never found: a transfer given its connection takes a new one instead.
+        // Not noted, it is not found (its remote address tells it from the port's first): a
+        // transfer given its connection takes a new one instead.
         if (grown == NULL) return;
         kept->others = grown;
         kept->other_capacity = capacity;
@@ -73,10 +74,8 @@ static int connected_to(curl_socket_t socket, const char *remote, int remote_por
 curl_socket_t tb_kept_find(const tb_kept_sockets *kept, long local_port, const char *remote, int remote_port) {
     if (local_port <= 0 || local_port >= 65536) return CURL_SOCKET_BAD;
     curl_socket_t first = kept->by_port[local_port];
-    int shared = 0;
-    for (size_t i = 0; i < kept->other_count; i++) shared |= kept->others[i].port == local_port;
-    // The port's one socket is the connection's: every connection kept is noted.
-    if (!shared) return first;
+    // Its remote address checked even when it is the port's only socket: a connection whose
+    // note failed may share the port with it.
     if (first != CURL_SOCKET_BAD && connected_to(first, remote, remote_port)) return first;
     for (size_t i = 0; i < kept->other_count; i++) {
         if (kept->others[i].port == local_port && connected_to(kept->others[i].socket, remote, remote_port)) return kept->others[i].socket;

@@ -216,7 +216,8 @@ class MisbehavingUpstream:
       /extra-now       the same, the second answer in the same segment as the first
       /extra-split     the head, then (a moment later) the body's 2 bytes and the second answer in
                        one segment: over TLS, one record, which TLS decrypts whole
-      /trailer         200, chunked, with trailer fields (Location, WWW-Authenticate) after the body
+      /trailer         401 (an answer the proxy holds whole), chunked, with trailer fields
+                       (Location, WWW-Authenticate) after the body
       any HEAD         200 with Content-Length, then the announced body (the second answer)
       /switch          101 Switching Protocols, then silence (the connection stays open)
       /huge-headers    200 with 400 KB of headers, more than any client reads
@@ -307,7 +308,8 @@ class MisbehavingUpstream:
                     connection.sendall(b"ok" + smuggled)
                     self.smuggled += 1
                 elif target == "/trailer":
-                    connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\nTrailer: Location\r\n\r\n"
+                    connection.sendall(b"HTTP/1.1 401 Unauthorized\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n"
+                                       b"WWW-Authenticate: Bearer realm=\"api\"\r\nTrailer: Location\r\n\r\n"
                                        b"2\r\nok\r\n0\r\nLocation: https://elsewhere.example/\r\n"
                                        b"WWW-Authenticate: Bearer error=\"from-a-trailer\"\r\n\r\n")
                 elif target == "/switch":

@@ -99,8 +99,13 @@ final class SessionCache: Sendable {
     /// cache forgot since `generation` what it was told.
     func insert(_ session: Session, version: Int64, since generation: UInt64, written: Bool = false) {
         shard(session.id).state.withLock { state in
-            if generation < state.forgottenBefore { return }
-            if let last = state.invalidated[session.id], last.generation > generation, !written || last.version > version { return }
+            let refused = generation < state.forgottenBefore
+                || state.invalidated[session.id].map { $0.generation > generation && (!written || $0.version > version) } == true
+            if refused {
+                // A copy older than this write is stale whatever came since: the next read loads.
+                if written, let current = state.entries[session.id], current.version < version { state.entries[session.id] = nil }
+                return
+            }
             if let current = state.entries[session.id], current.version > version { return }
             if state.entries.count >= capacityPerShard, state.entries[session.id] == nil, let victim = state.entries.keys.first {
                 state.entries[victim] = nil
