@@ -2,18 +2,21 @@
 whole device flow against the real authorization server as a person does it, at a phone's width
 (412 px) and a desktop's (1280 px) — the prefilled code, the confirmation with its warning, the
 sign-in and consent at the server, the account to confirm, the closing page — then a refusal and
-a wrong code. The browser must apply the pages' stylesheet
-under their Content-Security-Policy and log no violation. A screenshot of every page is written to
+a wrong code; and a provider whose sign-in redirects to another origin. The browser must apply
+the pages' stylesheet under their Content-Security-Policy and log no violation. A screenshot of every page is written to
 DEVICE_SCREENSHOTS (default .build/device-screenshots), at a phone's width and a desktop's, for
 a person to look at."""
 
 import os
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 import requests
 
+from support.broker import BrokerProcess, broker_config, free_port
 from support.device import DeviceClient
 
 selenium = pytest.importorskip("selenium")
@@ -171,3 +174,67 @@ def test_a_provider_link_opened_in_another_browser_signs_nothing_in(chrome, othe
     shot(other_chrome, "7-other-browser")
     time.sleep(codes["interval"])
     assert cli.poll().json()["error"] == "authorization_pending", "the device got nothing"
+
+
+class VanityRedirect:
+    """The provider's sign-in behind an address of another origin that redirects to it — a vanity
+    domain, a federating identity provider, Dex's one connector — as many deployments have: an
+    HTTP 302 on 127.0.0.2 to the real authorization server on 127.0.0.1, with the query."""
+
+    def __init__(self, target: str):
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.send_response(302)
+                self.send_header("Location", target + ("?" + self.path.split("?", 1)[1] if "?" in self.path else ""))
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.2", 0), Handler)
+        self.url = f"http://127.0.0.2:{self.server.server_address[1]}/authorize"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_continue_reaches_a_sign_in_that_redirects_to_another_origin(auth_server):
+    """The question page's form leads to the provider's sign-in, whose first address may redirect
+    to another origin before any page: the browser follows (the page's CSP names no form-action
+    source list that such a hop would break) and the device is signed in."""
+    vanity = VanityRedirect(auth_server.authorization_endpoint)
+    port = free_port()
+    client_id, secret = auth_server.register_client([f"http://127.0.0.1:{port}/callback"])
+    provider = f"""
+  dot:
+    authorization_endpoint: {vanity.url}
+    token_endpoint: {auth_server.token_endpoint}
+    userinfo_endpoint: {auth_server.userinfo_endpoint}
+    client_id: {client_id}
+    client_secret_env: DOT_CLIENT_SECRET
+    scopes: [openid, profile, email, read]
+"""
+    broker = BrokerProcess(broker_config(provider) + "  tv:\n    device_flow: true\nsessions:\n  device_poll_interval_seconds: 1\n",
+                           env={"DOT_CLIENT_SECRET": secret}, port=port)
+    driver = new_chrome()
+    try:
+        cli = DeviceClient(broker)
+        codes = cli.request_codes()
+        driver.get(codes["verification_uri_complete"])
+        press(driver, "button.go")
+        press(driver, "button[value=approve]")
+        driver.find_element(By.NAME, "username").send_keys("alice")
+        driver.find_element(By.NAME, "password").send_keys("alice-password")
+        press(driver, "#login-form input[type=submit]")
+        press(driver, "input[name=allow]")
+        assert driver.current_url.startswith(broker.url("/device/confirm?")), driver.current_url
+        press(driver, "button[value=approve]")
+        assert driver.find_element(By.TAG_NAME, "h1").text == "Device signed in"
+        assert cli.poll_until_done().status_code == 200
+    finally:
+        driver.quit()
+        broker.stop()
+        vanity.close()

@@ -4,10 +4,10 @@ import HTTPServer
 /// The development provider's sign-in page, in the broker's page shell (``BrokerPage``).
 enum DevelopmentPages {
     /// Its answer goes to the broker's `/callback`, which sends the browser on to the app's
-    /// redirect URI: the form may lead to any app (``BrokerPage/FormTargets/anyApp``).
+    /// redirect URI: the form may lead to any app (``BrokerPage/FormTargets/anywhere``).
     static func signIn(query: String) -> Response {
         let action = "/dev/authorize?" + BrokerPage.escape(query)
-        return BrokerPage.render(title: "Development sign-in", forms: .anyApp, body: """
+        return BrokerPage.render(title: "Development sign-in", forms: .anywhere, body: """
             <h1>Development identity provider</h1>
             <p>Anyone may sign in here with any name: this provider exists only in development mode.</p>
             <form method="post" action="\(action)">

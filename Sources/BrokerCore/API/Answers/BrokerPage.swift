@@ -32,16 +32,18 @@ enum BrokerPage {
     /// Where a page's forms may go: the browser applies the Content-Security-Policy's
     /// `form-action` to every redirect that follows a submission, not only to the form's action.
     enum FormTargets: Sendable {
-        /// The broker, and these other origins (a provider's sign-in that a form's answer
-        /// redirects to).
-        case broker(andOrigins: [String] = [])
-        /// Anywhere: the submission's redirects end at an app's redirect URI — a private-use
-        /// scheme, a loopback port, a claimed `https` link — which no source list can name.
-        case anyApp
+        /// The broker only.
+        case broker
+        /// Anywhere: the submission's redirects end where no source list can name them — at an
+        /// app's redirect URI (a private-use scheme, a loopback port, a claimed `https` link), or
+        /// at a provider's sign-in, which may send the browser on to another origin before it
+        /// shows a page (a federated identity provider, Dex's one connector, Keycloak's
+        /// `kc_idp_hint`, a vanity domain).
+        case anywhere
     }
 
     /// A page: `body` is HTML (escape what it quotes); `forms` says where its forms may go.
-    static func render(title: String, status: Int = 200, forms: FormTargets = .broker(), headers: [HTTPHeader] = [], body: String) -> Response {
+    static func render(title: String, status: Int = 200, forms: FormTargets = .broker, headers: [HTTPHeader] = [], body: String) -> Response {
         let html = """
             <!doctype html><html lang="en"><head><meta charset="utf-8">
             <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -52,8 +54,8 @@ enum BrokerPage {
             """
         // Without form-action a submission may go anywhere (it does not fall back to default-src).
         let formAction = switch forms {
-        case .broker(let origins): " form-action \((["'self'"] + origins).joined(separator: " "));"
-        case .anyApp: ""
+        case .broker: " form-action 'self';"
+        case .anywhere: ""
         }
         return Response(status: status, headers: [
             HTTPHeader("Content-Type", "text/html; charset=utf-8"),

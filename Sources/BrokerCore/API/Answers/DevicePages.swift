@@ -4,8 +4,8 @@ import HTTPServer
 import WireValues
 
 /// The pages a person sees at `/device` (RFC 8628 §3.3), in the broker's page shell
-/// (``BrokerPage``): forms only to the broker (and, on the page whose form leads there, the
-/// provider's sign-in).
+/// (``BrokerPage``): forms only to the broker, except on the page whose form leads to the
+/// provider's sign-in.
 enum DevicePages {
     /// Where the user types the code; `userCode` fills it in (from `verification_uri_complete`).
     static func entry(userCode: String?, csrf: String, message: String? = nil, status: Int = 200, cookie: HTTPHeader? = nil) -> Response {
@@ -25,9 +25,9 @@ enum DevicePages {
     }
 
     /// What the user is about to allow, with the warning against codes from someone else.
-    static func confirm(_ waiting: DeviceFlow.Waiting, appName: String, providerName: String, providerOrigin: String?, csrf: String) -> Response {
+    static func confirm(_ waiting: DeviceFlow.Waiting, appName: String, providerName: String, csrf: String) -> Response {
         let scopes = waiting.device.scopes.map { "<li>\(escape($0))</li>" }.joined()
-        return page(title: "Sign in a device?", forms: .broker(andOrigins: providerOrigin.map { [$0] } ?? []), body: """
+        return page(title: "Sign in a device?", forms: .anywhere, body: """
             <h1>Sign in a device?</h1>
             <p>Code <span class="code">\(escape(UserCode.display(waiting.userCode)))</span></p>
             <dl><dt>App</dt><dd>\(escape(appName))</dd>
@@ -44,7 +44,7 @@ enum DevicePages {
             """)
     }
 
-    /// Where a refusal at ``confirm(_:appName:providerName:providerOrigin:csrf:)`` leads: ``denied(headers:)``.
+    /// Where a refusal at ``confirm(_:appName:providerName:csrf:)`` leads: ``denied(headers:)``.
     static let refusedPath = "/device/refused"
 
     /// The user refused.
@@ -112,7 +112,7 @@ enum DevicePages {
     }
 
     private static func page(
-        title: String, status: Int = 200, forms: BrokerPage.FormTargets = .broker(), cookie: HTTPHeader? = nil, extraHeaders: [HTTPHeader] = [],
+        title: String, status: Int = 200, forms: BrokerPage.FormTargets = .broker, cookie: HTTPHeader? = nil, extraHeaders: [HTTPHeader] = [],
         body: String
     ) -> Response {
         BrokerPage.render(title: title, status: status, forms: forms, headers: extraHeaders + (cookie.map { [$0] } ?? []), body: body)

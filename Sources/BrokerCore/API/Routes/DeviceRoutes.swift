@@ -199,11 +199,9 @@ struct DeviceRoutes: Sendable {
                 throw error.httpError
             }
             guard let waiting = found else { throw .badRequest(Self.gone) }
-            let provider = try await providers.provider(waiting.device.provider)
             let appName = config.app(id: waiting.device.app)?.shownName ?? waiting.device.app
             let providerName = providers.config(waiting.device.provider)?.shownName ?? waiting.device.provider
-            return DevicePages.confirm(waiting, appName: appName, providerName: providerName,
-                                       providerOrigin: Self.origin(provider.authorizationEndpoint), csrf: csrf)
+            return DevicePages.confirm(waiting, appName: appName, providerName: providerName, csrf: csrf)
         } catch {
             return Self.page(error)
         }
@@ -342,12 +340,6 @@ struct DeviceRoutes: Sendable {
     /// than type it all again (no longer than the input takes).
     private static func retyped(_ typed: String) -> String {
         String(typed.prefix(16))
-    }
-
-    /// `scheme://host[:port]` of `url`, for the Content-Security-Policy's form-action.
-    private static func origin(_ url: URL) -> String? {
-        guard let scheme = url.scheme, let host = url.host else { return nil }
-        return url.port.map { "\(scheme)://\(host):\($0)" } ?? "\(scheme)://\(host)"
     }
 
     /// A page answered instead of going on.
