@@ -64,7 +64,7 @@ def test_a_command_line_tool_signs_in_through_another_browser(start, auth_server
     onward = person.choose(confirm, "approve")
     assert onward.status_code == 303 and onward.headers["Location"].startswith(auth_server.issuer)
     bound = onward.headers["Set-Cookie"]
-    assert bound.startswith("tb_device_login=") and "HttpOnly" in bound and "SameSite=Lax" in bound
+    assert re.match(r"tb_device_login_[0-9a-f]{16}=", bound) and "HttpOnly" in bound and "SameSite=Lax" in bound, bound
     callback = person.browser.authorize(onward.headers["Location"], "alice", "alice-password")
     account = person.session.get(callback, timeout=30)
     # The account is shown before the device gets anything.
@@ -161,6 +161,21 @@ def test_signing_in_devices_one_after_another_is_not_stopped_at_the_last_step(st
         assert cli.poll_until_done().status_code == 200
     limited = person.enter(cli.request_codes()["user_code"])
     assert limited.status_code == 429 and "text/html" in limited.headers["Content-Type"]
+
+
+def test_two_devices_signed_in_at_once_in_one_browser_both_finish(start):
+    """A person signs in two devices in two tabs of one browser: each Continue binds its own
+    sign-in, and the first to have pressed it finishes as well as the second."""
+    broker, cli, person = start()
+    other_cli = DeviceClient(broker)
+    onward = [person.choose(person.enter(client.request_codes()["user_code"]), "approve") for client in (cli, other_cli)]
+    assert all(answer.status_code == 303 for answer in onward), [answer.text for answer in onward]
+    for client, answer in zip((cli, other_cli), onward):
+        callback = person.browser.authorize(answer.headers["Location"], "alice", "alice-password")
+        account = person.session.get(callback, timeout=30)
+        assert account.status_code == 200 and "Is this the right account?" in account.text, account.text
+        assert "Device signed in" in person.confirm_account(account).text
+        assert client.poll_until_done().status_code == 200
 
 
 def test_the_login_cookie_lasts_as_long_as_the_device_code(start):

@@ -38,7 +38,7 @@ final class CallbackRoute: Sendable {
                 return .now(wantsHTML ? Self.page(error) : error.response)
             }
             let answer = CallbackAnswer(code: fields["code"], error: fields["error"], errorDescription: fields["error_description"], issuer: fields["iss"])
-            let cookie = deviceLoginCookie.value(in: request)
+            let cookie = deviceLoginCookie.value(in: request, state: state)
             return .deferred { [self] in
                 let found: PendingAuthorization?
                 do throws(StateWriteError) {

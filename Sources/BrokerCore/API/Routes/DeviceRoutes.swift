@@ -89,7 +89,7 @@ struct DeviceRoutes: Sendable {
                 return .now(Self.page(.badRequest("This address is incomplete; enter the code again.")))
             }
             let cookie = deviceLoginCookie
-            guard cookie.accepts(cookie.value(in: request), state: state) else {
+            guard cookie.accepts(cookie.value(in: request, state: state), state: state) else {
                 metrics.rejected(route: "/device/confirm", reason: "device_login_other_browser")
                 return .now(DevicePages.otherBrowser())
             }
@@ -105,7 +105,7 @@ struct DeviceRoutes: Sendable {
                 return .now(Self.page(error))
             }
             let cookie = deviceLoginCookie
-            guard let state = form["state"], cookie.accepts(cookie.value(in: request), state: state) else {
+            guard let state = form["state"], cookie.accepts(cookie.value(in: request, state: state), state: state) else {
                 metrics.rejected(route: "/device/confirm", reason: "device_login_other_browser")
                 return .now(DevicePages.otherBrowser())
             }
