@@ -16,6 +16,7 @@ import pytest
 import requests
 
 from support.broker import BrokerProcess, broker_config, free_port, provider_config
+from support.browser import parse_forms
 from support.device import DeviceClient, DevicePerson
 
 DEVICE_APP = "  tv:\n    device_flow: true\n"
@@ -176,6 +177,26 @@ def test_two_devices_signed_in_at_once_in_one_browser_both_finish(start):
         assert account.status_code == 200 and "Is this the right account?" in account.text, account.text
         assert "Device signed in" in person.confirm_account(account).text
         assert client.poll_until_done().status_code == 200
+
+
+def test_the_pages_forms_and_links_start_at_the_public_urls_path(broker_factory):
+    """Behind a proxy that serves the broker under a path (`public_url` http://host/broker, the
+    proxy taking `/broker` off), the pages' forms and links start with that path, as the
+    redirects and the codes' addresses do: a browser's next request reaches the broker again."""
+    public = "http://127.0.0.1:9/broker"
+    broker, _, _, _ = broker_factory(config_extra=DEVICE_APP, env={"BROKER_PUBLIC_URL": public})
+    codes = DeviceClient(broker).request_codes()
+    assert codes["verification_uri"] == public + "/device"
+    person = requests.Session()
+    entry = person.get(broker.url("/device"), headers={"Accept": "text/html"}, timeout=10)
+    [form] = parse_forms(entry.text)
+    assert form.action == "/broker/device", form.action
+    typed = person.post(broker.url("/device"), data={**form.values(), "user_code": codes["user_code"]}, allow_redirects=False, timeout=10)
+    assert typed.status_code == 303 and typed.headers["Location"].startswith(public + "/device/decision?"), typed.headers
+    question = person.get(broker.url(typed.headers["Location"][len(public):]), timeout=10)
+    assert [f.action for f in parse_forms(question.text)] == ["/broker/device/decision"], question.text
+    lost = person.get(broker.url("/nowhere"), headers={"Accept": "text/html"}, timeout=10)
+    assert lost.status_code == 404 and 'href="/broker/"' in lost.text, lost.text
 
 
 def test_the_login_cookie_lasts_as_long_as_the_device_code(start):

@@ -47,6 +47,14 @@ public struct ServerConfig: Sendable, Equatable {
         self.trustedProxies = trustedProxies
     }
 
+    /// ``publicURL``'s path without a trailing `/`: empty at a host's root, `/broker` behind a
+    /// proxy that serves the broker there. Where the pages' forms and links start.
+    public var publicPath: String {
+        var path = publicURL.path
+        while path.hasSuffix("/") { path.removeLast() }
+        return path
+    }
+
     /// Where providers send the browser back: ``publicURL`` + `/callback`.
     public var callbackURL: URL { publicURL.appendingPathComponent("callback") }
 

@@ -5,15 +5,19 @@ import WireValues
 
 /// The pages a person sees at `/device` (RFC 8628 §3.3), in the broker's page shell
 /// (``BrokerPage``): forms only to the broker, except on the page whose form leads to the
-/// provider's sign-in.
-enum DevicePages {
+/// provider's sign-in. Their forms and links start at `base`, the public URL's path (empty at a
+/// host's root; `/broker` behind a proxy that serves the broker there), as the redirects do.
+struct DevicePages: Sendable {
+    /// ``ServerConfig/publicPath``.
+    let base: String
+
     /// Where the user types the code; `userCode` fills it in (from `verification_uri_complete`).
-    static func entry(userCode: String?, csrf: String, message: String? = nil, status: Int = 200, cookie: HTTPHeader? = nil) -> Response {
+    func entry(userCode: String?, csrf: String, message: String? = nil, status: Int = 200, cookie: HTTPHeader? = nil) -> Response {
         let error = message.map { "<p class=\"error\" role=\"alert\">\(escape($0))</p>" } ?? ""
         return page(title: "Connect a device", status: status, cookie: cookie, body: """
             <h1>Connect a device</h1>
             <p>Enter the code your device shows.</p>\(error)
-            <form method="post" action="/device">
+            <form method="post" action="\(escape(base))/device">
             <label for="user_code">Code</label>
             <input id="user_code" name="user_code" value="\(escape(userCode ?? ""))" autocomplete="off" autocapitalize="characters" \
             spellcheck="false" maxlength="16" aria-describedby="code_hint" required autofocus>
@@ -25,7 +29,7 @@ enum DevicePages {
     }
 
     /// What the user is about to allow, with the warning against codes from someone else.
-    static func confirm(_ waiting: DeviceFlow.Waiting, appName: String, providerName: String, csrf: String) -> Response {
+    func confirm(_ waiting: DeviceFlow.Waiting, appName: String, providerName: String, csrf: String) -> Response {
         let scopes = waiting.device.scopes.map { "<li>\(escape($0))</li>" }.joined()
         return page(title: "Sign in a device?", forms: .anywhere, body: """
             <h1>Sign in a device?</h1>
@@ -35,7 +39,7 @@ enum DevicePages {
             <dt>Access asked for</dt><dd><ul>\(scopes)</ul></dd></dl>
             <p class="warn"><strong>Only continue if you started this yourself</strong> on a device in front of you, and it \
             shows this same code. Never enter a code that someone sent you: they would get into your account.</p>
-            <form method="post" action="/device/decision">
+            <form method="post" action="\(escape(base))/device/decision">
             <input type="hidden" name="user_code" value="\(escape(waiting.userCode))">
             <input type="hidden" name="csrf" value="\(escape(csrf))">
             <button class="go" type="submit" name="decision" value="approve">Continue to \(escape(providerName))</button>
@@ -48,7 +52,7 @@ enum DevicePages {
     static let refusedPath = "/device/refused"
 
     /// The user refused.
-    static func denied(headers: [HTTPHeader] = []) -> Response {
+    func denied(headers: [HTTPHeader] = []) -> Response {
         page(title: "Device not signed in", extraHeaders: headers, body: """
             <h1>Device not signed in</h1>
             <p>You refused: the device gets no access, and its code no longer works. You can close this window.</p>
@@ -57,14 +61,14 @@ enum DevicePages {
 
     /// The account that signed in, for its person to confirm or refuse (the device gets nothing
     /// before): at `/device/confirm`, an address of its own that a reload shows again.
-    static func confirmAccount(_ account: String, app: String, provider: String, device: SHA256Digest, state: String) -> Response {
+    func confirmAccount(_ account: String, app: String, provider: String, device: SHA256Digest, state: String) -> Response {
         page(title: "Is this the right account?", body: """
             <h1>Is this the right account?</h1>
             <p>You signed in as</p>
             <p class="account">\(escape(account))</p>
             <dl><dt>App</dt><dd>\(escape(app))</dd><dt>Signed in with</dt><dd>\(escape(provider))</dd></dl>
             <p>Allow the device to use this account? It gets no access until you do.</p>
-            <form method="post" action="/device/confirm">
+            <form method="post" action="\(escape(base))/device/confirm">
             <input type="hidden" name="device" value="\(Base64URL.encode(device.bytes))">
             <input type="hidden" name="state" value="\(escape(state))">
             <button class="go" type="submit" name="decision" value="approve">Allow the device</button>
@@ -74,7 +78,7 @@ enum DevicePages {
     }
 
     /// A device login that failed at `/callback`.
-    static func refused(_ refusal: LoginRefusal) -> Response {
+    func refused(_ refusal: LoginRefusal) -> Response {
         let text = refusal.error == "access_denied"
             ? (refusal.description.map { $0 + " The device gets no access." } ?? "The sign-in was refused: the device gets no access.")
             : (refusal.description ?? "The sign-in did not complete.") + " Enter the code again, or start again on the device."
@@ -87,7 +91,7 @@ enum DevicePages {
     }
 
     /// The device is signed in: its person confirmed the account.
-    static func finished() -> Response {
+    func finished() -> Response {
         page(title: "Device signed in", body: """
             <h1>Device signed in</h1>
             <p>Your device is signed in and will continue on its own. You can close this window.</p>
@@ -96,8 +100,8 @@ enum DevicePages {
 
     /// A device login finished in a browser other than the one that chose to sign in: a link
     /// someone passed on. Nothing was exchanged; the device gets nothing.
-    static func otherBrowser() -> Response {
-        failure(otherBrowserError.description + " Never follow a sign-in link that someone sent you. "
+    func otherBrowser() -> Response {
+        failure(Self.otherBrowserError.description + " Never follow a sign-in link that someone sent you. "
                     + "If you are signing in a device in front of you, enter the code it shows (Enter a code, below).", status: 403)
     }
 
@@ -107,18 +111,18 @@ enum DevicePages {
         description: "This sign-in was started in another browser, so it cannot finish here: the device was not signed in.")
 
     /// A page saying what went wrong.
-    static func failure(_ message: String, status: Int, headers: [HTTPHeader] = []) -> Response {
-        BrokerPage.failure(title: "Device sign-in", message: message, next: BrokerPage.button("Enter a code", to: "/device"), status: status, headers: headers)
+    func failure(_ message: String, status: Int, headers: [HTTPHeader] = []) -> Response {
+        BrokerPage.failure(title: "Device sign-in", message: message, next: BrokerPage.button("Enter a code", to: base + "/device"), status: status, headers: headers)
     }
 
-    private static func page(
+    private func page(
         title: String, status: Int = 200, forms: BrokerPage.FormTargets = .broker, cookie: HTTPHeader? = nil, extraHeaders: [HTTPHeader] = [],
         body: String
     ) -> Response {
         BrokerPage.render(title: title, status: status, forms: forms, headers: extraHeaders + (cookie.map { [$0] } ?? []), body: body)
     }
 
-    private static func escape(_ text: String) -> String {
+    private func escape(_ text: String) -> String {
         BrokerPage.escape(text)
     }
 }

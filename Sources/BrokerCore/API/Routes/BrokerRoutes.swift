@@ -32,7 +32,8 @@ enum BrokerRoutes {
         ProxyRoutes(config: config, proxy: services.proxy, callers: callers, admission: admission, metrics: metrics, logger: services.logger,
                     transfers: transfers).register(in: &routes)
         ClientKeysRoute(providers: config.providers).register(in: &routes)
-        LandingPages(providers: config.providers.map { ($0.id, $0.shownName) }).register(in: &routes)
+        LandingPages(providers: config.providers.map { ($0.id, $0.shownName) }, base: config.server.publicPath)
+            .register(in: &routes)
         BackChannelLogoutRoute(providers: config.backChannelLogoutURLs.map(\.provider), logout: BackChannelLogout(
             providers: services.providers, verifier: LogoutTokenVerifier(signatures: services.login.idTokens, clock: services.now),
             store: services.store, endings: services.endings, audit: services.endings.audit

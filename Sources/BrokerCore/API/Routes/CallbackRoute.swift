@@ -17,6 +17,8 @@ final class CallbackRoute: Sendable {
     let deviceLoginCookie: DeviceLoginCookie
     let admission: Admission
     let metrics: BrokerMetrics
+    /// The device pages a device login's end shows.
+    let pages: DevicePages
 
     init(login: LoginFlow, config: BrokerConfig, deviceLoginCookie: DeviceLoginCookie, admission: Admission, metrics: BrokerMetrics) {
         self.login = login
@@ -24,6 +26,7 @@ final class CallbackRoute: Sendable {
         self.deviceLoginCookie = deviceLoginCookie
         self.admission = admission
         self.metrics = metrics
+        pages = DevicePages(base: config.server.publicPath)
     }
 
     func register(in routes: inout RouteTable) {
@@ -50,7 +53,7 @@ final class CallbackRoute: Sendable {
                     // The browser that began a device login, back at its ended callback (a reload,
                     // the history): what the sign-in did stands, and its device page said so.
                     if wantsHTML, deviceLoginCookie.accepts(cookie, state: state) {
-                        return DevicePages.failure(Self.deviceLoginOver, status: 400)
+                        return pages.failure(Self.deviceLoginOver, status: 400)
                     }
                     let unknown = HTTPError.badRequest("This sign-in link is unknown, expired or already used.")
                     return wantsHTML ? Self.page(unknown) : unknown.response
@@ -59,7 +62,7 @@ final class CallbackRoute: Sendable {
                     // A device login ends here, in the browser that chose to sign in and no other.
                     guard deviceLoginCookie.accepts(cookie, state: state) else {
                         metrics.rejected(route: "/callback", reason: "device_login_other_browser")
-                        return wantsHTML ? DevicePages.otherBrowser() : DevicePages.otherBrowserError.response
+                        return wantsHTML ? pages.otherBrowser() : DevicePages.otherBrowserError.response
                     }
                 }
                 switch await login.complete(pending, state: state, with: answer) {
@@ -71,7 +74,7 @@ final class CallbackRoute: Sendable {
                     let confirmation = config.server.publicURL.absoluteString + DevicePages.confirmationPath(device: device, state: state)
                     return Response(status: 303, headers: [HTTPHeader("Location", confirmation)])
                 case .device(_, .refused(let refusal)):
-                    return DevicePages.refused(refusal)
+                    return pages.refused(refusal)
                 }
             }
         }

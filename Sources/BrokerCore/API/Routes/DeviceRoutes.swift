@@ -35,7 +35,7 @@ struct DeviceRoutes: Sendable {
             [self] request throws(HTTPError) in
             let typed = (try? request.query())?["user_code"]
             let (token, cookie) = csrf.token(request)
-            return .now(DevicePages.entry(userCode: typed.flatMap(UserCode.normalise).map(UserCode.display), csrf: token, cookie: cookie))
+            return .now(pages.entry(userCode: typed.flatMap(UserCode.normalise).map(UserCode.display), csrf: token, cookie: cookie))
         }
         routes.add("POST", "/device", Self.entryPolicy) { [self] request throws(HTTPError) in
             switch admitForm(request) {
@@ -65,7 +65,7 @@ struct DeviceRoutes: Sendable {
         // Where a refusal at the device's page leads, so that a reload shows it again rather
         // than sending the spent code once more.
         routes.add("GET", DevicePages.refusedPath, fixed) { _ in
-            .now(DevicePages.denied())
+            .now(pages.denied())
         }
         routes.add("POST", "/device/decision", Self.entryPolicy) { [self] request throws(HTTPError) in
             switch admitForm(request) {
@@ -82,16 +82,16 @@ struct DeviceRoutes: Sendable {
             do throws(HTTPError) {
                 query = try request.query()
             } catch {
-                return .now(Self.page(error))
+                return .now(page(error))
             }
             guard let state = query["state"], (1...512).contains(state.unicodeScalars.count), let raw = query["device"].flatMap(Base64URL.decode),
                   let device = SHA256Digest(bytes: raw) else {
-                return .now(Self.page(.badRequest("This address is incomplete; enter the code again.")))
+                return .now(page(.badRequest("This address is incomplete; enter the code again.")))
             }
             let cookie = deviceLoginCookie
             guard cookie.accepts(cookie.value(in: request, state: state), state: state) else {
                 metrics.rejected(route: "/device/confirm", reason: "device_login_other_browser")
-                return .now(DevicePages.otherBrowser())
+                return .now(pages.otherBrowser())
             }
             return .deferred { [self] in await askToConfirm(device, state: state) }
         }
@@ -102,12 +102,12 @@ struct DeviceRoutes: Sendable {
             do throws(HTTPError) {
                 form = try request.form()
             } catch {
-                return .now(Self.page(error))
+                return .now(page(error))
             }
             let cookie = deviceLoginCookie
             guard let state = form["state"], cookie.accepts(cookie.value(in: request, state: state), state: state) else {
                 metrics.rejected(route: "/device/confirm", reason: "device_login_other_browser")
-                return .now(DevicePages.otherBrowser())
+                return .now(pages.otherBrowser())
             }
             return .deferred { [self] in await confirm(form, state: state) }
         }
@@ -158,11 +158,11 @@ struct DeviceRoutes: Sendable {
         do throws(HTTPError) {
             form = try request.form()
         } catch {
-            return .failure(Page(Self.page(error)))
+            return .failure(Page(page(error)))
         }
         guard csrf.accepts(request, form) else {
             metrics.rejected(route: request.route, reason: "csrf")
-            return .failure(Page(Self.page(HTTPError(
+            return .failure(Page(page(HTTPError(
                 status: 403, code: "forbidden",
                 description: "This form is out of date or did not come from this page; open the device page again."))))
         }
@@ -170,7 +170,7 @@ struct DeviceRoutes: Sendable {
             try admission.admit(request, to: admission.deviceEntryLimiter)
         } catch {
             metrics.userCodeEntry(outcome: "rate_limited")
-            return .failure(Page(Self.page(error)))
+            return .failure(Page(page(error)))
         }
         return .success(form)
     }
@@ -201,16 +201,16 @@ struct DeviceRoutes: Sendable {
             guard let waiting = found else { throw .badRequest(Self.gone) }
             let appName = config.app(id: waiting.device.app)?.shownName ?? waiting.device.app
             let providerName = providers.config(waiting.device.provider)?.shownName ?? waiting.device.provider
-            return DevicePages.confirm(waiting, appName: appName, providerName: providerName, csrf: csrf)
+            return pages.confirm(waiting, appName: appName, providerName: providerName, csrf: csrf)
         } catch {
-            return Self.page(error)
+            return page(error)
         }
     }
 
     /// Allow (on to the provider's sign-in) or refuse.
     private func decide(_ form: FormFields, client: String) async -> Response {
         guard let decision = form["decision"], ["approve", "deny"].contains(decision) else {
-            return Self.page(.badRequest("Choose to continue or to refuse."))
+            return page(.badRequest("Choose to continue or to refuse."))
         }
         let waiting: DeviceFlow.Waiting
         switch await find(form, client: client) {
@@ -239,7 +239,7 @@ struct DeviceRoutes: Sendable {
             let cookie = deviceLoginCookie.set(state: login.state, seconds: waiting.device.expiresAt - admission.now())
             return Response(status: 303, headers: [HTTPHeader("Location", login.location), cookie])
         } catch {
-            return Self.page(error)
+            return page(error)
         }
     }
 
@@ -250,36 +250,36 @@ struct DeviceRoutes: Sendable {
         do throws(StateReadError) {
             confirmation = try await devices.confirmation(device, state: state)
         } catch {
-            return Self.page(error.httpError)
+            return page(error.httpError)
         }
         switch confirmation {
         case .ask(let account, let app, let provider):
-            return DevicePages.confirmAccount(account, app: config.app(id: app)?.shownName ?? app,
+            return pages.confirmAccount(account, app: config.app(id: app)?.shownName ?? app,
                                               provider: providers.config(provider)?.shownName ?? provider, device: device, state: state)
         case .confirmed:
-            return DevicePages.finished()
+            return pages.finished()
         case .refused:
-            return DevicePages.denied()
+            return pages.denied()
         case .over:
-            return Self.page(.badRequest(Self.gone))
+            return page(.badRequest(Self.gone))
         }
     }
 
     /// The account that signed in, allowed or refused by the browser that signed in.
     private func confirm(_ form: FormFields, state: String) async -> Response {
         guard let decision = form["decision"], ["approve", "deny"].contains(decision) else {
-            return Self.page(.badRequest("Choose to allow the device or to refuse."))
+            return page(.badRequest("Choose to allow the device or to refuse."))
         }
         guard let raw = form["device"].flatMap(Base64URL.decode), let device = SHA256Digest(bytes: raw) else {
-            return Self.page(.badRequest("This form is incomplete; enter the code again."))
+            return page(.badRequest("This form is incomplete; enter the code again."))
         }
         let done: Bool
         do throws(StateWriteError) {
             done = try await devices.confirm(device, state: state, approve: decision == "approve")
         } catch {
-            return Self.page(error.httpError)
+            return page(error.httpError)
         }
-        guard done else { return Self.page(.badRequest(Self.gone)) }
+        guard done else { return page(.badRequest(Self.gone)) }
         // Answered by the confirmation's own address, which now says what became of the device:
         // a reload shows that again, rather than sending the answer twice.
         let location = config.server.publicURL.absoluteString + DevicePages.confirmationPath(device: device, state: state)
@@ -311,26 +311,26 @@ struct DeviceRoutes: Sendable {
         case .refused(let wait):
             metrics.userCodeEntry(outcome: "rate_limited")
             let seconds = Int(wait.rounded(.up))
-            return .failure(Page(DevicePages.failure(
+            return .failure(Page(pages.failure(
                 "Too many wrong codes were entered; try again in \(seconds) second\(seconds == 1 ? "" : "s").", status: 429,
                 headers: [HTTPHeader("Retry-After", String(seconds))])))
         }
         let typed = form["user_code"] ?? ""
         guard UserCode.normalise(typed) != nil else {
             metrics.userCodeEntry(outcome: "malformed")
-            return .failure(Page(DevicePages.entry(userCode: Self.retyped(typed), csrf: csrfToken,
+            return .failure(Page(pages.entry(userCode: Self.retyped(typed), csrf: csrfToken,
                                                    message: "A code has 8 letters, like BCDF-GHJK. Check the code your device shows.", status: 400)))
         }
         let found: DeviceFlow.Waiting?
         do throws(StateReadError) {
             found = try await devices.find(typed: typed)
         } catch {
-            return .failure(Page(Self.page(error.httpError)))
+            return .failure(Page(page(error.httpError)))
         }
         guard let found else {
             admission.userCodeGuard.miss(client, now: admission.now())
             metrics.userCodeEntry(outcome: "unknown")
-            return .failure(Page(DevicePages.entry(userCode: Self.retyped(typed), csrf: csrfToken, message: Self.gone, status: 400)))
+            return .failure(Page(pages.entry(userCode: Self.retyped(typed), csrf: csrfToken, message: Self.gone, status: 400)))
         }
         metrics.userCodeEntry(outcome: "found")
         return .success(found)
@@ -352,7 +352,10 @@ struct DeviceRoutes: Sendable {
     }
 
     /// An error as a page for the person at the browser, keeping its status and headers.
-    private static func page(_ error: HTTPError) -> Response {
-        DevicePages.failure(error.description, status: error.status, headers: error.headers)
+    private func page(_ error: HTTPError) -> Response {
+        pages.failure(error.description, status: error.status, headers: error.headers)
     }
+
+    /// The pages, their forms and links under the public URL's path.
+    private var pages: DevicePages { DevicePages(base: config.server.publicPath) }
 }
