@@ -72,6 +72,18 @@ def test_the_sign_in_error_pages(chrome, broker_factory):
         assert answer.status_code == 400 and answer.json()["error"] == "invalid_request"
 
 
+def test_a_person_past_the_sign_in_limit_reads_a_page(chrome, broker_factory):
+    """Past `login_requests_per_minute`, /callback and /authorize answer a browser with a page in
+    plain words, an API client with JSON."""
+    broker, _, _, _ = broker_factory(env={"BROKER_LOGIN_REQUESTS_PER_MINUTE": "1"})
+    look(chrome, broker.url("/callback?state=tbst_unknown&code=x"), "callback-error-first", status_logged=True)
+    for path, name in (("/callback?state=tbst_unknown&code=x", "callback-limited"), ("/authorize?app=web&provider=dot", "authorize-limited")):
+        text = look(chrome, broker.url(path), name, status_logged=True)
+        assert "Too many sign-ins came from your network" in text, text
+    answer = requests.get(broker.url("/authorize?app=web&provider=dot"), timeout=10)
+    assert answer.status_code == 429 and answer.json()["error"] == "rate_limited"
+
+
 def test_the_device_entry_and_the_development_sign_in(chrome):
     broker = BrokerProcess("", args=("--dev",))
     try:

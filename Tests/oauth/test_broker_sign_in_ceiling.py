@@ -1,8 +1,10 @@
 """The bound on sign-ins under way (`server.limits.max_pending_sign_ins`), on the real broker:
 logins at the provider's page and device codes are state anyone can make, so past the ceiling a
 new one — at /authorize, the standard authorization endpoint or a device authorization endpoint —
-is a 503 with `Retry-After`, counted in `broker_pending_sign_ins`; nothing is stored for it. On
-PostgreSQL the ceiling counts every instance's sign-ins together.
+is a 503 with `Retry-After` (a page for a browser; at the standard authorization endpoint, the
+app's redirect URI with `error=temporarily_unavailable`, RFC 6749 §4.1.2.1), counted in
+`broker_pending_sign_ins`; nothing is stored for it. On PostgreSQL the ceiling counts every
+instance's sign-ins together.
 """
 
 import pytest
@@ -49,8 +51,19 @@ def test_past_the_ceiling_no_sign_in_starts(broker_factory):
     for index in range(CEILING):
         answer = device_codes(broker) if index % 2 else login(broker)
         assert answer.status_code in (200, 302), answer.text
-    for attempt in (login, standard_login, device_codes):
+    for attempt in (login, device_codes):
         assert_refused(attempt(broker))
+    # The standard endpoint knows the client and its redirect URI by then: the app hears it.
+    back = standard_login(broker)
+    assert back.status_code == 302, back.text
+    assert back.headers["Location"].startswith("http://127.0.0.1/cb?error=temporarily_unavailable&"), back.headers
+    assert "state=s" in back.headers["Location"] and "iss=" in back.headers["Location"]
+    # A person at a browser reads a page.
+    _, challenge = make_pkce()
+    page = requests.get(broker.url("/authorize"), headers={"Accept": "text/html"}, allow_redirects=False, timeout=10, params={
+        "app": "web", "provider": "dot", "redirect_uri": "http://127.0.0.1/cb", "code_challenge": challenge, "code_challenge_method": "S256"})
+    assert page.status_code == 503 and page.headers["Content-Type"].startswith("text/html"), page.text
+    assert "cannot start right now" in page.text and page.headers["Retry-After"] == "60"
     assert metric(broker, "broker_pending_sign_ins") == CEILING
     assert metric(broker, 'broker_rejected_requests_total{route="/device/authorize",reason="pending_sign_ins"}') == 1
     assert "/dot/authorize" in requests.get(broker.url("/metrics"), timeout=10).text

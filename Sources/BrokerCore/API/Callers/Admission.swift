@@ -39,8 +39,8 @@ final class Admission: Sendable {
 
     /// The policy of a route that starts a sign-in or takes one back: the login limit per client,
     /// applied before the request is read (a sign-in stores state and may cost a provider call).
-    func signInPolicy(_ caller: RoutePolicy.Caller, body: RoutePolicy.Body) -> RoutePolicy {
-        RoutePolicy(caller: caller, limit: .perClient(loginLimiter, name: "login_requests_per_minute"), body: body)
+    func signInPolicy(_ caller: RoutePolicy.Caller, body: RoutePolicy.Body, page: (@Sendable (HTTPError) -> Response)? = nil) -> RoutePolicy {
+        RoutePolicy(caller: caller, limit: .perClient(loginLimiter, name: "login_requests_per_minute"), body: body, refusalPage: page)
     }
 
     /// A table of routes over `router` that applies the per-client limits its routes declare.

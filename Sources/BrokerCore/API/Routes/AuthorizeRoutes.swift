@@ -12,10 +12,11 @@ struct AuthorizeRoutes: Sendable {
     let admission: Admission
 
     func register(in routes: inout RouteTable) {
-        routes.add("GET", "/authorize", admission.signInPolicy(.app, body: .none)) { [self] request throws(HTTPError) in
+        routes.add("GET", "/authorize", admission.signInPolicy(.app, body: .none, page: Self.page)) { [self] request throws(HTTPError) in
             let wantsJSON = request.header("Accept")?.contains("application/json") == true
             do throws(HTTPError) {
-                return try start(try request.query(), session: nil, json: wantsJSON, route: request.route)
+                return try start(try request.query(), session: nil, json: wantsJSON, page: !wantsJSON && BrokerPage.wanted(by: request),
+                                 route: request.route)
             } catch {
                 // A person at a browser sees the error as a page; an API client gets JSON.
                 guard !wantsJSON, BrokerPage.wanted(by: request) else { throw error }
@@ -32,18 +33,20 @@ struct AuthorizeRoutes: Sendable {
         }
     }
 
-    /// An invalid sign-in request as a page: it goes back to no app, which could be an open
-    /// redirector.
-    static func page(_ error: HTTPError) -> Response {
-        BrokerPage.failure(title: "This sign-in link does not work", message: BrokerPage.plainWords(forStatus: error.status),
+    /// An invalid sign-in request, or one that cannot start now, as a page: it goes back to no
+    /// app, which could be an open redirector.
+    @Sendable static func page(_ error: HTTPError) -> Response {
+        let title = error.status == 429 || error.status >= 500 ? "The sign-in cannot start right now" : "This sign-in link does not work"
+        return BrokerPage.failure(title: title, message: BrokerPage.plainWords(forStatus: error.status),
                            detail: error.description,
                            next: "Go back to the app you came from and start the sign-in again; if this keeps happening, tell the app's makers.",
                            status: error.status, headers: error.headers)
     }
 
-    private func start(_ fields: FormFields, session: Session?, json: Bool, route: String) throws(HTTPError) -> Reply {
+    /// Starts the sign-in the request asks for; with `page`, what cannot start is a page.
+    private func start(_ fields: FormFields, session: Session?, json: Bool, page: Bool = false, route: String) throws(HTTPError) -> Reply {
         let login = try validate(fields, session: session)
-        return signIns.begin(login, route: route) { location in
+        return signIns.begin(login, route: route, failure: page ? Self.page : nil) { location in
             json ? .json(.object([("authorization_url", .string(location))])) : .redirect(to: location)
         }
     }

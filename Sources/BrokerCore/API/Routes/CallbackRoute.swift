@@ -30,7 +30,7 @@ final class CallbackRoute: Sendable {
     }
 
     func register(in routes: inout RouteTable) {
-        routes.add("GET", "/callback", admission.signInPolicy(.person, body: .none)) { [self] request throws(HTTPError) in
+        routes.add("GET", "/callback", admission.signInPolicy(.person, body: .none, page: Self.page)) { [self] request throws(HTTPError) in
             let wantsHTML = BrokerPage.wanted(by: request)
             let fields: FormFields
             let state: String
@@ -85,7 +85,7 @@ final class CallbackRoute: Sendable {
 
     /// The error as a page, for a person looking at a browser: the sign-in may have been an
     /// app's or a device's (its login, gone, no longer says which).
-    private static func page(_ error: HTTPError) -> Response {
+    @Sendable private static func page(_ error: HTTPError) -> Response {
         BrokerPage.failure(title: "Sign-in failed", message: BrokerPage.plainWords(forStatus: error.status), detail: error.description,
                            next: "Start again where you began: in the app you came from, or on the device you are signing in.",
                            status: error.status, headers: error.headers)

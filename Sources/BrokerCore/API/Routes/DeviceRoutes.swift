@@ -97,7 +97,10 @@ struct DeviceRoutes: Sendable {
         }
         // The last step of a sign-in, counted with sign-ins (as `/callback`), not with the codes
         // typed: a person signing in several devices must not be stopped there.
-        routes.add("POST", "/device/confirm", admission.signInPolicy(.person, body: .form)) { [self] request throws(HTTPError) in
+        let confirmRefused = pages
+        routes.add("POST", "/device/confirm", admission.signInPolicy(.person, body: .form, page: { error in
+            confirmRefused.failure(error.description, status: error.status, headers: error.headers)
+        })) { [self] request throws(HTTPError) in
             let form: FormFields
             do throws(HTTPError) {
                 form = try request.form()

@@ -1,3 +1,5 @@
+import HTTPServer
+
 /// What a route declares where it is registered (``RouteTable``): who calls it and how they
 /// prove it, how often a client may, and what body it reads. Every route the broker serves
 /// declares one: the API's (``BrokerRoutes``), the admin API's, the operations routes and
@@ -55,4 +57,7 @@ struct RoutePolicy: Sendable {
     let caller: Caller
     let limit: Limit
     let body: Body
+    /// The page a browser (it asks for HTML) gets when the per-client limit refuses it, on a
+    /// route people reach by following a link; nil: the API's JSON error.
+    var refusalPage: (@Sendable (HTTPError) -> Response)? = nil
 }

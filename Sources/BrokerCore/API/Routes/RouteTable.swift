@@ -44,7 +44,12 @@ struct RouteTable {
         guard case .perClient(let limiter, _) = policy.limit else { return handler }
         guard let admit else { preconditionFailure("a route declares a per-client limit in a table that cannot apply it") }
         return { request throws(HTTPError) in
-            try admit(request, limiter)
+            do throws(HTTPError) {
+                try admit(request, limiter)
+            } catch {
+                guard let page = policy.refusalPage, BrokerPage.wanted(by: request) else { throw error }
+                return .now(page(error))
+            }
             return try handler(request)
         }
     }

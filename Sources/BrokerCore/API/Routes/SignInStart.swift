@@ -21,15 +21,23 @@ final class SignInStart: Sendable {
     }
 
     /// Starts the login `login` (``LoginFlow/begin(_:at:)``) and answers with `answer` of the
-    /// provider's authorization URL.
-    func begin(_ login: LoginRequest, route: String, _ answer: @escaping @Sendable (String) -> Response) -> Reply {
+    /// provider's authorization URL; a failure (the ceiling of sign-ins under way, the provider
+    /// out of reach) with `failure` of it when given (a page for a person, a redirect to the app),
+    /// else the API's JSON error.
+    func begin(_ login: LoginRequest, route: String, failure: (@Sendable (HTTPError) -> Response)? = nil,
+               _ answer: @escaping @Sendable (String) -> Response) -> Reply {
         .deferredCatching { [self] () async throws(HTTPError) -> Response in
-            try await ceiling.admit(now: now(), route: route)
-            let provider = try await providers.provider(login.provider)
-            do throws(LoginStartError) {
-                return answer(try await self.login.begin(login, at: provider))
+            do throws(HTTPError) {
+                try await ceiling.admit(now: now(), route: route)
+                let provider = try await providers.provider(login.provider)
+                do throws(LoginStartError) {
+                    return answer(try await self.login.begin(login, at: provider))
+                } catch {
+                    throw error.httpError
+                }
             } catch {
-                throw error.httpError
+                guard let failure else { throw error }
+                return failure(error)
             }
         }
     }

@@ -22,7 +22,8 @@ struct StandardOAuthRoutes: Sendable {
             // RFC 8414 §3: the well-known segment goes between the host and the issuer's path.
             routes.add("GET", "/.well-known/oauth-authorization-server/providers/\(provider)",
                        RoutePolicy(caller: .anyone, limit: .none(because: "a document made at start"), body: .none)) { _ in .now(metadata) }
-            routes.add("GET", "/providers/\(provider)/authorize", admission.signInPolicy(.app, body: .none)) { [self] request throws(HTTPError) in
+            routes.add("GET", "/providers/\(provider)/authorize", admission.signInPolicy(.app, body: .none, page: AuthorizeRoutes.page)) {
+                [self] request throws(HTTPError) in
                 do throws(HTTPError) {
                     return try authorize(try request.query(), provider: provider, issuer: issuer)
                 } catch {
@@ -47,12 +48,13 @@ struct StandardOAuthRoutes: Sendable {
         let state = (try? query.optional("state")).flatMap { $0 }.flatMap { state in
             state.utf8.count <= 1024 && state.utf8.allSatisfy({ (0x20...0x7E).contains($0) }) ? state : nil
         }
-        let refuse = { (error: String, description: String) -> Reply in
+        let redirect = { @Sendable (error: String, description: String) -> Response in
             var parameters = [("error", error), ("error_description", description)]
             if let state { parameters.append(("state", state)) }
             parameters.append(("iss", issuer))
-            return .now(.redirect(to: FormFields.url(redirectURI, adding: parameters)))
+            return .redirect(to: FormFields.url(redirectURI, adding: parameters))
         }
+        let refuse = { (error: String, description: String) -> Reply in .now(redirect(error, description)) }
         guard let responseType = try? query.optional("response_type") else {
             return refuse("invalid_request", "response_type=code is required.")
         }
@@ -65,7 +67,11 @@ struct StandardOAuthRoutes: Sendable {
         }
         do throws(HTTPError) {
             let login = try signIns.loginRequest(query, app: clientID, provider: provider, session: nil)
-            return signIns.begin(login, route: "/providers/\(provider)/authorize") { .redirect(to: $0) }
+            // What cannot start now goes back to the app too (§4.1.2.1): `temporarily_unavailable`
+            // for the ceiling of sign-ins under way or a provider out of reach, else `server_error`.
+            return signIns.begin(login, route: "/providers/\(provider)/authorize", failure: { failure in
+                redirect(failure.status == 503 ? "temporarily_unavailable" : "server_error", failure.description)
+            }) { .redirect(to: $0) }
         } catch {
             return refuse(error.code, error.description)
         }
