@@ -178,11 +178,11 @@ private func shimOnRequest(_ context: UnsafeMutableRawPointer?, _ request: Opaqu
 
 private func shimOnConnectionOpen(_ context: UnsafeMutableRawPointer?, _ ip: UnsafePointer<CChar>?) -> Int32 {
     guard let core = core(context) else { return 0 }
-    return core.connectionOpened(from: ip.map { String(cString: $0) } ?? "unknown") ? 1 : 0
+    return core.connectionOpened(from: ip.map { String(cString: $0) } ?? "unknown").rawValue
 }
 
-private func shimOnConnectionClose(_ context: UnsafeMutableRawPointer?, _ ip: UnsafePointer<CChar>?) {
-    core(context)?.connectionClosed(from: ip.map { String(cString: $0) } ?? "unknown")
+private func shimOnConnectionClose(_ context: UnsafeMutableRawPointer?, _ ip: UnsafePointer<CChar>?, _ admitted: Int32) {
+    core(context)?.connectionClosed(from: ip.map { String(cString: $0) } ?? "unknown", admitted: admitted != 0)
 }
 
 private func shimOnLog(_ context: UnsafeMutableRawPointer?, _ message: UnsafePointer<CChar>?) {

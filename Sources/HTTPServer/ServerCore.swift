@@ -303,8 +303,8 @@ final class ServerCore: Sendable {
         return String(decoding: buffer[..<length], as: UTF8.self)
     }
 
-    func connectionOpened(from ip: String) -> Bool { limiter.open(ip) }
-    func connectionClosed(from ip: String) { limiter.close(ip) }
+    func connectionOpened(from ip: String) -> ConnectionLimiter.Admission { limiter.open(ip) }
+    func connectionClosed(from ip: String, admitted: Bool) { limiter.close(ip, admitted: admitted) }
     func serverMessage(_ message: String) { observer.serverMessage(message) }
 }
 

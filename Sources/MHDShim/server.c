@@ -87,18 +87,25 @@ static void tb_on_connection(void *cls, struct MHD_Connection *connection, void 
         char ip[INET6_ADDRSTRLEN];
         tb_connection *state = calloc(1, sizeof(tb_connection));
         tb_client_ip(connection, ip, sizeof ip);
-        int admitted = server->callbacks.on_connection_open(server->context, ip);
-        if (state == NULL) {
-            // No memory to track it: answer its requests as over the limit, and report its close.
-            if (admitted) server->callbacks.on_connection_close(server->context, ip);
+        int admission = server->callbacks.on_connection_open(server->context, ip);
+        const union MHD_ConnectionInfo *socket_info =
+            MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+        int fd = socket_info != NULL ? socket_info->connect_fd : -1;
+        if (admission < 0 || state == NULL) {
+            // Closed at once: a client holding as many refused connections as it may (a
+            // connection that never sends would hold a slot of libmicrohttpd's own limit until
+            // the idle timeout), or no memory to track it. libmicrohttpd reads the end of the
+            // stream and closes it; its requests meanwhile are answered as over the limit.
+            if (admission >= 0) server->callbacks.on_connection_close(server->context, ip, admission);
+            if (fd >= 0) shutdown(fd, SHUT_RDWR);
+            free(state);
+            state = NULL;
         } else {
-            state->admitted = admitted;
+            state->admitted = admission;
             memcpy(state->client_ip, ip, sizeof ip);
-            const union MHD_ConnectionInfo *socket_info =
-                MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
             // Without its socket the watchdog cannot watch it (watchdog.c skips fd -1): the
             // idle timeout alone bounds it.
-            tb_watch_open(server, state, socket_info != NULL ? socket_info->connect_fd : -1);
+            tb_watch_open(server, state, fd);
         }
         *socket_context = state;
     } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
@@ -109,7 +116,7 @@ static void tb_on_connection(void *cls, struct MHD_Connection *connection, void 
         tb_watch_close(server, state);
         // A request libmicrohttpd dropped without NOTIFY_COMPLETED (see tb_connection).
         if (state->open_request != NULL) tb_finish(server, state->open_request);
-        if (state->admitted) server->callbacks.on_connection_close(server->context, state->client_ip);
+        server->callbacks.on_connection_close(server->context, state->client_ip, state->admitted);
         free(state);
     }
 }

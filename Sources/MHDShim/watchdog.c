@@ -5,7 +5,9 @@
 // phases, and one thread per server checks them about once a second:
 //   - idle (opened, or its previous request ended) and no byte of a next request yet: none; the
 //     idle timeout (libmicrohttpd's) closes it, quietly, as keep-alive connections are meant to
-//     be closed;
+//     be closed (a browser opens connections ahead of its requests) — but for a connection
+//     refused (over the connection limits), whose request only gets a 503: `head_ns` from its
+//     opening, so that silent refused connections cannot hold libmicrohttpd's own limit;
 //   - receiving a head, since its first byte arrived: `head_ns`. libmicrohttpd does not say
 //     when that is, but the socket does (TCP_INFO), and the watchdog asks it on its rounds —
 //     never the server threads, for whom a system call per request was a twentieth of a `GET
@@ -21,7 +23,7 @@
 //   - with Swift (dispatched) until the request is done: none.
 // A connection past its deadline gets shutdown(SHUT_RDWR): libmicrohttpd then reads the end of
 // the stream and closes the connection itself, reporting it as usual. Only those are logged: a
-// client that was sending, too slowly.
+// client whose request did not arrive in time.
 //
 // The socket cannot have been closed (and its number reused) when the watchdog shuts it down:
 // the watchdog holds `lock` while it walks the connections, tb_watch_close() takes it to
@@ -117,7 +119,7 @@ static void *tb_watchdog_run(void *argument) {
             pthread_mutex_unlock(&watchdog->lock);
             char message[160];
             snprintf(message, sizeof message,
-                     "request watchdog: closed %u connection(s) whose request arrived too slowly "
+                     "request watchdog: closed %u connection(s) whose request did not arrive in time "
                      "(request_head_timeout_seconds, request_body_min_bytes_per_second)",
                      cut);
             server->callbacks.on_log(server->context, message);
@@ -183,6 +185,12 @@ void tb_watch_open(tb_server *server, tb_connection *connection, int fd) {
     connection->fd = fd;
     if (watchdog->head_ns == 0 || fd < 0) return;
     tb_idle(connection);
+    if (!connection->admitted) {
+        // Its request, which gets a 503, is due from now (the idle period above only numbers
+        // its bytes).
+        __atomic_store_n(&connection->idle, 0u, __ATOMIC_RELEASE);
+        tb_set_deadline(connection, tb_monotonic_ns() + watchdog->head_ns);
+    }
     pthread_mutex_lock(&watchdog->lock);
     // Fresh: every byte it receives is of its first request.
     connection->seen_period = connection->idle_periods;

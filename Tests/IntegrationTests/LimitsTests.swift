@@ -84,6 +84,19 @@ struct LimitsTests {
         #expect(try extra.json()["error"] as? String == "temporarily_unavailable")
     }
 
+    /// One client opening connections that send nothing, many more than it may hold: past its
+    /// refused ones they are closed at once, so that libmicrohttpd's own limit (the total and
+    /// some room for refusals) stays free for other clients, who are served.
+    @Test func silentConnectionsFromOneClientLeaveRoomForOthers() throws {
+        let broker = try BrokerProcess(config: Self.config
+            .replacingOccurrences(of: "idle_timeout_seconds: 1", with: "idle_timeout_seconds: 30\n    max_connections: 20"))
+        let silent = try (0..<120).map { _ in try RawConnection(port: broker.port) }
+        let other = try RawConnection(port: broker.port, timeoutSeconds: 3, source: "127.0.0.2")
+        other.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try other.readResponse().status == 200, "another client is served")
+        #expect(silent.count == 120)
+    }
+
     /// Found by fuzzing: `Expect: 100-continue` on a request without a body, then one more byte,
     /// made libmicrohttpd spin a core until the idle timeout.
     @Test func expectContinueWithoutABodyDoesNotSpin() throws {

@@ -27,11 +27,22 @@ struct RawHTTPError: Error, CustomStringConvertible {
 final class RawConnection {
     private let descriptor: Int32
 
-    init(port: UInt16, timeoutSeconds: Int = 15) throws {
+    /// A connection to 127.0.0.1:`port`, from `source` (another loopback address: another client)
+    /// when given.
+    init(port: UInt16, timeoutSeconds: Int = 15, source: String? = nil) throws {
         descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw RawHTTPError(description: "socket() failed") }
         var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            local.sin_addr.s_addr = inet_addr(source)
+            let bound = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard bound == 0 else { throw RawHTTPError(description: "bind to \(source) failed (errno \(errno))") }
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian

@@ -46,10 +46,10 @@ typedef struct {
     /// Called once per request; see the model above.
     void (*on_request)(void *context, tb_request *request);
     /// A connection opened from `client_ip` (text form). Return 1 to admit it, 0 to answer its
-    /// requests with `TB_LIMIT_CONNECTIONS`.
+    /// requests with `TB_LIMIT_CONNECTIONS`, -1 to close it at once without an answer.
     int (*on_connection_open)(void *context, const char *client_ip);
-    /// An admitted connection closed.
-    void (*on_connection_close)(void *context, const char *client_ip);
+    /// A connection that was admitted (`admitted` 1) or refused (0), not closed at once, closed.
+    void (*on_connection_close)(void *context, const char *client_ip, int admitted);
     /// A message from libmicrohttpd itself, or from the shim's request watchdog (already
     /// formatted; it may come from any thread).
     void (*on_log)(void *context, const char *message);
