@@ -154,3 +154,30 @@ int tb_answer_directly(tb_request *request, tb_response *response) {
     if (sent) tb_linger(socket_info->connect_fd, tls_info != NULL ? tls_info->tls_session : NULL);
     return sent;
 }
+
+// The answer to a target with more query parameters than libmicrohttpd keeps: every response's
+// security headers, as ServerCore sets them, and the API's error.
+static const char tb_too_many_parameters[] =
+    "HTTP/1.1 414 URI Too Long\r\n"
+    "Content-Type: application/json\r\n"
+    "Cache-Control: no-store\r\n"
+    "X-Content-Type-Options: nosniff\r\n"
+    "X-Frame-Options: DENY\r\n"
+    "Referrer-Policy: no-referrer\r\n"
+    "Content-Security-Policy: default-src 'none'; frame-ancestors 'none'\r\n"
+    "Connection: close\r\n"
+    "Content-Length: 81\r\n"
+    "\r\n"
+    "{\"error\":\"uri_too_long\",\"error_description\":\"The query has too many parameters.\"}";
+
+int tb_refuse_target(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *socket_info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    const union MHD_ConnectionInfo *tls_info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    if (socket_info == NULL) return 0;
+    void *tls = tls_info != NULL ? tls_info->tls_session : NULL;
+    int sent = tb_send_all(socket_info->connect_fd, tls, tb_too_many_parameters, sizeof tb_too_many_parameters - 1);
+    if (sent) tb_linger(socket_info->connect_fd, tls);
+    // libmicrohttpd reads the end of the stream and closes the connection.
+    shutdown(socket_info->connect_fd, SHUT_RDWR);
+    return sent;
+}

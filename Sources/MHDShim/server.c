@@ -39,6 +39,15 @@ static void tb_client_ip(struct MHD_Connection *connection, char *buffer, size_t
 static void *tb_on_uri(void *cls, const char *uri, struct MHD_Connection *connection) {
     tb_server *server = cls;
     size_t target_length = uri != NULL ? strlen(uri) : 0;
+    const char *query = uri != NULL ? memchr(uri, '?', target_length) : NULL;
+    if (query != NULL) {
+        size_t parameters = 1;
+        for (const char *c = query; *c != '\0' && parameters <= TB_MAX_QUERY_PARAMETERS; c++) parameters += *c == '&';
+        if (parameters > TB_MAX_QUERY_PARAMETERS) {
+            tb_refuse_target(connection);
+            return NULL; // the access handler, if it is called, closes the connection
+        }
+    }
     tb_request *request = calloc(1, sizeof(tb_request) + target_length + 1);
     if (request == NULL) return NULL; // the access handler then closes the connection
     if (target_length > 0) memcpy(request->target, uri, target_length);

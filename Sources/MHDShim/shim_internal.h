@@ -171,6 +171,13 @@ tb_limit tb_check_framing(tb_request *request, const char *method, const char *v
 /// (direct.c): for a request libmicrohttpd no longer takes a response for. Returns 1 when it
 /// was sent; the caller then has libmicrohttpd close the connection.
 int tb_answer_directly(tb_request *request, tb_response *response);
+// More query parameters than this in a request target are answered 414 by tb_refuse_target():
+// libmicrohttpd keeps each in a record of the connection's memory pool (about 64 bytes), and
+// past its room it fails the request without an answer, leaving the connection open.
+#define TB_MAX_QUERY_PARAMETERS 256
+// Answers 414 to the request on `connection` before libmicrohttpd parses its target, straight
+// to the socket, and shuts the connection down; 0 when it could not be sent.
+int tb_refuse_target(struct MHD_Connection *connection);
 
 /// The watchdog (watchdog.c). Started before the daemon; stopped after it.
 int tb_watchdog_start(tb_server *server, unsigned int head_seconds, size_t body_min_rate,

@@ -84,6 +84,23 @@ struct LimitsTests {
         #expect(try extra.json()["error"] as? String == "temporarily_unavailable")
     }
 
+    /// A query of many parameters, well within the URL limit, is answered at once: 256 are read,
+    /// more are a 414 and the connection closes (libmicrohttpd keeps each in its connection's
+    /// memory, and past its room left the request unanswered until a deadline).
+    @Test func aQueryOfTooManyParametersIs414AtOnce() throws {
+        let broker = try BrokerProcess(config: Self.config)
+        let many = try RawHTTP.request(port: broker.port, method: "GET", target: "/healthz?" + Array(repeating: "x=1", count: 256).joined(separator: "&"))
+        #expect(many.status == 200)
+        for query in [Array(repeating: "x=1", count: 600).joined(separator: "&"), String(repeating: "&", count: 1500)] {
+            let started = Date()
+            let response = try RawHTTP.request(port: broker.port, method: "GET", target: "/healthz?" + query)
+            #expect(response.status == 414 && Date().timeIntervalSince(started) < 3)
+            #expect(try response.json()["error"] as? String == "uri_too_long")
+            #expect(response.headers["connection"]?.lowercased() == "close" && response.headers["x-content-type-options"] == "nosniff")
+        }
+        #expect(try broker.get("/healthz").status == 200)
+    }
+
     /// One client opening connections that send nothing, many more than it may hold: past its
     /// refused ones they are closed at once, so that libmicrohttpd's own limit (the total and
     /// some room for refusals) stays free for other clients, who are served.
