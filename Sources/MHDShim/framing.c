@@ -23,12 +23,25 @@ typedef struct {
     const char *line_start; // where the next header line must start, give or take its line end
     int broken;             // a gap: a NUL in a value, or a folded line
     int space_in_name;
+    int name_not_token;     // a byte other than a token's in a name (RFC 9110 5.1)
+    int cr_in_value;        // a bare CR in a value (RFC 9110 5.5: reject it)
     int hosts;
     int authorizations;
     int content_lengths;
     int transfer_encodings;
     const char *transfer_encoding;
 } tb_head_scan;
+
+// Whether `name` is a token (RFC 9110 5.6.2): letters, digits and !#$%&'*+-.^_`|~. Whitespace is
+// checked apart, with its own words.
+static int tb_is_token(const char *name) {
+    for (const unsigned char *c = (const unsigned char *)name; *c != '\0'; c++) {
+        if (*c == ' ' || *c == '\t') continue;
+        if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9')) continue;
+        if (strchr("!#$%&'*+-.^_`|~", *c) == NULL) return 0;
+    }
+    return 1;
+}
 
 // Whether `start` follows `end` (the end of the previous line's text) across one line ending:
 // one or two NULs (CRLF or bare LF), nothing else.
@@ -62,6 +75,9 @@ static enum MHD_Result tb_scan_header(void *cls, enum MHD_ValueKind kind, const 
     }
     scan->line_start = value + strlen(value);
     if (strpbrk(key, " \t") != NULL) scan->space_in_name = 1;
+    if (!tb_is_token(key)) scan->name_not_token = 1;
+    // A bare CR, which a proxy in front may take for a line's end (a line of its own there).
+    if (strchr(value, '\r') != NULL) scan->cr_in_value = 1;
     if (strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0) scan->hosts += 1;
     if (strcasecmp(key, MHD_HTTP_HEADER_AUTHORIZATION) == 0) scan->authorizations += 1;
     if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) scan->content_lengths += 1;
@@ -111,6 +127,12 @@ tb_limit tb_check_framing(tb_request *request, const char *method, const char *v
     if (scan.space_in_name) {
         return tb_refuse(request, TB_LIMIT_MALFORMED,
                          "A request header has whitespace before its colon.");
+    }
+    if (scan.name_not_token) {
+        return tb_refuse(request, TB_LIMIT_MALFORMED, "A request header's name has a character a name cannot have.");
+    }
+    if (scan.cr_in_value) {
+        return tb_refuse(request, TB_LIMIT_MALFORMED, "A request header's value contains a carriage return not followed by a line feed.");
     }
     int http_1_0 = strcmp(version, MHD_HTTP_VERSION_1_0) == 0;
     if (scan.hosts > 1 || (scan.hosts == 0 && !http_1_0)) {

@@ -32,6 +32,9 @@ struct FramingTests {
         Case(name: "a NUL in a header value", head: "GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: b\0c\r\n\r\n", status: 400),
         Case(name: "HTTP/1.1 without Host", head: "GET /healthz HTTP/1.1\r\n\r\n", status: 400),
         Case(name: "two Host headers", head: "GET /healthz HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n", status: 400),
+        Case(name: "a bare CR in a header value (a line's end to a proxy in front)",
+             head: "POST /token HTTP/1.1\r\nHost: x\r\nX-A: b\rTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\na=b", status: 400),
+        Case(name: "a control byte in a header name", head: "GET /healthz HTTP/1.1\r\nHost: x\r\nX\u{01}A: b\r\n\r\n", status: 400),
         Case(name: "two Authorization headers",
              head: "GET /healthz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a\r\nauthorization: Bearer b\r\n\r\n", status: 400),
     ]
