@@ -94,6 +94,15 @@ struct BrowserFacingTests {
         #expect(preflight.headers["access-control-allow-headers"]?.contains("Authorization") == true)
         #expect(preflight.headers["access-control-allow-headers"]?.contains("DPoP") == true, "a browser app's proofs (docs/dpop.md)")
         #expect(allowed.headers["access-control-expose-headers"]?.contains("DPoP-Nonce") == true)
+        // The API proxy, as a browser app calls it: any method, conditional requests, and the
+        // validators, links and rate limits of the API's answer.
+        let proxied = try RawHTTP.request(port: broker.port, method: "OPTIONS", target: "/proxy/github/repos", headers: [
+            "Origin": "https://app.example.com", "Access-Control-Request-Method": "PATCH",
+            "Access-Control-Request-Headers": "authorization,if-match,traceparent",
+        ])
+        for method in ["PUT", "PATCH", "DELETE"] { #expect(proxied.headers["access-control-allow-methods"]?.contains(method) == true) }
+        for header in ["If-Match", "traceparent", "Range"] { #expect(proxied.headers["access-control-allow-headers"]?.contains(header) == true) }
+        for header in ["ETag", "Link", "X-RateLimit-Remaining"] { #expect(allowed.headers["access-control-expose-headers"]?.contains(header) == true) }
         let refused = try RawHTTP.request(port: broker.port, method: "OPTIONS", target: "/token", headers: [
             "Origin": "https://evil.example", "Access-Control-Request-Method": "GET",
         ])
