@@ -114,6 +114,22 @@ struct SessionOperationsTests {
         return (bed, session)
     }
 
+    /// While the next refresh is at the provider, a sign-in adding scopes (or another instance's
+    /// refresh) replaces the session's access token, its refresh token when one is given, and
+    /// adds `scopes`.
+    private func replaceDuringNextRefresh(_ bed: FlowTestBed, _ session: Session, accessToken: String, refreshToken: String? = nil,
+                                          scopes: [String] = []) {
+        let store = bed.store
+        bed.provider.duringNextRefresh {
+            _ = try? await store.updateSession(session.id, under: nil) { replaced in
+                replaced.accessToken = accessToken
+                if let refreshToken { replaced.refreshToken = refreshToken }
+                replaced.accessTokenExpiresAt = nil
+                replaced.scopes += scopes
+            }
+        }
+    }
+
     /// A refresh of `id` that the provider refuses with `invalid_grant`: "sign in again".
     private func expectLoginRequired(_ bed: FlowTestBed, _ id: SHA256Digest) async {
         bed.provider.failNextRefresh(status: 400, body: #"{"error":"invalid_grant"}"#)
@@ -159,14 +175,7 @@ struct SessionOperationsTests {
     func aRefreshWhoseGrantWasReplacedMeanwhileLeavesTheNewOne(_ kind: StoreKind) async throws {
         let (bed, session) = try await sessionDue(kind)
         try await bed.closing {
-            let store = bed.store
-            bed.provider.duringNextRefresh {
-                _ = try? await store.updateSession(session.id, under: nil) { replaced in
-                    replaced.accessToken = "at-replacing"
-                    replaced.refreshToken = "rt-replacing"
-                    replaced.accessTokenExpiresAt = nil
-                }
-            }
+            replaceDuringNextRefresh(bed, session, accessToken: "at-replacing", refreshToken: "rt-replacing")
             let answered = try await bed.sessions.refresh(session.id, force: false, minimumValidity: 60)
             #expect(answered.accessToken == "at-replacing")
             #expect(try await bed.stored(session.id)?.refreshToken == "rt-replacing")
@@ -182,14 +191,7 @@ struct SessionOperationsTests {
     func aRefreshOverlappingAMergeWithoutARefreshTokenKeepsTheMerge(_ kind: StoreKind) async throws {
         let (bed, session) = try await sessionDue(kind)
         try await bed.closing {
-            let store = bed.store
-            bed.provider.duringNextRefresh {
-                _ = try? await store.updateSession(session.id, under: nil) { merged in
-                    merged.accessToken = "at-merged"
-                    merged.accessTokenExpiresAt = nil
-                    merged.scopes += ["calendar"]
-                }
-            }
+            replaceDuringNextRefresh(bed, session, accessToken: "at-merged", scopes: ["calendar"])
             let answered = try await bed.sessions.refresh(session.id, force: false, minimumValidity: 60)
             #expect(answered.accessToken == "at-merged" && answered.scopes.contains("calendar"), "the merge stands")
             let stored = try await bed.stored(session.id)
@@ -207,15 +209,8 @@ struct SessionOperationsTests {
     func aRefusedRefreshOfAReplacedRefreshTokenEndsNothing(_ kind: StoreKind) async throws {
         let (bed, session) = try await sessionDue(kind)
         try await bed.closing {
-            let store = bed.store
             bed.provider.failNextRefresh(status: 400, body: #"{"error":"invalid_grant"}"#)
-            bed.provider.duringNextRefresh {
-                _ = try? await store.updateSession(session.id, under: nil) { merged in
-                    merged.accessToken = "at-merged"
-                    merged.refreshToken = "rt-merged"
-                    merged.accessTokenExpiresAt = nil
-                }
-            }
+            replaceDuringNextRefresh(bed, session, accessToken: "at-merged", refreshToken: "rt-merged")
             let answered = try await bed.sessions.refresh(session.id, force: false, minimumValidity: 60)
             #expect(answered.accessToken == "at-merged")
             #expect(try await bed.stored(session.id)?.refreshToken == "rt-merged", "the session goes on")

@@ -49,6 +49,14 @@ def assert_styled_and_clean(driver) -> None:
     assert not problems, problems
 
 
+def sign_in_at_the_server(driver, username: str = "alice") -> None:
+    """The authorization server's own pages: sign in, then consent."""
+    driver.find_element(By.NAME, "username").send_keys(username)
+    driver.find_element(By.NAME, "password").send_keys(f"{username}-password")
+    press(driver, "#login-form input[type=submit]")
+    press(driver, "input[name=allow]")
+
+
 def test_a_person_signs_a_device_in_with_a_browser(chrome, broker_factory, auth_server):
     broker, _, _, _ = broker_factory(
         provider_extra="    display_name: Test Identity\n",
@@ -90,11 +98,7 @@ def test_a_person_signs_a_device_in_with_a_browser(chrome, broker_factory, auth_
     assert_styled_and_clean(chrome)
     press(chrome, "button[value=approve]")
 
-    # The authorization server's own pages: sign in, then consent.
-    chrome.find_element(By.NAME, "username").send_keys("alice")
-    chrome.find_element(By.NAME, "password").send_keys("alice-password")
-    press(chrome, "#login-form input[type=submit]")
-    press(chrome, "input[name=allow]")
+    sign_in_at_the_server(chrome)
 
     # Back at the broker: the account that signed in, to confirm before the device gets it, at
     # an address of its own — a reload (or a restored tab) asks the same question again.
@@ -163,10 +167,7 @@ def test_a_provider_link_opened_in_another_browser_signs_nothing_in(chrome, othe
     assert link.startswith(auth_server.issuer.split("/o")[0])
 
     other_chrome.get(link)
-    other_chrome.find_element(By.NAME, "username").send_keys("bob")
-    other_chrome.find_element(By.NAME, "password").send_keys("bob-password")
-    press(other_chrome, "#login-form input[type=submit]")
-    press(other_chrome, "input[name=allow]")
+    sign_in_at_the_server(other_chrome, "bob")
     assert other_chrome.current_url.startswith(broker.url("/callback"))
     assert "started in another browser" in other_chrome.find_element(By.CSS_SELECTOR, ".error").text
     assert not other_chrome.find_elements(By.CSS_SELECTOR, "form")
@@ -226,10 +227,7 @@ def test_continue_reaches_a_sign_in_that_redirects_to_another_origin(auth_server
         driver.get(codes["verification_uri_complete"])
         press(driver, "button.go")
         press(driver, "button[value=approve]")
-        driver.find_element(By.NAME, "username").send_keys("alice")
-        driver.find_element(By.NAME, "password").send_keys("alice-password")
-        press(driver, "#login-form input[type=submit]")
-        press(driver, "input[name=allow]")
+        sign_in_at_the_server(driver)
         assert driver.current_url.startswith(broker.url("/device/confirm?")), driver.current_url
         press(driver, "button[value=approve]")
         assert driver.find_element(By.TAG_NAME, "h1").text == "Device signed in"
