@@ -176,8 +176,9 @@ int tb_refuse_target(struct MHD_Connection *connection) {
     if (socket_info == NULL) return 0;
     void *tls = tls_info != NULL ? tls_info->tls_session : NULL;
     int sent = tb_send_all(socket_info->connect_fd, tls, tb_too_many_parameters, sizeof tb_too_many_parameters - 1);
-    if (sent) tb_linger(socket_info->connect_fd, tls);
-    // libmicrohttpd reads the end of the stream and closes the connection.
-    shutdown(socket_info->connect_fd, SHUT_RDWR);
+    // No lingering read here, on a server thread (a client sending such targets would hold it):
+    // the answer's end is sent, and the watchdog cuts the connection at its next round.
+    if (tls != NULL) gnutls_bye(tls, GNUTLS_SHUT_WR);
+    shutdown(socket_info->connect_fd, SHUT_WR);
     return sent;
 }

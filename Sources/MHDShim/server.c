@@ -45,6 +45,10 @@ static void *tb_on_uri(void *cls, const char *uri, struct MHD_Connection *connec
         for (const char *c = query; *c != '\0' && parameters <= TB_MAX_QUERY_PARAMETERS; c++) parameters += *c == '&';
         if (parameters > TB_MAX_QUERY_PARAMETERS) {
             tb_refuse_target(connection);
+            tb_connection *owner = tb_connection_of(connection);
+            // Without the watchdog, or its socket, the connection closes when the idle timeout
+            // comes, or when the client closes it.
+            if (owner != NULL) tb_watch_cut_soon(server, owner);
             return NULL; // the access handler, if it is called, closes the connection
         }
     }

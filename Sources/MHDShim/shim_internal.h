@@ -176,7 +176,8 @@ int tb_answer_directly(tb_request *request, tb_response *response);
 // past its room it fails the request without an answer, leaving the connection open.
 #define TB_MAX_QUERY_PARAMETERS 256
 // Answers 414 to the request on `connection` before libmicrohttpd parses its target, straight
-// to the socket, and shuts the connection down; 0 when it could not be sent.
+// to the socket, and ends the sending side; 0 when it could not be sent. It does not wait for the
+// client (this runs on a server thread): the caller has the connection cut soon.
 int tb_refuse_target(struct MHD_Connection *connection);
 
 /// The watchdog (watchdog.c). Started before the daemon; stopped after it.
@@ -196,5 +197,8 @@ void tb_watch_body(tb_server *server, tb_connection *connection);
 void tb_watch_body_bytes(tb_server *server, tb_connection *connection, size_t bytes);
 /// The request is with Swift: no deadline until it is done.
 void tb_watch_dispatched(tb_connection *connection);
+// The connection is to be cut at the watchdog's next round (about a second): it was answered
+// directly, and its client is to read the answer meanwhile.
+void tb_watch_cut_soon(tb_server *server, tb_connection *connection);
 
 #endif

@@ -242,6 +242,12 @@ void tb_watch_body_bytes(tb_server *server, tb_connection *connection, size_t by
     tb_set_deadline(connection, connection->body_started_ns + watchdog->head_ns + earned);
 }
 
+void tb_watch_cut_soon(tb_server *server, tb_connection *connection) {
+    if (server->watchdog.head_ns == 0 || connection->fd < 0) return;
+    __atomic_store_n(&connection->idle, 0u, __ATOMIC_RELEASE);
+    tb_set_deadline(connection, tb_monotonic_ns() + 1);
+}
+
 void tb_watch_dispatched(tb_connection *connection) {
     __atomic_store_n(&connection->idle, 0u, __ATOMIC_RELEASE);
     tb_set_deadline(connection, 0);
