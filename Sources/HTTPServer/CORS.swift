@@ -22,7 +22,9 @@ enum CORS {
         "WWW-Authenticate", "Retry-After", "DPoP-Nonce", "X-Request-Id",
         "ETag", "Last-Modified", "Link", "Location", "Content-Disposition", "Content-Range", "Accept-Ranges", "Allow",
         "RateLimit", "RateLimit-Policy", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset",
+        "RateLimit-Observed", "RateLimit-ResetTime",
         "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "X-RateLimit-Used", "X-RateLimit-Resource",
+        "X-Rate-Limit-Limit", "X-Rate-Limit-Remaining", "X-Rate-Limit-Reset",
     ].joined(separator: ", ")
 
     /// Headers that let `origin` read an answer.
