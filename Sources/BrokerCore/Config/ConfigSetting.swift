@@ -1,3 +1,5 @@
+import Foundation
+
 /// A scalar setting of the `server`, `log`, `sessions` and `state` sections: its key, its
 /// environment override and how its text is parsed. YAML values and environment values go
 /// through the same `apply`, so both accept the same spellings and give the same messages.
@@ -23,7 +25,12 @@ struct ConfigSetting: Sendable {
         ConfigSetting(key: "server.public_url", variable: "BROKER_PUBLIC_URL",
                       description: "the broker's external base URL (default http://<listen>); the provider callback is <public_url>/callback",
                       expected: "a URL") { draft, text in
-            ConfigURLRules.parse(text, allowInsecureHTTP: true, allowQuery: false).map { draft.publicURL = $0 }
+            // Without a trailing `/`: every address the broker makes is this one and a path.
+            ConfigURLRules.parse(text, allowInsecureHTTP: true, allowQuery: false).map { url in
+                var base = url.absoluteString
+                while base.hasSuffix("/") { base.removeLast() }
+                draft.publicURL = URL(string: base) ?? url
+            }
         },
         ConfigSetting(key: "server.threads", variable: "BROKER_THREADS",
                       description: "request threads (0 = one per core)", expected: "an integer") { draft, text in
