@@ -65,7 +65,7 @@ def test_a_command_line_tool_signs_in_through_another_browser(start, auth_server
     onward = person.choose(confirm, "approve")
     assert onward.status_code == 303 and onward.headers["Location"].startswith(auth_server.issuer)
     bound = onward.headers["Set-Cookie"]
-    assert re.match(r"tb_device_login_[0-9a-f]{16}=", bound) and "HttpOnly" in bound and "SameSite=Lax" in bound, bound
+    assert re.match(r"tb_device_login=[A-Za-z0-9_-]{43};", bound) and "HttpOnly" in bound and "SameSite=Lax" in bound, bound
     callback = person.browser.authorize(onward.headers["Location"], "alice", "alice-password")
     account = person.session.get(callback, timeout=30)
     # The account is shown before the device gets anything.
@@ -167,7 +167,7 @@ def test_signing_in_devices_one_after_another_is_not_stopped_at_the_last_step(st
 def test_two_devices_signed_in_at_once_in_one_browser_both_finish(start):
     """A person signs in two devices in two tabs of one browser: each Continue binds its own
     sign-in, and the first to have pressed it finishes as well as the second."""
-    broker, cli, person = start()
+    broker, cli, person = start(limits={"BROKER_DEVICE_CODE_ENTRIES_PER_MINUTE": "100"})
     other_cli = DeviceClient(broker)
     onward = [person.choose(person.enter(client.request_codes()["user_code"]), "approve") for client in (cli, other_cli)]
     assert all(answer.status_code == 303 for answer in onward), [answer.text for answer in onward]
@@ -177,14 +177,21 @@ def test_two_devices_signed_in_at_once_in_one_browser_both_finish(start):
         assert account.status_code == 200 and "Is this the right account?" in account.text, account.text
         assert "Device signed in" in person.confirm_account(account).text
         assert client.poll_until_done().status_code == 200
+    # A batch of sign-ins keeps one cookie, bound to the last 8.
+    for _ in range(10):
+        person.choose(person.enter(DeviceClient(broker).request_codes()["user_code"]), "approve")
+    cookies = [cookie for cookie in person.session.cookies if cookie.name.startswith("tb_device_login")]
+    assert len(cookies) == 1 and len(cookies[0].value.split(".")) == 8, [(c.name, c.value) for c in cookies]
 
 
-def test_the_pages_forms_and_links_start_at_the_public_urls_path(broker_factory):
+@pytest.mark.parametrize("written", ["http://127.0.0.1:9/broker", "http://127.0.0.1:9/broker/"])
+def test_the_pages_forms_and_links_start_at_the_public_urls_path(broker_factory, written):
     """Behind a proxy that serves the broker under a path (`public_url` http://host/broker, the
-    proxy taking `/broker` off), the pages' forms and links start with that path, as the
-    redirects and the codes' addresses do: a browser's next request reaches the broker again."""
+    proxy taking `/broker` off; written with a trailing slash or not), the pages' forms and links
+    start with that path, as the redirects and the codes' addresses do: a browser's next request
+    reaches the broker again."""
     public = "http://127.0.0.1:9/broker"
-    broker, _, _, _ = broker_factory(config_extra=DEVICE_APP, env={"BROKER_PUBLIC_URL": public})
+    broker, _, _, _ = broker_factory(config_extra=DEVICE_APP, env={"BROKER_PUBLIC_URL": written})
     codes = DeviceClient(broker).request_codes()
     assert codes["verification_uri"] == public + "/device"
     person = requests.Session()

@@ -40,13 +40,17 @@ struct BrowserBinding: Sendable {
 
     /// The value of the cookie `name` in `request`, if it has one of `length` characters.
     static func cookie(_ name: String, in request: Request, length: Int = 43) -> String? {
+        guard let value = cookieValue(name, in: request), value.utf8.count == length, Base64URL.decode(value)?.count == 32 else { return nil }
+        return value
+    }
+
+    /// The value of the cookie `name` in `request`, as it is.
+    static func cookieValue(_ name: String, in request: Request) -> String? {
         guard let header = request.header("Cookie") else { return nil }
         for pair in header.split(separator: ";") {
             let parts = pair.split(separator: "=", maxSplits: 1)
             guard parts.count == 2, parts[0].trimmingCharacters(in: .whitespaces) == name else { continue }
-            let value = parts[1].trimmingCharacters(in: .whitespaces)
-            guard value.utf8.count == length, Base64URL.decode(value)?.count == 32 else { return nil }
-            return value
+            return parts[1].trimmingCharacters(in: .whitespaces)
         }
         return nil
     }

@@ -41,7 +41,7 @@ final class CallbackRoute: Sendable {
                 return .now(wantsHTML ? Self.page(error) : error.response)
             }
             let answer = CallbackAnswer(code: fields["code"], error: fields["error"], errorDescription: fields["error_description"], issuer: fields["iss"])
-            let cookie = deviceLoginCookie.value(in: request, state: state)
+            let cookie = deviceLoginCookie.tags(in: request)
             return .deferred { [self] in
                 let found: PendingAuthorization?
                 do throws(StateWriteError) {

@@ -72,7 +72,8 @@ struct DeviceRoutes: Sendable {
             case .failure(let page): return .now(page.response)
             case .success(let form):
                 let client = request.clientIP
-                return .deferred { [self] in await decide(form, client: client) }
+                let bound = deviceLoginCookie.tags(in: request)
+                return .deferred { [self] in await decide(form, client: client, bound: bound) }
             }
         }
         routes.add("GET", "/device/confirm", RoutePolicy(
@@ -89,7 +90,7 @@ struct DeviceRoutes: Sendable {
                 return .now(page(.badRequest("This address is incomplete; enter the code again.")))
             }
             let cookie = deviceLoginCookie
-            guard cookie.accepts(cookie.value(in: request, state: state), state: state) else {
+            guard cookie.accepts(cookie.tags(in: request), state: state) else {
                 metrics.rejected(route: "/device/confirm", reason: "device_login_other_browser")
                 return .now(pages.otherBrowser())
             }
@@ -108,7 +109,7 @@ struct DeviceRoutes: Sendable {
                 return .now(page(error))
             }
             let cookie = deviceLoginCookie
-            guard let state = form["state"], cookie.accepts(cookie.value(in: request, state: state), state: state) else {
+            guard let state = form["state"], cookie.accepts(cookie.tags(in: request), state: state) else {
                 metrics.rejected(route: "/device/confirm", reason: "device_login_other_browser")
                 return .now(pages.otherBrowser())
             }
@@ -211,7 +212,7 @@ struct DeviceRoutes: Sendable {
     }
 
     /// Allow (on to the provider's sign-in) or refuse.
-    private func decide(_ form: FormFields, client: String) async -> Response {
+    private func decide(_ form: FormFields, client: String, bound: [String]) async -> Response {
         guard let decision = form["decision"], ["approve", "deny"].contains(decision) else {
             return page(.badRequest("Choose to continue or to refuse."))
         }
@@ -239,7 +240,7 @@ struct DeviceRoutes: Sendable {
                 throw error.httpError
             }
             // Only this browser may finish the login (a provider URL passed on is refused).
-            let cookie = deviceLoginCookie.set(state: login.state, seconds: waiting.device.expiresAt - admission.now())
+            let cookie = deviceLoginCookie.set(state: login.state, seconds: waiting.device.expiresAt - admission.now(), keeping: bound)
             return Response(status: 303, headers: [HTTPHeader("Location", login.location), cookie])
         } catch {
             return page(error)
