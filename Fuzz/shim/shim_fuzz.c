@@ -19,11 +19,12 @@
 //
 // Invariants checked per input: the connection ends (EOF) within a bound, and afterwards the
 // shim's count of active requests returns to zero (every request is freed exactly once; ASan
-// reports double frees and leaks) and every admitted connection's close has been reported; with
+// reports double frees and leaks) and every connection's close has been reported; with
 // SHIM_FUZZ_SPIN_CHECK=1, no busy loop. Run it with -detect_leaks=1 (the default).
 // The shim's directory is on the quote include path (Fuzz/Makefile: Sources/MHDShim, or
 // SHIM_DIR=... to fuzz a proposed fix before it lands).
 #include "server.c"
+#include "listen.c"
 #include "request.c"
 #include "framing.c"
 #include "direct.c"
@@ -154,14 +155,15 @@ static int open_connections; // atomic
 static int on_connection_open(void *context, const char *client_ip) {
     (void)context;
     fuzz_sink ^= checksum(client_ip, strlen(client_ip));
-    if (fuzz_control & 4) return 0;
+    // Admitted or refused, its close is reported (with which it was).
     __atomic_add_fetch(&open_connections, 1, __ATOMIC_SEQ_CST);
-    return 1;
+    return (fuzz_control & 4) ? 0 : 1;
 }
 
-static void on_connection_close(void *context, const char *client_ip) {
+static void on_connection_close(void *context, const char *client_ip, int admitted) {
     (void)context;
     (void)client_ip;
+    if (admitted != !(fuzz_control & 4)) fuzz_fail("a connection's close was reported with the wrong admission");
     if (__atomic_sub_fetch(&open_connections, 1, __ATOMIC_SEQ_CST) < 0) fuzz_fail("a connection was reported closed twice");
 }
 
