@@ -92,9 +92,9 @@ struct LimitsTests {
         let many = try RawHTTP.request(port: broker.port, method: "GET", target: "/healthz?" + Array(repeating: "x=1", count: 256).joined(separator: "&"))
         #expect(many.status == 200)
         for query in [Array(repeating: "x=1", count: 600).joined(separator: "&"), String(repeating: "&", count: 1500)] {
-            let started = Date()
+            // Unanswered, the request would end without a response when the connection is cut.
             let response = try RawHTTP.request(port: broker.port, method: "GET", target: "/healthz?" + query)
-            #expect(response.status == 414 && Date().timeIntervalSince(started) < 3)
+            #expect(response.status == 414)
             #expect(try response.json()["error"] as? String == "uri_too_long")
             #expect(response.headers["connection"]?.lowercased() == "close" && response.headers["x-content-type-options"] == "nosniff")
         }
@@ -108,7 +108,8 @@ struct LimitsTests {
         let broker = try BrokerProcess(config: Self.config
             .replacingOccurrences(of: "idle_timeout_seconds: 1", with: "idle_timeout_seconds: 30\n    max_connections: 20"))
         let silent = try (0..<120).map { _ in try RawConnection(port: broker.port) }
-        let other = try RawConnection(port: broker.port, timeoutSeconds: 3, source: "127.0.0.2")
+        // Held out, it would wait for the silent ones' idle timeout (30 s): twice the read's patience.
+        let other = try RawConnection(port: broker.port, timeoutSeconds: 15, source: "127.0.0.2")
         other.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
         #expect(try other.readResponse().status == 200, "another client is served")
         #expect(silent.count == 120)
