@@ -4,9 +4,12 @@
 // body has arrived (MHD_queue_response refuses any other state: connection.c). A chunked body
 // that passes the limit is only noticed while it arrives; waiting for its end would mean reading
 // whatever the client sends. So the shim writes that answer to the socket itself (through the
-// TLS session with HTTPS), always with `Connection: close`, and the access handler then returns
-// MHD_NO: libmicrohttpd closes the connection without reading the rest. It happens on the
-// connection's own thread, inside the access handler, while libmicrohttpd writes nothing.
+// TLS session with HTTPS), always with `Connection: close`, and ends the sending side. The
+// connection then drains (server.c): libmicrohttpd reads what the client still sends and the
+// access handler drops it, until the body ends, TB_DRAIN_BYTES were read or the watchdog cuts
+// the connection TB_DRAIN_NS after the answer. Nothing waits on the server thread, which a
+// client sending such requests would otherwise hold. It happens on the connection's own thread,
+// inside the access handler, while libmicrohttpd writes nothing.
 #include "shim_internal.h"
 
 #include <errno.h>
@@ -110,34 +113,12 @@ static int tb_send_all(int fd, void *tls, const char *bytes, size_t length) {
     return 1;
 }
 
-// How long, and how much, the rest of the body is read after a direct answer: a client still
-// sending when the socket closes would get a reset, which can discard the answer it has not
-// read yet; given a moment, it reads the answer and stops sending (curl does). A lingering
-// close, bounded so that a client cannot hold the thread.
-static const int tb_linger_ms = 200;
-static const size_t tb_linger_bytes = 4 << 20;
-
-// Ends the sending side (TLS close_notify, then FIN) and reads what the client still sends,
-// until it closes, the time is up or enough was read.
-static void tb_linger(int fd, void *tls) {
+// Ends the sending side: TLS close_notify, then FIN. The socket stays open for reading, so that
+// what the client still sends is read (and dropped) rather than answered with a reset, which can
+// discard the answer before the client reads it.
+static void tb_end_sending(int fd, void *tls) {
     if (tls != NULL) gnutls_bye(tls, GNUTLS_SHUT_WR);
     shutdown(fd, SHUT_WR);
-    char scratch[16384];
-    size_t drained = 0;
-    struct timespec start;
-    clock_gettime(CLOCK_MONOTONIC, &start);
-    while (drained < tb_linger_bytes) {
-        struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        long waited_ms = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
-        if (waited_ms >= tb_linger_ms) return;
-        struct pollfd readable = {.fd = fd, .events = POLLIN};
-        if (poll(&readable, 1, (int)(tb_linger_ms - waited_ms)) <= 0) return;
-        ssize_t got = recv(fd, scratch, sizeof scratch, MSG_DONTWAIT);
-        if (got == 0) return;
-        if (got < 0 && errno != EAGAIN && errno != EINTR) return;
-        if (got > 0) drained += (size_t)got;
-    }
 }
 
 int tb_answer_directly(tb_request *request, tb_response *response) {
@@ -151,7 +132,7 @@ int tb_answer_directly(tb_request *request, tb_response *response) {
                tb_send_all(socket_info->connect_fd, tls_info != NULL ? tls_info->tls_session : NULL,
                            text.bytes, text.length);
     free(text.bytes);
-    if (sent) tb_linger(socket_info->connect_fd, tls_info != NULL ? tls_info->tls_session : NULL);
+    if (sent) tb_end_sending(socket_info->connect_fd, tls_info != NULL ? tls_info->tls_session : NULL);
     return sent;
 }
 
@@ -176,9 +157,6 @@ int tb_refuse_target(struct MHD_Connection *connection) {
     if (socket_info == NULL) return 0;
     void *tls = tls_info != NULL ? tls_info->tls_session : NULL;
     int sent = tb_send_all(socket_info->connect_fd, tls, tb_too_many_parameters, sizeof tb_too_many_parameters - 1);
-    // No lingering read here, on a server thread (a client sending such targets would hold it):
-    // the answer's end is sent, and the watchdog cuts the connection at its next round.
-    if (tls != NULL) gnutls_bye(tls, GNUTLS_SHUT_WR);
-    shutdown(socket_info->connect_fd, SHUT_WR);
+    tb_end_sending(socket_info->connect_fd, tls);
     return sent;
 }

@@ -48,7 +48,7 @@ static void *tb_on_uri(void *cls, const char *uri, struct MHD_Connection *connec
             tb_connection *owner = tb_connection_of(connection);
             // Without the watchdog, or its socket, the connection closes when the idle timeout
             // comes, or when the client closes it.
-            if (owner != NULL) tb_watch_cut_soon(server, owner);
+            if (owner != NULL) tb_watch_cut_after(server, owner, TB_DRAIN_NS);
             return NULL; // the access handler, if it is called, closes the connection
         }
     }
@@ -211,6 +211,15 @@ static int tb_append_body(tb_request *request, const char *data, size_t size, si
     return 1;
 }
 
+// After a direct answer: libmicrohttpd goes on reading the body, which the access handler drops,
+// until the watchdog cuts the connection (TB_DRAIN_NS from now); MHD_NO, which closes it now,
+// when the answer was not sent.
+static enum MHD_Result tb_drain(tb_server *server, tb_request *request) {
+    if (!request->responded) return MHD_NO;
+    if (request->owner != NULL) tb_watch_cut_after(server, request->owner, TB_DRAIN_NS);
+    return MHD_YES;
+}
+
 static enum MHD_Result tb_on_access(void *cls, struct MHD_Connection *connection, const char *url,
                                     const char *method, const char *version,
                                     const char *upload_data, size_t *upload_data_size,
@@ -229,12 +238,15 @@ static enum MHD_Result tb_on_access(void *cls, struct MHD_Connection *connection
         if (request->owner != NULL) tb_watch_body(server, request->owner);
         request->limit = tb_initial_limit(server, request, framing);
         if (request->limit == TB_LIMIT_BODY) {
-            // A declared length over the limit: answer now and read (and drop) what the client
-            // is still sending for a moment before closing (direct.c), so that a proxy in front
-            // reads the 413 instead of a reset; libmicrohttpd would close at once.
+            // A declared length over the limit: answer now, then drain (direct.c), so that a
+            // proxy in front reads the 413 instead of a reset. libmicrohttpd would answer only
+            // once the whole body is in.
             request->direct = 1;
             tb_dispatch(server, request);
-            return MHD_NO;
+            // A client waiting for "100 Continue" sends nothing more: close now, before
+            // libmicrohttpd sends one after the answer.
+            if (MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT) != NULL) return MHD_NO;
+            return tb_drain(server, request);
         }
         if (request->limit != TB_LIMIT_NONE) return tb_dispatch(server, request);
         // libmicrohttpd 0.9.75 sends "100 Continue" even to a request without a body that asks
@@ -252,19 +264,25 @@ static enum MHD_Result tb_on_access(void *cls, struct MHD_Connection *connection
     if (*upload_data_size != 0) {
         size_t size = *upload_data_size;
         *upload_data_size = 0;
+        if (request->direct) {
+            request->drained += size;
+            return request->drained <= TB_DRAIN_BYTES ? MHD_YES : MHD_NO;
+        }
         if (request->owner != NULL) tb_watch_body_bytes(server, request->owner, size);
         if (!request->dispatched && request->limit == TB_LIMIT_NONE &&
             !tb_append_body(request, upload_data, size, server->max_body_bytes)) {
             // A body (chunked: its length was not declared) passes the limit while it arrives:
-            // answer now and close without reading the rest (direct.c).
+            // answer now, then drain (direct.c).
             request->limit = TB_LIMIT_BODY;
             request->direct = 1;
             tb_dispatch(server, request);
-            return MHD_NO;
+            return tb_drain(server, request);
         }
         return MHD_YES;
     }
 
+    // The body drained to its end after a direct answer: nothing is left unread to reset.
+    if (request->direct) return MHD_NO;
     if (!request->dispatched) return tb_dispatch(server, request);
 
     // Called again after tb_request_complete() resumed the connection.

@@ -105,6 +105,7 @@ struct tb_connection {
     // The watchdog's: the socket, and by when the request now arriving must be in.
     int fd;                   // -1 when libmicrohttpd did not say: then not watched
     uint64_t deadline_ns;     // atomic; 0: none (idle, the request is with Swift, or no deadlines)
+    int answered;             // atomic; answered directly: its cut ends the drain, and is not logged
     // Atomic; while the connection idles (no byte of a next request yet: no deadline but the
     // idle timeout), the number of this idle period (from 1, counted by its server thread); 0
     // otherwise.
@@ -140,6 +141,7 @@ struct tb_request {
     int dispatched; // on_request has been called
     int responded;  // a response is queued or pending
     int direct;     // libmicrohttpd takes no response now: tb_answer_directly() sends it
+    size_t drained; // bytes of the body read and dropped after a direct answer
     // Guarded by `lock`: the deferred path crosses threads.
     pthread_mutex_t lock;
     int references; // libmicrohttpd's, plus Swift's while deferred
@@ -171,13 +173,19 @@ tb_limit tb_check_framing(tb_request *request, const char *method, const char *v
 /// (direct.c): for a request libmicrohttpd no longer takes a response for. Returns 1 when it
 /// was sent; the caller then has libmicrohttpd close the connection.
 int tb_answer_directly(tb_request *request, tb_response *response);
+// After a direct answer, how long the client has to read it while what it still sends is read
+// and dropped (a lingering close), and how much of that is read at most: a client still sending
+// when the socket closes gets a reset, which can discard the answer it has not read yet; given a
+// moment, it reads the answer and stops sending (curl does).
+#define TB_DRAIN_NS 200000000u
+#define TB_DRAIN_BYTES (4u << 20)
 // More query parameters than this in a request target are answered 414 by tb_refuse_target():
 // libmicrohttpd keeps each in a record of the connection's memory pool (about 64 bytes), and
 // past its room it fails the request without an answer, leaving the connection open.
 #define TB_MAX_QUERY_PARAMETERS 256
 // Answers 414 to the request on `connection` before libmicrohttpd parses its target, straight
 // to the socket, and ends the sending side; 0 when it could not be sent. It does not wait for the
-// client (this runs on a server thread): the caller has the connection cut soon.
+// client (this runs on a server thread): the caller has the connection cut after TB_DRAIN_NS.
 int tb_refuse_target(struct MHD_Connection *connection);
 
 /// The watchdog (watchdog.c). Started before the daemon; stopped after it.
@@ -197,8 +205,8 @@ void tb_watch_body(tb_server *server, tb_connection *connection);
 void tb_watch_body_bytes(tb_server *server, tb_connection *connection, size_t bytes);
 /// The request is with Swift: no deadline until it is done.
 void tb_watch_dispatched(tb_connection *connection);
-// The connection is to be cut at the watchdog's next round (about a second): it was answered
-// directly, and its client is to read the answer meanwhile.
-void tb_watch_cut_soon(tb_server *server, tb_connection *connection);
+// The connection is to be cut at the watchdog's first round after `delay_ns` (within a second
+// more): it was answered directly, and its client is to read the answer meanwhile.
+void tb_watch_cut_after(tb_server *server, tb_connection *connection, uint64_t delay_ns);
 
 #endif

@@ -21,9 +21,10 @@
 //   - receiving a body, since the head was complete: `head_ns` plus one second per
 //     `body_min_rate` bytes received (Apache's mod_reqtimeout MinRate);
 //   - with Swift (dispatched) until the request is done: none.
+//   - answered directly (direct.c) and draining: TB_DRAIN_NS from the answer.
 // A connection past its deadline gets shutdown(SHUT_RDWR): libmicrohttpd then reads the end of
 // the stream and closes the connection itself, reporting it as usual. Only those are logged: a
-// client whose request did not arrive in time.
+// client whose request did not arrive in time (not the end of a drain).
 //
 // The socket cannot have been closed (and its number reused) when the watchdog shuts it down:
 // the watchdog holds `lock` while it walks the connections, tb_watch_close() takes it to
@@ -89,7 +90,8 @@ static void tb_notice_head(tb_watchdog *watchdog, tb_connection *connection, uin
 }
 
 // Starts head deadlines where a request began, and shuts down the connections past their
-// deadline; returns how many. Under `lock`.
+// deadline; returns how many, but for those answered directly (whose cut is the end of their
+// drain, not a client too slow). Under `lock`.
 static unsigned int tb_cut_late(tb_watchdog *watchdog, uint64_t now) {
     unsigned int cut = 0;
     for (tb_connection *connection = watchdog->connections; connection != NULL;
@@ -103,7 +105,7 @@ static unsigned int tb_cut_late(tb_watchdog *watchdog, uint64_t now) {
             continue;
         }
         shutdown(connection->fd, SHUT_RDWR);
-        cut += 1;
+        if (!__atomic_load_n(&connection->answered, __ATOMIC_RELAXED)) cut += 1;
     }
     return cut;
 }
@@ -242,10 +244,11 @@ void tb_watch_body_bytes(tb_server *server, tb_connection *connection, size_t by
     tb_set_deadline(connection, connection->body_started_ns + watchdog->head_ns + earned);
 }
 
-void tb_watch_cut_soon(tb_server *server, tb_connection *connection) {
+void tb_watch_cut_after(tb_server *server, tb_connection *connection, uint64_t delay_ns) {
     if (server->watchdog.head_ns == 0 || connection->fd < 0) return;
+    __atomic_store_n(&connection->answered, 1, __ATOMIC_RELAXED);
     __atomic_store_n(&connection->idle, 0u, __ATOMIC_RELEASE);
-    tb_set_deadline(connection, tb_monotonic_ns() + 1);
+    tb_set_deadline(connection, tb_monotonic_ns() + delay_ns);
 }
 
 void tb_watch_dispatched(tb_connection *connection) {
