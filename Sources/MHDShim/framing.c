@@ -26,6 +26,7 @@ typedef struct {
     int name_not_token;     // a byte other than a token's in a name (RFC 9110 5.1)
     int cr_in_value;        // a bare CR in a value (RFC 9110 5.5: reject it)
     int hosts;
+    const char *host;
     int authorizations;
     int content_lengths;
     int transfer_encodings;
@@ -34,11 +35,14 @@ typedef struct {
 
 // Whether `name` is a token (RFC 9110 5.6.2): letters, digits and !#$%&'*+-.^_`|~. Whitespace is
 // checked apart, with its own words.
+static int tb_is_token_byte(unsigned char c) {
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return 1;
+    return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
 static int tb_is_token(const char *name) {
     for (const unsigned char *c = (const unsigned char *)name; *c != '\0'; c++) {
-        if (*c == ' ' || *c == '\t') continue;
-        if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9')) continue;
-        if (strchr("!#$%&'*+-.^_`|~", *c) == NULL) return 0;
+        if (*c != ' ' && *c != '\t' && !tb_is_token_byte(*c)) return 0;
     }
     return 1;
 }
@@ -78,7 +82,10 @@ static enum MHD_Result tb_scan_header(void *cls, enum MHD_ValueKind kind, const 
     if (!tb_is_token(key)) scan->name_not_token = 1;
     // A bare CR, which a proxy in front may take for a line's end (a line of its own there).
     if (strchr(value, '\r') != NULL) scan->cr_in_value = 1;
-    if (strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0) scan->hosts += 1;
+    if (strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0) {
+        scan->hosts += 1;
+        scan->host = value;
+    }
     if (strcasecmp(key, MHD_HTTP_HEADER_AUTHORIZATION) == 0) scan->authorizations += 1;
     if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) scan->content_lengths += 1;
     if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
@@ -98,6 +105,43 @@ static int tb_ends_chunked(const char *codings) {
     return length == 7 && strncasecmp(last, "chunked", 7) == 0;
 }
 
+// Whether the method is a token that ends where the request line's space was: libmicrohttpd
+// cuts the method at the first space, so a NUL before it ends the text early.
+static int tb_method_is_token(const char *method, const char *raw_target) {
+    size_t length = strlen(method);
+    if (length == 0) return 0;
+    for (const unsigned char *c = (const unsigned char *)method; *c != '\0'; c++) {
+        if (!tb_is_token_byte(*c)) return 0;
+    }
+    if (raw_target == NULL) return 1;
+    for (const char *c = method + length; c < raw_target; c++) {
+        if (*c != '\0' && *c != ' ') return 0;
+    }
+    return 1;
+}
+
+// A request target in absolute form (RFC 9112 3.2.2: "http://host/path?query"), which a server
+// must accept, becomes its origin form ("/path?query") in place. Its authority stands for Host
+// (RFC 9112 3.2.2), so it must be the Host a client also sent (and an HTTP/1.0 request without
+// Host may give it alone): a request naming two hosts would reach this server as one and be
+// checked (the admin listener's Host check) as the other. Returns 0 when that does not hold.
+static int tb_take_absolute_form(tb_request *request, const char *host) {
+    char *target = request->target;
+    size_t scheme = strncasecmp(target, "http://", 7) == 0 ? 7 : strncasecmp(target, "https://", 8) == 0 ? 8 : 0;
+    if (scheme == 0) return 1; // origin form, or a form no route takes (404)
+    const char *authority = target + scheme;
+    size_t authority_length = strcspn(authority, "/?#");
+    if (authority_length == 0 || memchr(authority, '@', authority_length) != NULL) return 0;
+    if (host != NULL && (strlen(host) != authority_length || strncasecmp(host, authority, authority_length) != 0)) return 0;
+    const char *rest = authority + authority_length;
+    size_t rest_length = request->target_length - (size_t)(rest - target);
+    size_t offset = rest[0] == '/' ? 0 : 1;
+    memmove(target + offset, rest, rest_length + 1);
+    if (offset == 1) target[0] = '/';
+    request->target_length = rest_length + offset;
+    return 1;
+}
+
 static tb_limit tb_refuse(tb_request *request, tb_limit limit, const char *problem) {
     request->problem = problem;
     return limit;
@@ -112,6 +156,9 @@ tb_limit tb_check_framing(tb_request *request, const char *method, const char *v
     if (version_length > 0 && request->raw_target != NULL &&
         (size_t)(version - 1 - request->raw_target) != request->target_length) {
         return tb_refuse(request, TB_LIMIT_MALFORMED, "The request target contains a NUL byte.");
+    }
+    if (!tb_method_is_token(method, request->raw_target)) {
+        return tb_refuse(request, TB_LIMIT_MALFORMED, "The request method is not a token.");
     }
     const union MHD_ConnectionInfo *size =
         MHD_get_connection_info(request->connection, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
@@ -137,6 +184,9 @@ tb_limit tb_check_framing(tb_request *request, const char *method, const char *v
     int http_1_0 = strcmp(version, MHD_HTTP_VERSION_1_0) == 0;
     if (scan.hosts > 1 || (scan.hosts == 0 && !http_1_0)) {
         return tb_refuse(request, TB_LIMIT_MALFORMED, "An HTTP/1.1 request needs exactly one Host header.");
+    }
+    if (!tb_take_absolute_form(request, scan.host)) {
+        return tb_refuse(request, TB_LIMIT_MALFORMED, "The request target's authority is not the request's Host.");
     }
     if (scan.content_lengths > 1) {
         return tb_refuse(request, TB_LIMIT_MALFORMED, "Content-Length is given more than once.");

@@ -37,6 +37,12 @@ struct FramingTests {
         Case(name: "a control byte in a header name", head: "GET /healthz HTTP/1.1\r\nHost: x\r\nX\u{01}A: b\r\n\r\n", status: 400),
         Case(name: "two Authorization headers",
              head: "GET /healthz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a\r\nauthorization: Bearer b\r\n\r\n", status: 400),
+        Case(name: "a NUL in the method", head: "GE\0T /healthz HTTP/1.1\r\nHost: x\r\n\r\n", status: 400),
+        Case(name: "a method that is not a token", head: "GE(T /healthz HTTP/1.1\r\nHost: x\r\n\r\n", status: 400),
+        Case(name: "an absolute-form target naming another host than Host",
+             head: "GET http://y/healthz HTTP/1.1\r\nHost: x\r\n\r\n", status: 400),
+        Case(name: "an absolute-form target with user information",
+             head: "GET http://u@x/healthz HTTP/1.1\r\nHost: u@x\r\n\r\n", status: 400),
     ]
 
     private static let smuggled = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
@@ -70,6 +76,9 @@ struct FramingTests {
             ("POST /token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked\r\n\r\n3\r\na=b\r\n0\r\n\r\n",
              400, missingGrantType),
             ("GET /healthz HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", 200, nil),
+            // The absolute form a server must accept (RFC 9112 3.2.2), its authority the Host.
+            ("GET HTTP://X/healthz?a=b HTTP/1.1\r\nHost: x\r\n\r\n", 200, nil),
+            ("GET http://x/healthz HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", 200, nil),
         ]
         for request in requests {
             connection.send(request.head)
