@@ -82,6 +82,12 @@ def test_a_person_past_the_sign_in_limit_reads_a_page(chrome, broker_factory):
         assert "Too many sign-ins came from your network" in text, text
     answer = requests.get(broker.url("/authorize?app=web&provider=dot"), timeout=10)
     assert answer.status_code == 429 and answer.json()["error"] == "rate_limited"
+    # A client naming JSON as much as HTML reads JSON at /authorize, as its answers are; media
+    # types compare without case.
+    both = requests.get(broker.url("/authorize?app=web&provider=dot"), headers={"Accept": "application/json, text/html"}, timeout=10)
+    assert both.status_code == 429 and both.json()["error"] == "rate_limited"
+    upper = requests.get(broker.url("/callback?state=tbst_unknown&code=x"), headers={"Accept": "TEXT/HTML"}, timeout=10)
+    assert upper.status_code == 429 and "Too many sign-ins came from your network" in upper.text, upper.text
 
 
 def test_the_device_entry_and_the_development_sign_in(chrome):

@@ -93,11 +93,6 @@ enum BrokerPage {
         }
     }
 
-    /// Whether the request comes from a browser (it asks for HTML): its errors are then pages.
-    static func wanted(by request: Request) -> Bool {
-        request.header("Accept")?.contains("text/html") == true
-    }
-
     static func escape(_ text: String) -> String {
         var escaped = ""
         for character in text {

@@ -13,13 +13,13 @@ struct AuthorizeRoutes: Sendable {
 
     func register(in routes: inout RouteTable) {
         routes.add("GET", "/authorize", admission.signInPolicy(.app, body: .none, page: Self.page)) { [self] request throws(HTTPError) in
-            let wantsJSON = request.header("Accept")?.contains("application/json") == true
+            let wantsJSON = request.wantsJSON
             do throws(HTTPError) {
-                return try start(try request.query(), session: nil, json: wantsJSON, page: !wantsJSON && BrokerPage.wanted(by: request),
+                return try start(try request.query(), session: nil, json: wantsJSON, page: !wantsJSON && request.wantsHTML,
                                  route: request.route)
             } catch {
                 // A person at a browser sees the error as a page; an API client gets JSON.
-                guard !wantsJSON, BrokerPage.wanted(by: request) else { throw error }
+                guard !wantsJSON, request.wantsHTML else { throw error }
                 return .now(Self.page(error))
             }
         }

@@ -31,7 +31,7 @@ final class CallbackRoute: Sendable {
 
     func register(in routes: inout RouteTable) {
         routes.add("GET", "/callback", admission.signInPolicy(.person, body: .none, page: Self.page)) { [self] request throws(HTTPError) in
-            let wantsHTML = BrokerPage.wanted(by: request)
+            let wantsHTML = request.wantsHTML
             let fields: FormFields
             let state: String
             do throws(HTTPError) {

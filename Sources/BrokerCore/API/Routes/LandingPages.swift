@@ -13,7 +13,7 @@ struct LandingPages: Sendable {
         let home = home()
         let notFound = notFound()
         routes.setUnmatched { request throws(HTTPError) in
-            guard BrokerPage.wanted(by: request) else { throw .notFound }
+            guard request.wantsHTML else { throw .notFound }
             let isHome = request.path == "/" && (request.method == "GET" || request.method == "HEAD")
             return .now(isHome ? home : notFound)
         }

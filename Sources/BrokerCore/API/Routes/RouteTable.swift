@@ -47,7 +47,7 @@ struct RouteTable {
             do throws(HTTPError) {
                 try admit(request, limiter)
             } catch {
-                guard let page = policy.refusalPage, BrokerPage.wanted(by: request) else { throw error }
+                guard let page = policy.refusalPage, request.wantsHTML else { throw error }
                 return .now(page(error))
             }
             return try handler(request)

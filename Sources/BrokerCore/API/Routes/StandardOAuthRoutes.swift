@@ -29,7 +29,7 @@ struct StandardOAuthRoutes: Sendable {
                 } catch {
                     // Before the client and its redirect URI are known good: answered here, as a
                     // page for a person at a browser.
-                    guard BrokerPage.wanted(by: request) else { throw error }
+                    guard request.wantsHTML else { throw error }
                     return .now(AuthorizeRoutes.page(error))
                 }
             }
