@@ -48,7 +48,9 @@ struct StateFilesTests {
         _ = try await state.updateSession(session(8).id, under: nil) { $0.refreshToken = "rotated" }
         let verifier = PKCE.makeVerifier()
         try await state.issueHandoff(OpaqueToken.hash("tbh_x"), Handoff(app: "demo", redirectURI: "x:/cb", appChallenge: PKCE.challenge(for: verifier),
-                                                                     expiresAt: now + 60, status: .merged(into: session(9).id, boundTo: "jkt-9", provider: "dev")))
+                                                                     expiresAt: now + 60, status: .merged(into: session(9).id, boundTo: "jkt-9", provider: "dev", providerBound: false)))
+        try await state.issueHandoff(OpaqueToken.hash("tbh_y"), Handoff(app: "demo", redirectURI: "x:/cb", appChallenge: PKCE.challenge(for: verifier),
+                                                                     expiresAt: now + 60, status: .merged(into: session(10).id, boundTo: nil, provider: "dev", providerBound: true)))
         state = try open(path, keys) // a crash: no snapshot, the journal alone
         #expect(state.sessions.count == 49)
         #expect(state.session(session(7).id, now: now) == nil)
@@ -63,6 +65,12 @@ struct StateFilesTests {
         let unproved = try await state.redeemHandoff(OpaqueToken.hash("tbh_x"), attempt).answer
         guard case .refused(.wrongKey) = unproved else {
             Issue.record("the key the code's session is bound to did not survive: \(unproved)")
+            return
+        }
+        var atIssuer = attempt
+        atIssuer.issuer = "dev"
+        guard case .refused(.boundSessionAtIssuer) = try await state.redeemHandoff(OpaqueToken.hash("tbh_y"), atIssuer).answer else {
+            Issue.record("that the code's session has its provider token bound did not survive")
             return
         }
         attempt.keyThumbprint = "jkt-9"

@@ -310,7 +310,7 @@ struct StateStoreLifecycleTests {
         // An incremental sign-in's code, which stands for the session the app holds.
         let merged = OpaqueToken.hash("tbh_merged")
         try await store.issueHandoff(merged, Handoff(app: "demo", redirectURI: "http://127.0.0.1/cb", appChallenge: PKCE.challenge(for: verifier),
-                                                      expiresAt: clock.seconds + 60, status: .merged(into: OpaqueToken.hash("tbs_retry"), boundTo: nil, provider: "dev")))
+                                                      expiresAt: clock.seconds + 60, status: .merged(into: OpaqueToken.hash("tbs_retry"), boundTo: nil, provider: "dev", providerBound: false)))
         faults.journal.failSyncs(Journal.retryPatience.count + 1)
         await #expect(throws: StateWriteError.self) {
             try await store.redeemHandoff(merged, .demo(verifier: verifier, at: clock.seconds, session: "tbs_unused"))

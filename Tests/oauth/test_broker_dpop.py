@@ -269,12 +269,20 @@ def test_an_incremental_code_of_a_bound_session_needs_a_proof_of_its_key(auth_se
             refused = requests.post(broker.url("/token"), data=form, headers=headers, timeout=10)
             assert refused.status_code == 400 and refused.json()["error"] == "invalid_dpop_proof", refused.text
             assert "access_token" not in refused.json()
+        # The standard token endpoint would answer the session's own token, which the code does
+        # not carry: refused before the code is spent, so that POST /token still redeems it.
+        standard = broker.url("/providers/dot/token")
+        at_issuer = requests.post(standard, timeout=10, headers={"DPoP": proof(key, "POST", standard)}, data={
+            "grant_type": "authorization_code", "code": code, "code_verifier": verifier,
+            "redirect_uri": app.redirect_uri, "client_id": app.app})
+        assert at_issuer.status_code == 400 and at_issuer.json()["error"] == "invalid_grant", at_issuer.text
+        assert "POST /token" in at_issuer.json()["error_description"]
         redeemed = requests.post(broker.url("/token"), data=form, timeout=10, headers={"DPoP": proof(key, "POST", broker.url("/token"))})
         assert redeemed.status_code == 200, redeemed.text
         assert "session_token" not in redeemed.json() and "write" in redeemed.json()["scope"].split()
         assert dpop_get(broker, "/session", token, key).status_code == 200, "the session goes on"
         refusals = [line for line in broker.json_lines() if line.get("audit") == "handoff_code.refused"]
-        assert [line.get("reason") for line in refusals] == ["wrong_key", "wrong_key"], refusals
+        assert [line.get("reason") for line in refusals] == ["wrong_key", "wrong_key", "bound_session_at_issuer"], refusals
     finally:
         broker.stop()
 

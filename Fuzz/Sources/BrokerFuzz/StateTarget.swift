@@ -118,7 +118,7 @@ let stateTarget = FuzzTarget(name: "state", run: { bytes in
     // A code in each of its states: holding a grant, merged, redeemed (refused twice before), spent.
     let holding = Handoff(app: "demo", redirectURI: "http://127.0.0.1:9000/cb", appChallenge: "c", expiresAt: 1_700_000_060,
                           status: .holding(grant))
-    let merged = Handoff(app: "demo", redirectURI: "r", appChallenge: "c", expiresAt: 1, status: .merged(into: digest(3), boundTo: "jkt-3", provider: "dev"))
+    let merged = Handoff(app: "demo", redirectURI: "r", appChallenge: "c", expiresAt: 1, status: .merged(into: digest(3), boundTo: "jkt-3", provider: "dev", providerBound: true))
     let redeemed = Handoff(app: "demo", redirectURI: "r", appChallenge: "c", expiresAt: 1, status: .redeemed(digest(4)), refusals: 2)
     let spent = Handoff(app: "demo", redirectURI: "r", appChallenge: "c", expiresAt: 1, status: .spent(.signedOut))
     let all: [StateRecord] = [.session(session), .session(bare), .sessionRemoved(digest(1)), .pending(digest(5), pending),

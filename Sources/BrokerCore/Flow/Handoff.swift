@@ -19,9 +19,11 @@ struct Handoff: Sendable {
         case holding(Grant)
         /// Waiting for its app; the grant of an incremental authorization is in this session,
         /// whose token is bound to the key `boundTo` names (DPoP), if any: only a proof of that
-        /// key redeems the code; and whose grant is `provider`'s (nil in a record from before it
-        /// was kept).
-        case merged(into: SHA256Digest, boundTo: String?, provider: String?)
+        /// key redeems the code; whose grant is `provider`'s (nil in a record from before it
+        /// was kept); and whose provider token is bound to the broker's key when
+        /// `providerBound`. A session bound either way is answered with its own token at a
+        /// standard token endpoint, which the code does not carry: only `POST /token` redeems it.
+        case merged(into: SHA256Digest, boundTo: String?, provider: String?, providerBound: Bool)
         /// Redeemed, releasing this session: redeemed again by a request that could have
         /// redeemed it, the code has leaked with its verifier, and the session ends.
         case redeemed(SHA256Digest)
@@ -52,7 +54,10 @@ struct Handoff: Sendable {
     func refusal(of attempt: HandoffAttempt) -> HandoffRefusal? {
         guard attempt.app == app, attempt.redirectURI == redirectURI else { return .wrongClient }
         guard PKCE.verify(verifier: attempt.verifier, challenge: appChallenge) else { return .wrongVerifier }
-        if case .merged(_, let bound?, _) = status, attempt.keyThumbprint != bound { return .wrongKey }
+        if case .merged(_, let bound, _, let providerBound) = status {
+            if let bound, attempt.keyThumbprint != bound { return .wrongKey }
+            if attempt.issuer != nil, bound != nil || providerBound { return .boundSessionAtIssuer }
+        }
         if let issuer = attempt.issuer, let provider, provider != issuer { return .wrongIssuer }
         return nil
     }
@@ -61,7 +66,7 @@ struct Handoff: Sendable {
     private var provider: String? {
         switch status {
         case .holding(let grant): grant.provider
-        case .merged(_, _, let provider): provider
+        case .merged(_, _, let provider, _): provider
         case .redeemed, .spent: nil
         }
     }
@@ -82,7 +87,7 @@ struct Handoff: Sendable {
             if let stopped = stop(attempt) { return stopped }
             status = .redeemed(attempt.sessionID)
             return (.released(signIn: grant.signInID), [.makeSession(Session(id: attempt.sessionID, app: app, grant: grant, keyThumbprint: attempt.keyThumbprint, at: attempt.at))])
-        case .merged(let session, _, _):
+        case .merged(let session, _, _, _):
             if let stopped = stop(attempt) { return stopped }
             status = .redeemed(session)
             return (.merged(session), [])
@@ -90,10 +95,13 @@ struct Handoff: Sendable {
     }
 
     /// What stops a first redemption: the code's lifetime, then a refusal (counted; the
-    /// ``refusalLimit``th spends the code). Nil when `attempt` redeems it.
+    /// ``refusalLimit``th spends the code). Nil when `attempt` redeems it. A bound session's code
+    /// tried at an issuer is not counted: the attempt proved the verifier and the key, so it is
+    /// the app's, at the wrong endpoint.
     private mutating func stop(_ attempt: HandoffAttempt) -> (HandoffRedemption, [GrantEffect])? {
         guard expiresAt > attempt.at else { return (.spent(.expired), spend(.expired, .codeExpired)) }
         guard let refusal = refusal(of: attempt) else { return nil }
+        if refusal == .boundSessionAtIssuer { return (.refused(refusal), []) }
         refusals += 1
         guard refusals >= Self.refusalLimit else { return (.refused(refusal), []) }
         return (.spent(.refusedTooOften), spend(.refusedTooOften, .refusedCode))

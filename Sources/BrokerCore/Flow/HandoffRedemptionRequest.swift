@@ -41,6 +41,9 @@ enum HandoffRefusal: Error, Sendable, Equatable {
     case wrongKey
     /// Redeemed at the token endpoint of another provider's issuer.
     case wrongIssuer
+    /// The code added scopes to a session bound to a key (the app's or the provider's), and was
+    /// redeemed at a provider's issuer, whose answer would be the session's token.
+    case boundSessionAtIssuer
     /// The session an incremental authorization merged into has ended since.
     case sessionGone
     /// Refused ``Handoff/refusalLimit`` times (someone else held it): spent, its grant revoked.

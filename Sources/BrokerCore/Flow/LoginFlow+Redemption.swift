@@ -76,6 +76,7 @@ extension HandoffRefusal {
         case .wrongVerifier: "wrong_verifier"
         case .wrongKey: "wrong_key"
         case .wrongIssuer: "wrong_issuer"
+        case .boundSessionAtIssuer: "bound_session_at_issuer"
         default: "wrong_client"
         }
     }

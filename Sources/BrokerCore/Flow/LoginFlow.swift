@@ -126,7 +126,8 @@ struct LoginFlow: Sendable {
                 logger.notice("sign-in completed", metadata: SignInLog.metadata(pending.signInID, [
                     "provider": "\(grant.provider)", "app": "\(pending.app)", "session": "\(session.hex)",
                 ]))
-                return try await handOff(.merged(into: session, boundTo: bound, provider: grant.provider), app: pending.app, back: back)
+                return try await handOff(.merged(into: session, boundTo: bound, provider: grant.provider, providerBound: grant.proofKey != nil),
+                                         app: pending.app, back: back)
             }
             return .app(back, AppLoginOutcome(handedOff))
         case .device(let code):

@@ -252,10 +252,11 @@ extension Handoff {
         switch status {
         case .holding(let grant):
             fields.bytes(6, grant.encoded())
-        case .merged(let session, let bound, let provider):
+        case .merged(let session, let bound, let provider, let providerBound):
             fields.digest(7, session)
             if let bound { fields.string(11, bound) }
             if let provider { fields.string(12, provider) }
+            if providerBound { fields.flag(13, true) }
         case .redeemed(let session):
             fields.digest(7, session)
             fields.flag(8, true)
@@ -277,7 +278,8 @@ extension Handoff {
         let status: Status
         switch (fields.flag(8), grant, session, try fields.double(10)) {
         case (false, let grant?, _, _): status = .holding(grant)
-        case (false, nil, let session?, _): status = .merged(into: session, boundTo: try fields.string(11), provider: try fields.string(12))
+        case (false, nil, let session?, _):
+            status = .merged(into: session, boundTo: try fields.string(11), provider: try fields.string(12), providerBound: fields.flag(13))
         case (true, _, _, Self.spentRefusedTooOften?): status = .spent(.refusedTooOften)
         case (true, _, _, Self.spentSignedOut?): status = .spent(.signedOut)
         case (true, _, let session?, nil): status = .redeemed(session)

@@ -11,6 +11,9 @@ extension HandoffRefusal {
             .badRequest("code_verifier is malformed: 43 to 128 characters of A-Z a-z 0-9 - . _ ~ (RFC 7636 §4.1).")
         case .wrongVerifier: .badRequest("code_verifier does not match the code_challenge.", code: "invalid_grant")
         case .wrongIssuer: .badRequest("The code was issued by another issuer.", code: "invalid_grant")
+        case .boundSessionAtIssuer:
+            .badRequest("The code added scopes to a session bound to a key: redeem it at POST /token, or keep using the session's token.",
+                        code: "invalid_grant")
         case .wrongKey: .badRequest("The code added scopes to a session bound to a key: send a DPoP proof of that key with the token request.",
                                     code: "invalid_dpop_proof")
         case .sessionGone: .badRequest("The session this code stands for has ended; sign in again.", code: "invalid_grant")

@@ -63,7 +63,7 @@ extension PostgresStateStore {
     func handoffColumns(_ code: SHA256Digest, _ handoff: Handoff) throws(PostgresError) -> [(String, PostgresValue)] {
         let (session, redeemed): (SHA256Digest?, Bool) = switch handoff.status {
         case .holding: (nil, false)
-        case .merged(let session, _, _): (session, false)
+        case .merged(let session, _, _, _): (session, false)
         case .redeemed(let session): (session, true)
         case .spent: (nil, true)
         }
