@@ -114,6 +114,15 @@ struct ConfigProviderTests {
         expectProblem(empty, key: "providers.corp.client_secret_env", contains: "environment variable CORP_SECRET is empty")
     }
 
+    /// The secret itself written where its variable's name belongs reads as a name no variable
+    /// has: the message must not print it.
+    @Test(arguments: ["gho_16C7e42F292c6912E7710c838347Ae178B4a", "JBSWY3DPEHPK3PXPJBSWY3DP", "xoxb2Zq9sWqLk"])
+    func aSecretPastedAsAVariableNameIsNotPrinted(_ secret: String) {
+        let problems = providerProblems("issuer: https://l.example\nclient_id: c\nclient_secret_env: \(secret)", env: [:])
+        expectProblem(problems, key: "providers.corp.client_secret_env", contains: "is not set", line: 5)
+        #expect(!ConfigError(problems: problems).description.contains(secret))
+    }
+
     @Test func scopesAreAListOfValidTokens() {
         let scalar = providerProblems("issuer: https://l.example\nscopes: openid email\n" + secretAndID)
         expectProblem(scalar, key: "providers.corp.scopes", contains: "expected a list, got \"openid email\"")

@@ -18,6 +18,20 @@ enum SecretReference: Sendable, Equatable {
             || ("0"..."9").contains($0) }
     }
 
+    /// How a message names the variable `name`: by its name when it looks like one a person
+    /// chose (capitals, digits and underscores, with an underscore or short), else without it —
+    /// an unset variable named like a token is most likely the secret itself, pasted where its
+    /// variable's name belongs, and a message must not print it.
+    static func variable(named name: String) -> String {
+        let conventional = name.count <= 64 && name.unicodeScalars.allSatisfy {
+            $0 == "_" || ("A"..."Z").contains($0) || ("0"..."9").contains($0)
+        }
+        guard conventional, name.contains("_") || name.count <= 12 else {
+            return "the environment variable it names (not shown: it reads like a secret, not a variable's name)"
+        }
+        return "environment variable \(name)"
+    }
+
     /// Reads the secret now. A file loses one trailing newline (`\n` or `\r\n`). Problems name
     /// the variable or path, never the value.
     ///
@@ -26,10 +40,10 @@ enum SecretReference: Sendable, Equatable {
         switch self {
         case .environment(let name):
             guard let value = environment[name] else {
-                return .failure(ConfigValueError("environment variable \(name) is not set"))
+                return .failure(ConfigValueError("\(Self.variable(named: name)) is not set"))
             }
             guard !value.isEmpty else {
-                return .failure(ConfigValueError("environment variable \(name) is empty"))
+                return .failure(ConfigValueError("\(Self.variable(named: name)) is empty"))
             }
             return .success(Secret(value, source: "env \(name)"))
         case .file(let path):
