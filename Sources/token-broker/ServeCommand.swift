@@ -29,7 +29,7 @@ struct ServeCommand: AsyncParsableCommand {
         let development: Bool
         do {
             development = try dev || ConfigLoader.developmentMode(environment: environment)
-            settings = try ConfigLoader.load(path: config ?? environment["BROKER_CONFIG"], environment: environment, listen: listen)
+            settings = try ConfigLoader.load(path: ConfigLoader.path(option: config, environment: environment), environment: environment, listen: listen)
         } catch {
             FileHandle.standardError.write(Data("token-broker: invalid configuration\n\(error)\n".utf8))
             throw ExitCode(2)

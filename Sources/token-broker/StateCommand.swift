@@ -85,7 +85,7 @@ struct StateCommand: ParsableCommand {
     static func load(_ path: String?) throws -> BrokerConfig {
         let environment = ProcessInfo.processInfo.environment
         do {
-            return try ConfigLoader.load(path: path ?? environment["BROKER_CONFIG"], environment: environment)
+            return try ConfigLoader.load(path: ConfigLoader.path(option: path, environment: environment), environment: environment)
         } catch {
             FileHandle.standardError.write(Data("token-broker: invalid configuration\n\(error)\n".utf8))
             throw ExitCode(2)

@@ -67,6 +67,19 @@ struct CommandLineTests {
                 "a loopback public URL is fine")
     }
 
+    /// An empty BROKER_CONFIG (a Compose `${BROKER_CONFIG:-}`) is unset, as every other
+    /// `BROKER_*` variable: the embedded defaults, not a file named "".
+    @Test func anEmptyConfigVariableIsUnset() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("state-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (status, output) = try run(["state", "inspect"], environment: [
+            "BROKER_CONFIG": "", "BROKER_STATE_DIR": directory.path, "BROKER_STATE_KEY": BrokerProcess.stateKey,
+        ])
+        #expect(status == 0, "\(output)")
+        #expect(!output.contains("configuration file"))
+    }
+
     @Test func developmentModeRefusesTrustedProxies() throws {
         let refusal = try #require(startError(config: "server:\n  trusted_proxies: 127.0.0.1\n", arguments: ["--dev"]))
         #expect(refusal.contains("cannot start: development mode"))

@@ -16,9 +16,18 @@ public enum ConfigLoader: Sendable {
     ///   - listen: `serve --listen`, over `server.listen` from everywhere else; checked with the
     ///     rest (the admin listener must be another).
     /// - Throws: a ``ConfigError`` listing every problem.
+    /// The configuration file to read: `--config`'s, else `BROKER_CONFIG`'s; an empty variable is
+    /// unset, as every other `BROKER_*` one (a Compose `${BROKER_CONFIG:-}` sets it empty).
+    public static func path(option: String?, environment: [String: String]) -> String? {
+        option ?? environment["BROKER_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
     public static func load(path: String?, environment: [String: String], listen: String? = nil) throws(ConfigError) -> BrokerConfig {
         guard let path else {
             return try load(yaml: "", fileName: "<defaults>", baseDirectory: nil, environment: environment, listen: listen)
+        }
+        guard !path.isEmpty else {
+            throw ConfigError(key: "", message: "the configuration file's path (--config) is empty", file: "<command line>")
         }
         let text: String
         do {
