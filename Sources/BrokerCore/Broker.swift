@@ -173,7 +173,7 @@ public final class Broker: Sendable {
                 clock: systemClock, logger: logger, metrics: metrics
             )
         } catch {
-            throw BrokerStartError(error.description)
+            throw BrokerStartError(error.description, permanent: error.permanent)
         }
         for warning in StatePermissions.check(directory: config.state.directory) {
             logger.warning("\(warning)")

@@ -76,7 +76,9 @@ final class EmbeddedStateStore: StateStore {
             case .unreadable: "Let the broker's user read the file (its owner and mode), or mend what keeps it from being read; "
                 + "a file that cannot be opened is not damage, and is never set aside."
             }
-            throw StateOpenError(description: "\(error.description)\nThe broker did not start. \(advice)")
+            // Damage, or a key not configured, waits for an operator: no retry of the same start
+            // mends it. A file the system would not open may (a volume still mounting).
+            throw StateOpenError(description: "\(error.description)\nThe broker did not start. \(advice)", permanent: error.kind != .unreadable)
         }
         let journal: Journal
         do {
@@ -192,6 +194,7 @@ final class EmbeddedStateStore: StateStore {
 /// Why the state could not be opened at start.
 public struct StateOpenError: Error, Sendable, CustomStringConvertible {
     public let description: String
-    /// No retry can open it (a database schema newer than this broker).
+    /// No retry can open it (a database schema newer than this broker, a damaged file, a key not
+    /// configured).
     public var permanent = false
 }
