@@ -105,6 +105,9 @@ public final class Broker: Sendable {
             throw BrokerStartError("the providers' discovery documents lack what their configuration relies on:\n"
                 + atStart.problems.joined(separator: "\n"))
         }
+        // The others' documents are fetched in the background from now, so that the first sign-in
+        // does not wait for one, and /readyz (which never waits) soon shows them.
+        for issuer in config.providers.compactMap(\.endpoints.issuer) { _ = discovery.withoutWaiting(issuer) }
         let providers = ProviderDirectory(providers: config.providers, discovery: discovery)
         metrics.start(providers: config.providers.map(\.id))
         let services = try BrokerServices.assemble(config, store: store, providers: providers, upstream: upstream, trust: trust,

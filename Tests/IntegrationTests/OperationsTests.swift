@@ -58,18 +58,39 @@ struct OperationsTests {
     }
 
     /// A provider every instance shares is down: the instance stays ready (a Service keeps its
-    /// endpoints), and `/readyz` says what is wrong as a warning; the log says it once.
+    /// endpoints), and `/readyz` says what is wrong as a warning; the log says it once. The
+    /// documents are fetched from the start, in the background.
     @Test func readyzFetchesDiscoveryAndWarnsOfFailures() throws {
         let provider = try SlowProvider(delay: 0)
         let broker = try BrokerProcess(config: Fixtures.config(issuer: provider.issuer, missingIssuer: "http://127.0.0.1:9"), environment: Fixtures.secrets)
-        let response = try broker.get("/readyz")
-        #expect(response.status == 200)
-        #expect(try response.json()["status"] as? String == "ready")
-        let checks = try #require(try response.json()["checks"] as? [String: [String: String]])
+        var checks: [String: [String: String]] = [:]
+        try waitUntilBlocking("the documents are fetched: one passes, the other's failure is known") {
+            let response = try broker.get("/readyz")
+            #expect(response.status == 200)
+            #expect(try response.json()["status"] as? String == "ready")
+            checks = try #require(try response.json()["checks"] as? [String: [String: String]])
+            return checks["provider:slow"]?["status"] == "pass" && checks["provider:down"]?["detail"]?.contains("127.0.0.1") == true
+        }
         #expect(checks["state"]?["status"] == "pass")
-        #expect(checks["provider:slow"]?["status"] == "pass")
         #expect(checks["provider:down"]?["status"] == "warn")
-        #expect(checks["provider:down"]?["detail"]?.contains("127.0.0.1") == true)
+    }
+
+    /// A provider that takes connections and never answers holds no probe: `/readyz` answers from
+    /// memory (a probe's timeout is a few seconds, and every instance shares the provider).
+    @Test func readyzNeverWaitsForAProvider() throws {
+        let provider = try SlowProvider(delay: nil)
+        let broker = try BrokerProcess(config: Fixtures.config(issuer: provider.issuer, extra: "  limits:\n    upstream_timeout_seconds: 60"),
+                                       environment: Fixtures.secrets)
+        for _ in 0..<3 {
+            // Waiting on the provider, the answer would take half the upstream timeout (30 s):
+            // twice the read's patience.
+            let connection = try RawConnection(port: broker.port, timeoutSeconds: 15)
+            connection.send("GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            let response = try connection.readResponse()
+            #expect(response.status == 200)
+            let checks = try #require(try response.json()["checks"] as? [String: [String: String]])
+            #expect(checks["provider:slow"]?["status"] == "warn")
+        }
     }
 
     @Test func accessLogHasOneLinePerRequestAndNoQueryString() throws {

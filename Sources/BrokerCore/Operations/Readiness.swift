@@ -14,9 +14,11 @@ import WireValues
 /// endpoints while cached tokens still answer. Those checks say `warn` with their detail (and the
 /// logs and metrics say the same), and the answer stays 200.
 ///
-/// Once every document is cached the answer comes straight from memory; otherwise the missing
-/// ones are asked of the `DiscoveryCache` (concurrently, each bounded by the upstream timeouts)
-/// while the request waits: a fetch, or the failure of one less than `retryDelay` ago.
+/// The answer comes from memory, never waiting on the network (a probe has a timeout of a few
+/// seconds, and a provider that accepts connections but never answers would make every
+/// instance's probe fail at once): a document not known yet is a `warn` with the last fetch's
+/// failure, or "being fetched", while ``DiscoveryCache/withoutWaiting(_:)`` fetches it in the
+/// background.
 struct Readiness: Sendable {
     /// The providers configured by `issuer`.
     let providers: [ProviderConfig]
@@ -39,36 +41,20 @@ struct Readiness: Sendable {
             ]))]), status: 503))
         }
         let state = stateFailure().map { (stateShared ? Status.warn : .fail, $0) }
-        let missing = providers.filter { provider in provider.endpoints.issuer.map { discovery.cached($0) == nil } ?? false }
-        guard !missing.isEmpty else { return .now(Self.response(state: state, checks: checks([:]))) }
-        return .deferred { [self] in
-            let failures = await withTaskGroup(of: (String, String?).self) { group in
-                for provider in missing {
-                    guard let issuer = provider.endpoints.issuer else { continue }
-                    group.addTask {
-                        do throws(DiscoveryError) {
-                            _ = try await discovery.document(for: issuer)
-                            return (provider.id, nil)
-                        } catch {
-                            return (provider.id, error.description)
-                        }
-                    }
-                }
-                var failures: [String: String] = [:]
-                for await (provider, failure) in group { failures[provider] = failure }
-                return failures
-            }
-            return Self.response(state: state, checks: checks(failures))
-        }
+        return .now(Self.response(state: state, checks: checks()))
     }
 
-    /// Each provider's failure: its discovery document's fetch, else what the document lacks.
-    private func checks(_ fetchFailures: [String: String]) -> [(provider: String, failure: String?)] {
+    /// Each provider's failure: its discovery document's, else what the document lacks.
+    private func checks() -> [(provider: String, failure: String?)] {
         providers.map { provider in
-            if let failure = fetchFailures[provider.id] { return (provider.id, failure) }
-            guard let issuer = provider.endpoints.issuer, let document = discovery.cached(issuer) else { return (provider.id, nil) }
-            let problems = ProviderRequirements.problems(provider, document)
-            return (provider.id, problems.isEmpty ? nil : problems.joined(separator: "; "))
+            guard let issuer = provider.endpoints.issuer else { return (provider.id, nil) }
+            switch discovery.withoutWaiting(issuer) {
+            case .failure(let error):
+                return (provider.id, error.description)
+            case .success(let document):
+                let problems = ProviderRequirements.problems(provider, document)
+                return (provider.id, problems.isEmpty ? nil : problems.joined(separator: "; "))
+            }
         }
     }
 

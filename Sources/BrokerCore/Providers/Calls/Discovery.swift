@@ -76,6 +76,30 @@ public final class DiscoveryCache: Sendable {
         }
     }
 
+    /// What is known of `issuer`'s document now, without waiting: the document, or why there is
+    /// none (the last fetch's failure, or a fetch under way). A fetch begins in the background
+    /// when none is under way and no failure is more recent than `retryDelay`: `/readyz`, which
+    /// a probe with a short timeout asks, must never wait on a provider.
+    public func withoutWaiting(_ issuer: URL) -> Result<DiscoveryDocument, DiscoveryError> {
+        let now = ContinuousClock.now
+        return entries.withLock { entries in
+            switch entries[issuer] {
+            case .known(let document):
+                return .success(document)
+            case .fetching:
+                return .failure(DiscoveryError(description: "the discovery document is being fetched"))
+            case .failed(let error, let until) where now < until:
+                return .failure(error)
+            case .failed(let error, _):
+                entries[issuer] = .fetching(Task { await self.fetchOnce(issuer) })
+                return .failure(error)
+            case nil:
+                entries[issuer] = .fetching(Task { await self.fetchOnce(issuer) })
+                return .failure(DiscoveryError(description: "the discovery document is being fetched"))
+            }
+        }
+    }
+
     /// The document for `issuer`: the cached one, else the outcome of the fetch under way, else
     /// the failure of the last fetch when it is more recent than `retryDelay`, else a new fetch's.
     public func document(for issuer: URL) async throws(DiscoveryError) -> DiscoveryDocument {
