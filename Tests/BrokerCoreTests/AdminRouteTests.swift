@@ -85,6 +85,11 @@ struct AdminRouteTests {
         let narrowed = await admin.send("POST", "/admin/subjects/end", form: [("provider", "idp"), ("subject", "alice"), ("app", "other")])
         #expect(narrowed.status == 400 && String(decoding: narrowed.body, as: UTF8.self).contains("no parameter app"))
         #expect(await admin.send("POST", "/admin/sessions/end", form: [("session", first.session.id.hex), ("reason", "x")]).status == 400)
+        // ... nor in the query, which a call that takes a form reads nowhere (curl -d ... URL?app=).
+        let inQuery = await admin.send("POST", "/admin/subjects/end?app=other", form: [("provider", "idp"), ("subject", "alice")])
+        #expect(inQuery.status == 400 && String(decoding: inQuery.body, as: UTF8.self).contains("not in the query"))
+        #expect(await admin.send("POST", "/admin/sessions/end?session=00", form: [("session", first.session.id.hex)]).status == 400)
+        #expect(await admin.send("GET", "/admin/sessions", form: [("provider", "idp")]).status == 400, "a listing's filter is in its query")
         #expect(try await admin.bed.stored(first.session.id) != nil && admin.bed.provider.revoked.isEmpty, "nothing ended")
         let one = await admin.send("POST", "/admin/sessions/end", form: [("session", first.session.id.hex)])
         #expect(try one.jsonObject()["ended"] as? Bool == true && one.jsonObject()["provider_revocation"] as? String == "succeeded")

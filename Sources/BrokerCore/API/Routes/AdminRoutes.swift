@@ -88,6 +88,7 @@ struct AdminRoutes: Sendable {
         try authenticate(request)
         let query = try request.query()
         try Self.takesOnly(["provider", "app", "subject", "sid", "after", "limit"], query)
+        guard request.body.isEmpty else { throw .badRequest("This call takes its parameters in the query, not in a body.") }
         let filter = try filter(query)
         let after = try query.optional("after").map { text throws(HTTPError) in try Self.sessionID(text) }
         let limit = try query.optional("limit").map { text throws(HTTPError) -> Int in
@@ -114,7 +115,7 @@ struct AdminRoutes: Sendable {
 
     private func end(_ request: Request) throws(HTTPError) -> Reply {
         try authenticate(request)
-        let form = try request.form()
+        let form = try Self.formOnly(request)
         try Self.takesOnly(["session"], form)
         let id = try Self.sessionID(try form.required("session"))
         let client = request.clientIP
@@ -140,7 +141,7 @@ struct AdminRoutes: Sendable {
 
     private func endSubject(_ request: Request) throws(HTTPError) -> Reply {
         try authenticate(request)
-        let form = try request.form()
+        let form = try Self.formOnly(request)
         try Self.takesOnly(["provider", "subject"], form)
         let provider = try form.required("provider")
         guard config.provider(id: provider) != nil else { throw .badRequest("Unknown provider.") }
@@ -196,6 +197,15 @@ struct AdminRoutes: Sendable {
 
     /// A 400 for a parameter the call does not take, before it does anything: `app=` sent to end
     /// a subject's sessions must not end every app's while seeming to narrow it.
+    /// The body's form of a call that changes something; a parameter in the query would be
+    /// read by no one (`?app=` would not narrow `subjects/end`), so it is refused.
+    private static func formOnly(_ request: Request) throws(HTTPError) -> FormFields {
+        guard request.rawQuery?.isEmpty ?? true else {
+            throw .badRequest("This call takes its parameters in a form body, not in the query.")
+        }
+        return try request.form()
+    }
+
     private static func takesOnly(_ names: Set<String>, _ fields: FormFields) throws(HTTPError) {
         guard let unknown = fields.names.first(where: { !names.contains($0) }) else { return }
         throw .badRequest("This call takes no parameter \(String(unknown.prefix(64))); it takes \(names.sorted().joined(separator: ", ")).")
