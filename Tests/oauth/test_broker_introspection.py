@@ -93,6 +93,12 @@ def test_only_configured_resource_servers_ask_each_within_its_limit(signed_in):
     posted = requests.post(broker.url("/introspect"), timeout=10,
                            data={"token": app.session_token, "client_id": "orders", "client_secret": SECRET})
     assert posted.json()["active"] is True
+    # One method only (RFC 6749 §2.3): two, even one of them right, name no caller.
+    for auth, data in ((("orders", SECRET), {"client_id": "slow", "client_secret": SLOW_SECRET}),
+                       (("orders", SECRET), {"client_id": "slow"}),
+                       (("orders", "wrong-" + SECRET), {"client_id": "orders", "client_secret": SECRET})):
+        two = requests.post(broker.url("/introspect"), auth=auth, data={"token": app.session_token, **data}, timeout=10)
+        assert two.status_code == 401 and two.json()["error"] == "invalid_client", two.text
     answers = [introspect(broker, app.session_token, auth=("slow", SLOW_SECRET)) for _ in range(3)]
     assert [answer.status_code for answer in answers] == [200, 200, 429]
     assert answers[2].json()["error_description"] == "Too many requests of this resource server; retry later."
@@ -179,6 +185,9 @@ def test_a_resource_server_may_authenticate_with_its_key_each_assertion_once(aut
         assert requests.post(endpoint, data=form, timeout=10).json()["active"] is True
         replayed = requests.post(endpoint, data=form, timeout=10)
         assert replayed.status_code == 401 and replayed.json()["error"] == "invalid_client", "an assertion is good once"
+        with_basic = requests.post(endpoint, timeout=10, auth=("orders", "wrong"), data={
+            "token": app.session_token, "client_assertion_type": ASSERTION_TYPE, "client_assertion": assertion(key, endpoint)})
+        assert with_basic.status_code == 401 and "active" not in with_basic.text, "an assertion and a Basic header: two methods"
         stranger = Jwk.generate(alg="ES256", kid="signed-1")
         for bad in (assertion(stranger, endpoint), assertion(key, "https://elsewhere.example/introspect"),
                     assertion(key, endpoint, exp=int(time.time()) - 60), assertion(key, endpoint, exp=int(time.time()) + 3600),
@@ -186,7 +195,7 @@ def test_a_resource_server_may_authenticate_with_its_key_each_assertion_once(aut
             refused = requests.post(endpoint, timeout=10,
                                     data={"token": app.session_token, "client_assertion_type": ASSERTION_TYPE, "client_assertion": bad})
             assert refused.status_code == 401 and "active" not in refused.text
-        assert wait_for(lambda: any("introspection refused a client assertion" in line for line in broker.lines), 30)
+        assert wait_for(lambda: any("introspection refused a client authentication" in line for line in broker.lines), 30)
     finally:
         broker.stop()
 

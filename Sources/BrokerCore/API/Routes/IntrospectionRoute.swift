@@ -97,10 +97,17 @@ final class IntrospectionRoute: Sendable {
 
     /// The resource server that sent `request`, or a 401 (`invalid_client`, with the Basic
     /// challenge): its id and secret by HTTP Basic (RFC 6749 §2.3.1's encoding) or in the form,
-    /// or a client assertion (RFC 7523 §2.2), which the caller must still spend once.
+    /// or a client assertion (RFC 7523 §2.2), which the caller must still spend once. One of
+    /// them only (RFC 6749 §2.3): with two, which one names the caller would depend on who reads
+    /// the request.
     private func authenticate(_ request: Request, _ form: FormFields) throws(HTTPError) -> (String, ClientAssertionCheck?) {
         let route = request.route
-        if form["client_assertion_type"] != nil || form["client_assertion"] != nil {
+        let basic = request.header("Authorization").map { $0.prefix(6).lowercased() == "basic " } ?? false
+        let asserted = form["client_assertion_type"] != nil || form["client_assertion"] != nil
+        guard [basic, asserted, form["client_secret"] != nil].filter({ $0 }).count <= 1 else {
+            throw refused(route: route, "more than one client authentication method (RFC 6749 §2.3)")
+        }
+        if asserted {
             guard form["client_assertion_type"] == ClientAssertionCheck.assertionType, let assertion = form["client_assertion"] else {
                 throw refused(route: route, "client_assertion_type must be \(ClientAssertionCheck.assertionType), with client_assertion")
             }
@@ -120,6 +127,7 @@ final class IntrospectionRoute: Sendable {
                let secret = try? FormFields.unescape(String(text[text.index(after: colon)...])) {
                 credentials = (id, secret)
             }
+            if let named = form["client_id"], named != credentials?.id { throw refused(route: route, "client_id is not the Authorization header's client") }
         } else if let id = form["client_id"], let secret = form["client_secret"] {
             credentials = (id, secret)
         }
@@ -135,7 +143,7 @@ final class IntrospectionRoute: Sendable {
     private func refused(route: String, _ reason: String?) -> HTTPError {
         metrics.introspection(outcome: "unauthenticated")
         metrics.rejected(route: route, reason: "resource_server_credential")
-        if let reason { logger.notice("introspection refused a client assertion", metadata: ["reason": "\(reason)"]) }
+        if let reason { logger.notice("introspection refused a client authentication", metadata: ["reason": "\(reason)"]) }
         let description = secrets.isEmpty && keys.isEmpty
             ? "No resource servers are configured (resource_servers): nobody may introspect."
             : "Authenticate as a configured resource server (HTTP Basic, or a client assertion: private_key_jwt)."
