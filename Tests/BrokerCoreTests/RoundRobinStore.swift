@@ -38,6 +38,10 @@ final class RoundRobinStore: StateStore {
         next.readSession(id, now: now, body)
     }
 
+    func noteUse(_ id: SHA256Digest, now: Double) {
+        next.noteUse(id, now: now)
+    }
+
     var holdsEverySession: Bool { instances.count == 1 && instances[0].holdsEverySession }
 
     func loadSession(_ id: SHA256Digest, now: Double) async throws(StateReadError) -> Session? {

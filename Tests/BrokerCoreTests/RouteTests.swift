@@ -210,4 +210,27 @@ struct RouteTests {
             #expect(statuses == [401, 401])
         }
     }
+
+    /// A request refused for its holder (here a bearer session's token sent in the DPoP scheme,
+    /// as a copied bound token without its key is) keeps the session no longer alive: only an
+    /// admitted one marks it used.
+    @Test func onlyAnAdmittedRequestMarksTheSessionUsed() async throws {
+        let routes = try await Routes(.embedded)
+        try await routes.bed.closing {
+            let signedIn = try await routes.bed.newSession(subject: "alice")
+            let token = try #require(signedIn.token)
+            let before = try #require(try await routes.bed.stored(signedIn.session.id)).usedAt
+            routes.bed.clock.advance(by: 120)
+            for path in ["/token", "/session"] {
+                let refused = await routes.router.answer("GET", path, headers: ["Authorization": "DPoP \(token)"])
+                #expect(refused.status == 401, "\(path)")
+            }
+            #expect(try await routes.bed.stored(signedIn.session.id)?.usedAt == before, "refused: not used")
+            #expect(await routes.send("GET", "/session", bearer: token).status == 200)
+            #expect(try await routes.bed.stored(signedIn.session.id)?.usedAt == routes.bed.clock.seconds)
+            routes.bed.clock.advance(by: 120)
+            #expect(await routes.send("GET", "/token", bearer: token).status == 200)
+            #expect(try await routes.bed.stored(signedIn.session.id)?.usedAt == routes.bed.clock.seconds)
+        }
+    }
 }

@@ -19,14 +19,20 @@ struct SessionLifetimeTests {
         #expect(Set(store.expired(now: 1001)) == [OpaqueToken.hash("tbs_idle"), OpaqueToken.hash("tbs_old")])
     }
 
-    /// A read marks the session used (at most once a minute), in the store itself.
-    @Test func readingMarksTheSessionUsed() {
+    /// A use marks the session used (at most once a minute), in the store itself; a read alone
+    /// does not (a request refused after its read keeps no session alive).
+    @Test func aUseMarksTheSessionUsedAndAReadDoesNot() {
         let store = SessionTable(log: NoChangeLog(), lifetimes: SessionLifetimes(idle: 100, absolute: 1000))
         let id = OpaqueToken.hash("tbs_used")
         _ = store.put(session("tbs_used", created: 0, used: 0))
+        #expect(store.read(id, now: 90) { $0.usedAt } == 0, "a read marks nothing")
+        store.noteUse(id, now: 50)
         #expect(store.read(id, now: 50) { $0.usedAt } == 0, "within a minute of the last mark")
+        store.noteUse(id, now: 90)
         #expect(store.read(id, now: 90) { $0.usedAt } == 90)
         #expect(store.read(id, now: 180) { $0.subject } == "tbs_used", "idle for 90 s of 100, not 180")
+        store.noteUse(id, now: 180)
         #expect(store.capture().flatMap(\.values).first?.session.usedAt == 180)
+        #expect(store.read(id, now: 281) { $0.subject } == nil, "read, never used again: idle past its lifetime")
     }
 }

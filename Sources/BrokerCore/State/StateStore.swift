@@ -52,6 +52,10 @@ protocol StateStore: Sendable {
     /// When ``holdsEverySession`` is false, nil is not final: ``loadSession(_:now:)`` looks in the
     /// store itself.
     func readSession<T: Sendable>(_ id: SHA256Digest, now: Double, _ body: (borrowing Session) -> T) -> T?
+    /// Marks the live session `id` in this instance's memory used at `now`, for its idle
+    /// lifetime: called once a request presenting it is admitted (its holder checked), never by
+    /// a read, so that a refused request keeps no session alive. Never waits for I/O.
+    func noteUse(_ id: SHA256Digest, now: Double)
     /// Whether every live session is in this instance's memory, so that a nil from
     /// ``readSession(_:now:_:)`` means there is no such session (the embedded store); a store
     /// shared by several instances keeps a bounded cache and answers false.

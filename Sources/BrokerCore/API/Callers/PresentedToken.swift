@@ -47,10 +47,16 @@ extension Callers {
     /// and is signed by its key (``checkedProof(_:tokenHash:boundTo:app:route:)``): a 401
     /// otherwise, counted under `route`. Returns the proof that the shared store must still
     /// record (``spendAnywhere(_:route:)``).
+    /// The session is marked used (``StateStore/noteUse(_:now:)``) once admitted: a refused
+    /// request, a copied token without its key, keeps no session alive.
     func admit(_ presented: PresentedToken, to session: Session, route: String) throws(HTTPError) -> DPoPProof? {
         if let mismatch = session.mismatch(presented.holder) { throw holderRefused(mismatch, route: route) }
-        guard let claimed = presented.claimed, let bound = session.keyThumbprint else { return nil }
-        return try checkedProof(claimed, tokenHash: presented.id, boundTo: bound, app: session.app, route: route)
+        var unrecorded: DPoPProof?
+        if let claimed = presented.claimed, let bound = session.keyThumbprint {
+            unrecorded = try checkedProof(claimed, tokenHash: presented.id, boundTo: bound, app: session.app, route: route)
+        }
+        store.noteUse(session.id, now: now())
+        return unrecorded
     }
 
     /// `claimed` checked (``DPoPProof``) for the token whose hash is `tokenHash`, signed by the

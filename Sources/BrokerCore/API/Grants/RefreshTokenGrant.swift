@@ -49,6 +49,8 @@ final class RefreshTokenGrant: GrantType {
         if let scope = refresh.scope, !Set(scope).isSubset(of: session.scopes) {
             throw .invalidScope("scope may only name scopes the grant has.")
         }
+        // A standard client's use of its session is this grant: it keeps the session alive.
+        sessions.store.noteUse(session.id, now: sessions.now())
         do throws(RefreshFailure) {
             return RedeemedSession(session: try await sessions.fresh(session, validFor: sessions.refreshSkew), token: refresh.token)
         } catch {

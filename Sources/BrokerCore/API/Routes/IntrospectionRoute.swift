@@ -76,7 +76,10 @@ final class IntrospectionRoute: Sendable {
         let shared = !callers.store.holdsEverySession
         if !(shared && assertion != nil) {
             guard let id else { return .now(answer(nil)) }
-            if let session = callers.store.session(id, now: callers.now()) { return .now(answer(session)) }
+            if let session = callers.store.session(id, now: callers.now()) {
+                callers.store.noteUse(id, now: callers.now()) // a resource server was handed it
+                return .now(answer(session))
+            }
             guard shared else { return .now(answer(nil)) }
         }
         return .deferredCatching { [self] () async throws(HTTPError) -> Response in
@@ -91,7 +94,9 @@ final class IntrospectionRoute: Sendable {
                 guard first else { throw refused(route: route, "the assertion was used before") }
             }
             guard let id else { return answer(nil) }
-            return answer(try await callers.load(id))
+            let session = try await callers.load(id)
+            if session != nil { callers.store.noteUse(id, now: callers.now()) }
+            return answer(session)
         }
     }
 

@@ -81,9 +81,13 @@ final class TokenRoutes: Sendable {
             throw callers.holderRefused(mismatch, route: route)
         case .fresh(let (answer, binding)):
             _ = try requested.get()
-            guard let claimed = presented.claimed, let binding,
-                  let unrecorded = try callers.checkedProof(claimed, tokenHash: presented.id, boundTo: binding.bound, app: binding.app, route: route)
-            else { return .now(answer) }
+            var unrecorded: DPoPProof?
+            if let claimed = presented.claimed, let binding {
+                unrecorded = try callers.checkedProof(claimed, tokenHash: presented.id, boundTo: binding.bound, app: binding.app, route: route)
+            }
+            // Used once its holder checked out: a refused request keeps no session alive.
+            callers.store.noteUse(presented.id, now: callers.now())
+            guard let unrecorded else { return .now(answer) }
             return .deferredCatching { [callers] () async throws(HTTPError) -> Response in
                 try await callers.spendAnywhere(unrecorded, route: route)
                 return answer

@@ -125,6 +125,10 @@ final class EmbeddedStateStore: StateStore {
         sessions.read(id, now: now, body)
     }
 
+    func noteUse(_ id: SHA256Digest, now: Double) {
+        sessions.noteUse(id, now: now)
+    }
+
     /// Memory is the whole state: a session not in it does not exist.
     var holdsEverySession: Bool { true }
 

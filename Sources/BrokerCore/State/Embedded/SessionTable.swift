@@ -35,20 +35,26 @@ final class SessionTable: Sendable {
     }
 
     /// Runs `body` on the live session `id` where it lies (no copy: on the hot path, copying a
-    /// session costs a retain of each of its strings, memory no other request touches), marking
-    /// it used. `usedAt` is refreshed at most once a minute (a new ``StoredSession``) and only in
-    /// memory (snapshots keep it): the hot path writes nothing to disk.
+    /// session costs a retain of each of its strings, memory no other request touches).
     func read<T: Sendable>(_ id: SHA256Digest, now: Double, _ body: (borrowing Session) -> T) -> T? {
         shard(id).sessions.withLock { sessions in
             guard let stored = sessions[id] else { return nil }
             // Fields read in place: a copy of the session would retain each of its strings.
             guard lifetimes.isLive(usedAt: stored.session.usedAt, createdAt: stored.session.createdAt, now: now) else { return nil }
-            guard now - stored.session.usedAt > 60 else { return body(stored.session) }
+            return body(stored.session)
+        }
+    }
+
+    /// Marks the live session `id` used at `now`. `usedAt` is refreshed at most once a minute (a
+    /// new ``StoredSession``) and only in memory (snapshots keep it): the hot path writes nothing
+    /// to disk.
+    func noteUse(_ id: SHA256Digest, now: Double) {
+        shard(id).sessions.withLock { sessions in
+            guard let stored = sessions[id], now - stored.session.usedAt > 60,
+                  lifetimes.isLive(usedAt: stored.session.usedAt, createdAt: stored.session.createdAt, now: now) else { return }
             var used = stored.session
             used.usedAt = now
-            let marked = StoredSession(used)
-            sessions[id] = marked
-            return body(marked.session)
+            sessions[id] = StoredSession(used)
         }
     }
 

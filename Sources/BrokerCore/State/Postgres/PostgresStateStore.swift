@@ -215,6 +215,10 @@ final class PostgresStateStore: StateStore {
         cache.read(id, now: now, body)
     }
 
+    func noteUse(_ id: SHA256Digest, now: Double) {
+        cache.noteUse(id, now: now)
+    }
+
     var holdsEverySession: Bool { false }
 
     func loadSession(_ id: SHA256Digest, now: Double) async throws(StateReadError) -> Session? {

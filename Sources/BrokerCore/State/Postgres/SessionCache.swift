@@ -71,22 +71,30 @@ final class SessionCache: Sendable {
         return shards[Int(word % UInt64(shards.count))]
     }
 
-    /// Runs `body` on the cached live session `id` in place, marking it used.
+    /// Runs `body` on the cached live session `id` in place.
     func read<T: Sendable>(_ id: SHA256Digest, now: Double, _ body: (borrowing Session) -> T) -> T? {
-        let interval = writeBackInterval
-        return shard(id).state.withLock { state -> T? in
+        shard(id).state.withLock { state -> T? in
             guard let index = state.entries.index(forKey: id) else { return nil }
             // In place: a copy of the session would retain each of its strings (the hot path).
             let usedAt = state.entries.values[index].session.usedAt
             guard lifetimes.isLive(usedAt: usedAt, createdAt: state.entries.values[index].session.createdAt, now: now) else { return nil }
-            if now - usedAt > 60 {
-                state.entries.values[index].session.usedAt = now
-                if now - state.entries.values[index].storedUsedAt >= interval {
-                    state.entries.values[index].storedUsedAt = now
-                    state.used.append(id)
-                }
-            }
             return body(state.entries.values[index].session)
+        }
+    }
+
+    /// Marks the cached live session `id` used at `now` (at most once a minute), and queues it
+    /// for the database's `used_at` once `writeBackInterval` passed since it was last written.
+    func noteUse(_ id: SHA256Digest, now: Double) {
+        let interval = writeBackInterval
+        shard(id).state.withLock { state in
+            guard let index = state.entries.index(forKey: id) else { return }
+            let usedAt = state.entries.values[index].session.usedAt
+            guard now - usedAt > 60, lifetimes.isLive(usedAt: usedAt, createdAt: state.entries.values[index].session.createdAt, now: now) else { return }
+            state.entries.values[index].session.usedAt = now
+            if now - state.entries.values[index].storedUsedAt >= interval {
+                state.entries.values[index].storedUsedAt = now
+                state.used.append(id)
+            }
         }
     }
 
