@@ -132,7 +132,8 @@ public final class Broker: Sendable {
             connections: { [transfers, upstream] in
                 let proxy = transfers.connections, providers = upstream.connections
                 return [("api_proxy", proxy.opened, proxy.reused, proxy.open), ("providers", providers.opened, providers.reused, providers.open)]
-            }
+            },
+            droppedLogLines: { [logOutput] in logOutput.dropped($0) }
         )
         let routes = ServedRoutes(services, transfers: transfers, development: developmentRoutes, admin: adminRoutes,
                                   adminListener: adminServer != nil, operations: operations,
@@ -249,6 +250,9 @@ public final class Broker: Sendable {
             await task.value
         }
         await store.close()
+        // The log's lines are written in batches, grouped by thread: what every other thread
+        // logged goes out first, so that `stopped` is the last line.
+        logOutput.flush()
         logger.notice("stopped", metadata: ["requests_cut_short": .stringConvertible(cutShort)])
         logOutput.flush()
     }

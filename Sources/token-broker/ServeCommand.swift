@@ -42,6 +42,8 @@ struct ServeCommand: AsyncParsableCommand {
         } catch {
             // A start that no retry can mend exits 2, like an invalid configuration: the systemd
             // unit does not restart it; anything else (a port in use, a database down) exits 1.
+            // The lines logged on the way (warnings, the state's recovery) are written first.
+            LogOutput.standardOutput.flush()
             FileHandle.standardError.write(Data("token-broker: cannot start: \(error)\n".utf8))
             throw ExitCode(error.permanent ? 2 : 1)
         }

@@ -138,16 +138,16 @@ struct LoggingTests {
         #expect(text(0) == "0.000")
     }
 
-    /// Access-log lines reach the file on their own, and an event written after them comes
-    /// after them.
+    /// Access-log lines and events reach the file on their own, a thread's in the order it
+    /// wrote them.
     @Test func bufferedLinesKeepTheirOrder() throws {
         try withFileOutput { output, path in
             let log = AccessLog(output: output, style: .text, label: "token-broker")
             for number in 1...1000 { #expect(log.write(Self.record(id: "access-\(number)"))) }
-            output.write(Array("event\n".utf8))
+            output.write(Array("event\n".utf8), kind: .event)
+            try waitUntilBlocking("the event reaches the file") { try String(contentsOfFile: path, encoding: .utf8).hasSuffix("event\n") }
             let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n")
             #expect(lines.map(Self.requestID) == (1...1000).map { "access-\($0)" } + [nil])
-            #expect(lines.last == "event")
 
             log.write(Self.record(id: "later"))
             try waitUntilBlocking("the later line reaches the file") {
@@ -208,6 +208,7 @@ struct LoggingTests {
         let started = Date()
         for number in 0..<sent { reporter.requestFinished(Self.record(id: "r-\(number)")) }
         #expect(Date().timeIntervalSince(started) < 10, "no request waited for the blocked output")
+        metrics.logLinesDropped(.access, total: output.dropped(.access))
         let rendered = String(decoding: metrics.render(), as: UTF8.self)
         let dropped = try #require(rendered.split(separator: "\n").first { $0.hasPrefix("broker_access_log_dropped_total ") }
             .flatMap { Int($0.split(separator: " ")[1]) })
@@ -229,6 +230,48 @@ struct LoggingTests {
         let lines = received.withLock { String(decoding: $0, as: UTF8.self) }.split(separator: "\n")
         #expect(lines.count == sent - dropped, "every accepted line is written, once")
         #expect(Set(lines).count == lines.count)
+    }
+
+    /// Against an output that takes nothing (a pipe nobody reads), no write waits: access-log
+    /// lines are dropped first, events once they have filled their room past that, audit lines
+    /// last — each counted by kind; what was accepted comes out once the pipe drains.
+    @Test func aBlockedOutputDropsAccessLinesFirstAndAuditLinesLast() throws {
+        var ends: [Int32] = [0, 0]
+        try #require(pipe(&ends) == 0)
+        defer { close(ends[0]) }
+        let output = LogOutput.descriptor(ends[1])
+        let log = AccessLog(output: output, style: .json, label: "token-broker")
+        var accepted = 0
+        while log.write(Self.record(id: "r-\(accepted)")) && accepted < 1_000_000 { accepted += 1 }
+        #expect(output.dropped(.access) == 1 && accepted < 1_000_000)
+        let event = Array(#"{"msg":"event"}"#.utf8) + [UInt8(ascii: "\n")]
+        var events = 0
+        while output.dropped(.event) == 0 && events < 1_000_000 {
+            output.write(event, kind: .event)
+            events += 1
+        }
+        #expect(events > 1, "events have room where access-log lines have none")
+        #expect(output.dropped(.event) == 1 && output.dropped(.audit) == 0)
+        output.write(Array(#"{"msg":"audit"}"#.utf8) + [UInt8(ascii: "\n")], kind: .audit)
+        #expect(output.dropped(.audit) == 0, "audit lines have room where events have none")
+        #expect(!log.write(Self.record(id: "late")) && output.dropped(.access) == 2)
+
+        let received = Mutex<[UInt8]>([])
+        let reader = Thread { [reading = ends[0]] in
+            var chunk = [UInt8](repeating: 0, count: 65_536)
+            while true {
+                let count = chunk.withUnsafeMutableBytes { read(reading, $0.baseAddress, $0.count) }
+                guard count > 0 else { return }
+                received.withLock { $0 += chunk[..<count] }
+            }
+        }
+        reader.start()
+        output.flush()
+        close(ends[1])
+        try waitUntilBlocking("the reader reads to the end of the pipe") { reader.isFinished }
+        let lines = received.withLock { String(decoding: $0, as: UTF8.self) }.split(separator: "\n")
+        #expect(lines.count == accepted + events - 1 + 1, "every accepted line is written, once")
+        #expect(lines.last == #"{"msg":"audit"}"#)
     }
 
     private static func record(id: String) -> RequestRecord {

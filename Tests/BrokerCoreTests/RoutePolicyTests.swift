@@ -48,7 +48,8 @@ struct RoutePolicyTests {
         let operations = OperationsRoutes(
             readiness: Readiness(providers: [], discovery: DiscoveryCache(client: bed.provider), stateFailure: { nil }, stateShared: false,
                                  shuttingDown: ShutdownFlag()),
-            metrics: services.metrics, liveSessions: { 0 }, requestsInFlight: { 0 }, connections: { [] }
+            metrics: services.metrics, liveSessions: { 0 }, requestsInFlight: { 0 }, connections: { [] },
+            droppedLogLines: { _ in 0 }
         )
         let admin = AdminRoutes(config: services.config, metrics: services.metrics,
                                 administration: SessionAdministration(store: bed.store, sessions: bed.sessions), audit: bed.endings.audit,

@@ -7,6 +7,7 @@ final class BrokerProcess: Sendable {
     let process: Process
     let port: UInt16
     private let output: LineBuffer
+    private let reading = OutputReading()
     private let directory: URL
 
     /// The built `token-broker` beside the test bundle (or `$TOKEN_BROKER_BINARY`).
@@ -49,9 +50,10 @@ final class BrokerProcess: Sendable {
         let output = LineBuffer()
         let listening = LineWaiter()
         let reader = pipe.fileHandleForReading
-        Thread.detachNewThread {
+        Thread.detachNewThread { [reading] in
             var pending = Data()
             while true {
+                reading.waitWhilePaused()
                 let chunk = reader.availableData
                 if chunk.isEmpty { break }
                 pending.append(chunk)
@@ -95,6 +97,13 @@ final class BrokerProcess: Sendable {
         lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
     }
 
+    /// Stops reading the broker's output (after the chunk being read, if any): its stdout, a pipe
+    /// nobody drains, fills up and blocks its writes.
+    func pauseOutput() { reading.set(.paused) }
+
+    /// Reads the broker's output again, from where it stopped.
+    func resumeOutput() { reading.set(.reading) }
+
     func signal(_ number: Int32) {
         kill(process.processIdentifier, number)
     }
@@ -120,6 +129,20 @@ final class LineBuffer: Sendable {
     func end() { stored.withLock { $0.ended = true } }
     var lines: [String] { stored.withLock { $0.lines } }
     var ended: Bool { stored.withLock { $0.ended } }
+}
+
+/// Whether the reader thread reads the broker's output: a test pauses it to block the broker's
+/// stdout.
+final class OutputReading: Sendable {
+    enum Mode { case reading, paused }
+    private let mode = Mutex(Mode.reading)
+
+    func set(_ new: Mode) { mode.withLock { $0 = new } }
+
+    /// Returns once the reader may read.
+    func waitWhilePaused() {
+        while mode.withLock({ $0 }) == .paused { usleep(1_000) }
+    }
 }
 
 /// Hands the first log line that says "listening" (or the end of output) to a waiting test.

@@ -3,7 +3,7 @@ import HTTPServer
 /// The facts of one access-log line, packed into bytes. A server thread packs them for each
 /// request — a copy of a few numbers and short strings to the end of a buffer that keeps its
 /// capacity: no allocation, no formatting — and the log's writer thread unpacks a batch of
-/// them and writes their lines (`AccessLog.appendLines`), as nginx's `access_log … buffer=` does.
+/// them and writes their lines (`LogEntries.format`), as nginx's `access_log … buffer=` does.
 ///
 /// Packed, in the machine's byte order at any alignment: the time and the duration (`Double`
 /// seconds), the status and the response's bytes (`Int`), the style (one byte), then the
@@ -65,24 +65,22 @@ struct AccessEntry {
         }
     }
 
-    /// Calls `body` with each entry packed in `bytes`, in order.
-    static func forEach(in bytes: [UInt8], _ body: (AccessEntry) -> Void) {
-        bytes.withUnsafeBufferPointer { buffer in
-            var reader = Reader(buffer: buffer)
-            while reader.offset < buffer.count {
-                let time: Double = reader.number()
-                let seconds: Double = reader.number()
-                let status: Int = reader.number()
-                let responseBytes: Int = reader.number()
-                let style: LogLineHandler.Style = reader.byte() == 0 ? .json : .text
-                let label = reader.string(), method = reader.string(), path = reader.string(), clientIP = reader.string()
-                let proxyIP = reader.optionalString()
-                let requestID = reader.string()
-                body(AccessEntry(time: time, seconds: seconds, status: status, responseBytes: responseBytes, style: style,
-                                 label: label, method: method, path: path, clientIP: clientIP,
-                                 proxyIP: proxyIP, requestID: requestID, traceID: reader.optionalString()))
-            }
-        }
+    /// The entry packed at `offset` in `buffer`, whose strings point into `buffer`; moves `offset`
+    /// past it.
+    static func read(from buffer: UnsafeBufferPointer<UInt8>, at offset: inout Int) -> AccessEntry {
+        var reader = Reader(buffer: buffer, offset: offset)
+        defer { offset = reader.offset }
+        let time: Double = reader.number()
+        let seconds: Double = reader.number()
+        let status: Int = reader.number()
+        let responseBytes: Int = reader.number()
+        let style: LogLineHandler.Style = reader.byte() == 0 ? .json : .text
+        let label = reader.string(), method = reader.string(), path = reader.string(), clientIP = reader.string()
+        let proxyIP = reader.optionalString()
+        let requestID = reader.string()
+        return AccessEntry(time: time, seconds: seconds, status: status, responseBytes: responseBytes, style: style,
+                           label: label, method: method, path: path, clientIP: clientIP,
+                           proxyIP: proxyIP, requestID: requestID, traceID: reader.optionalString())
     }
 
     private static func stringBytes(_ text: String) -> Int {
@@ -107,7 +105,7 @@ struct AccessEntry {
     /// Reads packed entries in order.
     private struct Reader {
         let buffer: UnsafeBufferPointer<UInt8>
-        var offset = 0
+        var offset: Int
 
         mutating func number<Number: BitwiseCopyable>() -> Number {
             defer { offset += MemoryLayout<Number>.size }

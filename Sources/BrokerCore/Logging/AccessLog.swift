@@ -19,12 +19,8 @@ struct AccessLog: Sendable {
         output.writeSoon(record, style: style, label: label)
     }
 
-    /// Appends the line of every entry packed in `entries`.
-    static func appendLines(of entries: [UInt8], to line: inout [UInt8]) {
-        AccessEntry.forEach(in: entries) { appendLine($0, to: &line) }
-    }
-
-    private static func appendLine(_ entry: AccessEntry, to line: inout [UInt8]) {
+    /// Appends the line of `entry`.
+    static func appendLine(_ entry: AccessEntry, to line: inout [UInt8]) {
         switch entry.style {
         case .json:
             line.append(literal: #"{"ts":""#)

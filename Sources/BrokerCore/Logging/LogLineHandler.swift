@@ -62,7 +62,7 @@ public struct LogLineHandler: LogHandler {
             }
         }
         line.append(UInt8(ascii: "\n"))
-        output.write(line)
+        output.write(line, kind: event.message.description == AuditTrail.message ? .audit : .event)
     }
 
     /// A value as the text format shows it: a string or a number as itself, a list or a map as

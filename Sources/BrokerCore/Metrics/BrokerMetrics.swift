@@ -7,6 +7,10 @@ public final class BrokerMetrics: Sendable {
     public let registry = PrometheusCollectorRegistry()
     private let inFlight: Gauge
     private let accessLogDropped: Counter
+    private let logLinesDropped: [LogLineKind: Counter]
+    /// The log's dropped lines already added to the counters, by kind: the log counts for itself,
+    /// and `/metrics` adds what it counted since.
+    private let droppedLogTotals = Mutex<[LogLineKind: Int]>([:])
     private let pendingRevocations: Gauge
     /// The per-request counter and histogram by route, method and status, made once: looking
     /// them up in the registry on every request costs more than the request itself.
@@ -50,14 +54,28 @@ public final class BrokerMetrics: Sendable {
         accessLogDropped = registry.makeCounter(descriptor: Self.name(
             "access_log_dropped", unit: "total", help: "Access-log lines dropped because the log's buffer was full (its output too slow)."
         ))
+        let droppedLines = Self.name(
+            "log_lines_dropped", unit: "total",
+            help: "Log lines other than access-log lines dropped because the log's buffer was full (its output too slow), by kind: event, audit."
+        )
+        logLinesDropped = [
+            .event: registry.makeCounter(descriptor: droppedLines, labels: [("kind", "event")]),
+            .audit: registry.makeCounter(descriptor: droppedLines, labels: [("kind", "audit")]),
+        ]
         pendingRevocations = registry.makeGauge(descriptor: Self.name(
             "provider_revocations_pending", help: "Revocations queued for providers and not confirmed yet, every instance's."
         ))
     }
 
-    /// An access-log line was dropped: the log's buffer was full.
-    func accessLogLineDropped() {
-        accessLogDropped.increment()
+    /// The log's lines of `kind` dropped so far (``LogOutput/dropped(_:)``; set when `/metrics` is
+    /// rendered, so that a request that drops a line touches nothing shared but the log's count).
+    func logLinesDropped(_ kind: LogLineKind, total: Int) {
+        let newly = droppedLogTotals.withLock { totals in
+            defer { totals[kind] = total }
+            return total - (totals[kind] ?? 0)
+        }
+        guard newly > 0 else { return }
+        (kind == .access ? accessLogDropped : logLinesDropped[kind])?.increment(by: Int64(newly))
     }
 
     func requestFinished(route: String, method: String, status: Int, seconds: Double) {

@@ -10,6 +10,8 @@ struct OperationsRoutes: Sendable {
     let requestsInFlight: @Sendable () -> Int
     /// The outbound HTTP clients' connection counts, by client name.
     let connections: @Sendable () -> [(client: String, opened: Int, reused: Int, open: Int)]
+    /// The log's lines dropped so far, by kind.
+    let droppedLogLines: @Sendable (LogLineKind) -> Int
 
     /// A probe's or a scraper's: answered from memory, nothing in it a secret.
     static let policy = RoutePolicy(caller: .monitor, limit: .none(because: "answered from memory, for probes and scrapers"), body: .none)
@@ -25,11 +27,14 @@ struct OperationsRoutes: Sendable {
     }
 
     func registerMetrics(in routes: inout RouteTable) {
-        routes.add("GET", "/metrics", Self.policy) { [metrics, liveSessions, requestsInFlight, connections] _ in
+        routes.add("GET", "/metrics", Self.policy) { [metrics, liveSessions, requestsInFlight, connections, droppedLogLines] _ in
             metrics.sessions(liveSessions())
             metrics.requestsInFlight(requestsInFlight())
             for counts in connections() {
                 metrics.upstreamConnections(client: counts.client, opened: counts.opened, reused: counts.reused, open: counts.open)
+            }
+            for kind in LogLineKind.allCases {
+                metrics.logLinesDropped(kind, total: droppedLogLines(kind))
             }
             ProcessMetrics(registry: metrics.registry).update()
             return .now(Response(

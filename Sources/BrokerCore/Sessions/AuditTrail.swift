@@ -13,6 +13,10 @@ struct AuditTrail: Sendable {
     let webhooks: WebhookSender?
     let metrics: BrokerMetrics
 
+    /// Every audit line's `msg`: how the log tells an audit line from other events
+    /// (`LogLineKind`).
+    static let message = "audit"
+
     /// An action: a log line, a webhook event and a count.
     func record(_ action: StaticString, _ fields: [(String, JSONValue)]) {
         log(action, fields)
@@ -28,7 +32,7 @@ struct AuditTrail: Sendable {
         metrics.auditEvent(action: action.description)
         var metadata: Logger.Metadata = ["audit": "\(action)"]
         for (name, value) in fields { metadata[name] = Self.metadata(value) }
-        logger.notice("audit", metadata: metadata)
+        logger.notice("\(Self.message)", metadata: metadata)
     }
 
     /// The field as the log writes it: numbers as numbers, lists as lists.

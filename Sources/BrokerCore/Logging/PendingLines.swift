@@ -1,0 +1,109 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+/// The log's entries (`LogEntries`) waiting for the writer thread, and the writer's wake-up: it
+/// sleeps until the first entry of a batch arrives, so a quiet broker costs nothing. A stripe
+/// whose entries the writer takes gets the writer's emptied buffer in exchange, so that adding to
+/// it allocates nothing once the buffers have grown.
+///
+/// Each thread adds to its own stripe (the first `stripeCount` threads to log get one each — the
+/// task threads that log the start, then the server threads, as they log every request; later
+/// ones share): the server threads never wait for one another's lock, nor pass one buffer's
+/// cache lines back and forth on every request. A thread's lines keep their order; in a batch,
+/// the lines of each stripe follow those of the stripe before, so timestamps of different
+/// threads' lines may step back by up to a batch (~2 ms).
+final class PendingLines: Sendable {
+    private final class Stripe: Sendable {
+        let bytes = Mutex<[UInt8]>([])
+        /// Keeps the next stripe's lock off this one's cache line (objects are allocated side by
+        /// side).
+        private let padding: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
+    }
+
+    private static let stripeCount = 8
+    private let stripes = (0..<PendingLines.stripeCount).map { _ in Stripe() }
+    private let writerStarted = Atomic<Bool>(false)
+    /// Set by the writer, with `condition` locked, before it looks at the stripes a last time
+    /// and sleeps; a thread that adds a line and then sees it set wakes the writer. (Either the
+    /// writer's look at a stripe comes after the line was added, or the adding thread took that
+    /// stripe's lock after the writer and so sees the flag.)
+    private let writerWaiting = Atomic<Bool>(false)
+    private let condition = NSCondition()
+
+    enum Outcome {
+        case added
+        /// Added, and the caller must start the writer thread (once per output).
+        case startWriter
+        /// Not added: the thread's stripe is full.
+        case full
+    }
+
+    /// Has `append` add `count` bytes to the calling thread's stripe, unless that would put more
+    /// than `limit` bytes in it.
+    func add(_ count: Int, limit: Int, _ append: (inout [UInt8]) -> Void) -> Outcome {
+        let added = stripes[Self.threadSlot() % Self.stripeCount].bytes.withLock { bytes in
+            guard bytes.count + count <= limit else { return false }
+            append(&bytes)
+            return true
+        }
+        guard added else { return .full }
+        if !writerStarted.load(ordering: .relaxed),
+           writerStarted.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged {
+            return .startWriter
+        }
+        if writerWaiting.load(ordering: .sequentiallyConsistent) {
+            condition.lock()
+            if writerWaiting.exchange(false, ordering: .sequentiallyConsistent) { condition.signal() }
+            condition.unlock()
+        }
+        return .added
+    }
+
+    /// Moves the waiting bytes to the end of `batch`.
+    func take(into batch: inout [UInt8]) {
+        for stripe in stripes {
+            stripe.bytes.withLock { bytes in
+                if batch.isEmpty {
+                    swap(&batch, &bytes)
+                } else {
+                    batch += bytes
+                    bytes.removeAll(keepingCapacity: true)
+                }
+            }
+        }
+    }
+
+    /// Returns once there are lines waiting.
+    func waitForLines() {
+        condition.lock()
+        defer { condition.unlock() }
+        while true {
+            writerWaiting.store(true, ordering: .sequentiallyConsistent)
+            if stripes.contains(where: { stripe in stripe.bytes.withLock { !$0.isEmpty } }) {
+                writerWaiting.store(false, ordering: .sequentiallyConsistent)
+                return
+            }
+            condition.wait()
+        }
+    }
+
+    /// The calling thread's number, given in the order threads first ask.
+    private static func threadSlot() -> Int {
+        if let slot = pthread_getspecific(slotKey) { return Int(bitPattern: slot) - 1 }
+        let slot = nextSlot.wrappingAdd(1, ordering: .relaxed).oldValue
+        // Unrecorded (no memory for it), the thread would get a new slot on every call, and its
+        // lines could reorder: it shares the first stripe instead.
+        guard pthread_setspecific(slotKey, UnsafeRawPointer(bitPattern: slot + 1)) == 0 else { return 0 }
+        return slot
+    }
+
+    private static let slotKey: pthread_key_t = {
+        var key = pthread_key_t()
+        precondition(pthread_key_create(&key, nil) == 0, "LogOutput: no thread-specific key left")
+        return key
+    }()
+    private static let nextSlot = Atomic<Int>(0)
+}
