@@ -3,7 +3,7 @@ import Logging
 import BrokerCore
 import Foundation
 
-/// `token-broker serve`: load the configuration, listen, and run until SIGTERM or SIGINT.
+/// `token-broker serve`: load the configuration, listen, and run until SIGTERM, SIGHUP or SIGINT.
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
@@ -24,6 +24,10 @@ struct ServeCommand: AsyncParsableCommand {
     var acceptDamagedState = false
 
     func run() async throws {
+        // A standard output whose reader went away (`serve | head -1`, a log shipper that
+        // restarts) makes writes fail with EPIPE, which the log counts as dropped lines; the
+        // signal's default action would end the broker, unsaved, at its next line.
+        signal(SIGPIPE, SIG_IGN)
         let environment = ProcessInfo.processInfo.environment
         var settings: BrokerConfig
         let development: Bool
@@ -47,12 +51,13 @@ struct ServeCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data("token-broker: cannot start: \(error)\n".utf8))
             throw ExitCode(error.permanent ? 2 : 1)
         }
-        let signal = await signals.next()
-        broker.logger.notice("signal received", metadata: ["signal": "\(signal)"])
-        // SIGTERM is an orchestrator's or a balancer's stop: serve on while they move off. A
-        // person's Ctrl-C (SIGINT), or a second signal, does not wait.
+        let received = await signals.next()
+        broker.logger.notice("signal received", metadata: ["signal": "\(received)"])
+        // SIGTERM is an orchestrator's or a balancer's stop: serve on while they move off; SIGHUP
+        // too (no reload: the broker reads its configuration at start only). A person's Ctrl-C
+        // (SIGINT), or a second signal, does not wait.
         let delay = settings.server.shutdownDelaySeconds
-        if signal == "SIGTERM", delay > 0 {
+        if received != "SIGINT", delay > 0 {
             broker.stopBeingReady()
             if let another = await signals.next(within: delay) {
                 broker.logger.notice("signal received: the shutdown delay is cut short", metadata: ["signal": "\(another)"])

@@ -2,8 +2,11 @@ import Dispatch
 import Foundation
 import Synchronization
 
-/// Waits for SIGTERM or SIGINT. The signals' default action (dying at once) is turned off when
-/// this is created, so a signal that arrives during start-up is still seen and handled.
+/// Waits for SIGTERM, SIGHUP or SIGINT. The signals' default action (dying at once) is turned
+/// off when this is created, so a signal that arrives during start-up is still seen and handled.
+/// SIGHUP (the terminal or the session that started the broker went away; or an operator who
+/// expects a reload, which the broker does not do) stops it as SIGTERM does, drained and saved,
+/// rather than at once with nothing saved since the last snapshot's journal.
 struct TerminationSignals {
     private let sources: [any DispatchSourceSignal]
     private let waiter = SignalWaiter()
@@ -11,7 +14,7 @@ struct TerminationSignals {
     init() {
         let queue = DispatchQueue(label: "token-broker.signals")
         var sources: [any DispatchSourceSignal] = []
-        for (number, name) in [(SIGTERM, "SIGTERM"), (SIGINT, "SIGINT")] {
+        for (number, name) in [(SIGTERM, "SIGTERM"), (SIGHUP, "SIGHUP"), (SIGINT, "SIGINT")] {
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
             source.setEventHandler { [waiter] in waiter.deliver(name) }

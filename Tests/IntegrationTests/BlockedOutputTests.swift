@@ -2,8 +2,8 @@ import Foundation
 import Testing
 import TestWaiting
 
-/// A standard output that stops draining (a pipe nobody reads): the broker serves on, and no
-/// request waits for the log.
+/// A standard output that stops draining (a pipe nobody reads) or goes away (its reader closed
+/// it): the broker serves on, and no request waits for the log.
 @Suite(.serialized)
 struct BlockedOutputTests {
     /// The development provider's sign-in start: it logs `sign-in started` on a Swift executor
@@ -29,6 +29,25 @@ struct BlockedOutputTests {
         broker.signal(SIGTERM)
         #expect(broker.waitForExit(seconds: 30) == 0)
         #expect(broker.lines.last?.contains(#""msg":"stopped""#) == true)
+    }
+
+    /// Once the reader of its stdout has gone (`serve | head -1`), the broker's writes fail with
+    /// EPIPE: it is not killed by SIGPIPE, serves on, counts the lines it could not write, and
+    /// still stops cleanly.
+    @Test func theBrokerServesOnOnceItsStdoutIsClosed() throws {
+        let broker = try BrokerProcess()
+        broker.closeOutput()
+        try waitUntilBlocking("the reader closes the broker's stdout (woken by a request's line)") {
+            _ = try broker.get("/healthz")
+            return broker.outputClosed
+        }
+        try waitUntilBlocking("the broker counts access-log lines it could not write") {
+            (Self.counter(try broker.get("/metrics").text, "broker_access_log_dropped_total") ?? 0) > 0
+        }
+        for _ in 0..<20 { #expect(try broker.get("/healthz").status == 200) }
+        #expect(broker.process.isRunning)
+        broker.signal(SIGTERM)
+        #expect(broker.waitForExit(seconds: 30) == 0)
     }
 
     /// Sends requests until the broker drops access-log lines: its stdout has taken none of the

@@ -52,8 +52,7 @@ final class BrokerProcess: Sendable {
         let reader = pipe.fileHandleForReading
         Thread.detachNewThread { [reading] in
             var pending = Data()
-            while true {
-                reading.waitWhilePaused()
+            while reading.mayRead() {
                 let chunk = reader.availableData
                 if chunk.isEmpty { break }
                 pending.append(chunk)
@@ -63,6 +62,10 @@ final class BrokerProcess: Sendable {
                     output.append(line)
                     listening.offer(line)
                 }
+            }
+            if reading.closing {
+                try? reader.close()
+                reading.set(.closed)
             }
             output.end()
             listening.offer(nil)
@@ -104,6 +107,13 @@ final class BrokerProcess: Sendable {
     /// Reads the broker's output again, from where it stopped.
     func resumeOutput() { reading.set(.reading) }
 
+    /// Closes the reading end of the broker's output, as a reader that went away does (`| head`),
+    /// after the chunk being read, if any: see `outputClosed`.
+    func closeOutput() { reading.set(.closing) }
+
+    /// Whether `closeOutput` has closed the output's reading end.
+    var outputClosed: Bool { reading.isClosed }
+
     func signal(_ number: Int32) {
         kill(process.processIdentifier, number)
     }
@@ -132,16 +142,24 @@ final class LineBuffer: Sendable {
 }
 
 /// Whether the reader thread reads the broker's output: a test pauses it to block the broker's
-/// stdout.
+/// stdout, or has it close the pipe.
 final class OutputReading: Sendable {
-    enum Mode { case reading, paused }
+    enum Mode { case reading, paused, closing, closed }
     private let mode = Mutex(Mode.reading)
 
     func set(_ new: Mode) { mode.withLock { $0 = new } }
+    var closing: Bool { mode.withLock { $0 == .closing } }
+    var isClosed: Bool { mode.withLock { $0 == .closed } }
 
-    /// Returns once the reader may read.
-    func waitWhilePaused() {
-        while mode.withLock({ $0 }) == .paused { usleep(1_000) }
+    /// True once the reader may read; false once it is to close the output.
+    func mayRead() -> Bool {
+        while true {
+            switch mode.withLock({ $0 }) {
+            case .reading: return true
+            case .closing, .closed: return false
+            case .paused: usleep(1_000)
+            }
+        }
     }
 }
 

@@ -3,9 +3,9 @@ import Synchronization
 import Testing
 import TestWaiting
 
-/// SIGTERM and SIGINT: serve on for the shutdown delay with `/readyz` at 503 (SIGTERM), then stop
-/// accepting, let pending requests finish within the grace period, exit 0, never abort, even
-/// with suspended connections.
+/// SIGTERM, SIGHUP and SIGINT: serve on for the shutdown delay with `/readyz` at 503 (SIGTERM,
+/// SIGHUP), then stop accepting, let pending requests finish within the grace period, exit 0,
+/// never abort, even with suspended connections.
 @Suite(.serialized)
 struct ShutdownTests {
     @Test func sigtermLetsASuspendedRequestFinish() throws {
@@ -74,6 +74,18 @@ struct ShutdownTests {
             return object["request_id"] as? String
         }
         #expect(Set(logged.filter { $0.hasPrefix("stop-") }) == Set((0..<requests).map { "stop-\($0)" }))
+    }
+
+    /// SIGHUP (a closed terminal, an operator expecting a reload) stops the broker as SIGTERM
+    /// does: through the delay, drained, `stopped` written last, exit 0 — not killed at once.
+    @Test func sighupStopsGracefully() throws {
+        let broker = try BrokerProcess(environment: ["BROKER_SHUTDOWN_DELAY_SECONDS": "3"])
+        #expect(try broker.get("/readyz").status == 200)
+        broker.signal(SIGHUP)
+        try waitUntilBlocking("/readyz fails once SIGHUP came") { (try? broker.get("/readyz"))?.status == 503 }
+        #expect(broker.waitForExit(seconds: 10) == 0)
+        #expect(broker.lines.contains { $0.contains(#""msg":"signal received""#) && $0.contains(#""signal":"SIGHUP""#) })
+        #expect(broker.lines.last?.contains(#""msg":"stopped""#) == true)
     }
 
     /// A person's Ctrl-C, or a second SIGTERM, does not wait for the delay.

@@ -40,14 +40,20 @@ enum LogEntries {
         bytes.append(contentsOf: line)
     }
 
-    /// Appends the line of every entry in `entries` to `text`.
-    static func format(_ entries: [UInt8], to text: inout [UInt8]) {
+    /// Where a line ends in the text of a batch (the offset past its newline), and its kind.
+    struct LineEnd {
+        var offset: Int
+        var kind: LogLineKind
+    }
+
+    /// Appends the line of every entry in `entries` to `text`, and where each ends to `ends`.
+    static func format(_ entries: [UInt8], to text: inout [UInt8], ends: inout [LineEnd]) {
         entries.withUnsafeBufferPointer { buffer in
             var offset = 0
             while offset < buffer.count {
-                let kind = buffer[offset]
+                let kind = LogLineKind(rawValue: buffer[offset]) ?? .event
                 offset += 1
-                if kind == LogLineKind.access.rawValue {
+                if kind == .access {
                     AccessLog.appendLine(AccessEntry.read(from: buffer, at: &offset), to: &text)
                 } else {
                     let count = Int(UnsafeRawBufferPointer(buffer).loadUnaligned(fromByteOffset: offset, as: UInt32.self))
@@ -55,6 +61,7 @@ enum LogEntries {
                     text.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[offset..<(offset + count)]))
                     offset += count
                 }
+                ends.append(LineEnd(offset: text.count, kind: kind))
             }
         }
     }

@@ -27,7 +27,9 @@ import Synchronization
 /// does not wait either, not even for a bounded time: it is logged on an executor thread too,
 /// and `broker_audit_events_total` counts every audit event, written or not. What waits in the
 /// buffer when the process is killed (`SIGKILL`; a crash) is lost: at most the last few
-/// milliseconds of lines. A clean shutdown writes everything (`flush`). Lines never interleave;
+/// milliseconds of lines. A clean shutdown writes everything (`flush`). When the descriptor
+/// fails (`EPIPE`: its reader is gone, as `| head` does once it has its lines; `serve` ignores
+/// `SIGPIPE`, which would end the process), the lines it refused are dropped and counted too. Lines never interleave;
 /// one thread's lines keep their order, and a batch groups lines by thread (see `PendingLines`).
 public final class LogOutput: Sendable {
     private enum Target {
@@ -51,11 +53,14 @@ public final class LogOutput: Sendable {
         var entries: [UInt8] = []
         /// Their lines.
         var lines: [UInt8] = []
+        /// Where each line ends in `lines`.
+        var ends: [LogEntries.LineEnd] = []
     }
 
     /// How long the writer gathers lines after the first one of a batch arrives.
     private static let gatherMicroseconds: UInt32 = 2_000
-    /// A batch buffer grown past this (a burst) is let go after its write rather than kept.
+    /// A batch buffer grown past this many bytes (a burst) is let go after its write rather than
+    /// kept.
     private static let keptBatchCapacity = 1 << 20
 
     /// Past this many waiting bytes in its stripe, a thread's lines of `kind` are dropped. For
@@ -120,7 +125,8 @@ public final class LogOutput: Sendable {
             var entry: [UInt8] = []
             LogEntries.appendAccess(record, time: time, style: style, label: label, to: &entry)
             var line: [UInt8] = []
-            LogEntries.format(entry, to: &line)
+            var ends: [LogEntries.LineEnd] = []
+            LogEntries.format(entry, to: &line, ends: &ends)
             captured.withLock { $0.append(String(decoding: line.dropLast(), as: UTF8.self)) }
             return true
         }
@@ -132,10 +138,14 @@ public final class LogOutput: Sendable {
         guard case .fileDescriptor(let descriptor) = target else { return }
         writing.withLock { batch in
             pending.take(into: &batch.entries)
-            LogEntries.format(batch.entries, to: &batch.lines)
-            Self.writeAll(batch.lines, to: descriptor)
+            LogEntries.format(batch.entries, to: &batch.lines, ends: &batch.ends)
+            let written = Self.writeAll(batch.lines, to: descriptor)
+            for end in batch.ends where end.offset > written {
+                countDropped(end.kind)
+            }
             Self.empty(&batch.entries)
             Self.empty(&batch.lines)
+            Self.empty(&batch.ends)
         }
     }
 
@@ -164,8 +174,8 @@ public final class LogOutput: Sendable {
     }
 
     /// Empties a batch buffer, keeping its memory unless a burst grew it past `keptBatchCapacity`.
-    private static func empty(_ buffer: inout [UInt8]) {
-        if buffer.capacity > keptBatchCapacity {
+    private static func empty<Element>(_ buffer: inout [Element]) {
+        if buffer.capacity * MemoryLayout<Element>.stride > keptBatchCapacity {
             buffer = []
         } else {
             buffer.removeAll(keepingCapacity: true)
@@ -184,7 +194,9 @@ public final class LogOutput: Sendable {
         thread.start()
     }
 
-    private static func writeAll(_ bytes: [UInt8], to descriptor: Int32) {
+    /// Writes `bytes` to `descriptor`, and returns how many it took: fewer when it failed
+    /// (`EPIPE`, its reader gone; `EIO`; `ENOSPC`).
+    private static func writeAll(_ bytes: [UInt8], to descriptor: Int32) -> Int {
         bytes.withUnsafeBytes { bytes in
             var offset = 0
             while offset < bytes.count {
@@ -194,9 +206,10 @@ public final class LogOutput: Sendable {
                 } else if written < 0 && errno == EINTR {
                     continue
                 } else {
-                    return
+                    break
                 }
             }
+            return offset
         }
     }
 }

@@ -52,11 +52,11 @@ public final class BrokerMetrics: Sendable {
     public init() {
         inFlight = registry.makeGauge(descriptor: Self.name("http_requests_in_flight", help: "Requests received and not yet answered."))
         accessLogDropped = registry.makeCounter(descriptor: Self.name(
-            "access_log_dropped", unit: "total", help: "Access-log lines dropped because the log's buffer was full (its output too slow)."
+            "access_log_dropped", unit: "total", help: "Access-log lines dropped because the log's buffer was full (its output too slow) or its output failed (closed)."
         ))
         let droppedLines = Self.name(
             "log_lines_dropped", unit: "total",
-            help: "Log lines other than access-log lines dropped because the log's buffer was full (its output too slow), by kind: event, audit."
+            help: "Log lines other than access-log lines dropped because the log's buffer was full (its output too slow) or its output failed (closed), by kind: event, audit."
         )
         logLinesDropped = [
             .event: registry.makeCounter(descriptor: droppedLines, labels: [("kind", "event")]),
