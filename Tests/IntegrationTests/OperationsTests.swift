@@ -110,7 +110,18 @@ struct OperationsTests {
 enum Fixtures {
     static let secrets = ["SLOW_SECRET": "slow-client-secret-value", "DOWN_SECRET": "down-client-secret-value"]
 
-    /// Two providers by issuer: one reachable, one not.
+    /// A sign-in start at the `slow` provider, answered in JSON: it waits for the provider's
+    /// discovery document.
+    static let signInStart = "/authorize?app=demo&provider=slow&redirect_uri=http%3A%2F%2F127.0.0.1%3A9%2Fcb&state=s"
+        + "&code_challenge=E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM&code_challenge_method=S256"
+
+    /// Requests the broker is answering now (`/metrics` itself among them).
+    static func requestsInFlight(_ broker: BrokerProcess) throws -> Double? {
+        try broker.get("/metrics").text.split(separator: "\n").first { $0.hasPrefix("broker_http_requests_in_flight ") }
+            .flatMap { Double($0.split(separator: " ")[1]) }
+    }
+
+    /// Two providers by issuer: one reachable, one not; and an app of the first.
     static func config(issuer: String, missingIssuer: String? = nil, extra: String = "") -> String {
         var text = """
             server:
@@ -131,7 +142,14 @@ enum Fixtures {
                     client_secret_env: DOWN_SECRET
                 """
         }
-        return text + "\n"
+        return text + """
+
+            apps:
+              demo:
+                redirect_uris: [http://127.0.0.1:9/cb]
+                providers: [slow]
+
+            """
     }
 }
 

@@ -9,16 +9,16 @@ import TestWaiting
 @Suite(.serialized)
 struct ShutdownTests {
     @Test func sigtermLetsASuspendedRequestFinish() throws {
-        let provider = try SlowProvider(delay: 1.5)
+        let provider = try SlowProvider(delay: 3)
         let broker = try BrokerProcess(config: Fixtures.config(issuer: provider.issuer), environment: Fixtures.secrets)
         let result = Mutex<RawHTTPResponse?>(nil)
         let done = DispatchSemaphore(value: 0)
         let port = broker.port
         Thread.detachNewThread {
-            result.withLock { $0 = try? RawHTTP.request(port: port, target: "/readyz") }
+            result.withLock { $0 = try? RawHTTP.request(port: port, target: Fixtures.signInStart, headers: ["Accept": "application/json"]) }
             done.signal()
         }
-        try waitUntilBlocking("the request reaches the provider, suspended") { provider.requests >= 1 }
+        try waitUntilBlocking("the sign-in start waits for the provider, suspended") { try Fixtures.requestsInFlight(broker) ?? 0 >= 2 }
         broker.signal(SIGTERM)
         #expect(done.wait(timeout: .now() + 10) == .success)
         let response = try #require(result.withLock { $0 })
@@ -116,10 +116,10 @@ struct ShutdownTests {
         let done = DispatchSemaphore(value: 0)
         let port = broker.port
         Thread.detachNewThread {
-            result.withLock { $0 = try? RawHTTP.request(port: port, target: "/readyz") }
+            result.withLock { $0 = try? RawHTTP.request(port: port, target: Fixtures.signInStart, headers: ["Accept": "application/json"]) }
             done.signal()
         }
-        try waitUntilBlocking("the request reaches the provider") { provider.requests >= 1 }
+        try waitUntilBlocking("the sign-in start waits for the provider") { try Fixtures.requestsInFlight(broker) ?? 0 >= 2 }
         let signalled = Date()
         broker.signal(SIGINT)
         #expect(done.wait(timeout: .now() + 10) == .success)
