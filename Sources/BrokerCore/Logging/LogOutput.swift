@@ -57,7 +57,8 @@ public final class LogOutput: Sendable {
         var ends: [LogEntries.LineEnd] = []
     }
 
-    /// How long the writer gathers lines after the first one of a batch arrives.
+    /// How long the writer gathers lines after the first one of a batch arrives, unless an event
+    /// is among them.
     private static let gatherMicroseconds: UInt32 = 2_000
     /// A batch buffer grown past this many bytes (a burst) is let go after its write rather than
     /// kept.
@@ -153,7 +154,7 @@ public final class LogOutput: Sendable {
     /// line dropped when the stripe has no room for it.
     @discardableResult
     private func queue(_ kind: LogLineKind, size: Int, _ append: (inout [UInt8]) -> Void) -> Bool {
-        switch pending.add(size, limit: Self.limit(for: kind), append) {
+        switch pending.add(size, limit: Self.limit(for: kind), event: kind != .access, append) {
         case .added:
             return true
         case .startWriter:
@@ -186,7 +187,7 @@ public final class LogOutput: Sendable {
         let thread = Thread { [self] in
             while true {
                 pending.waitForLines()
-                usleep(Self.gatherMicroseconds)
+                if !pending.takeEventWaiting() { usleep(Self.gatherMicroseconds) }
                 flush()
             }
         }

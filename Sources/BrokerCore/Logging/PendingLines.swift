@@ -31,6 +31,9 @@ final class PendingLines: Sendable {
     /// writer's look at a stripe comes after the line was added, or the adding thread took that
     /// stripe's lock after the writer and so sees the flag.)
     private let writerWaiting = Atomic<Bool>(false)
+    /// Set when an event waits: the writer writes without gathering more (an event is read by
+    /// people and tests as it happens; access-log lines are the many).
+    private let eventWaiting = Atomic<Bool>(false)
     private let condition = NSCondition()
 
     enum Outcome {
@@ -42,14 +45,16 @@ final class PendingLines: Sendable {
     }
 
     /// Has `append` add `count` bytes to the calling thread's stripe, unless that would put more
-    /// than `limit` bytes in it.
-    func add(_ count: Int, limit: Int, _ append: (inout [UInt8]) -> Void) -> Outcome {
+    /// than `limit` bytes in it; an `event` (not an access-log line) is written without waiting
+    /// for a batch to gather.
+    func add(_ count: Int, limit: Int, event: Bool, _ append: (inout [UInt8]) -> Void) -> Outcome {
         let added = stripes[Self.threadSlot() % Self.stripeCount].bytes.withLock { bytes in
             guard bytes.count + count <= limit else { return false }
             append(&bytes)
             return true
         }
         guard added else { return .full }
+        if event { eventWaiting.store(true, ordering: .relaxed) }
         if !writerStarted.load(ordering: .relaxed),
            writerStarted.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged {
             return .startWriter
@@ -88,6 +93,11 @@ final class PendingLines: Sendable {
             }
             condition.wait()
         }
+    }
+
+    /// Whether an event waits among the lines (and forgets it: the writer is taking them).
+    func takeEventWaiting() -> Bool {
+        eventWaiting.exchange(false, ordering: .relaxed)
     }
 
     /// The calling thread's number, given in the order threads first ask.
