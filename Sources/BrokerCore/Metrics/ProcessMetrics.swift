@@ -1,11 +1,15 @@
 import Foundation
 import Prometheus
+import Synchronization
 
 /// The standard `process_*` metrics of Prometheus's client libraries, read from `/proc/self` when
 /// `/metrics` is rendered: CPU time, resident and virtual memory, open and allowed file
 /// descriptors, start time.
-struct ProcessMetrics: Sendable {
+final class ProcessMetrics: Sendable {
     let registry: PrometheusCollectorRegistry
+    /// The CPU time `process_cpu_seconds_total` has counted so far: a counter, as every client
+    /// library exports it, grows by what the kernel's total gained since.
+    private let countedCPUSeconds = Mutex<Double>(0)
     private static let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
     private static let pageBytes = Double(sysconf(Int32(_SC_PAGESIZE)))
 
@@ -21,8 +25,14 @@ struct ProcessMetrics: Sendable {
         let fields = stat[stat.index(after: afterName)...].split(separator: " ")
         func field(_ number: Int) -> Double? { fields.count > number - 3 ? Double(fields[number - 3]) : nil }
         if let user = field(14), let system = field(15) {
-            // The kernel's running total, set as it is (the registry's counters only add integers).
-            gauge("cpu_seconds_total", "Total user and system CPU time spent in seconds.").set((user + system) / Self.ticksPerSecond)
+            let total = (user + system) / Self.ticksPerSecond
+            let gained = countedCPUSeconds.withLock { counted in
+                defer { counted = max(counted, total) }
+                return max(0, total - counted)
+            }
+            registry.makeCounter(descriptor: MetricNameDescriptor(namespace: "process", metricName: "cpu_seconds_total", unitName: "",
+                                                                   helpText: "Total user and system CPU time spent in seconds."))
+                .increment(by: gained)
         }
         if let start = field(22), let boot = Self.bootTime() {
             gauge("start_time_seconds", "Start time of the process since the Unix epoch in seconds.").set(boot + start / Self.ticksPerSecond)
