@@ -90,6 +90,9 @@ struct AbuseTests {
         #expect(throws: ConfigValueError.self) { try CORSOrigins.parse("https://app.example.com/path").get() }
         #expect(throws: ConfigValueError.self) { try CORSOrigins.parse("ftp://files.example.com").get() }
         #expect(try CORSOrigins.parse("").get().isEmpty)
+        // As browsers send them: a scheme's default port is not written in an Origin.
+        #expect(try CORSOrigins.parse("https://app.example.com:443, http://[::1]:80, http://x.example:443, https://y.example:8443").get()
+            == ["https://app.example.com", "http://[::1]", "http://x.example:443", "https://y.example:8443"])
     }
 
     @Test func trustedProxiesAreAddressesOrRanges() throws {

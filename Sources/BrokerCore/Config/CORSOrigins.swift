@@ -2,7 +2,9 @@ import Foundation
 
 /// `server.cors_origins`: the browser origins that may call the API. Each is exactly
 /// `scheme://host[:port]` (http or https, no path); a wildcard is refused — the API is
-/// credentialed (bearer tokens), and a wildcard would let any site read answers.
+/// credentialed (bearer tokens), and a wildcard would let any site read answers. An origin is
+/// kept as browsers send it (RFC 6454 §6.2): lowercase, without its scheme's default port —
+/// `https://app.example.com:443` would otherwise match no browser's `Origin`.
 enum CORSOrigins {
     static func parse(_ text: String) -> Result<[String], ConfigValueError> {
         var origins: [String] = []
@@ -16,7 +18,10 @@ enum CORSOrigins {
             else {
                 return .failure(ConfigValueError("\(ConfigValueParsing.quoted(item)) is not an origin like https://app.example.com"))
             }
-            origins.append(item.lowercased())
+            var origin = item.lowercased()
+            let defaultPort = scheme.lowercased() == "https" ? ":443" : ":80"
+            if components.port != nil, origin.hasSuffix(defaultPort) { origin.removeLast(defaultPort.count) }
+            origins.append(origin)
         }
         return .success(origins)
     }
