@@ -52,6 +52,14 @@ struct ConfigAdminTests {
         }
     }
 
+    /// The admin listener's trusted proxies apply to it alone: without one, nowhere.
+    @Test func adminTrustedProxiesNeedTheAdminListener() throws {
+        #expect { try load("admin:\n  token_file: \(try tokenFile(token))\n  trusted_proxies: 10.0.0.0/8\n") } throws: { error in
+            "\(error)".contains("broker.yaml:3: admin.trusted_proxies") && "\(error)".contains("needs admin.listen")
+        }
+        #expect(try load("admin:\n  listen: 127.0.0.1:9091\n  trusted_proxies: 10.0.0.0/8\n").admin?.trustedProxies.isEmpty == false)
+    }
+
     /// Such a listener answers only a `Host` of 127.0.0.1, ::1 or localhost: bound elsewhere on
     /// loopback, it would refuse everything, so it is refused at start.
     @Test func aTokenlessListenerOnAnotherLoopbackAddressIsRefused() throws {

@@ -29,6 +29,21 @@ struct ConfigWebhooksTests {
         }
     }
 
+    /// A webhook written without its URL would send nothing, silently: a problem at its line.
+    @Test func aWebhookWithoutItsURLIsAProblem() {
+        for yaml in ["webhooks:\n  secret_env: HOOK_SECRET\n", "webhooks:\n  failures_before_event: 5\n"] {
+            #expect {
+                try ConfigLoader.load(yaml: yaml, fileName: "broker.yaml", environment: ["HOOK_SECRET": "s3cr3t-hook"])
+            } throws: { error in
+                "\(error)".contains("broker.yaml:2: webhooks.") && "\(error)".contains("no effect without webhooks.url")
+            }
+        }
+        #expect(throws: Never.self) {
+            try ConfigLoader.load(yaml: "webhooks:\n  secret_env: HOOK_SECRET\n", fileName: "broker.yaml",
+                                  environment: ["HOOK_SECRET": "s3cr3t-hook", "BROKER_WEBHOOK_URL": "https://hooks.example.com/b"])
+        }
+    }
+
     @Test func noWebhooksByDefault() throws {
         #expect(try ConfigLoader.load(path: nil, environment: [:]).webhooks == nil)
     }

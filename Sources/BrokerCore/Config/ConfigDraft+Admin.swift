@@ -30,6 +30,9 @@ extension ConfigDraft {
         if adminMetricsOnly && adminListen == nil {
             problem("admin.metrics_only", "needs admin.listen: /metrics would be served nowhere")
         }
+        if !adminTrustedProxies.isEmpty && adminListen == nil {
+            problem("admin.trusted_proxies", "needs admin.listen: it applies to the admin listener only (server.trusted_proxies applies on the public one)")
+        }
         return problems
     }
 

@@ -72,6 +72,11 @@ struct ConfigDraft: Sendable {
         if webhookURL != nil && webhookSecret == nil {
             problems.append(ConfigProblem(key: "webhooks.secret_env", message: "a webhook needs a signing secret: set webhooks.secret_env or webhooks.secret_file", line: lines["webhooks.url"], file: file))
         }
+        // A webhook written in the file without its URL sends nothing, silently.
+        if webhookURL == nil, let key = ["webhooks.secret_env", "webhooks.secret_file", "webhooks.failures_before_event"].first(where: { lines[$0] != nil }) {
+            problems.append(ConfigProblem(key: key, message: "has no effect without webhooks.url (or BROKER_WEBHOOK_URL): no event would be sent",
+                                          line: lines[key], file: file))
+        }
         if limits.maxConnectionsPerIP > limits.maxConnections {
             let key = "server.limits.max_connections_per_ip"
             let line = lines[key]

@@ -27,6 +27,7 @@ extension ConfigDocumentDecoder {
     /// Reads `webhooks.secret_env` or `webhooks.secret_file` (exactly one) and resolves it.
     func decodeWebhookSecret(_ reader: YAMLMappingReader, into draft: inout ConfigDraft, problems: inout ConfigProblemList) {
         guard case .found(let reference, let key) = reader.secretReference("secret", problems: &problems) else { return }
+        draft.lines[reader.path.child(key).description] = reader.line(of: key)
         switch reference.resolve(environment: environment, baseDirectory: baseDirectory) {
         case .success(let secret): draft.webhookSecret = secret
         case .failure(let error): problems.add(reader.path.child(key), error.message, line: reader.line(of: key))
