@@ -296,3 +296,18 @@ struct LoggingTests {
         try body(LogOutput.descriptor(descriptor), path)
     }
 }
+
+/// libmicrohttpd's messages, one a malformed request: any client could fill the log with them.
+struct MessageThrottleTests {
+    @Test func atMostTheLimitAWindowAndTheNextLineSaysHowManyWereHeld() {
+        let clock = Mutex<Double>(0)
+        let throttle = MessageThrottle(limit: 2, window: 60, now: { clock.withLock { $0 } })
+        #expect(throttle.admit() == 0 && throttle.admit() == 0)
+        #expect((0..<5).map { _ in throttle.admit() } == [nil, nil, nil, nil, nil])
+        clock.withLock { $0 = 59 }
+        #expect(throttle.admit() == nil, "still the same window")
+        clock.withLock { $0 = 61 }
+        #expect(throttle.admit() == 6, "the first line of the next window counts what was held")
+        #expect(throttle.admit() == 0)
+    }
+}

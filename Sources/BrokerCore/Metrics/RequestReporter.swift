@@ -7,6 +7,8 @@ struct RequestReporter: RequestObserver {
     let logger: Logger
     /// Nil when the access log is off (or the log level is above `info`).
     let accessLog: AccessLog?
+    /// libmicrohttpd's messages, which a client causes one a malformed request.
+    let serverMessages = MessageThrottle()
 
     func requestFinished(_ record: RequestRecord) {
         metrics.requestFinished(route: record.route, method: record.method, status: record.status, seconds: record.seconds)
@@ -16,6 +18,8 @@ struct RequestReporter: RequestObserver {
     }
 
     func serverMessage(_ message: String) {
-        logger.warning("libmicrohttpd: \(message)")
+        guard let held = serverMessages.admit() else { return }
+        let more = held > 0 ? " (\(held) more libmicrohttpd messages were not logged before this one)" : ""
+        logger.warning("libmicrohttpd: \(message)\(more)")
     }
 }
