@@ -79,8 +79,20 @@ struct DPoPProofTests {
         // Scheme and host are compared in lowercase, a default port left out; the query is not compared.
         _ = try Self.check(proof, url: ProofURL("HTTPS://Broker.Example:443/token"))
         _ = try Self.check(proof, url: ProofURL(base: ProofURL("https://broker.example"), path: "/token"))
+        // ... and escapes as RFC 3986 §6.2.2 normalizes them: an unreserved character's decoded.
+        _ = try Self.check(proof, url: ProofURL(base: ProofURL("https://broker.example"), path: "/t%6Fken"))
         // At a token endpoint, no token is presented: `ath` is not asked for.
         _ = try Self.check(proof, token: nil)
+    }
+
+    /// RFC 9449 §4.3 compares `htu` after syntax-based normalization (RFC 3986 §6.2.2): escapes
+    /// of unreserved characters decoded, others' hexadecimal in capitals.
+    @Test func escapesAreComparedNormalized() {
+        let request = ProofURL(base: ProofURL("https://broker.example"), path: "/proxy/dev/user%69nfo/a%2fb")
+        #expect(request.matches("https://broker.example/proxy/dev/userinfo/a%2Fb"))
+        #expect(request.matches("https://broker.example/proxy/dev/user%69nfo/a%2fb"))
+        #expect(!request.matches("https://broker.example/proxy/dev/userinfo/a/b"), "an escaped slash is not a slash")
+        #expect(ProofURL.normalizedEscapes("/%7e%41%2f%zz%4") == "/~A%2F%zz%4")
     }
 
     @Test

@@ -88,7 +88,7 @@ struct ProofURL: Sendable, Equatable {
 
     /// The URL of a request to `path` at the broker whose public URL, normalized, is `base`.
     init(base: ProofURL, path: Substring) {
-        normalized = base.normalized.map { $0 + path }
+        normalized = base.normalized.map { $0 + Self.normalizedEscapes(path) }
     }
 
     /// Whether the `htu` of a proof names this URL: written as the broker writes it (the usual
@@ -103,7 +103,54 @@ struct ProofURL: Sendable, Equatable {
               let host = components.host?.lowercased(), !host.isEmpty
         else { return nil }
         let port = components.port.flatMap { ["http": 80, "https": 443][scheme] == $0 ? nil : $0 }
-        let path = components.percentEncodedPath
+        let path = normalizedEscapes(Substring(components.percentEncodedPath))
         return "\(scheme)://\(host)\(port.map { ":\($0)" } ?? "")\(path == "/" ? "" : path)"
+    }
+
+    /// `path` with RFC 3986 §6.2.2's normalization of its escapes (RFC 9449 §4.3 compares `htu`
+    /// so): an unreserved character's (ALPHA, DIGIT, `-._~`) decoded, any other's hexadecimal
+    /// in capitals. A path without `%` is returned as it is.
+    static func normalizedEscapes(_ path: Substring) -> String {
+        guard path.utf8.contains(UInt8(ascii: "%")) else { return String(path) }
+        let bytes = Array(path.utf8)
+        var result: [UInt8] = []
+        result.reserveCapacity(bytes.count)
+        var index = 0
+        while index < bytes.count {
+            guard bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.count,
+                  let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2]) else {
+                result.append(bytes[index])
+                index += 1
+                continue
+            }
+            let byte = high << 4 | low
+            if isUnreserved(byte) {
+                result.append(byte)
+            } else {
+                result += [UInt8(ascii: "%"), hexDigit(high), hexDigit(low)]
+            }
+            index += 3
+        }
+        return String(decoding: result, as: UTF8.self)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+
+    private static func hexDigit(_ value: UInt8) -> UInt8 {
+        value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "A") + value - 10
+    }
+
+    private static func isUnreserved(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
+        default: byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "~")
+        }
     }
 }
