@@ -3,10 +3,10 @@ import WireValues
 
 /// Counts open connections, in total and per client (an IPv6 client by its /64: `ClientKey`),
 /// and admits a new one only under both limits. Requests on a connection that was not admitted
-/// are answered 503 and the connection is closed; a client already holding as many refused
-/// connections as it may admit has the next ones closed at once, unanswered: a connection that
-/// sends nothing holds a slot of libmicrohttpd's own limit until its deadline, and one client must
-/// not hold them all.
+/// are answered 503 and the connection is closed; a client already holding `maxRefusedPerIP`
+/// refused connections has the next ones closed at once, unanswered: a connection that sends
+/// nothing holds a slot of libmicrohttpd's own limit until its deadline, and one client must not
+/// hold the room that limit keeps for refusals (`ServerConfiguration.hardConnectionLimit`).
 final class ConnectionLimiter: Sendable {
     /// What becomes of a new connection.
     enum Admission: Int32 {
@@ -26,15 +26,20 @@ final class ConnectionLimiter: Sendable {
 
     private let maxTotal: Int
     private let maxPerIP: Int
+    private let maxRefusedPerIP: Int
     private let counts = Mutex(Counts())
 
-    init(maxTotal: Int, maxPerIP: Int) {
+    /// `refusalRoom`: how many connections past `maxTotal` libmicrohttpd keeps open for their
+    /// 503; a client may hold a quarter of it (and no more than `maxPerIP`), so that one client
+    /// cannot fill it and leave the next ones a silent close.
+    init(maxTotal: Int, maxPerIP: Int, refusalRoom: Int) {
         self.maxTotal = maxTotal
         self.maxPerIP = maxPerIP
+        maxRefusedPerIP = max(1, min(maxPerIP, refusalRoom / 4))
     }
 
     /// Admits a connection from `ip`, counting it; or refuses it, counting it as refused while its
-    /// client holds fewer refused connections than `maxPerIP`; or has it closed.
+    /// client holds fewer refused connections than `maxRefusedPerIP`; or has it closed.
     func open(_ ip: String) -> Admission {
         let key = ClientKey.of(ip)
         return counts.withLock { counts in
@@ -45,7 +50,7 @@ final class ConnectionLimiter: Sendable {
                 return .admitted
             }
             let refused = counts.refusedPerIP[key, default: 0]
-            guard refused < maxPerIP else { return .closed }
+            guard refused < maxRefusedPerIP else { return .closed }
             counts.refusedPerIP[key] = refused + 1
             return .refused
         }

@@ -22,7 +22,8 @@ final class ServerCore: Sendable {
         self.configuration = configuration
         self.router = router
         self.observer = observer
-        limiter = ConnectionLimiter(maxTotal: configuration.maxConnections, maxPerIP: configuration.maxConnectionsPerIP)
+        limiter = ConnectionLimiter(maxTotal: configuration.maxConnections, maxPerIP: configuration.maxConnectionsPerIP,
+                                    refusalRoom: configuration.hardConnectionLimit - configuration.maxConnections)
         keepAlive = "timeout=\(configuration.idleTimeoutSeconds)"
     }
 
