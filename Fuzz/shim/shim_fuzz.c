@@ -184,8 +184,9 @@ static void drop_answer(void *context, void *answer) {
     tb_response_free(answer);
 }
 
-static void on_log(void *context, const char *message) {
+static void on_log(void *context, const char *message, int from_library) {
     (void)context;
+    (void)from_library;
     if (getenv("SHIM_FUZZ_VERBOSE") != NULL) fprintf(stderr, "libmicrohttpd: %s\n", message);
 }
 

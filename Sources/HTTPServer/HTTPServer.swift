@@ -185,9 +185,9 @@ private func shimOnConnectionClose(_ context: UnsafeMutableRawPointer?, _ ip: Un
     core(context)?.connectionClosed(from: ip.map { String(cString: $0) } ?? "unknown", admitted: admitted != 0)
 }
 
-private func shimOnLog(_ context: UnsafeMutableRawPointer?, _ message: UnsafePointer<CChar>?) {
+private func shimOnLog(_ context: UnsafeMutableRawPointer?, _ message: UnsafePointer<CChar>?, _ fromLibrary: Int32) {
     guard let message else { return }
-    core(context)?.serverMessage(String(cString: message))
+    core(context)?.serverMessage(String(cString: message), fromLibrary: fromLibrary != 0)
 }
 
 private func shimBuildAnswer(_ context: UnsafeMutableRawPointer?, _ answer: UnsafeMutableRawPointer?) -> OpaquePointer? {

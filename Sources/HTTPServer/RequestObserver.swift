@@ -5,8 +5,9 @@
 public protocol RequestObserver: Sendable {
     /// A request was answered.
     func requestFinished(_ record: RequestRecord)
-    /// libmicrohttpd reported something.
-    func serverMessage(_ message: String)
+    /// libmicrohttpd reported something (`fromLibrary`: most of its messages are its word on a
+    /// malformed request, which any client can send), or the server did (its request watchdog).
+    func serverMessage(_ message: String, fromLibrary: Bool)
 }
 
 /// The facts about one answered request. It never holds the query string or the body: those

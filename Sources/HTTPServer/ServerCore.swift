@@ -238,7 +238,7 @@ final class ServerCore: Sendable {
         guard added else {
             // Freeing the response also gives up its stream, if any.
             tb_response_free(created)
-            observer.serverMessage("libmicrohttpd refused a header of a \(response.status) answer: the connection is closed without it")
+            observer.serverMessage("libmicrohttpd refused a header of a \(response.status) answer: the connection is closed without it", fromLibrary: false)
             return nil
         }
         return created
@@ -306,7 +306,7 @@ final class ServerCore: Sendable {
 
     func connectionOpened(from ip: String) -> ConnectionLimiter.Admission { limiter.open(ip) }
     func connectionClosed(from ip: String, admitted: Bool) { limiter.close(ip, admitted: admitted) }
-    func serverMessage(_ message: String) { observer.serverMessage(message) }
+    func serverMessage(_ message: String, fromLibrary: Bool) { observer.serverMessage(message, fromLibrary: fromLibrary) }
 }
 
 /// What a deferred request is answered with, until its server thread makes the response

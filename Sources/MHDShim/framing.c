@@ -129,9 +129,21 @@ static int tb_take_absolute_form(tb_request *request, const char *host) {
     char *target = request->target;
     size_t scheme = strncasecmp(target, "http://", 7) == 0 ? 7 : strncasecmp(target, "https://", 8) == 0 ? 8 : 0;
     if (scheme == 0) return 1; // origin form, or a form no route takes (404)
-    const char *authority = target + scheme;
+    char *authority = target + scheme;
     size_t authority_length = strcspn(authority, "/?#");
-    if (authority_length == 0 || memchr(authority, '@', authority_length) != NULL) return 0;
+    const char *at = NULL; // the last '@' of the authority ends its user information
+    for (const char *c = authority; c < authority + authority_length; c++) {
+        if (*c == '@') at = c;
+    }
+    if (at != NULL) {
+        // Refused; the user information (a password, maybe) is cut from the target first: the
+        // access log writes the target's path.
+        size_t cut = (size_t)(at + 1 - authority);
+        memmove(authority, at + 1, request->target_length - (size_t)(at + 1 - target) + 1);
+        request->target_length -= cut;
+        return 0;
+    }
+    if (authority_length == 0) return 0;
     if (host != NULL && (strlen(host) != authority_length || strncasecmp(host, authority, authority_length) != 0)) return 0;
     const char *rest = authority + authority_length;
     size_t rest_length = request->target_length - (size_t)(rest - target);

@@ -142,7 +142,7 @@ static void tb_on_log(void *cls, const char *format, va_list arguments) {
     while (length > 0 && (message[length - 1] == '\n' || message[length - 1] == '\r')) {
         message[--length] = '\0';
     }
-    server->callbacks.on_log(server->context, message);
+    server->callbacks.on_log(server->context, message, 1);
 }
 
 // Hands the request to Swift, then suspends it if Swift deferred and has not answered yet.
@@ -368,7 +368,7 @@ void tb_server_quiesce(tb_server *server) {
     if (listener == MHD_INVALID_SOCKET) {
         // Not expected with this daemon's flags; the stop closes the listening socket then.
         server->callbacks.on_log(server->context, "could not stop accepting connections before the stop "
-                                                  "(MHD_quiesce_daemon failed): new connections are closed at the stop");
+                                                  "(MHD_quiesce_daemon failed): new connections are closed at the stop", 0);
         return;
     }
     close(listener);

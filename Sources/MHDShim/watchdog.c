@@ -124,7 +124,7 @@ static void *tb_watchdog_run(void *argument) {
                      "request watchdog: closed %u connection(s) whose request did not arrive in time "
                      "(request_head_timeout_seconds, request_body_min_bytes_per_second)",
                      cut);
-            server->callbacks.on_log(server->context, message);
+            server->callbacks.on_log(server->context, message, 0);
             pthread_mutex_lock(&watchdog->lock);
             if (watchdog->stopping) break;
         }

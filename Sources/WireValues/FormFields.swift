@@ -59,7 +59,7 @@ public struct FormFields: Sendable, Equatable {
             case UInt8(ascii: "%"):
                 let first = bytes.index(after: index)
                 guard first < bytes.endIndex, bytes.index(after: first) < bytes.endIndex,
-                      let high = hexValue(bytes[first]), let low = hexValue(bytes[bytes.index(after: first)])
+                      let high = bytes[first].hexDigitValue, let low = bytes[bytes.index(after: first)].hexDigitValue
                 else {
                     throw FormFieldsError("Malformed percent-encoding in \(what).")
                 }
@@ -74,15 +74,6 @@ public struct FormFields: Sendable, Equatable {
         guard !output.contains(0) else { throw FormFieldsError("\(subject) contains a NUL character.") }
         guard let text = String(validating: output, as: UTF8.self) else { throw FormFieldsError("\(subject) is not valid UTF-8 text.") }
         return text
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }
 

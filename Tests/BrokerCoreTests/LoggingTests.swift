@@ -214,20 +214,7 @@ struct LoggingTests {
             .flatMap { Int($0.split(separator: " ")[1]) })
         #expect(dropped > 0 && dropped < sent)
 
-        let received = Mutex<[UInt8]>([])
-        let reader = Thread { [reading = ends[0]] in
-            var chunk = [UInt8](repeating: 0, count: 65_536)
-            while true {
-                let count = chunk.withUnsafeMutableBytes { read(reading, $0.baseAddress, $0.count) }
-                guard count > 0 else { return }
-                received.withLock { $0 += chunk[..<count] }
-            }
-        }
-        reader.start()
-        output.flush()
-        close(ends[1])
-        try waitUntilBlocking("the reader reads to the end of the pipe") { reader.isFinished }
-        let lines = received.withLock { String(decoding: $0, as: UTF8.self) }.split(separator: "\n")
+        let lines = try Self.drain(ends, output)
         #expect(lines.count == sent - dropped, "every accepted line is written, once")
         #expect(Set(lines).count == lines.count)
     }
@@ -256,20 +243,7 @@ struct LoggingTests {
         #expect(output.dropped(.audit) == 0, "audit lines have room where events have none")
         #expect(!log.write(Self.record(id: "late")) && output.dropped(.access) == 2)
 
-        let received = Mutex<[UInt8]>([])
-        let reader = Thread { [reading = ends[0]] in
-            var chunk = [UInt8](repeating: 0, count: 65_536)
-            while true {
-                let count = chunk.withUnsafeMutableBytes { read(reading, $0.baseAddress, $0.count) }
-                guard count > 0 else { return }
-                received.withLock { $0 += chunk[..<count] }
-            }
-        }
-        reader.start()
-        output.flush()
-        close(ends[1])
-        try waitUntilBlocking("the reader reads to the end of the pipe") { reader.isFinished }
-        let lines = received.withLock { String(decoding: $0, as: UTF8.self) }.split(separator: "\n")
+        let lines = try Self.drain(ends, output)
         #expect(lines.count == accepted + events - 1 + 1, "every accepted line is written, once")
         #expect(lines.last == #"{"msg":"audit"}"#)
     }
@@ -309,5 +283,26 @@ struct MessageThrottleTests {
         clock.withLock { $0 = 61 }
         #expect(throttle.admit() == 6, "the first line of the next window counts what was held")
         #expect(throttle.admit() == 0)
+    }
+}
+
+extension LoggingTests {
+    /// Reads the pipe `ends` (read end, write end) to its end while `output` writes what it holds
+    /// into it and the write end closes: the lines written.
+    static func drain(_ ends: [Int32], _ output: LogOutput) throws -> [Substring] {
+        let received = Mutex<[UInt8]>([])
+        let reader = Thread { [reading = ends[0]] in
+            var chunk = [UInt8](repeating: 0, count: 65_536)
+            while true {
+                let count = chunk.withUnsafeMutableBytes { read(reading, $0.baseAddress, $0.count) }
+                guard count > 0 else { return }
+                received.withLock { $0 += chunk[..<count] }
+            }
+        }
+        reader.start()
+        output.flush()
+        close(ends[1])
+        try waitUntilBlocking("the reader reads to the end of the pipe") { reader.isFinished }
+        return received.withLock { String(decoding: $0, as: UTF8.self) }.split(separator: "\n")
     }
 }

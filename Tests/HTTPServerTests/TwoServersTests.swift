@@ -38,6 +38,6 @@ struct TwoServersTests {
 
     private struct Silent: RequestObserver {
         func requestFinished(_ record: RequestRecord) {}
-        func serverMessage(_ message: String) {}
+        func serverMessage(_ message: String, fromLibrary: Bool) {}
     }
 }

@@ -35,6 +35,6 @@ struct UnsendableAnswerTests {
             seen.withLock { $0.append(record.status) }
         }
 
-        func serverMessage(_ message: String) {}
+        func serverMessage(_ message: String, fromLibrary: Bool) {}
     }
 }

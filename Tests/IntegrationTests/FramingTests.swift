@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestWaiting
 
 /// Request heads that frame a body ambiguously or are malformed in ways libmicrohttpd lets
 /// through (request-smuggling building blocks, RFC 9112 §3.2, §5, §6.1, §6.3): each gets the
@@ -42,7 +43,7 @@ struct FramingTests {
         Case(name: "an absolute-form target naming another host than Host",
              head: "GET http://y/healthz HTTP/1.1\r\nHost: x\r\n\r\n", status: 400),
         Case(name: "an absolute-form target with user information",
-             head: "GET http://u@x/healthz HTTP/1.1\r\nHost: u@x\r\n\r\n", status: 400),
+             head: "GET http://u:pw-in-a-target@x/healthz HTTP/1.1\r\nHost: u@x\r\n\r\n", status: 400),
     ]
 
     private static let smuggled = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
@@ -60,6 +61,8 @@ struct FramingTests {
         let rest = connection.bytesUntilEnd(seconds: 3)
         #expect(rest != nil, "the connection must close after the answer")
         #expect(rest?.isEmpty == true, "the smuggled request must not be answered")
+        try waitUntilBlocking("the refusal is in the access log") { broker.jsonLines.contains { $0["status"] as? Int == test.status } }
+        #expect(!broker.lines.contains { $0.contains("pw-in-a-target") }, "user information never reaches the log")
     }
 
     /// The negative control: heads the checks must let through, on one kept-alive connection

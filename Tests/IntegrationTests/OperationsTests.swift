@@ -50,6 +50,21 @@ struct OperationsTests {
         }
     }
 
+    /// `process_cpu_seconds_total` is the process's CPU time, however often it is scraped.
+    @Test func theCPUCounterIsTheProcesssCPUTime() throws {
+        let broker = try BrokerProcess()
+        func counted() throws -> Double? {
+            try broker.get("/metrics").text.split(separator: "\n").first { $0.hasPrefix("process_cpu_seconds_total ") }
+                .flatMap { Double($0.split(separator: " ")[1]) }
+        }
+        var last = 0.0
+        for _ in 0..<8 { last = try #require(try counted()) }
+        let stat = try String(contentsOfFile: "/proc/\(broker.process.processIdentifier)/stat", encoding: .utf8)
+        let fields = stat[stat.index(after: try #require(stat.lastIndex(of: ")")))...].split(separator: " ")
+        let used = (Double(fields[11]) ?? 0) / 100 + (Double(fields[12]) ?? 0) / 100
+        #expect(last <= used + 0.02, "scraped \(last) s of CPU, the process used \(used) s")
+    }
+
     @Test func readyWithoutProvidersToCheck() throws {
         let broker = try BrokerProcess()
         let response = try broker.get("/readyz")

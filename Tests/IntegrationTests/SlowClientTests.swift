@@ -26,6 +26,21 @@ struct SlowClientTests {
         #expect(try broker.get("/healthz").status == 200)
     }
 
+    /// libmicrohttpd's messages (one a malformed request) are held back past a few a minute; the
+    /// watchdog's count of the connections it cut is the broker's own, and always logged.
+    @Test func theWatchdogsLineIsLoggedPastManyMalformedRequests() throws {
+        let broker = try BrokerProcess(config: Self.config)
+        for _ in 0..<15 {
+            let malformed = try RawConnection(port: broker.port)
+            malformed.send("GET /healthz HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n")
+            _ = malformed.bytesUntilEnd(seconds: 5)
+        }
+        try waitUntilBlocking("libmicrohttpd's lines are held back") { broker.lines.contains { $0.contains("were not logged") } || broker.lines.filter { $0.contains("libmicrohttpd") }.count >= 10 }
+        let slow = try RawConnection(port: broker.port)
+        slow.send("GET /healthz HTTP/1.1\r\n")
+        try waitUntilBlocking("the slow head is logged") { broker.lines.contains { $0.contains("did not arrive in time") } }
+    }
+
     /// A client pool reuses a connection after a pause longer than the head timeout: the
     /// connection is still open (announced with `Keep-Alive: timeout=`), a `POST` on it is
     /// answered, and nothing is logged as slow. So is a connection opened ahead of its request.

@@ -118,7 +118,7 @@ struct ProofURL: Sendable, Equatable {
         var index = 0
         while index < bytes.count {
             guard bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.count,
-                  let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2]) else {
+                  let high = bytes[index + 1].hexDigitValue, let low = bytes[index + 2].hexDigitValue else {
                 result.append(bytes[index])
                 index += 1
                 continue
@@ -132,15 +132,6 @@ struct ProofURL: Sendable, Equatable {
             index += 3
         }
         return String(decoding: result, as: UTF8.self)
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 
     private static func hexDigit(_ value: UInt8) -> UInt8 {

@@ -96,8 +96,8 @@ struct Handoff: Sendable {
 
     /// What stops a first redemption: the code's lifetime, then a refusal (counted; the
     /// ``refusalLimit``th spends the code). Nil when `attempt` redeems it. A bound session's code
-    /// tried at an issuer is not counted: the attempt proved the verifier and the key, so it is
-    /// the app's, at the wrong endpoint.
+    /// tried at an issuer is not counted: the attempt proved the verifier (and the app's key, for
+    /// a session bound to one), so it is the app's, at the wrong endpoint.
     private mutating func stop(_ attempt: HandoffAttempt) -> (HandoffRedemption, [GrantEffect])? {
         guard expiresAt > attempt.at else { return (.spent(.expired), spend(.expired, .codeExpired)) }
         guard let refusal = refusal(of: attempt) else { return nil }

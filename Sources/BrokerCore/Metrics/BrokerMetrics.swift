@@ -11,6 +11,9 @@ public final class BrokerMetrics: Sendable {
     /// The log's dropped lines already added to the counters, by kind: the log counts for itself,
     /// and `/metrics` adds what it counted since.
     private let droppedLogTotals = Mutex<[LogLineKind: Int]>([:])
+    /// The `process_*` metrics, read at each render: one for the process, as its CPU counter
+    /// keeps what it has counted.
+    let process: ProcessMetrics
     private let pendingRevocations: Gauge
     /// The per-request counter and histogram by route, method and status, made once: looking
     /// them up in the registry on every request costs more than the request itself.
@@ -50,6 +53,7 @@ public final class BrokerMetrics: Sendable {
     ]
 
     public init() {
+        process = ProcessMetrics(registry: registry)
         inFlight = registry.makeGauge(descriptor: Self.name("http_requests_in_flight", help: "Requests received and not yet answered."))
         accessLogDropped = registry.makeCounter(descriptor: Self.name(
             "access_log_dropped", unit: "total", help: "Access-log lines dropped because the log's buffer was full (its output too slow) or its output failed (closed)."

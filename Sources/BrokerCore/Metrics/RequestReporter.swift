@@ -7,8 +7,9 @@ struct RequestReporter: RequestObserver {
     let logger: Logger
     /// Nil when the access log is off (or the log level is above `info`).
     let accessLog: AccessLog?
-    /// libmicrohttpd's messages, which a client causes one a malformed request.
-    let serverMessages = MessageThrottle()
+    /// libmicrohttpd's messages, which a client causes one a malformed request (the server's own,
+    /// such as the watchdog's count of connections it cut, are not held back).
+    let libraryMessages = MessageThrottle()
 
     func requestFinished(_ record: RequestRecord) {
         metrics.requestFinished(route: record.route, method: record.method, status: record.status, seconds: record.seconds)
@@ -17,8 +18,9 @@ struct RequestReporter: RequestObserver {
         accessLog?.write(record)
     }
 
-    func serverMessage(_ message: String) {
-        guard let held = serverMessages.admit() else { return }
+    func serverMessage(_ message: String, fromLibrary: Bool) {
+        guard fromLibrary else { return logger.warning("libmicrohttpd: \(message)") }
+        guard let held = libraryMessages.admit() else { return }
         let more = held > 0 ? " (\(held) more libmicrohttpd messages were not logged before this one)" : ""
         logger.warning("libmicrohttpd: \(message)\(more)")
     }

@@ -36,7 +36,7 @@ struct OperationsRoutes: Sendable {
             for kind in LogLineKind.allCases {
                 metrics.logLinesDropped(kind, total: droppedLogLines(kind))
             }
-            ProcessMetrics(registry: metrics.registry).update()
+            metrics.process.update()
             return .now(Response(
                 status: 200,
                 headers: [HTTPHeader("Content-Type", "text/plain; version=0.0.4")],

@@ -20,7 +20,10 @@ struct Session: Sendable {
     /// When its user signed in at the provider (``Grant/signedInAt``; `createdAt` for sessions
     /// made before it was kept): what a sign-out's time is compared with.
     let signedInAt: Double
+    /// When a request was last admitted with its token (``StateStore/noteUse(_:now:)``), to the
+    /// ``useMarkInterval``: a mark is refreshed at most that often.
     var usedAt: Double
+    static let useMarkInterval: Double = 60
     /// When the broker last refreshed the token at the provider; nil before the first refresh.
     /// Kept with the session, so that the bound on refreshes holds across broker instances.
     var refreshedAt: Double? = nil

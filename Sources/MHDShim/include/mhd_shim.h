@@ -50,9 +50,10 @@ typedef struct {
     int (*on_connection_open)(void *context, const char *client_ip);
     /// A connection that was admitted (`admitted` 1) or refused (0), not closed at once, closed.
     void (*on_connection_close)(void *context, const char *client_ip, int admitted);
-    /// A message from libmicrohttpd itself, or from the shim's request watchdog (already
-    /// formatted; it may come from any thread).
-    void (*on_log)(void *context, const char *message);
+    /// A message from libmicrohttpd itself (`from_library` 1: most are its word on a malformed
+    /// request, which any client can send), or from the shim (0: its request watchdog); already
+    /// formatted; it may come from any thread.
+    void (*on_log)(void *context, const char *message, int from_library);
     /// Makes the response for an answer given to tb_request_complete(), on the server thread of
     /// the request's connection, and lets go of the answer (NULL: no response could be made; the
     /// connection closes). Called once per answer, unless the request ends first: then
@@ -110,7 +111,8 @@ void tb_server_stop(tb_server *server);
 
 /// "GET", "POST", … (valid while the request lives).
 const char *tb_request_method(const tb_request *request);
-/// The request target exactly as received, query string included.
+/// The request target as received, query string included; one in absolute form
+/// ("http://host/path") as its origin form ("/path"), once its authority was checked against Host.
 const char *tb_request_target(const tb_request *request);
 /// A request header (case-insensitive name), or NULL. With the header given more than once:
 /// the first.

@@ -195,8 +195,6 @@ struct AdminRoutes: Sendable {
                 ("sessions", .array(sessions.map { .string($0.hex) }))]
     }
 
-    /// A 400 for a parameter the call does not take, before it does anything: `app=` sent to end
-    /// a subject's sessions must not end every app's while seeming to narrow it.
     /// The body's form of a call that changes something; a parameter in the query would be
     /// read by no one (`?app=` would not narrow `subjects/end`), so it is refused.
     private static func formOnly(_ request: Request) throws(HTTPError) -> FormFields {
@@ -206,6 +204,8 @@ struct AdminRoutes: Sendable {
         return try request.form()
     }
 
+    /// A 400 for a parameter the call does not take, before it does anything: `app=` sent to end
+    /// a subject's sessions must not end every app's while seeming to narrow it.
     private static func takesOnly(_ names: Set<String>, _ fields: FormFields) throws(HTTPError) {
         guard let unknown = fields.names.first(where: { !names.contains($0) }) else { return }
         throw .badRequest("This call takes no parameter \(String(unknown.prefix(64))); it takes \(names.sorted().joined(separator: ", ")).")

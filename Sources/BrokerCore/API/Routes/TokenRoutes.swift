@@ -71,7 +71,7 @@ final class TokenRoutes: Sendable {
         let minimumValidity = (try? requested.get()) ?? sessions.refreshSkew
         switch sessions.current(presented.id, holder: presented.holder, validFor: minimumValidity, { session, now in
             (session.providerProofKey == nil ? session.tokenAnswer(at: now) : tokenBound(session.provider).response,
-             session.keyThumbprint.map { (bound: $0, app: session.app) })
+             session.keyThumbprint.map { (bound: $0, app: session.app) }, marked: now - session.usedAt <= Session.useMarkInterval)
         }) {
         case .unknownSession:
             guard !callers.store.holdsEverySession else { throw callers.unknownSession(presented, route: route) }
@@ -79,14 +79,15 @@ final class TokenRoutes: Sendable {
             return fromStore(presented, route: route, client: request.clientIP, minimumValidity: minimumValidity)
         case .wrongHolder(let mismatch):
             throw callers.holderRefused(mismatch, route: route)
-        case .fresh(let (answer, binding)):
+        case .fresh(let (answer, binding, marked)):
             _ = try requested.get()
             var unrecorded: DPoPProof?
             if let claimed = presented.claimed, let binding {
                 unrecorded = try callers.checkedProof(claimed, tokenHash: presented.id, boundTo: binding.bound, app: binding.app, route: route)
             }
-            // Used once its holder checked out: a refused request keeps no session alive.
-            callers.store.noteUse(presented.id, now: callers.now())
+            // Used once its holder checked out: a refused request keeps no session alive. A mark
+            // less than a minute old stands (the hot path takes the session's lock once).
+            if !marked { callers.store.noteUse(presented.id, now: callers.now()) }
             guard let unrecorded else { return .now(answer) }
             return .deferredCatching { [callers] () async throws(HTTPError) -> Response in
                 try await callers.spendAnywhere(unrecorded, route: route)

@@ -50,7 +50,7 @@ final class SessionTable: Sendable {
     /// to disk.
     func noteUse(_ id: SHA256Digest, now: Double) {
         shard(id).sessions.withLock { sessions in
-            guard let stored = sessions[id], now - stored.session.usedAt > 60,
+            guard let stored = sessions[id], now - stored.session.usedAt > Session.useMarkInterval,
                   lifetimes.isLive(usedAt: stored.session.usedAt, createdAt: stored.session.createdAt, now: now) else { return }
             var used = stored.session
             used.usedAt = now

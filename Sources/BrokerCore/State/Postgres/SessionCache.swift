@@ -89,7 +89,7 @@ final class SessionCache: Sendable {
         shard(id).state.withLock { state in
             guard let index = state.entries.index(forKey: id) else { return }
             let usedAt = state.entries.values[index].session.usedAt
-            guard now - usedAt > 60, lifetimes.isLive(usedAt: usedAt, createdAt: state.entries.values[index].session.createdAt, now: now) else { return }
+            guard now - usedAt > Session.useMarkInterval, lifetimes.isLive(usedAt: usedAt, createdAt: state.entries.values[index].session.createdAt, now: now) else { return }
             state.entries.values[index].session.usedAt = now
             if now - state.entries.values[index].storedUsedAt >= interval {
                 state.entries.values[index].storedUsedAt = now
