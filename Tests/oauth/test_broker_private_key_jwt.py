@@ -317,9 +317,14 @@ def test_a_provider_that_cannot_serve_the_configuration_is_reported_and_starts_n
 
         broker = BrokerProcess(broker_config(others), port=port)
         try:
-            ready = requests.get(broker.url("/readyz"), timeout=30)
-            assert ready.status_code == 200
-            checks = ready.json()["checks"]
+            # /readyz answers from memory: the documents fetched in the background since the start.
+            def fetched():
+                ready = requests.get(broker.url("/readyz"), timeout=30)
+                assert ready.status_code == 200
+                checks = ready.json()["checks"]
+                return checks if all("being fetched" not in check.get("detail", "") for check in checks.values()) else None
+            assert wait_for(fetched, 30)
+            checks = fetched()
             assert checks["provider:fine"]["status"] == "pass" and checks["provider:strict"]["status"] == "warn"
             assert "par is off, but the provider requires pushed authorization requests" in checks["provider:strict"]["detail"]
             browser = Browser(allowed_hosts=[broker.host])
