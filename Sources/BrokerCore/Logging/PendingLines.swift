@@ -9,10 +9,12 @@ import Synchronization
 /// whose entries the writer takes gets the writer's emptied buffer in exchange, so that adding to
 /// it allocates nothing once the buffers have grown.
 ///
-/// Each thread adds to its own stripe (the first `stripeCount` threads to log get one each — the
-/// task threads that log the start, then the server threads, as they log every request; later
-/// ones share): the server threads never wait for one another's lock, nor pass one buffer's
-/// cache lines back and forth on every request. A thread's lines keep their order; in a batch,
+/// Each thread adds to its own stripe: a thread whose first line is a request's (a server thread:
+/// it logs every request) gets one of the first `stripesPerRange` stripes, in turn, a thread
+/// whose first line is an event (the task threads that log the start, the watchdog) one of the
+/// others, so that the threads logging at start never take the server threads' stripes. The
+/// server threads never wait for one another's lock, nor pass one buffer's cache lines back and
+/// forth on every request (past `stripesPerRange` of them, they share). A thread's lines keep their order; in a batch,
 /// the lines of each stripe follow those of the stripe before, so timestamps of different
 /// threads' lines may step back by up to a batch (~2 ms).
 final class PendingLines: Sendable {
@@ -23,8 +25,8 @@ final class PendingLines: Sendable {
         private let padding: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
     }
 
-    private static let stripeCount = 8
-    private let stripes = (0..<PendingLines.stripeCount).map { _ in Stripe() }
+    private static let stripesPerRange = 8
+    private let stripes = (0..<(2 * PendingLines.stripesPerRange)).map { _ in Stripe() }
     private let writerStarted = Atomic<Bool>(false)
     /// Set by the writer, with `condition` locked, before it looks at the stripes a last time
     /// and sleeps; a thread that adds a line and then sees it set wakes the writer. (Either the
@@ -48,7 +50,7 @@ final class PendingLines: Sendable {
     /// than `limit` bytes in it; an `event` (not an access-log line) is written without waiting
     /// for a batch to gather.
     func add(_ count: Int, limit: Int, event: Bool, _ append: (inout [UInt8]) -> Void) -> Outcome {
-        let added = stripes[Self.threadSlot() % Self.stripeCount].bytes.withLock { bytes in
+        let added = stripes[Self.stripe(firstLineAnEvent: event)].bytes.withLock { bytes in
             guard bytes.count + count <= limit else { return false }
             append(&bytes)
             return true
@@ -100,11 +102,14 @@ final class PendingLines: Sendable {
         eventWaiting.exchange(false, ordering: .relaxed)
     }
 
-    /// The calling thread's number, given in the order threads first ask.
-    private static func threadSlot() -> Int {
+    /// The calling thread's stripe, given when it first asks: in turn among the first range's
+    /// stripes when that first line is a request's, else among the second range's.
+    private static func stripe(firstLineAnEvent event: Bool) -> Int {
         if let slot = pthread_getspecific(slotKey) { return Int(bitPattern: slot) - 1 }
-        let slot = nextSlot.wrappingAdd(1, ordering: .relaxed).oldValue
-        // Unrecorded (no memory for it), the thread would get a new slot on every call, and its
+        let turn = event ? nextEventSlot.wrappingAdd(1, ordering: .relaxed).oldValue
+            : nextRequestSlot.wrappingAdd(1, ordering: .relaxed).oldValue
+        let slot = turn % stripesPerRange + (event ? stripesPerRange : 0)
+        // Unrecorded (no memory for it), the thread would get a new stripe on every call, and its
         // lines could reorder: it shares the first stripe instead.
         guard pthread_setspecific(slotKey, UnsafeRawPointer(bitPattern: slot + 1)) == 0 else { return 0 }
         return slot
@@ -115,5 +120,6 @@ final class PendingLines: Sendable {
         precondition(pthread_key_create(&key, nil) == 0, "LogOutput: no thread-specific key left")
         return key
     }()
-    private static let nextSlot = Atomic<Int>(0)
+    private static let nextRequestSlot = Atomic<Int>(0)
+    private static let nextEventSlot = Atomic<Int>(0)
 }
